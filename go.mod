@@ -1,0 +1,3 @@
+module github.com/wick-agent/wick
+
+go 1.25

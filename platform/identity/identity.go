@@ -1,0 +1,226 @@
+// Package identity carries the caller's user from the gateway, which
+// authenticates it, to every service behind it. The user travels in gRPC
+// metadata with an HMAC signature made with a key that only the suite's own
+// processes hold, so a client that reaches a service directly cannot claim to
+// be someone else.
+package identity
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Metadata keys of a signed identity.
+const (
+	UserKey      = "x-wick-user"
+	TimestampKey = "x-wick-user-ts"
+	SignatureKey = "x-wick-user-sig"
+)
+
+// DefaultMaxSkew is how old a signature may be before it is refused.
+const DefaultMaxSkew = 5 * time.Minute
+
+// MaxUserLength bounds a user name.
+const MaxUserLength = 256
+
+// ErrNoUser is returned by Require when the context carries no user.
+var ErrNoUser = errors.New("no authenticated user")
+
+type userKey struct{}
+
+// WithUser returns a context that carries user.
+func WithUser(ctx context.Context, user string) context.Context {
+	return context.WithValue(ctx, userKey{}, user)
+}
+
+// User returns the user ctx carries.
+func User(ctx context.Context) (string, bool) {
+	u, ok := ctx.Value(userKey{}).(string)
+	return u, ok && u != ""
+}
+
+// Require returns the user ctx carries, or a gRPC Unauthenticated error.
+func Require(ctx context.Context) (string, error) {
+	u, ok := User(ctx)
+	if !ok {
+		return "", status.Error(codes.Unauthenticated, ErrNoUser.Error())
+	}
+	return u, nil
+}
+
+// ValidUser reports whether a user name is acceptable: non-empty, bounded, and
+// free of control characters and of ':' (used in keys as a separator).
+func ValidUser(u string) error {
+	if u == "" {
+		return errors.New("user is empty")
+	}
+	if len(u) > MaxUserLength {
+		return fmt.Errorf("user is longer than %d bytes", MaxUserLength)
+	}
+	for _, r := range u {
+		if r < 0x20 || r == 0x7f || r == ':' {
+			return fmt.Errorf("user %q has a forbidden character %q", u, r)
+		}
+	}
+	return nil
+}
+
+// Key signs and verifies identities. The zero Key is unusable.
+type Key struct {
+	secret  []byte
+	maxSkew time.Duration
+	now     func() time.Time
+}
+
+// NewKey returns a Key for a shared secret of at least 16 bytes.
+func NewKey(secret []byte) (*Key, error) {
+	if len(secret) < 16 {
+		return nil, errors.New("identity key must be at least 16 bytes")
+	}
+	return &Key{secret: append([]byte(nil), secret...), maxSkew: DefaultMaxSkew, now: time.Now}, nil
+}
+
+// RandomKey returns a Key with a fresh random secret, for suites that run in one process.
+func RandomKey() *Key {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("identity: crypto/rand failed: %v", err))
+	}
+	k, _ := NewKey(b)
+	return k
+}
+
+// ParseKey decodes a hex secret, as kept in WICK_IDENTITY_KEY.
+func ParseKey(s string) (*Key, error) {
+	b, err := hex.DecodeString(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("identity key is not hex: %w", err)
+	}
+	return NewKey(b)
+}
+
+// String returns the secret in hex, the form ParseKey reads.
+func (k *Key) String() string { return hex.EncodeToString(k.secret) }
+
+func (k *Key) mac(user, ts string) string {
+	m := hmac.New(sha256.New, k.secret)
+	m.Write([]byte(user))
+	m.Write([]byte{0})
+	m.Write([]byte(ts))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Sign returns ctx with outgoing metadata that asserts user.
+func (k *Key) Sign(ctx context.Context, user string) context.Context {
+	ts := strconv.FormatInt(k.now().Unix(), 10)
+	return metadata.AppendToOutgoingContext(ctx, UserKey, user, TimestampKey, ts, SignatureKey, k.mac(user, ts))
+}
+
+// Verify returns the user asserted by incoming metadata. It returns "" and no
+// error when md asserts no user, and an error when the assertion is forged,
+// stale or malformed.
+func (k *Key) Verify(md metadata.MD) (string, error) {
+	users := md.Get(UserKey)
+	if len(users) == 0 {
+		return "", nil
+	}
+	tss, sigs := md.Get(TimestampKey), md.Get(SignatureKey)
+	if len(users) != 1 || len(tss) != 1 || len(sigs) != 1 {
+		return "", errors.New("identity metadata must appear exactly once")
+	}
+	user, ts, sig := users[0], tss[0], sigs[0]
+	if !hmac.Equal([]byte(sig), []byte(k.mac(user, ts))) {
+		return "", errors.New("identity signature does not match")
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return "", errors.New("identity timestamp is not a number")
+	}
+	if d := k.now().Sub(time.Unix(sec, 0)); d > k.maxSkew || d < -k.maxSkew {
+		return "", errors.New("identity signature has expired")
+	}
+	if err := ValidUser(user); err != nil {
+		return "", err
+	}
+	return user, nil
+}
+
+func (k *Key) incoming(ctx context.Context) (context.Context, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	user, err := k.Verify(md)
+	if err != nil {
+		return nil, status.Error(codes.Unauthenticated, err.Error())
+	}
+	if user != "" {
+		ctx = WithUser(ctx, user)
+	}
+	return ctx, nil
+}
+
+// UnaryServerInterceptor puts a verified user into each call's context and
+// refuses forged assertions.
+func (k *Key) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := k.incoming(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, req)
+	}
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streams.
+func (k *Key) StreamServerInterceptor() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		ctx, err := k.incoming(ss.Context())
+		if err != nil {
+			return err
+		}
+		return h(srv, &contextStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+type contextStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *contextStream) Context() context.Context { return s.ctx }
+
+func (k *Key) outgoing(ctx context.Context) context.Context {
+	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get(UserKey)) > 0 {
+		return ctx
+	}
+	if user, ok := User(ctx); ok {
+		return k.Sign(ctx, user)
+	}
+	return ctx
+}
+
+// UnaryClientInterceptor signs the context's user onto every outgoing call, so
+// a service calling another acts for the same user.
+func (k *Key) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(k.outgoing(ctx), method, req, reply, cc, opts...)
+	}
+}
+
+// StreamClientInterceptor is UnaryClientInterceptor for streams.
+func (k *Key) StreamClientInterceptor() grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		return streamer(k.outgoing(ctx), desc, cc, method, opts...)
+	}
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs and starts what Wick's tests need, when it is missing: a Docker
+# engine, redis-server and a static busybox (for test images built FROM
+# scratch). Idempotent, and quick when everything is already there.
+# Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
+set -euo pipefail
+
+log() { printf 'test-deps: %s\n' "$*" >&2; }
+
+need=()
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# Test images are built FROM scratch, so busybox must be the static build.
+if command -v dpkg >/dev/null 2>&1; then
+  dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+else
+  command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing ${need[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    log "missing ${need[*]}; install them (Debian/Ubuntu: apt-get install ${need[*]})"
+    exit 1
+  fi
+fi
+
+docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
+
+if ! docker_up; then
+  if [ "$(id -u)" -ne 0 ]; then
+    log "the Docker engine is not answering and only root can start it here"
+    exit 1
+  fi
+  pidfile=/var/run/docker.pid
+  # A dockerd that was killed leaves its pid file behind and the next one
+  # refuses to start; remove it only when that process is gone.
+  if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    log "removing stale $pidfile"
+    rm -f "$pidfile"
+  fi
+  if ! pgrep -x dockerd >/dev/null 2>&1; then
+    log "starting dockerd"
+    nohup dockerd >/var/log/wick-dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 1 150); do
+    docker_up && break
+    sleep 0.2
+  done
+  if ! docker_up; then
+    log "dockerd did not come up; last lines of /var/log/wick-dockerd.log:"
+    tail -n 20 /var/log/wick-dockerd.log >&2 || true
+    exit 1
+  fi
+fi
+log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox)"

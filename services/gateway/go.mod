@@ -1,0 +1,3 @@
+module github.com/wick-agent/wick/services/gateway
+
+go 1.25
