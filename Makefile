@@ -14,7 +14,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count=1 -timeout 30m
 BIN := $(CURDIR)/bin
 
-.PHONY: help gen gen-check lint fmt test test-deps bench build run clean
+.PHONY: help gen gen-check lint breaking fmt test test-deps bench build run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -34,6 +34,14 @@ lint: ## buf lint + format, go vet, gofmt, staticcheck
 	go vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(TOOL) staticcheck $(PKGS)
+
+# Compared with main by default; a branch's API must not break what main serves
+# to REST (JSON) and gRPC clients.
+BREAKING_AGAINST ?= .git\#branch=main
+breaking: ## buf breaking (WIRE_JSON) against main, once main has protos
+	@if git rev-parse -q --verify main >/dev/null && git cat-file -e main:proto 2>/dev/null; then \
+		$(BUF) breaking --against '$(BREAKING_AGAINST)'; \
+	else echo "breaking: no baseline on main yet"; fi
 
 fmt: ## format Go and proto sources
 	gofmt -w $$(git ls-files '*.go')

@@ -1,20 +1,338 @@
-// Package sandbox is the sandbox service. It is a library with a thin main, so one
-// process can host it beside the other services.
+// Package sandbox is the sandbox service: one sandbox per (user, agent), a
+// hardened Docker container driven through wick-daemon over a Unix socket,
+// with Docker exec and the wickfs CLI as the fallback path, or a local
+// workdir served in-process. It is a library with a thin main, so one process
+// can host it beside the other services.
 package sandbox
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
 	"google.golang.org/grpc"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
+
+// Defaults; every one is a Config field.
+const (
+	DefaultManagerID     = "wick-sandbox"
+	DefaultStateDir      = "/var/lib/wick/sandbox"
+	DefaultImage         = "python:3.12-slim"
+	DefaultWorkdir       = "/workspace"
+	DefaultIdleTimeout   = 30 * time.Minute
+	DefaultReapInterval  = time.Minute
+	DefaultMemory        = 512 << 20
+	DefaultNanoCPUs      = 1_000_000_000
+	DefaultPids          = 256
+	DefaultMaxMemory     = 8 << 30
+	DefaultMaxNanoCPUs   = 4_000_000_000
+	DefaultMaxPids       = 4096
+	DefaultExecTimeout   = 120 * time.Second
+	DefaultMaxExecTime   = time.Hour
+	DefaultMaxOutput     = 1 << 20
+	DefaultMaxOutputCap  = 64 << 20
+	DefaultDaemonStart   = 15 * time.Second
+	DefaultHealthTimeout = 2 * time.Second
+	// DefaultFallbackMaxBytes bounds one file or one command output moved
+	// through the Docker-exec fallback, which has to hold it in memory.
+	DefaultFallbackMaxBytes = 64 << 20
+	// DefaultMaxSandboxes bounds how many sandboxes one user may have.
+	DefaultMaxSandboxes = 32
+	// DefaultTmpfsMB is the size of /tmp on a read-only root filesystem.
+	DefaultTmpfsMB = 256
+	// ReadChunk is the chunk size of file streams the service produces itself.
+	ReadChunk = 256 << 10
+)
+
+// Types of sandbox.
+const (
+	TypeDocker = "docker"
+	TypeLocal  = "local"
+)
+
+// Config configures the service. Zero values take the defaults above.
+type Config struct {
+	// ManagerID labels this service's containers; instances that share it
+	// share (and adopt) each other's sandboxes.
+	ManagerID string
+	// StateDir holds per-sandbox socket directories, local workdirs and the
+	// copies of the wick binaries. Created 0700.
+	StateDir string
+	// DaemonBin and WickfsBin are the static wick-daemon and wickfs binaries
+	// placed in every container.
+	DaemonBin, WickfsBin string
+	// DefaultImage is used when a spec names none.
+	DefaultImage string
+	// DefaultType is the sandbox type when a spec names none: "docker" or "local".
+	DefaultType string
+	// LocalFallback serves docker-type requests with the local backend when
+	// no Docker engine is reachable, instead of failing them.
+	LocalFallback bool
+	// DisableLocal refuses "local" sandboxes, whose commands run unconfined on
+	// the service's host.
+	DisableLocal bool
+	// AllowedDockerHosts are the remote engines a spec may name; "*" allows any.
+	AllowedDockerHosts []string
+	// AllowBridge lets specs ask for network "bridge".
+	AllowBridge bool
+	// IdleTimeout stops a sandbox unused for this long; negative disables it.
+	IdleTimeout time.Duration
+	// ReapInterval is how often idle and expired sandboxes are looked for.
+	ReapInterval time.Duration
+	// Default and maximum resources.
+	DefaultMemory, DefaultNanoCPUs, DefaultPids int64
+	MaxMemory, MaxNanoCPUs, MaxPids             int64
+	// DefaultExecTimeout and MaxExecTimeout bound commands.
+	DefaultExecTimeout, MaxExecTimeout time.Duration
+	// DefaultMaxOutput and MaxOutputCap bound command output.
+	DefaultMaxOutput, MaxOutputCap int64
+	// DaemonStartTimeout bounds the wait for an injected daemon to answer.
+	DaemonStartTimeout time.Duration
+	// HealthTimeout bounds one daemon health check.
+	HealthTimeout time.Duration
+	// FallbackMaxBytes bounds a file or an output moved by Docker exec.
+	FallbackMaxBytes int64
+	// MaxSandboxes bounds the sandboxes of one user.
+	MaxSandboxes int
+	// Labels are added to every container and volume (tests mark theirs).
+	Labels map[string]string
+}
+
+func (c *Config) defaults() {
+	set := func(p *int64, v int64) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setD := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if c.ManagerID == "" {
+		c.ManagerID = DefaultManagerID
+	}
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir
+	}
+	if c.DefaultImage == "" {
+		c.DefaultImage = DefaultImage
+	}
+	if c.DefaultType == "" {
+		c.DefaultType = TypeDocker
+	}
+	if c.DaemonBin == "" {
+		c.DaemonBin = os.Getenv("WICK_DAEMON_BIN")
+	}
+	if c.WickfsBin == "" {
+		c.WickfsBin = os.Getenv("WICK_WICKFS_BIN")
+	}
+	setD(&c.IdleTimeout, DefaultIdleTimeout)
+	setD(&c.ReapInterval, DefaultReapInterval)
+	set(&c.DefaultMemory, DefaultMemory)
+	set(&c.DefaultNanoCPUs, DefaultNanoCPUs)
+	set(&c.DefaultPids, DefaultPids)
+	set(&c.MaxMemory, DefaultMaxMemory)
+	set(&c.MaxNanoCPUs, DefaultMaxNanoCPUs)
+	set(&c.MaxPids, DefaultMaxPids)
+	setD(&c.DefaultExecTimeout, DefaultExecTimeout)
+	setD(&c.MaxExecTimeout, DefaultMaxExecTime)
+	set(&c.DefaultMaxOutput, DefaultMaxOutput)
+	set(&c.MaxOutputCap, DefaultMaxOutputCap)
+	setD(&c.DaemonStartTimeout, DefaultDaemonStart)
+	setD(&c.HealthTimeout, DefaultHealthTimeout)
+	set(&c.FallbackMaxBytes, DefaultFallbackMaxBytes)
+	if c.MaxSandboxes == 0 {
+		c.MaxSandboxes = DefaultMaxSandboxes
+	}
+}
+
+// Option configures a Service beyond its Config.
+type Option func(*Service)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithClock replaces time.Now, for idle and TTL decisions.
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.now = now } }
+
+// WithEngineDialer replaces how Docker clients are opened.
+func WithEngineDialer(dial func(host string) (dockerbox.Engine, error)) Option {
+	return func(s *Service) { s.pool = dockerbox.NewPool(dial) }
+}
 
 // Service implements sandboxv1.SandboxServiceServer.
 type Service struct {
 	sandboxv1.UnimplementedSandboxServiceServer
+
+	cfg    Config
+	log    *slog.Logger
+	now    func() time.Time
+	pool   *dockerbox.Pool
+	users  *dockerbox.Users
+	binDir string // host copies of the wick binaries, mounted read-only
+
+	mu    sync.Mutex
+	boxes map[string]*box // by key hash
+
+	stopReaper context.CancelFunc
+	bg         sync.WaitGroup
+
+	// onFallback, when set, is told each time a call takes the Docker-exec path.
+	onFallback func(op string)
 }
 
-// New returns the service.
-func New() *Service { return &Service{} }
+// New builds the service, adopts or removes the containers a previous
+// instance left behind, and starts the idle reaper. Docker need not be
+// reachable: then docker-type requests fail with FailedPrecondition (or go
+// to the local backend with Config.LocalFallback).
+func New(cfg Config, opts ...Option) (*Service, error) {
+	cfg.defaults()
+	switch cfg.DefaultType {
+	case TypeDocker, TypeLocal:
+	default:
+		return nil, fmt.Errorf("sandbox: default type %q must be docker or local", cfg.DefaultType)
+	}
+	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.pool == nil {
+		s.pool = dockerbox.NewPool(nil)
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	s.cfg.StateDir = abs
+	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: state dir: %w", err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: state dir: %w", err)
+		}
+	}
+	// Containers must traverse to the binaries: bin is world-searchable, not listable
+	// through its parent (0711).
+	if err := os.Chmod(abs, 0o711); err != nil {
+		return nil, err
+	}
+	s.binDir = filepath.Join(abs, "bin")
+	if err := os.Chmod(s.binDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := s.installBinaries(); err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopReaper = cancel
+	s.adopt(ctx)
+	if s.cfg.IdleTimeout > 0 || true {
+		s.bg.Add(1)
+		go s.reapLoop(ctx)
+	}
+	return s, nil
+}
+
+// installBinaries copies the wick binaries into the state dir, so a rebuild
+// of the originals never changes what running sandboxes execute.
+func (s *Service) installBinaries() error {
+	for name, src := range map[string]string{dockerbox.DaemonBinary: s.cfg.DaemonBin, dockerbox.WickfsBinary: s.cfg.WickfsBin} {
+		if src == "" {
+			s.log.Warn("wick binary not configured; docker sandboxes are unavailable", "binary", name)
+			continue
+		}
+		if err := copyFile(src, filepath.Join(s.binDir, name), 0o755); err != nil {
+			return fmt.Errorf("sandbox: install %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+func (s *Service) haveBinaries() error {
+	for _, n := range []string{dockerbox.DaemonBinary, dockerbox.WickfsBinary} {
+		if _, err := os.Stat(filepath.Join(s.binDir, n)); err != nil {
+			return fmt.Errorf("%w: the %s binary is not configured (-daemon-bin/-wickfs-bin or WICK_DAEMON_BIN/WICK_WICKFS_BIN)", errPrecondition, n)
+		}
+	}
+	return nil
+}
 
 // Register registers the service on r.
 func (s *Service) Register(r grpc.ServiceRegistrar) { sandboxv1.RegisterSandboxServiceServer(r, s) }
+
+// Close stops the reaper and background work and releases connections.
+// Containers keep running: the next instance adopts them.
+func (s *Service) Close(ctx context.Context) error {
+	s.stopReaper()
+	done := make(chan struct{})
+	go func() { s.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	boxes := make([]*box, 0, len(s.boxes))
+	for _, b := range s.boxes {
+		boxes = append(boxes, b)
+	}
+	s.mu.Unlock()
+	for _, b := range boxes {
+		b.life.Lock()
+		b.disconnect()
+		b.life.Unlock()
+	}
+	s.pool.Close()
+	return nil
+}
+
+func (s *Service) hostAllowed(host string) bool {
+	return slices.Contains(s.cfg.AllowedDockerHosts, "*") || slices.Contains(s.cfg.AllowedDockerHosts, host)
+}
+
+var (
+	errNotFound     = errors.New("not found")
+	errInvalid      = errors.New("invalid argument")
+	errPrecondition = errors.New("failed precondition")
+	errDenied       = errors.New("permission denied")
+	errExhausted    = errors.New("resource exhausted")
+	errNoDocker     = errors.New("Docker is unavailable on this sandbox service")
+)

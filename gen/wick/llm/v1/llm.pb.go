@@ -215,9 +215,13 @@ type ToolCall struct {
 	// name is the tool's name.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// arguments are the call's arguments, parsed into a JSON object.
-	Arguments     *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Arguments *structpb.Struct `protobuf:"bytes,3,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// arguments_error is set when the provider sent arguments that are not a
+	// JSON object (malformed or truncated JSON); arguments is then empty and the
+	// caller should answer the call with a tool error instead of running it.
+	ArgumentsError string `protobuf:"bytes,4,opt,name=arguments_error,json=argumentsError,proto3" json:"arguments_error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ToolCall) Reset() {
@@ -269,6 +273,13 @@ func (x *ToolCall) GetArguments() *structpb.Struct {
 		return x.Arguments
 	}
 	return nil
+}
+
+func (x *ToolCall) GetArgumentsError() string {
+	if x != nil {
+		return x.ArgumentsError
+	}
+	return ""
 }
 
 // ToolSchema describes a tool the model may call.
@@ -1051,11 +1062,12 @@ const file_wick_llm_v1_llm_proto_rawDesc = "" +
 	"tool_calls\x18\x03 \x03(\v2\x15.wick.llm.v1.ToolCallR\ttoolCalls\x12 \n" +
 	"\ftool_call_id\x18\x04 \x01(\tR\n" +
 	"toolCallId\x12\x12\n" +
-	"\x04name\x18\x05 \x01(\tR\x04name\"e\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"\x8e\x01\n" +
 	"\bToolCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x125\n" +
-	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\"{\n" +
+	"\targuments\x18\x03 \x01(\v2\x17.google.protobuf.StructR\targuments\x12'\n" +
+	"\x0farguments_error\x18\x04 \x01(\tR\x0eargumentsError\"{\n" +
 	"\n" +
 	"ToolSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +

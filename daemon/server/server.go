@@ -1,0 +1,203 @@
+// Package server is the wick-daemon gRPC service: workspace files through a
+// wickfs.LocalFS, commands with streamed output, and PTY terminals. It keeps
+// no global state, so one process can host several (the sandbox service runs
+// one per local workspace).
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/wick-agent/wick/daemon"
+	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/wickfs"
+)
+
+// Defaults of the server's limits.
+const (
+	// DefaultChunkSize is the size of ReadFile and WriteFile chunks.
+	DefaultChunkSize = 256 << 10
+	// DefaultMaxWriteBytes caps a streamed WriteFile; larger than LocalFS's
+	// in-memory limit because the stream never holds the file in memory.
+	DefaultMaxWriteBytes int64 = 8 << 30
+	// DefaultMaxResults is the ceiling on a Grep or Glob caller's own cap.
+	DefaultMaxResults = 10_000
+	// DefaultShell is the terminal's program when a session names none.
+	DefaultShell = "sh"
+	// DefaultTerm is TERM in a terminal unless the session sets it.
+	DefaultTerm = "xterm-256color"
+)
+
+type options struct {
+	version       string
+	chunkSize     int
+	maxWriteBytes int64
+	maxResults    int
+	shell         string
+	now           func() time.Time
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+// WithVersion sets the version Health reports (default daemon.Version).
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
+// WithChunkSize sets the ReadFile chunk size.
+func WithChunkSize(n int) Option { return func(o *options) { o.chunkSize = n } }
+
+// WithMaxWriteBytes caps one WriteFile upload.
+func WithMaxWriteBytes(n int64) Option { return func(o *options) { o.maxWriteBytes = n } }
+
+// WithMaxResults caps the max_matches / max_files a caller may ask for.
+func WithMaxResults(n int) Option { return func(o *options) { o.maxResults = n } }
+
+// WithShell sets the terminal's default program.
+func WithShell(sh string) Option { return func(o *options) { o.shell = sh } }
+
+// Server implements daemonv1.DaemonServer on a workspace.
+type Server struct {
+	daemonv1.UnimplementedDaemonServer
+	fs      *wickfs.LocalFS
+	cfg     options
+	started time.Time
+}
+
+var _ daemonv1.DaemonServer = (*Server)(nil)
+
+// New returns a server on fs; fs stays owned by the caller.
+func New(fs *wickfs.LocalFS, opts ...Option) *Server {
+	cfg := options{
+		version:       daemon.Version,
+		chunkSize:     DefaultChunkSize,
+		maxWriteBytes: DefaultMaxWriteBytes,
+		maxResults:    DefaultMaxResults,
+		shell:         DefaultShell,
+		now:           time.Now,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.chunkSize <= 0 {
+		cfg.chunkSize = DefaultChunkSize
+	}
+	return &Server{fs: fs, cfg: cfg, started: cfg.now()}
+}
+
+// Register registers the service on r.
+func (s *Server) Register(r grpc.ServiceRegistrar) { daemonv1.RegisterDaemonServer(r, s) }
+
+// Health reports version and uptime.
+func (s *Server) Health(context.Context, *daemonv1.HealthRequest) (*daemonv1.HealthResponse, error) {
+	return &daemonv1.HealthResponse{
+		Version:       s.cfg.version,
+		Uptime:        durationpb.New(s.cfg.now().Sub(s.started)),
+		WorkspaceRoot: s.fs.Dir(),
+		Pid:           int32(os.Getpid()),
+	}, nil
+}
+
+// Ls lists a directory.
+func (s *Server) Ls(ctx context.Context, req *daemonv1.LsRequest) (*daemonv1.LsResponse, error) {
+	entries, err := s.fs.Ls(ctx, req.GetPath())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &daemonv1.LsResponse{Entries: make([]*daemonv1.DirEntry, len(entries))}
+	for i, e := range entries {
+		out.Entries[i] = &daemonv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size}
+	}
+	return out, nil
+}
+
+// EditFile replaces text in a file.
+func (s *Server) EditFile(ctx context.Context, req *daemonv1.EditFileRequest) (*daemonv1.EditFileResponse, error) {
+	var opts []wickfs.EditOption
+	if req.GetReplaceAll() {
+		opts = append(opts, wickfs.ReplaceAll())
+	}
+	res, err := s.fs.EditFile(ctx, req.GetPath(), req.GetOldText(), req.GetNewText(), opts...)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &daemonv1.EditFileResponse{Path: res.Path, Replacements: int32(min(res.Replacements, math.MaxInt32))}, nil
+}
+
+func (s *Server) resultCap(n int32, what string) (int, error) {
+	if n < 0 {
+		return 0, status.Errorf(codes.InvalidArgument, "%s must not be negative (got %d)", what, n)
+	}
+	if int(n) > s.cfg.maxResults {
+		return 0, status.Errorf(codes.InvalidArgument, "%s %d is above the daemon's ceiling of %d", what, n, s.cfg.maxResults)
+	}
+	return int(n), nil
+}
+
+// Grep searches file contents.
+func (s *Server) Grep(ctx context.Context, req *daemonv1.GrepRequest) (*daemonv1.GrepResponse, error) {
+	max, err := s.resultCap(req.GetMaxMatches(), "max_matches")
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.fs.GrepN(ctx, req.GetPattern(), req.GetPath(), max)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &daemonv1.GrepResponse{Truncated: res.Truncated, Matches: make([]*daemonv1.GrepMatch, len(res.Matches))}
+	for i, m := range res.Matches {
+		out.Matches[i] = &daemonv1.GrepMatch{File: m.File, Line: int32(min(m.Line, math.MaxInt32)), Text: m.Text}
+	}
+	return out, nil
+}
+
+// Glob finds files by pattern.
+func (s *Server) Glob(ctx context.Context, req *daemonv1.GlobRequest) (*daemonv1.GlobResponse, error) {
+	max, err := s.resultCap(req.GetMaxFiles(), "max_files")
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.fs.GlobN(ctx, req.GetPattern(), req.GetPath(), max)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &daemonv1.GlobResponse{Files: res.Files, Truncated: res.Truncated}, nil
+}
+
+// toStatus converts an error into a gRPC status once, at the edge.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	code := codes.Internal
+	switch {
+	case errors.Is(err, context.Canceled):
+		code = codes.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		code = codes.DeadlineExceeded
+	case errors.Is(err, wickfs.ErrNotFound):
+		code = codes.NotFound
+	case errors.Is(err, wickfs.ErrOutsideWorkspace), errors.Is(err, wickfs.ErrPermission):
+		code = codes.PermissionDenied
+	case errors.Is(err, wickfs.ErrInvalidArgument):
+		code = codes.InvalidArgument
+	case errors.Is(err, wickfs.ErrTooLarge):
+		code = codes.ResourceExhausted
+	}
+	return status.Error(code, err.Error())
+}
+
+func invalidf(format string, args ...any) error {
+	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,645 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wick-agent/wick/services/agent/internal/llm"
+)
+
+// Defaults of the loop; each is configurable.
+const (
+	// DefaultMaxTurns is the seed's bound on LLM↔tool rounds per run.
+	DefaultMaxTurns = 25
+	// DefaultToolTimeout bounds one tool call.
+	DefaultToolTimeout = 10 * time.Minute
+	// DefaultCancelGrace is how long a cancelled round waits for its tools
+	// to return before giving them "cancelled" results; the run ends well
+	// within a second of cancellation.
+	DefaultCancelGrace = 300 * time.Millisecond
+	// DefaultSaveTimeout bounds the save after a cancellation, which runs on
+	// a context that is no longer cancelled.
+	DefaultSaveTimeout = 5 * time.Second
+	// streamBuffer is the number of model deltas buffered between the LLM
+	// client and the loop.
+	streamBuffer = 64
+)
+
+// Result texts the loop writes into tool messages.
+const (
+	CancelledToolResult   = "cancelled: run was cancelled before this tool call finished"
+	InterruptedToolResult = "cancelled: the previous run ended before this tool call finished"
+	RejectedToolResult    = "rejected by the user"
+)
+
+// Stop reasons reported in the data of the final event.
+const (
+	StopCompleted = "completed"
+	StopMaxTurns  = "max_turns"
+	StopCancelled = "cancelled"
+	StopError     = "error"
+)
+
+// Approval actions of a Decision.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+	ActionEdit    = "edit"
+)
+
+// Errors of Run.
+var (
+	ErrInvalidInput = errors.New("invalid input")
+	ErrMaxTurns     = errors.New("the agent reached its maximum number of turns before finishing")
+	ErrNoApprover   = errors.New("interactive agent has no approver")
+)
+
+// Approver decides pending tool calls of interactive agents. Approve blocks
+// until the user has decided every call or ctx ends.
+type Approver interface {
+	Approve(ctx context.Context, runID string, calls []ToolCall) ([]Decision, error)
+}
+
+// Decision is the user's decision on one tool call.
+type Decision struct {
+	ToolCallID string         `json:"tool_call_id"`
+	Action     string         `json:"action"` // "approve", "reject" or "edit"
+	Args       map[string]any `json:"args,omitempty"`
+	Message    string         `json:"message,omitempty"`
+}
+
+// Runner runs an agent's loop. It is safe for concurrent runs on different
+// states, provided its hooks are (Build's hooks are built per run).
+type Runner struct {
+	cfg         *AgentConfig
+	model       llm.Client
+	hooks       []Hook
+	tools       []Tool
+	maxTurns    int
+	approver    Approver
+	logger      *slog.Logger
+	toolTimeout time.Duration
+	cancelGrace time.Duration
+	saveTimeout time.Duration
+	maxTokens   int
+}
+
+// RunnerOption configures a Runner.
+type RunnerOption func(*Runner)
+
+// WithMaxTurns overrides the configured maximum number of turns.
+func WithMaxTurns(n int) RunnerOption {
+	return func(r *Runner) {
+		if n > 0 {
+			r.maxTurns = n
+		}
+	}
+}
+
+// WithApprover sets the approver of interactive agents.
+func WithApprover(a Approver) RunnerOption { return func(r *Runner) { r.approver = a } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) RunnerOption {
+	return func(r *Runner) {
+		if l != nil {
+			r.logger = l
+		}
+	}
+}
+
+// WithToolTimeout bounds each tool call; zero or less means no bound.
+func WithToolTimeout(d time.Duration) RunnerOption { return func(r *Runner) { r.toolTimeout = d } }
+
+// WithCancelGrace sets how long a cancelled round waits for its tools.
+func WithCancelGrace(d time.Duration) RunnerOption { return func(r *Runner) { r.cancelGrace = d } }
+
+// WithSaveTimeout bounds the save after cancellation.
+func WithSaveTimeout(d time.Duration) RunnerOption { return func(r *Runner) { r.saveTimeout = d } }
+
+// WithMaxTokens sets the max_tokens of each model request.
+func WithMaxTokens(n int) RunnerOption { return func(r *Runner) { r.maxTokens = n } }
+
+// NewRunner builds a runner for cfg. tools are the agent's own tools (builtins,
+// HTTP callbacks, custom); hooks register more on the state each run.
+func NewRunner(cfg *AgentConfig, model llm.Client, hooks []Hook, tools []Tool, opts ...RunnerOption) *Runner {
+	if cfg == nil {
+		cfg = &AgentConfig{}
+	}
+	r := &Runner{
+		cfg:         cfg,
+		model:       model,
+		hooks:       hooks,
+		tools:       tools,
+		maxTurns:    DefaultMaxTurns,
+		logger:      slog.New(slog.DiscardHandler),
+		toolTimeout: DefaultToolTimeout,
+		cancelGrace: DefaultCancelGrace,
+		saveTimeout: DefaultSaveTimeout,
+	}
+	if cfg.MaxTurns > 0 {
+		r.maxTurns = cfg.MaxTurns
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// run is the state of one Run call.
+type run struct {
+	*Runner
+	id     string
+	state  *AgentState
+	emitMu sync.Mutex
+	emitFn func(StreamEvent)
+	save   func(context.Context, *AgentState) error
+	tools  map[string]Tool
+	schema []llm.ToolSchema
+}
+
+func (r *run) emit(ev StreamEvent) {
+	if r.emitFn == nil {
+		return
+	}
+	ev.RunID = r.id
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	r.emitFn(ev)
+}
+
+// Run appends input to state.Messages (after ValidateUserInput), runs
+// BeforeAgent once, then up to MaxTurns LLM↔tool rounds. Every event goes to
+// emit, the last one being "done" or "error". save is called after every
+// tool round and at the end — after cancellation on a context that is not
+// cancelled — so a crash loses at most the round in flight, and the saved
+// state never holds a tool call without its result. On cancellation Run
+// returns ctx.Err().
+func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input []Message, emit func(StreamEvent), save func(context.Context, *AgentState) error) error {
+	if err := Messages(input).ValidateUserInput(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	if r.cfg.Approval == ApprovalInteractive && r.approver == nil {
+		return ErrNoApprover
+	}
+	if save == nil {
+		save = func(context.Context, *AgentState) error { return nil }
+	}
+	rn := &run{Runner: r, id: runID, state: state, emitFn: emit, save: save}
+
+	state.Messages = RepairToolCalls(state.Messages, InterruptedToolResult)
+	state.Messages = append(state.Messages, input...)
+	state.ResetTools()
+
+	err := rn.loop(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return rn.finishCancelled(ctx)
+	default:
+		rn.emit(StreamEvent{Event: EventError, ThreadID: state.ThreadID, Data: map[string]any{"message": err.Error(), "stop_reason": stopReason(err)}})
+		return err
+	}
+}
+
+func stopReason(err error) string {
+	if errors.Is(err, ErrMaxTurns) {
+		return StopMaxTurns
+	}
+	return StopError
+}
+
+// loop runs BeforeAgent and the turns. It saves after each round and at the
+// end, except when ctx was cancelled, which Run handles.
+func (r *run) loop(ctx context.Context) error {
+	for _, h := range r.hooks {
+		if err := h.BeforeAgent(ctx, r.state); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("hook %s: before_agent: %w", h.Name(), err)
+		}
+	}
+	r.buildTools()
+
+	modelFn := ChainModelCall(r.hooks, r.callModel)
+	toolFn := ChainToolCall(r.hooks, r.execTool)
+
+	for turn := 0; turn < r.maxTurns; turn++ {
+		msgs := r.requestMessages()
+		for _, h := range r.hooks {
+			var err error
+			if msgs, err = h.ModifyRequest(ctx, msgs); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("hook %s: modify_request: %w", h.Name(), err)
+			}
+		}
+		resp, err := modelFn(ctx, msgs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if saveErr := r.save(ctx, r.state); saveErr != nil {
+				r.logger.WarnContext(ctx, "save after model error failed", "err", saveErr)
+			}
+			return fmt.Errorf("model call: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ai := r.assistantMessage(resp, turn)
+		if len(ai.ToolCalls) == 0 && ai.Content == "" {
+			// An empty reply is still a reply; keep the history valid.
+			ai.Content = " "
+		}
+		r.state.Messages = append(r.state.Messages, ai)
+		if len(ai.ToolCalls) == 0 {
+			if err := r.save(ctx, r.state); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("save: %w", err)
+			}
+			r.emit(StreamEvent{Event: EventDone, ThreadID: r.state.ThreadID, Data: map[string]any{"stop_reason": StopCompleted}})
+			return nil
+		}
+		if err := r.toolRound(ctx, toolFn, ai.ToolCalls); err != nil {
+			return err
+		}
+		if err := r.save(ctx, r.state); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("save: %w", err)
+		}
+	}
+	return fmt.Errorf("%w (max_turns=%d)", ErrMaxTurns, r.maxTurns)
+}
+
+// finishCancelled gives every unanswered tool call a result and saves on a
+// context that is no longer cancelled.
+func (r *run) finishCancelled(ctx context.Context) error {
+	r.state.Messages = RepairToolCalls(r.state.Messages, CancelledToolResult)
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.saveTimeout)
+	defer cancel()
+	if err := r.save(saveCtx, r.state); err != nil {
+		r.logger.WarnContext(saveCtx, "save after cancellation failed", "err", err)
+	}
+	r.emit(StreamEvent{Event: EventError, ThreadID: r.state.ThreadID, Data: map[string]any{"message": "run cancelled", "stop_reason": StopCancelled}})
+	return ctx.Err()
+}
+
+// buildTools merges the runner's tools with those hooks registered on the
+// state (state tools win on a name clash) and builds their schemas.
+func (r *run) buildTools() {
+	r.tools = make(map[string]Tool, len(r.Runner.tools))
+	for _, t := range r.Runner.tools {
+		r.tools[t.Name()] = t
+	}
+	for _, t := range r.state.Tools() {
+		r.tools[t.Name()] = t
+	}
+	names := make([]string, 0, len(r.tools))
+	for n := range r.tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	r.schema = make([]llm.ToolSchema, 0, len(names))
+	for _, n := range names {
+		t := r.tools[n]
+		r.schema = append(r.schema, llm.ToolSchema{Name: n, Description: t.Description(), Parameters: t.Parameters()})
+	}
+}
+
+// requestMessages is the configured system prompt followed by the thread.
+func (r *run) requestMessages() []Message {
+	msgs := make([]Message, 0, len(r.state.Messages)+1)
+	if r.cfg.SystemPrompt != "" {
+		msgs = append(msgs, System(r.cfg.SystemPrompt))
+	}
+	return append(msgs, r.state.Messages...)
+}
+
+// callModel is the center of the model-call onion: a streamed LLM call whose
+// deltas become on_chat_model_stream events.
+func (r *run) callModel(ctx context.Context, msgs []Message) (*llm.Response, error) {
+	req := llm.Request{Messages: ToLLMMessages(msgs), Tools: r.schema, MaxTokens: r.maxTokens}
+	if m, ok := r.cfg.Model.(string); ok {
+		req.Model = m
+	}
+	// The system prompt travels as the leading system message(s); clients
+	// that need it apart lift it out.
+	ch := make(chan llm.StreamChunk, streamBuffer)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		errc <- r.model.Stream(ctx, req, ch)
+	}()
+
+	resp := &llm.Response{}
+	var content []byte
+	for {
+		select {
+		case c, ok := <-ch:
+			if !ok {
+				if err := <-errc; err != nil {
+					return nil, err
+				}
+				resp.Content = string(content)
+				if resp.FinishReason == "" {
+					resp.FinishReason = llm.FinishStop
+					if len(resp.ToolCalls) > 0 {
+						resp.FinishReason = llm.FinishToolCalls
+					}
+				}
+				if resp.Usage != (llm.Usage{}) {
+					r.emit(StreamEvent{Event: EventUsage, ThreadID: r.state.ThreadID, Data: map[string]any{
+						"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens,
+					}})
+				}
+				return resp, nil
+			}
+			if c.Delta != "" {
+				content = append(content, c.Delta...)
+				r.emit(StreamEvent{Event: EventChatModelStream, Data: map[string]any{"delta": c.Delta}})
+			}
+			resp.ToolCalls = append(resp.ToolCalls, c.ToolCalls...)
+			if c.FinishReason != "" {
+				resp.FinishReason = c.FinishReason
+			}
+			if c.Usage != nil {
+				resp.Usage.InputTokens += c.Usage.InputTokens
+				resp.Usage.OutputTokens += c.Usage.OutputTokens
+			}
+		case <-ctx.Done():
+			// A client that ignores ctx must not keep the run alive: drain
+			// its channel in the background and leave.
+			go func() {
+				for range ch {
+				}
+			}()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// assistantMessage maps the model's reply onto an assistant message, naming
+// calls the model left without an id.
+func (r *run) assistantMessage(resp *llm.Response, turn int) Message {
+	ai := Message{Role: RoleAssistant, Content: resp.Content}
+	for i, c := range resp.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%s_%d_%d", r.id, turn, i)
+		}
+		args := c.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		ai.ToolCalls = append(ai.ToolCalls, ToolCall{ID: id, Name: c.Name, Args: args})
+	}
+	return ai
+}
+
+// execTool is the center of the tool-call onion. Tool failures become a
+// result with Error set, never a Go error.
+func (r *run) execTool(ctx context.Context, call ToolCall) (res *ToolResult, err error) {
+	res = &ToolResult{ToolCallID: call.ID, Name: call.Name}
+	t, ok := r.tools[call.Name]
+	if !ok {
+		res.Error = fmt.Sprintf("unknown tool %q", call.Name)
+		return res, nil
+	}
+	if r.toolTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.toolTimeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger.ErrorContext(ctx, "tool panicked", "tool", call.Name, "panic", p, "stack", string(debug.Stack()))
+			res = &ToolResult{ToolCallID: call.ID, Name: call.Name, Error: fmt.Sprintf("tool %s failed unexpectedly", call.Name)}
+			err = nil
+		}
+	}()
+	out, execErr := t.Execute(ctx, call.Args)
+	res.Output = out
+	if execErr != nil {
+		res.Error = execErr.Error()
+	}
+	return res, nil
+}
+
+type indexedResult struct {
+	i   int
+	res *ToolResult
+}
+
+// toolRound runs the calls of one assistant message (after approval for
+// interactive agents) in parallel and appends their results in call order.
+// It returns ctx.Err() when cancelled, leaving unfinished calls unanswered
+// for finishCancelled.
+func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []ToolCall) error {
+	results := make([]*ToolResult, len(calls))
+	toRun := make([]int, 0, len(calls))
+	if r.cfg.Approval == ApprovalInteractive {
+		var err error
+		if toRun, err = r.approve(ctx, calls, results); err != nil {
+			return err
+		}
+	} else {
+		for i := range calls {
+			toRun = append(toRun, i)
+		}
+	}
+
+	scope := &runScope{emit: r.emit, state: r.state}
+	tctx := withScope(ctx, scope)
+	done := make(chan indexedResult, len(toRun))
+	for _, i := range toRun {
+		call := calls[i]
+		r.emit(StreamEvent{Event: EventToolStart, Name: call.Name, Data: map[string]any{"args": JSONValue(call.Args), "tool_call_id": call.ID}})
+		go func() {
+			done <- indexedResult{i, r.runOne(tctx, toolFn, call)}
+		}()
+	}
+
+	pending := len(toRun)
+	var grace <-chan time.Time
+	ctxDone := ctx.Done()
+	for pending > 0 {
+		select {
+		case ir := <-done:
+			pending--
+			results[ir.i] = ir.res
+			res := ir.res
+			r.emit(StreamEvent{Event: EventToolEnd, Name: res.Name, Data: map[string]any{"output": res.Output, "error": res.Error, "tool_call_id": res.ToolCallID}})
+		case <-ctxDone:
+			ctxDone = nil
+			grace = time.After(r.cancelGrace)
+		case <-grace:
+			pending = 0
+		}
+	}
+	scope.close()
+
+	for i, res := range results {
+		if res == nil {
+			continue // cancelled before it finished; finishCancelled answers it
+		}
+		r.state.Messages = append(r.state.Messages, toolMessage(calls[i], res))
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// runOne runs one call through the tool onion; a hook's error becomes the
+// call's error result.
+func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call ToolCall) *ToolResult {
+	res, err := toolFn(ctx, call)
+	if res == nil {
+		res = &ToolResult{}
+	}
+	res.ToolCallID, res.Name = call.ID, call.Name
+	if err != nil && res.Error == "" {
+		res.Error = err.Error()
+	}
+	return res
+}
+
+// approve asks the approver about the calls. Rejected calls get their result
+// in results; it returns the indexes of the calls to run, with edited
+// arguments applied to calls.
+func (r *run) approve(ctx context.Context, calls []ToolCall, results []*ToolResult) ([]int, error) {
+	r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(calls)}})
+	decisions, err := r.approver.Approve(ctx, r.id, calls)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("approval: %w", err)
+	}
+	byID := make(map[string]Decision, len(decisions))
+	for _, d := range decisions {
+		byID[d.ToolCallID] = d
+	}
+	var run []int
+	for i := range calls {
+		d, ok := byID[calls[i].ID]
+		switch {
+		case ok && d.Action == ActionApprove:
+			run = append(run, i)
+		case ok && d.Action == ActionEdit:
+			if d.Args != nil {
+				calls[i].Args = d.Args
+				calls[i].RawArgs = ""
+			}
+			run = append(run, i)
+		default:
+			msg := RejectedToolResult
+			if ok && d.Message != "" {
+				msg += ": " + d.Message
+			} else if !ok {
+				msg += ": no decision was made for this call"
+			}
+			results[i] = &ToolResult{ToolCallID: calls[i].ID, Name: calls[i].Name, Output: msg}
+			r.emit(StreamEvent{Event: EventToolEnd, Name: calls[i].Name, Data: map[string]any{"output": msg, "error": "", "tool_call_id": calls[i].ID}})
+		}
+	}
+	// Edited arguments must be what the thread records as called.
+	r.updateLastCalls(calls)
+	return run, nil
+}
+
+// updateLastCalls writes (possibly edited) calls back into the last
+// assistant message.
+func (r *run) updateLastCalls(calls []ToolCall) {
+	for i := len(r.state.Messages) - 1; i >= 0; i-- {
+		if r.state.Messages[i].Role == RoleAssistant {
+			r.state.Messages[i].ToolCalls = calls
+			return
+		}
+	}
+}
+
+// toolMessage is the tool message for a result; errors are spelled out so
+// the model can react to them.
+func toolMessage(call ToolCall, res *ToolResult) Message {
+	content := res.Output
+	if res.Error != "" {
+		content = "Error: " + res.Error
+		if res.Output != "" {
+			content += "\n" + res.Output
+		}
+	}
+	return ToolMsg(call.ID, call.Name, content)
+}
+
+// RepairToolCalls gives every assistant tool call without a tool result a
+// result with the given text, placed right after the call's existing
+// results, so providers accept the history.
+func RepairToolCalls(msgs []Message, text string) []Message {
+	answered := make(map[string]bool)
+	missing := 0
+	for _, m := range msgs {
+		if m.Role == RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if m.Role == RoleAssistant && !answered[c.ID] {
+				missing++
+			}
+		}
+	}
+	if missing == 0 {
+		return msgs
+	}
+	out := make([]Message, 0, len(msgs)+missing)
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		out = append(out, m)
+		if m.Role != RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		for i+1 < len(msgs) && msgs[i+1].Role == RoleTool {
+			i++
+			out = append(out, msgs[i])
+		}
+		for _, c := range m.ToolCalls {
+			if !answered[c.ID] {
+				out = append(out, ToolMsg(c.ID, c.Name, text))
+				answered[c.ID] = true
+			}
+		}
+	}
+	return out
+}
+
+// ToLLMMessages maps agent messages onto the LLM client's shape.
+func ToLLMMessages(msgs []Message) []llm.Message {
+	out := make([]llm.Message, len(msgs))
+	for i, m := range msgs {
+		lm := llm.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		if len(m.ToolCalls) > 0 {
+			lm.ToolCalls = make([]llm.ToolCallResult, len(m.ToolCalls))
+			for j, c := range m.ToolCalls {
+				lm.ToolCalls[j] = llm.ToolCallResult{ID: c.ID, Name: c.Name, Args: c.Args}
+			}
+		}
+		out[i] = lm
+	}
+	return out
+}

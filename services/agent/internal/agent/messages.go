@@ -1,0 +1,251 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Roles of Message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Validation errors; Validate wraps them with the offending message's index.
+var (
+	ErrUnknownRole        = errors.New("unknown role (only system, user, assistant and tool are allowed)")
+	ErrToolMessageFields  = errors.New("tool message needs tool_call_id and name")
+	ErrEmptyAssistant     = errors.New("assistant message needs content or tool_calls")
+	ErrToolCallFields     = errors.New("assistant tool call needs id and name")
+	ErrEmptyContent       = errors.New("message content is empty")
+	ErrNoMessages         = errors.New("no messages")
+	ErrRoleNotAllowed     = errors.New("only user and system messages are accepted as input")
+)
+
+const prettyToolCallFormat = "  → tool_call: %s(id=%s, args=%v)\n"
+
+// ValidRole reports whether r is one of the four known roles.
+func ValidRole(r string) bool {
+	switch r {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+		return true
+	}
+	return false
+}
+
+// UserInputRole reports whether r may appear in user-submitted messages; an
+// outside caller must never inject assistant turns or tool results.
+func UserInputRole(r string) bool {
+	return r == RoleUser || r == RoleSystem
+}
+
+// System builds a system message.
+func System(content string) Message { return Message{Role: RoleSystem, Content: content} }
+
+// Human builds a user message.
+func Human(content string) Message { return Message{Role: RoleUser, Content: content} }
+
+// AI builds an assistant message, optionally with tool calls.
+func AI(content string, calls ...ToolCall) Message {
+	return Message{Role: RoleAssistant, Content: content, ToolCalls: calls}
+}
+
+// ToolMsg builds a tool result message.
+func ToolMsg(toolCallID, name, content string) Message {
+	return Message{Role: RoleTool, Content: content, ToolCallID: toolCallID, Name: name}
+}
+
+// Messages is an ordered conversation with builder, filter and validation
+// methods. Builder methods return a new slice header; like append, they may
+// share the backing array with the receiver.
+type Messages []Message
+
+// NewMessages returns an empty chain.
+func NewMessages() Messages { return Messages{} }
+
+// System appends a system message.
+func (m Messages) System(content string) Messages { return append(m, System(content)) }
+
+// Human appends a user message.
+func (m Messages) Human(content string) Messages { return append(m, Human(content)) }
+
+// AI appends an assistant message.
+func (m Messages) AI(content string, calls ...ToolCall) Messages {
+	return append(m, AI(content, calls...))
+}
+
+// Tool appends a tool result message.
+func (m Messages) Tool(toolCallID, name, content string) Messages {
+	return append(m, ToolMsg(toolCallID, name, content))
+}
+
+// Add appends arbitrary messages.
+func (m Messages) Add(msgs ...Message) Messages { return append(m, msgs...) }
+
+// ByRole returns the messages with the given role.
+func (m Messages) ByRole(role string) Messages {
+	out := Messages{}
+	for _, msg := range m {
+		if msg.Role == role {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+// UserMessages returns the user messages.
+func (m Messages) UserMessages() Messages { return m.ByRole(RoleUser) }
+
+// AssistantMessages returns the assistant messages.
+func (m Messages) AssistantMessages() Messages { return m.ByRole(RoleAssistant) }
+
+// ToolMessages returns the tool messages.
+func (m Messages) ToolMessages() Messages { return m.ByRole(RoleTool) }
+
+// SystemMessages returns the system messages.
+func (m Messages) SystemMessages() Messages { return m.ByRole(RoleSystem) }
+
+// Last returns the last message, or the zero Message when empty.
+func (m Messages) Last() Message {
+	if len(m) == 0 {
+		return Message{}
+	}
+	return m[len(m)-1]
+}
+
+// LastContent returns the last message's content.
+func (m Messages) LastContent() string { return m.Last().Content }
+
+// Len returns the number of messages.
+func (m Messages) Len() int { return len(m) }
+
+// Slice returns the underlying slice.
+func (m Messages) Slice() []Message { return []Message(m) }
+
+// Validate checks the whole chain: known roles, tool messages with
+// tool_call_id and name, assistant messages with content or tool calls whose
+// calls have id and name, user/system messages with content.
+func (m Messages) Validate() error {
+	for i, msg := range m {
+		if err := validateMessage(msg); err != nil {
+			return fmt.Errorf("message %d (%s): %w", i, msg.Role, err)
+		}
+	}
+	return nil
+}
+
+func validateMessage(msg Message) error {
+	switch msg.Role {
+	case RoleTool:
+		if msg.ToolCallID == "" || msg.Name == "" {
+			return ErrToolMessageFields
+		}
+	case RoleAssistant:
+		if msg.Content == "" && len(msg.ToolCalls) == 0 {
+			return ErrEmptyAssistant
+		}
+		for _, c := range msg.ToolCalls {
+			if c.ID == "" || c.Name == "" {
+				return ErrToolCallFields
+			}
+		}
+	case RoleUser, RoleSystem:
+		if msg.Content == "" {
+			return ErrEmptyContent
+		}
+	default:
+		return ErrUnknownRole
+	}
+	return nil
+}
+
+// ValidateUserInput is the stricter check for externally submitted messages:
+// non-empty, only user and system roles, non-empty content.
+func (m Messages) ValidateUserInput() error {
+	if len(m) == 0 {
+		return ErrNoMessages
+	}
+	for i, msg := range m {
+		if !UserInputRole(msg.Role) {
+			return fmt.Errorf("message %d (role %q): %w", i, msg.Role, ErrRoleNotAllowed)
+		}
+		if strings.TrimSpace(msg.Content) == "" {
+			return fmt.Errorf("message %d (%s): %w", i, msg.Role, ErrEmptyContent)
+		}
+	}
+	return nil
+}
+
+// EstimateTokens is the seed's heuristic: len(content)/4 + len(rawArgs)/4.
+// When a call has no RawArgs (it came back from storage), the size of its
+// arguments is estimated from their JSON encoding.
+func (m Messages) EstimateTokens() int {
+	total := 0
+	for _, msg := range m {
+		total += EstimateMessageTokens(msg)
+	}
+	return total
+}
+
+// EstimateMessageTokens estimates one message with the seed's heuristic.
+func EstimateMessageTokens(msg Message) int {
+	n := len(msg.Content) / 4
+	for _, c := range msg.ToolCalls {
+		raw := c.RawArgs
+		if raw == "" && len(c.Args) > 0 {
+			raw = argsJSON(c.Args)
+		}
+		n += len(raw) / 4
+	}
+	return n
+}
+
+// PrettyPrint renders the chain for humans, in the seed's format.
+func (m Messages) PrettyPrint() string {
+	var b strings.Builder
+	for i, msg := range m {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		switch msg.Role {
+		case RoleSystem:
+			b.WriteString("[System]\n")
+		case RoleUser:
+			b.WriteString("[Human]\n")
+		case RoleAssistant:
+			b.WriteString("[AI]\n")
+		case RoleTool:
+			fmt.Fprintf(&b, "[Tool: %s (call_id=%s)]\n", msg.Name, msg.ToolCallID)
+		default:
+			fmt.Fprintf(&b, "[%s]\n", msg.Role)
+		}
+		if msg.Content != "" {
+			b.WriteString(msg.Content)
+			b.WriteString("\n")
+		}
+		for _, c := range msg.ToolCalls {
+			fmt.Fprintf(&b, prettyToolCallFormat, c.Name, c.ID, c.Args)
+		}
+	}
+	return b.String()
+}
+
+// AppendSystem returns msgs with text appended to the leading system message
+// (after a blank line), or with a system message holding text inserted first
+// when there is none. msgs itself is not modified.
+func AppendSystem(msgs []Message, text string) []Message {
+	out := make([]Message, len(msgs), len(msgs)+1)
+	copy(out, msgs)
+	if len(out) > 0 && out[0].Role == RoleSystem {
+		if out[0].Content == "" {
+			out[0].Content = text
+		} else {
+			out[0].Content += "\n\n" + text
+		}
+		return out
+	}
+	return append([]Message{System(text)}, out...)
+}

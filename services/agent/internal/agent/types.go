@@ -1,0 +1,146 @@
+// Package agent is the agent runtime: the seed's message, state and config
+// types, the Messages chain, the Tool and Hook interfaces, and the loop that
+// runs an LLM ↔ tool conversation through the hooks.
+package agent
+
+import (
+	"time"
+)
+
+// Message is one message of a conversation: a system prompt, a user input, an
+// assistant reply or a tool result.
+type Message struct {
+	Role       string     `json:"role"` // "system", "user", "assistant", "tool"
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // set when Role == "assistant" and the LLM wants tools
+	ToolCallID string     `json:"tool_call_id,omitempty"` // set when Role == "tool" (matches ToolCall.ID)
+	Name       string     `json:"name,omitempty"`         // tool name when Role == "tool"
+}
+
+// ToolCall is the LLM's request to invoke a tool.
+type ToolCall struct {
+	ID      string         `json:"id"`
+	Name    string         `json:"name"`
+	Args    map[string]any `json:"args"`
+	RawArgs string         `json:"-"` // raw JSON string from the LLM, not serialized
+}
+
+// ToolResult is the outcome of executing a tool; it becomes a "tool" message.
+type ToolResult struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Output     string `json:"output"`
+	Error      string `json:"error,omitempty"` // set only on failure
+}
+
+// Todo is one task item managed by the TodoList hook.
+type Todo struct {
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Status string `json:"status"` // "pending", "in_progress", "done"
+}
+
+// Todo statuses.
+const (
+	TodoPending    = "pending"
+	TodoInProgress = "in_progress"
+	TodoDone       = "done"
+)
+
+// AgentState is the full conversation state of a thread, persisted by the
+// thread store between runs.
+type AgentState struct {
+	ThreadID string            `json:"thread_id"`
+	AgentID  string            `json:"agent_id,omitempty"`
+	Messages []Message         `json:"messages"`
+	Todos    []Todo            `json:"todos,omitempty"`
+	Files    map[string]string `json:"files,omitempty"` // path → content of files written by the agent
+	// Version is the store's optimistic-concurrency version.
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+
+	// toolRegistry is rebuilt each run by BeforeAgent hooks, never serialized.
+	toolRegistry *toolRegistry
+}
+
+// StreamEvent is an event of a run, sent to the client.
+type StreamEvent struct {
+	Event    string `json:"event"`
+	Name     string `json:"name,omitempty"` // tool name or model name
+	RunID    string `json:"run_id,omitempty"`
+	Data     any    `json:"data,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"` // set on "done"
+	// ID is the event's position in the run's log (SSE id), set by the run log.
+	ID string `json:"id,omitempty"`
+}
+
+// Event names. The first five are the seed's; the others are additions.
+const (
+	EventChatModelStream = "on_chat_model_stream"
+	EventToolStart       = "on_tool_start"
+	EventToolEnd         = "on_tool_end"
+	EventDone            = "done"
+	EventError           = "error"
+	EventTodos           = "on_todos"
+	EventInterrupt       = "on_interrupt"
+	EventUsage           = "on_usage"
+)
+
+// Approval modes of AgentConfig.Approval.
+const (
+	ApprovalAutonomous  = "autonomous"
+	ApprovalInteractive = "interactive"
+)
+
+// AgentConfig is an agent's YAML/JSON configuration; it decides which hooks
+// are active.
+type AgentConfig struct {
+	Name         string      `yaml:"name" json:"name"`
+	Model        any         `yaml:"model" json:"model"` // string | object | list of either
+	SystemPrompt string      `yaml:"system_prompt" json:"system_prompt"`
+	Tools        []string    `yaml:"tools" json:"tools"`
+	Backend      *BackendCfg `yaml:"backend" json:"backend"`
+	Skills       *SkillsCfg  `yaml:"skills" json:"skills"`
+	Memory       *MemoryCfg  `yaml:"memory" json:"memory"`
+	// ContextWindow is in tokens; 0 means DefaultContextWindow.
+	ContextWindow int `yaml:"context_window" json:"context_window"`
+	// MaxTurns bounds LLM↔tool rounds per run; 0 means DefaultMaxTurns.
+	MaxTurns int `yaml:"max_turns" json:"max_turns,omitempty"`
+	// Approval is "autonomous" (default) or "interactive" (each tool call is
+	// approved by the user).
+	Approval string `yaml:"approval" json:"approval,omitempty"`
+	// Hooks toggles hooks by name; an absent name is enabled.
+	Hooks map[string]bool `yaml:"hooks" json:"hooks,omitempty"`
+}
+
+// BackendCfg is where the agent's files and commands live.
+type BackendCfg struct {
+	Type           string        `yaml:"type" json:"type"` // "local" or "docker"
+	Image          string        `yaml:"image" json:"image,omitempty"`
+	Workdir        string        `yaml:"workdir" json:"workdir,omitempty"`
+	SandboxURL     string        `yaml:"sandbox_url" json:"sandbox_url,omitempty"`
+	Timeout        time.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	MaxOutputBytes int64         `yaml:"max_output_bytes" json:"max_output_bytes,omitempty"`
+	Network        string        `yaml:"network" json:"network,omitempty"`
+	MemoryBytes    int64         `yaml:"memory_bytes" json:"memory_bytes,omitempty"`
+	NanoCPUs       int64         `yaml:"nano_cpus" json:"nano_cpus,omitempty"`
+}
+
+// SkillsCfg lists the directories searched for SKILL.md files.
+type SkillsCfg struct {
+	Paths []string `yaml:"paths" json:"paths"`
+}
+
+// MemoryCfg lists the AGENTS.md files loaded as memory.
+type MemoryCfg struct {
+	Paths []string `yaml:"paths" json:"paths"`
+}
+
+// HookEnabled reports whether the toggles leave the named hook on.
+func (c *AgentConfig) HookEnabled(name string) bool {
+	if c == nil || c.Hooks == nil {
+		return true
+	}
+	on, ok := c.Hooks[name]
+	return !ok || on
+}

@@ -1,0 +1,123 @@
+// Package hooks holds the agent's built-in hooks (tracing, todo list,
+// filesystem, skills, memory, summarization) and Build, which assembles them
+// for an agent in the seed's registration order.
+package hooks
+
+import (
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/wickfs"
+)
+
+// Hook names, as AgentConfig.Hooks toggles them.
+const (
+	NameTracing       = "tracing"
+	NameTodoList      = "todolist"
+	NameFilesystem    = "filesystem"
+	NameSkills        = "skills"
+	NameMemory        = "memory"
+	NameSummarization = "summarization"
+)
+
+// Order is the seed's registration order: the first is the outermost ring.
+var order = []string{NameTracing, NameTodoList, NameFilesystem, NameSkills, NameMemory, NameSummarization}
+
+// Names returns the hook names in registration order.
+func Names() []string { return append([]string(nil), order...) }
+
+// phases are the seed's phases of each hook.
+var phases = map[string][]string{
+	NameTracing:       {agent.PhaseWrapModelCall, agent.PhaseWrapToolCall},
+	NameTodoList:      {agent.PhaseBeforeAgent},
+	NameFilesystem:    {agent.PhaseBeforeAgent, agent.PhaseWrapToolCall},
+	NameSkills:        {agent.PhaseBeforeAgent, agent.PhaseModifyRequest},
+	NameMemory:        {agent.PhaseBeforeAgent, agent.PhaseModifyRequest},
+	NameSummarization: {agent.PhaseWrapModelCall},
+}
+
+func phasesOf(name string) []string { return append([]string(nil), phases[name]...) }
+
+// Status is a hook of an agent: whether it is enabled and its phases.
+type Status struct {
+	Name    string   `json:"name"`
+	Enabled bool     `json:"enabled"`
+	Phases  []string `json:"phases"`
+}
+
+// active applies the seed's activation rules and cfg's toggles.
+func active(cfg *agent.AgentConfig, name string, hasBackend bool) bool {
+	if !cfg.HookEnabled(name) {
+		return false
+	}
+	switch name {
+	case NameFilesystem:
+		return hasBackend
+	case NameSkills:
+		return hasBackend && cfg.Skills != nil && len(cfg.Skills.Paths) > 0
+	case NameMemory:
+		return hasBackend && cfg.Memory != nil && len(cfg.Memory.Paths) > 0
+	default:
+		return true
+	}
+}
+
+// Describe lists every hook of cfg with its enabled state and phases, in
+// registration order.
+func Describe(cfg *agent.AgentConfig, hasBackend bool) []Status {
+	if cfg == nil {
+		cfg = &agent.AgentConfig{}
+	}
+	out := make([]Status, 0, len(order))
+	for _, n := range order {
+		out = append(out, Status{Name: n, Enabled: active(cfg, n, hasBackend), Phases: phasesOf(n)})
+	}
+	return out
+}
+
+// Build returns the agent's hooks in the seed's registration order, applying
+// the seed's activation rules and cfg.Hooks toggles. fs is nil when the agent
+// has no backend. Hooks keep per-run state, so build them for each run.
+func Build(cfg *agent.AgentConfig, fs wickfs.FileSystem, model llm.Client) []agent.Hook {
+	if cfg == nil {
+		cfg = &agent.AgentConfig{}
+	}
+	hasBackend := cfg.Backend != nil && fs != nil
+	var out []agent.Hook
+	for _, n := range order {
+		if !active(cfg, n, hasBackend) {
+			continue
+		}
+		switch n {
+		case NameTracing:
+			out = append(out, NewTracingHook())
+		case NameTodoList:
+			out = append(out, NewTodoListHook())
+		case NameFilesystem:
+			out = append(out, NewFilesystemHook(fs, filesystemOptions(cfg.Backend)...))
+		case NameSkills:
+			out = append(out, NewSkillsHook(fs, cfg.Skills.Paths))
+		case NameMemory:
+			out = append(out, NewMemoryHook(fs, cfg.Memory.Paths))
+		case NameSummarization:
+			if model != nil {
+				out = append(out, NewSummarizationHook(model, cfg.ContextWindow))
+			}
+		}
+	}
+	return out
+}
+
+// filesystemOptions carries the backend's command limits into the execute tool.
+func filesystemOptions(b *agent.BackendCfg) []FilesystemOption {
+	var opts []FilesystemOption
+	if b.Workdir != "" {
+		opts = append(opts, WithWorkdir(b.Workdir))
+	}
+	if b.Timeout > 0 {
+		opts = append(opts, WithExecTimeout(b.Timeout))
+	}
+	if b.MaxOutputBytes > 0 {
+		opts = append(opts, WithExecMaxOutput(b.MaxOutputBytes))
+	}
+	return opts
+}

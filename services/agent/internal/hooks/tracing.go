@@ -1,0 +1,152 @@
+package hooks
+
+import (
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/llm"
+)
+
+// Tracing constants.
+const (
+	// SpanLLMCall and SpanToolCall are the seed's span names.
+	SpanLLMCall  = "llm.call"
+	SpanToolCall = "tool.call"
+	// DefaultPreviewChars is the seed's preview length of content and output.
+	DefaultPreviewChars = 500
+	// DefaultMaxArgsChars caps the tool_args attribute; the seed records the
+	// arguments whole, but a write_file call can carry megabytes.
+	DefaultMaxArgsChars = 4096
+	tracerName          = "github.com/wick-agent/wick/services/agent/internal/hooks"
+)
+
+// TracingHook records OpenTelemetry spans around model and tool calls.
+type TracingHook struct {
+	agent.BaseHook
+	tracer       trace.Tracer
+	previewChars int
+	maxArgsChars int
+}
+
+// TracingOption configures a TracingHook.
+type TracingOption func(*TracingHook)
+
+// WithTracerProvider sets the provider; the default is otel's global one.
+func WithTracerProvider(tp trace.TracerProvider) TracingOption {
+	return func(h *TracingHook) { h.tracer = tp.Tracer(tracerName) }
+}
+
+// WithPreviewChars sets the length of the content and output previews.
+func WithPreviewChars(n int) TracingOption { return func(h *TracingHook) { h.previewChars = n } }
+
+// WithMaxArgsChars caps the tool_args attribute.
+func WithMaxArgsChars(n int) TracingOption { return func(h *TracingHook) { h.maxArgsChars = n } }
+
+// NewTracingHook returns the tracing hook.
+func NewTracingHook(opts ...TracingOption) *TracingHook {
+	h := &TracingHook{previewChars: DefaultPreviewChars, maxArgsChars: DefaultMaxArgsChars}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.tracer == nil {
+		h.tracer = otel.GetTracerProvider().Tracer(tracerName)
+	}
+	return h
+}
+
+// Name implements agent.Hook.
+func (h *TracingHook) Name() string { return NameTracing }
+
+// Phases implements agent.Hook.
+func (h *TracingHook) Phases() []string { return phasesOf(NameTracing) }
+
+// WrapModelCall records an "llm.call" span.
+func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []agent.Message, next agent.ModelCallWrapFunc) (*llm.Response, error) {
+	ctx, span := h.tracer.Start(ctx, SpanLLMCall)
+	defer span.End()
+	span.SetAttributes(attribute.Int("message_count", len(msgs)))
+	resp, err := next(ctx, msgs)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return resp, err
+	}
+	if resp != nil {
+		names := make([]string, len(resp.ToolCalls))
+		for i, c := range resp.ToolCalls {
+			names[i] = c.Name
+		}
+		span.SetAttributes(
+			attribute.Int("content_length", len(resp.Content)),
+			attribute.Int("tool_calls_count", len(resp.ToolCalls)),
+			attribute.String("content_preview", prefix(resp.Content, h.previewChars)),
+			attribute.StringSlice("tool_call_names", names),
+			attribute.Int64("input_tokens", resp.Usage.InputTokens),
+			attribute.Int64("output_tokens", resp.Usage.OutputTokens),
+		)
+	}
+	return resp, nil
+}
+
+// WrapToolCall records a "tool.call" span.
+func (h *TracingHook) WrapToolCall(ctx context.Context, call agent.ToolCall, next agent.ToolCallFunc) (*agent.ToolResult, error) {
+	ctx, span := h.tracer.Start(ctx, SpanToolCall)
+	defer span.End()
+	args := call.RawArgs
+	if args == "" {
+		args = agent.ArgsJSON(call.Args)
+	}
+	span.SetAttributes(
+		attribute.String("tool_name", call.Name),
+		attribute.String("tool_call_id", call.ID),
+		attribute.String("tool_args", prefix(args, h.maxArgsChars)),
+	)
+	res, err := next(ctx, call)
+	if res != nil {
+		span.SetAttributes(
+			attribute.Int("output_length", len(res.Output)),
+			attribute.String("output_preview", prefix(res.Output, h.previewChars)),
+		)
+		if res.Error != "" {
+			span.SetAttributes(attribute.String("tool_error", res.Error))
+			span.SetStatus(codes.Error, res.Error)
+		}
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return res, err
+}
+
+// prefix returns at most n characters (runes) of s.
+func prefix(s string, n int) string {
+	if n <= 0 || len(s) <= n {
+		return s
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
+// joinNonEmpty joins the non-empty parts with sep.
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}

@@ -1,0 +1,96 @@
+// Package runs keeps what other replicas need to know about a run: its
+// record (status, pending approvals), its event log (so a client can re-join
+// from the last event id it saw, on any replica), and the requests addressed
+// to the replica running it (cancel, approval decisions). In memory for one
+// process; Redis hashes, streams and pub/sub when replicas share them.
+package runs
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+)
+
+// Run statuses.
+const (
+	StatusRunning   = "running"
+	StatusWaiting   = "waiting_approval"
+	StatusDone      = "done"
+	StatusCancelled = "cancelled"
+	StatusFailed    = "failed"
+)
+
+// Defaults of the run log.
+const (
+	// DefaultMaxEvents caps one run's log (Redis trims approximately).
+	DefaultMaxEvents = 100_000
+	// DefaultRetention is how long a finished run and its log are kept.
+	DefaultRetention = time.Hour
+	// DefaultLiveTTL bounds how long a running run's keys live without an event.
+	DefaultLiveTTL = 24 * time.Hour
+)
+
+// Errors of the package.
+var (
+	ErrNotFound   = errors.New("run not found")
+	ErrBadEventID = errors.New("invalid event id")
+)
+
+// Terminal reports whether status is final.
+func Terminal(status string) bool {
+	return status == StatusDone || status == StatusCancelled || status == StatusFailed
+}
+
+// Run is a run's record.
+type Run struct {
+	ID        string           `json:"id"`
+	User      string           `json:"user"`
+	ThreadID  string           `json:"thread_id"`
+	AgentID   string           `json:"agent_id"`
+	Status    string           `json:"status"`
+	Pending   []agent.ToolCall `json:"pending,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+	// LeaseToken is the thread lock token the run holds: while the lock is
+	// held by another token (or nobody), a "running" run is dead.
+	LeaseToken string `json:"lease_token"`
+	// Error is the failure message of a failed run.
+	Error string `json:"error,omitempty"`
+}
+
+// Store keeps run records and the requests addressed to a run's owner.
+type Store interface {
+	// Put writes the record.
+	Put(ctx context.Context, r *Run) error
+	// Get returns the record or ErrNotFound.
+	Get(ctx context.Context, runID string) (*Run, error)
+	// Finish sets status on a run that has not ended yet, and reports whether
+	// it did; it is how a replica closes a run whose owner died.
+	Finish(ctx context.Context, runID, status, msg string) (bool, error)
+	// RequestCancel records a cancel request and nudges the owner.
+	RequestCancel(ctx context.Context, runID string) error
+	// CancelRequested reports whether a cancel was requested.
+	CancelRequested(ctx context.Context, runID string) (bool, error)
+	// PutDecisions stores approval decisions for the owner and nudges it.
+	PutDecisions(ctx context.Context, runID string, decisions []agent.Decision) error
+	// TakeDecisions returns and removes stored decisions (nil when none).
+	TakeDecisions(ctx context.Context, runID string) ([]agent.Decision, error)
+	// Nudges delivers run ids that got a cancel or decisions, until ctx ends.
+	// Delivery is best effort: owners also poll.
+	Nudges(ctx context.Context) (<-chan string, error)
+}
+
+// Log is the per-run event log. Ids increase within a run.
+type Log interface {
+	// Append adds ev and returns its id.
+	Append(ctx context.Context, runID string, ev agent.StreamEvent) (string, error)
+	// End marks the log complete; readers stop after the last event.
+	End(ctx context.Context, runID string) error
+	// Read returns up to max events after the id after ("" = from the
+	// start), waiting up to block for the first one. ended is true when the
+	// log is complete and every event was returned.
+	Read(ctx context.Context, runID, after string, max int, block time.Duration) (events []agent.StreamEvent, ended bool, err error)
+	// Last returns the id of the latest event, or "".
+	Last(ctx context.Context, runID string) (string, error)
+}

@@ -1,0 +1,270 @@
+package threads
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+)
+
+// MemoryOption configures a MemoryStore.
+type MemoryOption func(*MemoryStore)
+
+// WithTTL sets the sliding TTL of threads.
+func WithTTL(d time.Duration) MemoryOption { return func(s *MemoryStore) { s.ttl = d } }
+
+// WithSweepInterval sets how often idle threads are evicted.
+func WithSweepInterval(d time.Duration) MemoryOption {
+	return func(s *MemoryStore) { s.sweep = d }
+}
+
+// MemoryStore is the single-process Store and Locker (the seed's ThreadStore).
+// States are kept as JSON so no caller shares memory with the stored copy.
+type MemoryStore struct {
+	ttl   time.Duration
+	sweep time.Duration
+	now   func() time.Time
+
+	mu      sync.Mutex
+	threads map[memKey]*memEntry
+	locks   map[memKey]string
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type memKey struct{ user, thread string }
+
+type memEntry struct {
+	data       []byte
+	version    int64
+	agentID    string
+	count      int
+	updated    time.Time
+	lastAccess time.Time
+}
+
+// NewMemoryStore returns a MemoryStore whose sweeper runs until Close.
+func NewMemoryStore(opts ...MemoryOption) *MemoryStore {
+	s := &MemoryStore{
+		ttl: DefaultTTL, sweep: DefaultSweepInterval, now: time.Now,
+		threads: map[memKey]*memEntry{}, locks: map[memKey]string{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	go s.sweeper()
+	return s
+}
+
+// Close stops the sweeper.
+func (s *MemoryStore) Close() error {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
+	return nil
+}
+
+func (s *MemoryStore) sweeper() {
+	defer close(s.done)
+	t := time.NewTicker(s.sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Sweep()
+		}
+	}
+}
+
+// Sweep evicts threads idle for longer than the TTL.
+func (s *MemoryStore) Sweep() {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, e := range s.threads {
+		if now.Sub(e.lastAccess) > s.ttl {
+			delete(s.threads, k)
+		}
+	}
+}
+
+func (s *MemoryStore) live(k memKey) (*memEntry, bool) {
+	e, ok := s.threads[k]
+	if !ok {
+		return nil, false
+	}
+	now := s.now()
+	if now.Sub(e.lastAccess) > s.ttl {
+		delete(s.threads, k)
+		return nil, false
+	}
+	e.lastAccess = now
+	return e, true
+}
+
+func decode(data []byte, version int64) (*agent.AgentState, error) {
+	var st agent.AgentState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("decode thread: %w", err)
+	}
+	st.Version = version
+	if st.Messages == nil {
+		st.Messages = []agent.Message{}
+	}
+	return &st, nil
+}
+
+// LoadOrCreate implements Store.
+func (s *MemoryStore) LoadOrCreate(ctx context.Context, user, threadID string) (*agent.AgentState, error) {
+	st, err := s.Get(ctx, user, threadID)
+	if err == ErrNotFound {
+		return newState(threadID), nil
+	}
+	return st, err
+}
+
+// Get implements Store.
+func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*agent.AgentState, error) {
+	s.mu.Lock()
+	e, ok := s.live(memKey{user, threadID})
+	s.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return decode(e.data, e.version)
+}
+
+// Save implements Store.
+func (s *MemoryStore) Save(_ context.Context, user string, state *agent.AgentState) error {
+	if !ids.Valid(state.ThreadID) {
+		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
+	}
+	now := s.now().UTC()
+	prevV, prevT := state.Version, state.UpdatedAt
+	state.Version, state.UpdatedAt = prevV+1, now
+	data, err := json.Marshal(state)
+	if err != nil {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return fmt.Errorf("encode thread: %w", err)
+	}
+	k := memKey{user, state.ThreadID}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cur int64
+	if e, ok := s.live(k); ok {
+		cur = e.version
+	}
+	if cur != prevV {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return ErrConflict
+	}
+	s.threads[k] = &memEntry{data: data, version: prevV + 1, agentID: state.AgentID,
+		count: len(state.Messages), updated: now, lastAccess: now}
+	return nil
+}
+
+// Delete implements Store.
+func (s *MemoryStore) Delete(_ context.Context, user, threadID string) error {
+	s.mu.Lock()
+	delete(s.threads, memKey{user, threadID})
+	s.mu.Unlock()
+	return nil
+}
+
+// List implements Store.
+func (s *MemoryStore) List(_ context.Context, user, agentID string) ([]Summary, error) {
+	s.mu.Lock()
+	var out []Summary
+	for k := range s.threads {
+		if k.user != user {
+			continue
+		}
+		e, ok := s.live(k)
+		if !ok || (agentID != "" && e.agentID != agentID) {
+			continue
+		}
+		out = append(out, Summary{ThreadID: k.thread, AgentID: e.agentID, MessageCount: e.count, UpdatedAt: e.updated})
+	}
+	s.mu.Unlock()
+	sortSummaries(out)
+	return out, nil
+}
+
+func sortSummaries(out []Summary) {
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].ThreadID < out[j].ThreadID
+	})
+}
+
+// Acquire implements Locker. In one process a lease cannot be lost, and a
+// waiting Acquire polls because the wait is rare and short.
+func (s *MemoryStore) Acquire(ctx context.Context, user, threadID string, wait bool) (Lease, error) {
+	k := memKey{user, threadID}
+	for {
+		s.mu.Lock()
+		if _, held := s.locks[k]; !held {
+			tok := ids.New("lk_")
+			s.locks[k] = tok
+			s.mu.Unlock()
+			return &memLease{s: s, k: k, token: tok, lost: make(chan struct{})}, nil
+		}
+		s.mu.Unlock()
+		if !wait {
+			return nil, ErrBusy
+		}
+		if err := pause(ctx, DefaultRetryInterval); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Holder implements Locker.
+func (s *MemoryStore) Holder(_ context.Context, user, threadID string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.locks[memKey{user, threadID}], nil
+}
+
+type memLease struct {
+	s     *MemoryStore
+	k     memKey
+	token string
+	lost  chan struct{}
+}
+
+func (l *memLease) Token() string         { return l.token }
+func (l *memLease) Lost() <-chan struct{} { return l.lost }
+func (l *memLease) Release(context.Context) error {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if l.s.locks[l.k] == l.token {
+		delete(l.s.locks, l.k)
+	}
+	return nil
+}
+
+// pause waits d or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

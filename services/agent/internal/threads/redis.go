@@ -1,0 +1,291 @@
+package threads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+)
+
+// DefaultPrefix starts every key this package writes.
+const DefaultPrefix = "wick"
+
+// RedisOption configures a RedisStore.
+type RedisOption func(*RedisStore)
+
+// WithRedisTTL sets the sliding TTL of threads.
+func WithRedisTTL(d time.Duration) RedisOption { return func(s *RedisStore) { s.ttl = d } }
+
+// WithLease sets the run lock's lease; it is renewed every third of it.
+func WithLease(d time.Duration) RedisOption { return func(s *RedisStore) { s.lease = d } }
+
+// WithRetryInterval sets how often a waiting Acquire retries.
+func WithRetryInterval(d time.Duration) RedisOption { return func(s *RedisStore) { s.retry = d } }
+
+// WithPrefix sets the key prefix, so several suites can share one Redis.
+func WithPrefix(p string) RedisOption { return func(s *RedisStore) { s.prefix = p } }
+
+// RedisStore is the Store and Locker shared by replicas. A thread is a hash
+// {v: version, s: state JSON, a: agent id, n: message count, u: updated
+// unix ms} with a sliding TTL; each user has a sorted set of thread ids by
+// update time for List. Keys carry the user as a hash tag so that a thread,
+// its index and its lock live in one cluster slot and one script can touch them.
+type RedisStore struct {
+	rdb    redis.UniversalClient
+	ttl    time.Duration
+	lease  time.Duration
+	retry  time.Duration
+	prefix string
+}
+
+// NewRedisStore returns a store on rdb; the caller owns rdb.
+func NewRedisStore(rdb redis.UniversalClient, opts ...RedisOption) *RedisStore {
+	s := &RedisStore{rdb: rdb, ttl: DefaultTTL, lease: DefaultLease, retry: DefaultRetryInterval, prefix: DefaultPrefix}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func (s *RedisStore) threadKey(user, thread string) string {
+	return s.prefix + ":{" + user + "}:thread:" + thread
+}
+func (s *RedisStore) indexKey(user string) string { return s.prefix + ":{" + user + "}:threads" }
+func (s *RedisStore) lockKey(user, thread string) string {
+	return s.prefix + ":{" + user + "}:lock:" + thread
+}
+
+// getScript reads a thread and slides its TTL in one round trip.
+var getScript = redis.NewScript(`
+local r = redis.call('HMGET', KEYS[1], 'v', 's')
+if not r[1] then return false end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return r`)
+
+// saveScript is the compare-and-set: it writes only over the version the
+// writer loaded (0 = absent).
+var saveScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], 'v') or '0'
+if cur ~= ARGV[1] then return -1 end
+local nv = tonumber(ARGV[1]) + 1
+redis.call('HSET', KEYS[1], 'v', nv, 's', ARGV[2], 'a', ARGV[3], 'n', ARGV[4], 'u', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[7])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+return nv`)
+
+// LoadOrCreate implements Store.
+func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*agent.AgentState, error) {
+	st, err := s.Get(ctx, user, threadID)
+	if errors.Is(err, ErrNotFound) {
+		return newState(threadID), nil
+	}
+	return st, err
+}
+
+// Get implements Store.
+func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*agent.AgentState, error) {
+	res, err := getScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.indexKey(user)}, s.ttl.Milliseconds()).Slice()
+	if errors.Is(err, redis.Nil) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load thread: %w", err)
+	}
+	if len(res) != 2 {
+		return nil, fmt.Errorf("load thread: unexpected reply %v", res)
+	}
+	vs, _ := res[0].(string)
+	data, _ := res[1].(string)
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("load thread: bad version %q", vs)
+	}
+	return decode([]byte(data), v)
+}
+
+// Save implements Store.
+func (s *RedisStore) Save(ctx context.Context, user string, state *agent.AgentState) error {
+	if !ids.Valid(state.ThreadID) {
+		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
+	}
+	prevV, prevT := state.Version, state.UpdatedAt
+	now := time.Now().UTC()
+	state.Version, state.UpdatedAt = prevV+1, now
+	data, err := json.Marshal(state)
+	if err != nil {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return fmt.Errorf("encode thread: %w", err)
+	}
+	nv, err := saveScript.Run(ctx, s.rdb,
+		[]string{s.threadKey(user, state.ThreadID), s.indexKey(user)},
+		prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID).Int64()
+	if err != nil {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return fmt.Errorf("save thread: %w", err)
+	}
+	if nv < 0 {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return ErrConflict
+	}
+	return nil
+}
+
+// Delete implements Store.
+func (s *RedisStore) Delete(ctx context.Context, user, threadID string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, s.threadKey(user, threadID))
+		p.ZRem(ctx, s.indexKey(user), threadID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete thread: %w", err)
+	}
+	return nil
+}
+
+// List implements Store. Index entries whose thread expired are dropped here.
+func (s *RedisStore) List(ctx context.Context, user, agentID string) ([]Summary, error) {
+	threadIDs, err := s.rdb.ZRevRange(ctx, s.indexKey(user), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	if len(threadIDs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(threadIDs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range threadIDs {
+			cmds[i] = p.HMGet(ctx, s.threadKey(user, id), "a", "n", "u")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	var out []Summary
+	var gone []any
+	for i, c := range cmds {
+		vals := c.Val()
+		if len(vals) != 3 || vals[2] == nil {
+			gone = append(gone, threadIDs[i])
+			continue
+		}
+		a, _ := vals[0].(string)
+		if agentID != "" && a != agentID {
+			continue
+		}
+		n, _ := strconv.Atoi(fmt.Sprint(vals[1]))
+		u, _ := strconv.ParseInt(fmt.Sprint(vals[2]), 10, 64)
+		out = append(out, Summary{ThreadID: threadIDs[i], AgentID: a, MessageCount: n, UpdatedAt: time.UnixMilli(u).UTC()})
+	}
+	if len(gone) > 0 {
+		s.rdb.ZRem(ctx, s.indexKey(user), gone...)
+	}
+	sortSummaries(out)
+	return out, nil
+}
+
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`)
+
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// Acquire implements Locker with a lease: SET NX PX, renewed by a goroutine
+// every third of the lease, released only by its owner's token. A crashed
+// holder stops renewing, so its lease expires and the thread frees itself.
+func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bool) (Lease, error) {
+	key := s.lockKey(user, threadID)
+	tok := ids.New("lk_")
+	for {
+		ok, err := s.rdb.SetNX(ctx, key, tok, s.lease).Result()
+		if err != nil {
+			return nil, fmt.Errorf("acquire thread lock: %w", err)
+		}
+		if ok {
+			break
+		}
+		if !wait {
+			return nil, ErrBusy
+		}
+		if err := pause(ctx, s.retry); err != nil {
+			return nil, err
+		}
+	}
+	l := &redisLease{s: s, key: key, token: tok, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.renew()
+	return l, nil
+}
+
+// Holder implements Locker.
+func (s *RedisStore) Holder(ctx context.Context, user, threadID string) (string, error) {
+	v, err := s.rdb.Get(ctx, s.lockKey(user, threadID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read thread lock: %w", err)
+	}
+	return v, nil
+}
+
+type redisLease struct {
+	s        *RedisStore
+	key      string
+	token    string
+	lost     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func (l *redisLease) Token() string         { return l.token }
+func (l *redisLease) Lost() <-chan struct{} { return l.lost }
+
+func (l *redisLease) renew() {
+	defer close(l.done)
+	every := l.s.lease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	renewed := time.Now()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		n, err := renewScript.Run(ctx, l.s.rdb, []string{l.key}, l.token, l.s.lease.Milliseconds()).Int64()
+		cancel()
+		// A transient error is retried on the next tick while the lease may
+		// still be valid; a missing or foreign token means it is gone.
+		if (err == nil && n == 0) || (err != nil && time.Since(renewed) >= l.s.lease) {
+			close(l.lost)
+			return
+		}
+		if err == nil {
+			renewed = time.Now()
+		}
+	}
+}
+
+func (l *redisLease) Release(ctx context.Context) error {
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.done
+	if err := releaseScript.Run(ctx, l.s.rdb, []string{l.key}, l.token).Err(); err != nil {
+		return fmt.Errorf("release thread lock: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	streams  prometheus.Gauge
+}
+
+func newMetrics(reg *prometheus.Registry) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wick_gateway_http_requests_total",
+			Help: "HTTP requests served, by method, route and status code.",
+		}, []string{"method", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "wick_gateway_http_request_duration_seconds",
+			Help:    "Time to serve an HTTP request (a stream counts until it ends), by method and route.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"method", "route"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "wick_gateway_sse_streams",
+			Help: "Server-Sent Event streams open now.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{
+		m.requests, m.duration, m.streams,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			// A shared registry may hold the Go and process collectors already.
+			if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+type routeKey struct{}
+
+type routeHolder struct{ route string }
+
+func setRoute(ctx context.Context, route string) {
+	if h, ok := ctx.Value(routeKey{}).(*routeHolder); ok && h.route == "" {
+		h.route = route
+	}
+}
+
+// recordMuxRoute notes the route of the top-level mux once it has routed.
+func recordMuxRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r)
+		if r.Pattern != "" {
+			_, p, found := strings.Cut(r.Pattern, " ")
+			if !found {
+				p = r.Pattern
+			}
+			setRoute(r.Context(), p)
+		}
+	})
+}
+
+// instrument counts requests and names the request's span by its route
+// (known only once routed; ids in the path would make every name unique).
+func (m *metrics) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h := &routeHolder{}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, h))
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := h.route
+		if route == "" {
+			route = "other"
+		}
+		trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
+		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.code)).Inc()
+		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
+	})
+}
+
+// statusWriter records the status code; it keeps Flush and Hijack (SSE and
+// WebSocket need them) through Unwrap and the explicit methods.
+type statusWriter struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.code, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.wroteHeader = true
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusWriter) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) Hijack() (c interface{ Close() error }, err error) { return nil, nil }

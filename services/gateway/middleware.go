@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/gateway/internal/auth"
+	"github.com/wick-agent/wick/services/gateway/internal/httperr"
+)
+
+// AccessTokenParam is the query parameter that may carry the bearer token of
+// a request a browser cannot add headers to: an EventSource stream or a
+// WebSocket. It is accepted on GET only and removed from the URL before the
+// request is logged or traced.
+const AccessTokenParam = "access_token"
+
+type queryTokenKey struct{}
+
+func tokenFromQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "" || !strings.Contains(r.URL.RawQuery, AccessTokenParam) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		q := r.URL.Query()
+		tok := q.Get(AccessTokenParam)
+		q.Del(AccessTokenParam)
+		r = r.Clone(r.Context())
+		r.URL.RawQuery = q.Encode()
+		r.RequestURI = r.URL.RequestURI()
+		if tok != "" && r.Method == http.MethodGet {
+			r = r.WithContext(context.WithValue(r.Context(), queryTokenKey{}, tok))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearerToken(r *http.Request) (string, bool) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return "", false
+		}
+		return strings.TrimSpace(tok), true
+	}
+	if tok, ok := r.Context().Value(queryTokenKey{}).(string); ok {
+		return tok, true
+	}
+	return "", false
+}
+
+// authenticate puts the request's user into its context, from which the
+// agent connection signs it onto every call; it answers 401 for a missing or
+// unknown token.
+func (g *Gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, err := g.userOf(r)
+		if err != nil {
+			if errors.Is(err, auth.ErrVerifierUnavailable) {
+				g.log.WarnContext(r.Context(), "token verifier unavailable", "error", err)
+				httperr.Write(w, http.StatusServiceUnavailable, codes.Unavailable, "the token verifier is unavailable; try again")
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wick"`)
+			httperr.Write(w, http.StatusUnauthorized, codes.Unauthenticated, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(identity.WithUser(r.Context(), user)))
+	})
+}
+
+var errNoToken = errors.New("missing bearer token: send Authorization: Bearer <token>")
+
+func (g *Gateway) userOf(r *http.Request) (string, error) {
+	if g.auth == nil {
+		return LocalUser, nil
+	}
+	tok, ok := bearerToken(r)
+	if !ok {
+		return "", errNoToken
+	}
+	return g.auth.Authenticate(r.Context(), tok)
+}
+
+// cors answers preflights and marks responses for the configured origins.
+// Credentials are not needed: the API takes bearer tokens, not cookies.
+func (g *Gateway) cors(next http.Handler) http.Handler {
+	allowed := map[string]bool{}
+	anyOrigin := false
+	for _, o := range g.cfg.CORSOrigins {
+		if o == "*" {
+			anyOrigin = true
+			continue
+		}
+		allowed[strings.TrimRight(o, "/")] = true
+	}
+	if !anyOrigin && len(allowed) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" || (!anyOrigin && !allowed[origin]) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Disposition")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

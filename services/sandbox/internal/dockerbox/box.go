@@ -1,0 +1,401 @@
+package dockerbox
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+)
+
+// Labels every sandbox container and volume carries.
+const (
+	LabelManager = "wick.manager"
+	LabelUser    = "wick.user"
+	LabelAgent   = "wick.agent"
+	LabelKey     = "wick.key"
+	LabelSpec    = "wick.spec"
+)
+
+// Paths inside the container.
+const (
+	// BinDir holds wick-daemon and wickfs; read-only for the sandbox.
+	BinDir = "/opt/wick/bin"
+	// RunDir is the per-sandbox host directory that holds the daemon's socket.
+	RunDir = "/run/wick"
+	// SocketName is the daemon's socket file in RunDir.
+	SocketName = "daemon.sock"
+	// DaemonBinary and WickfsBinary are the binaries' names in BinDir.
+	DaemonBinary = "wick-daemon"
+	WickfsBinary = "wickfs"
+)
+
+// keepAlive is PID 1's child under docker-init: it keeps the container alive
+// whether or not the daemon runs, so a dead daemon leaves Docker exec usable.
+var keepAlive = []string{"sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}
+
+// ErrExists is returned by Create when the container name is taken, which
+// is how two service instances racing on one sandbox settle on one container.
+var ErrExists = errors.New("container exists")
+
+// Params is a validated sandbox spec.
+type Params struct {
+	Image    string            `json:"image"`
+	Workdir  string            `json:"workdir"`
+	Network  string            `json:"network"`
+	User     string            `json:"user,omitempty"`
+	Memory   int64             `json:"memory"`
+	NanoCPUs int64             `json:"nano_cpus"`
+	Pids     int64             `json:"pids"`
+	ReadOnly bool              `json:"read_only,omitempty"`
+	TmpfsMB  int64             `json:"tmpfs_mb,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+}
+
+// Spec is one container to create.
+type Spec struct {
+	Name   string
+	Volume string
+	// HostRunDir is the host directory mounted at RunDir; empty for remote
+	// engines, whose filesystem the service cannot reach.
+	HostRunDir string
+	// HostBinDir is the host directory mounted read-only at BinDir; empty
+	// means the binaries are copied in before start.
+	HostBinDir string
+	// Binaries are the host paths of wick-daemon and wickfs, copied in when
+	// HostBinDir is empty.
+	Binaries map[string]string
+	Labels   map[string]string
+	Params   Params
+	// User is the resolved user the sandbox runs as.
+	User User
+}
+
+// User is a container user and its numeric ids.
+type User struct {
+	Name     string
+	UID, GID int
+}
+
+// Root reports whether the user is root.
+func (u User) Root() bool { return u.UID == 0 }
+
+// Create creates the volume and the container (not started). It reports
+// whether the volume was new.
+func Create(ctx context.Context, e Engine, s Spec) (id string, newVolume bool, err error) {
+	newVolume, err = ensureVolume(ctx, e, s.Volume, s.Labels)
+	if err != nil {
+		return "", false, err
+	}
+	p := s.Params
+	env := make([]string, 0, len(p.Env))
+	for k, v := range p.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	cfg := &container.Config{
+		Image:      p.Image,
+		User:       s.User.Name,
+		Cmd:        keepAlive,
+		Entrypoint: []string{},
+		Env:        env,
+		WorkingDir: p.Workdir,
+		Labels:     s.Labels,
+		Hostname:   "sandbox",
+	}
+	pids := p.Pids
+	init := true
+	hc := &container.HostConfig{
+		Init:           &init,
+		NetworkMode:    container.NetworkMode(p.Network),
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: p.ReadOnly,
+		Resources: container.Resources{
+			Memory:     p.Memory,
+			MemorySwap: p.Memory, // no swap beyond the memory limit
+			NanoCPUs:   p.NanoCPUs,
+			PidsLimit:  &pids,
+		},
+		Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: s.Volume, Target: p.Workdir}},
+	}
+	if p.ReadOnly {
+		size := p.TmpfsMB
+		if size <= 0 {
+			size = 64
+		}
+		hc.Tmpfs = map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm", size)}
+	}
+	if s.HostRunDir != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.HostRunDir, Target: RunDir})
+	}
+	if s.HostBinDir != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.HostBinDir, Target: BinDir, ReadOnly: true})
+	}
+	resp, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, s.Name)
+	if err != nil {
+		if errdefs.IsConflict(err) {
+			return "", newVolume, ErrExists
+		}
+		return "", newVolume, fmt.Errorf("create container %s: %w", s.Name, err)
+	}
+	if s.HostBinDir == "" {
+		if err := copyBinaries(ctx, e, resp.ID, s.Binaries); err != nil {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+			return "", newVolume, err
+		}
+	}
+	return resp.ID, newVolume, nil
+}
+
+func ensureVolume(ctx context.Context, e Engine, name string, labels map[string]string) (bool, error) {
+	if _, err := e.VolumeInspect(ctx, name); err == nil {
+		return false, nil
+	} else if !IsNotFound(err) {
+		return false, fmt.Errorf("inspect volume %s: %w", name, err)
+	}
+	if _, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+		return false, fmt.Errorf("create volume %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// copyBinaries puts the wick binaries into a created container, for engines
+// whose host filesystem the service cannot bind-mount from.
+func copyBinaries(ctx context.Context, e Engine, id string, bins map[string]string) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dir := strings.TrimPrefix(BinDir, "/")
+	for _, d := range []string{"opt", "opt/wick", dir} {
+		if err := tw.WriteHeader(&tar.Header{Name: d + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			return err
+		}
+	}
+	names := make([]string, 0, len(bins))
+	for n := range bins {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		data, err := os.ReadFile(bins[n])
+		if err != nil {
+			return fmt.Errorf("read %s binary: %w", n, err)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: dir + "/" + n, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := e.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy wick binaries into %s: %w", id, err)
+	}
+	return nil
+}
+
+// Start starts a created container.
+func Start(ctx context.Context, e Engine, id string) error {
+	if err := e.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("start container: %w", err)
+	}
+	return nil
+}
+
+// Remove force-removes a container; a missing one is not an error.
+func Remove(ctx context.Context, e Engine, id string) error {
+	err := e.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	if err != nil && !IsNotFound(err) && !strings.Contains(err.Error(), "already in progress") {
+		return fmt.Errorf("remove container %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveVolume removes a volume; a missing one is not an error.
+func RemoveVolume(ctx context.Context, e Engine, name string) error {
+	if err := e.VolumeRemove(ctx, name, true); err != nil && !IsNotFound(err) {
+		return fmt.Errorf("remove volume %s: %w", name, err)
+	}
+	return nil
+}
+
+// List returns every container carrying the manager label.
+func List(ctx context.Context, e Engine, manager string) ([]container.Summary, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManager+"="+manager))
+	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return cs, nil
+}
+
+// PrepareWorkspace gives a new workspace volume to a non-root sandbox user.
+// The container has no CAP_CHOWN, so this one exec is privileged; it runs a
+// fixed command chosen by the service, never agent input.
+func PrepareWorkspace(ctx context.Context, e Engine, id string, u User, workdir string) error {
+	owner := strconv.Itoa(u.UID) + ":" + strconv.Itoa(u.GID)
+	res, err := Run(ctx, e, id, RunOptions{User: "0", Privileged: true, Cmd: []string{"chown", owner, workdir}, MaxOutput: 4096})
+	if err != nil {
+		return fmt.Errorf("chown workspace: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("chown workspace: exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
+	}
+	return nil
+}
+
+// InjectDaemon starts wick-daemon in a running container, detached, as the
+// sandbox user, serving on the socket in RunDir.
+func InjectDaemon(ctx context.Context, e Engine, id string, u User, workdir string) error {
+	cmd := []string{path.Join(BinDir, DaemonBinary), "-socket", path.Join(RunDir, SocketName), "-root", workdir}
+	ex, err := e.ContainerExecCreate(ctx, id, container.ExecOptions{User: u.Name, Cmd: cmd, WorkingDir: workdir})
+	if err != nil {
+		return fmt.Errorf("create daemon exec: %w", err)
+	}
+	if err := e.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	return nil
+}
+
+// Users resolves and caches, per image, which user a sandbox runs as.
+type Users struct {
+	mu    sync.Mutex
+	cache map[string][]passwdEntry // image id → /etc/passwd entries
+}
+
+// NewUsers returns an empty cache.
+func NewUsers() *Users { return &Users{cache: map[string][]passwdEntry{}} }
+
+type passwdEntry struct {
+	name     string
+	uid, gid int
+}
+
+// ErrUnknownUser is returned when a requested user is not in the image.
+var ErrUnknownUser = errors.New("user not found in the image's /etc/passwd")
+
+// Resolve picks the user: want when given ("name", "uid" or "uid:gid"), else
+// the image's USER, else the first ordinary user (uid 1000–60000) of the
+// image's /etc/passwd, else root (with every capability dropped).
+func (us *Users) Resolve(ctx context.Context, e Engine, img, want string) (User, error) {
+	ii, err := e.ImageInspect(ctx, img)
+	if err != nil {
+		return User{}, err
+	}
+	if want == "" && ii.Config != nil {
+		want = ii.Config.User
+	}
+	entries, err := us.passwd(ctx, e, ii.ID, img)
+	if err != nil {
+		return User{}, err
+	}
+	if want == "" {
+		for _, p := range entries {
+			if p.uid >= 1000 && p.uid <= 60000 {
+				return User{Name: strconv.Itoa(p.uid) + ":" + strconv.Itoa(p.gid), UID: p.uid, GID: p.gid}, nil
+			}
+		}
+		return User{Name: "0:0"}, nil
+	}
+	name, group, hasGroup := strings.Cut(want, ":")
+	var u User
+	if n, err := strconv.Atoi(name); err == nil && n >= 0 {
+		u = User{UID: n, GID: n}
+		for _, p := range entries {
+			if p.uid == n {
+				u.GID = p.gid
+				break
+			}
+		}
+	} else {
+		found := false
+		for _, p := range entries {
+			if p.name == name {
+				u, found = User{UID: p.uid, GID: p.gid}, true
+				break
+			}
+		}
+		if !found {
+			return User{}, fmt.Errorf("%w: %q", ErrUnknownUser, name)
+		}
+	}
+	if hasGroup {
+		g, err := strconv.Atoi(group)
+		if err != nil || g < 0 {
+			return User{}, fmt.Errorf("%w: group %q must be numeric", ErrUnknownUser, group)
+		}
+		u.GID = g
+	}
+	u.Name = strconv.Itoa(u.UID) + ":" + strconv.Itoa(u.GID)
+	return u, nil
+}
+
+func (us *Users) passwd(ctx context.Context, e Engine, imageID, img string) ([]passwdEntry, error) {
+	us.mu.Lock()
+	entries, ok := us.cache[imageID]
+	us.mu.Unlock()
+	if ok {
+		return entries, nil
+	}
+	// The image's files are only reachable through a container; a created,
+	// never-started one costs no process.
+	resp, err := e.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"/nonexistent"}, Entrypoint: []string{}, Labels: map[string]string{"wick.probe": "1"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("probe image %s: %w", img, err)
+	}
+	defer e.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+	rc, _, err := e.CopyFromContainer(ctx, resp.ID, "/etc/passwd")
+	if err == nil {
+		entries, err = parsePasswdTar(rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+	} else if !IsNotFound(err) {
+		return nil, fmt.Errorf("read /etc/passwd of %s: %w", img, err)
+	}
+	us.mu.Lock()
+	us.cache[imageID] = entries
+	us.mu.Unlock()
+	return entries, nil
+}
+
+func parsePasswdTar(r io.Reader) ([]passwdEntry, error) {
+	tr := tar.NewReader(r)
+	if _, err := tr.Next(); err != nil {
+		return nil, fmt.Errorf("read /etc/passwd: %w", err)
+	}
+	var out []passwdEntry
+	sc := bufio.NewScanner(io.LimitReader(tr, 1<<20))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ":")
+		if len(f) < 4 {
+			continue
+		}
+		uid, err1 := strconv.Atoi(f[2])
+		gid, err2 := strconv.Atoi(f[3])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, passwdEntry{name: f[0], uid: uid, gid: gid})
+	}
+	return out, sc.Err()
+}

@@ -1,0 +1,92 @@
+package wickfs
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+)
+
+// Sentinel errors. Every error an implementation returns wraps at most one of
+// them, so callers (and the gRPC edge) can classify it with errors.Is while the
+// message still names the path and the problem.
+var (
+	// ErrNotFound: the file or directory does not exist.
+	ErrNotFound = errors.New("no such file or directory")
+	// ErrOutsideWorkspace: the path, or a symlink on it, leads out of the workspace root.
+	ErrOutsideWorkspace = errors.New("path is outside the workspace")
+	// ErrPermission: the operating system refused the operation.
+	ErrPermission = errors.New("permission denied")
+	// ErrInvalidArgument: the request itself is wrong (bad pattern, empty
+	// old_text, a directory given as a file, text not found, ...).
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrTooLarge: a size limit was exceeded; nothing was written.
+	ErrTooLarge = errors.New("size limit exceeded")
+)
+
+// classify maps an error from the os package onto the sentinels; anything it
+// does not recognise is returned as is.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return ErrNotFound
+	case isEscape(err):
+		return ErrOutsideWorkspace
+	case errors.Is(err, fs.ErrPermission):
+		return ErrPermission
+	}
+	return nil
+}
+
+// isEscape recognises os.Root's refusal of a path that leaves the root. The
+// os package does not export that error, so its message is the only handle.
+func isEscape(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return strings.Contains(err.Error(), "path escapes from parent")
+}
+
+// opError builds the error of operation op on agent-facing path p: the sentinel
+// the cause maps to (so errors.Is works) and the cause's own text only when it
+// says more than the sentinel.
+func opError(op, p string, err error) error {
+	if s := classify(err); s != nil {
+		return &PathError{Op: op, Path: p, Err: s}
+	}
+	return &PathError{Op: op, Path: p, Err: err}
+}
+
+// PathError is an operation's failure on an agent-facing path. Its message
+// never shows the host path the workspace maps onto.
+type PathError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Op + " " + e.Path + ": " + e.Err.Error() }
+
+func (e *PathError) Unwrap() error { return e.Err }
+
+// invalid returns an ErrInvalidArgument with msg.
+func invalid(msg string) error { return &detailError{msg: msg, kind: ErrInvalidArgument} }
+
+// tooLarge returns an ErrTooLarge with msg.
+func tooLarge(msg string) error { return &detailError{msg: msg, kind: ErrTooLarge} }
+
+// detailError carries a precise message and a sentinel kind.
+type detailError struct {
+	msg  string
+	kind error
+}
+
+func (e *detailError) Error() string { return e.msg }
+
+func (e *detailError) Unwrap() error { return e.kind }
+
+// NewError returns an error with message msg that matches kind under
+// errors.Is; clients of remote implementations use it to rebuild errors.
+func NewError(kind error, msg string) error { return &detailError{msg: msg, kind: kind} }

@@ -1,0 +1,177 @@
+package wickfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ExecLimits resolves a call's timeout and output cap against the defaults.
+func (l *LocalFS) ExecLimits(o ExecOptions) (time.Duration, int64) {
+	timeout, max := o.Timeout, o.MaxOutputBytes
+	if timeout <= 0 {
+		timeout = l.cfg.execTimeout
+	}
+	if max <= 0 {
+		max = l.cfg.maxOutputBytes
+	}
+	return timeout, max
+}
+
+// Command prepares `sh -c command` in the workspace (or o.Workdir inside it)
+// as the leader of a new process group. When ctx ends before the command
+// does, the whole group is killed, so nothing it started outlives the call.
+// The caller sets Stdin/Stdout/Stderr and applies the timeout to ctx.
+func (l *LocalFS) Command(ctx context.Context, command string, o ExecOptions) (*exec.Cmd, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, invalid("command must not be empty")
+	}
+	if strings.IndexByte(command, 0) >= 0 {
+		return nil, invalid("command contains a NUL byte")
+	}
+	cmd := exec.CommandContext(ctx, l.cfg.shell, "-c", command)
+	if err := l.prepare(cmd, o.Workdir, o.Env); err != nil {
+		return nil, err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return KillGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = l.cfg.waitDelay
+	return cmd, nil
+}
+
+// PrepareCmd sets a command's working directory (agent-facing, confined to
+// the workspace; empty means the root) and environment (the process's own plus
+// env), for callers that start processes their own way, such as a terminal.
+func (l *LocalFS) PrepareCmd(cmd *exec.Cmd, workdir string, env map[string]string) error {
+	return l.prepare(cmd, workdir, env)
+}
+
+func (l *LocalFS) prepare(cmd *exec.Cmd, workdir string, env map[string]string) error {
+	cmd.Dir = l.dir
+	if workdir != "" {
+		dir, err := l.HostPath(workdir)
+		if err != nil {
+			return err
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return &PathError{Op: "exec", Path: workdir, Err: invalid("working directory is not a directory")}
+		}
+		cmd.Dir = dir
+	}
+	cmd.Env = os.Environ()
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := env[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
+			return invalid(fmt.Sprintf("invalid environment variable %q", k))
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return nil
+}
+
+// KillGroup kills the process group led by pid.
+func KillGroup(pid int) error {
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// Exec runs `sh -c command` and returns its output and exit code. A non-zero
+// exit, a timeout and truncated output are results, not errors; the command's
+// process group is killed at the timeout or when ctx ends.
+func (l *LocalFS) Exec(ctx context.Context, command string, opts ...ExecOption) (*ExecResult, error) {
+	o := ApplyExec(opts)
+	timeout, max := l.ExecLimits(o)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd, err := l.Command(cctx, command, o)
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	lim := NewOutputLimit(max)
+	cmd.Stdout = lim.Writer(&stdout)
+	cmd.Stderr = lim.Writer(&stderr)
+	err = cmd.Run()
+	if cmd.ProcessState == nil {
+		return nil, fmt.Errorf("exec: start %s: %w", l.cfg.shell, err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return &ExecResult{
+		Stdout:    stdout.String(),
+		Stderr:    stderr.String(),
+		ExitCode:  cmd.ProcessState.ExitCode(),
+		TimedOut:  errors.Is(cctx.Err(), context.DeadlineExceeded),
+		Truncated: lim.Truncated(),
+	}, nil
+}
+
+// OutputLimit is a byte budget shared by a command's output streams: bytes
+// past it are dropped (and counted as truncation) while the command keeps
+// running, so a chatty command is neither blocked nor allowed to fill memory.
+type OutputLimit struct {
+	mu        sync.Mutex
+	left      int64
+	truncated bool
+}
+
+// NewOutputLimit returns a budget of max bytes.
+func NewOutputLimit(max int64) *OutputLimit { return &OutputLimit{left: max} }
+
+// Take grants up to n bytes of the budget.
+func (o *OutputLimit) Take(n int) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if int64(n) > o.left {
+		o.truncated = true
+		n = int(o.left)
+	}
+	o.left -= int64(n)
+	return n
+}
+
+// Truncated reports whether any bytes were dropped.
+func (o *OutputLimit) Truncated() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.truncated
+}
+
+// Writer returns a writer into w that spends this budget.
+func (o *OutputLimit) Writer(w interface{ Write([]byte) (int, error) }) *LimitedWriter {
+	return &LimitedWriter{lim: o, w: w}
+}
+
+// LimitedWriter writes what its budget allows and drops the rest, always
+// reporting the full length so the command's output pipe keeps draining.
+type LimitedWriter struct {
+	lim *OutputLimit
+	w   interface{ Write([]byte) (int, error) }
+}
+
+func (w *LimitedWriter) Write(b []byte) (int, error) {
+	n := w.lim.Take(len(b))
+	if n > 0 {
+		if _, err := w.w.Write(b[:n]); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
