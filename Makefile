@@ -33,7 +33,8 @@ lint: ## buf lint + format, go vet, gofmt, staticcheck
 	$(BUF) format proto --diff --exit-code
 	go vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(TOOL) staticcheck $(PKGS)
+	@# Built from tools/go.mod, run in workspace mode so it sees every module.
+	"$$($(TOOL) -n staticcheck)" $(PKGS)
 
 # Compared with main by default; a branch's API must not break what main serves
 # to REST (JSON) and gRPC clients.

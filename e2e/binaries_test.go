@@ -68,8 +68,6 @@ func TestBinaries(t *testing.T) {
 				t.Fatalf("go build %s: %v\n%s", tt.pkg, err, out)
 			}
 			args, target := tt.args(t)
-			args = append(args, "-log-format", "text",
-				"-drain-delay", binaryDrainDelay.String(), "-shutdown-timeout", binaryShutdownTimeout.String())
 			cmd := exec.Command(bin, args...)
 			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 			if err := cmd.Start(); err != nil {
@@ -107,9 +105,12 @@ func TestBinaries(t *testing.T) {
 	}
 }
 
+// tcpArgs gives a service built on platform/app its listen address and the
+// common shutdown bounds.
 func tcpArgs(t *testing.T) ([]string, string) {
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	return []string{"-grpc-addr", addr}, addr
+	return []string{"-grpc-addr", addr, "-log-format", "text",
+		"-drain-delay", binaryDrainDelay.String(), "-shutdown-timeout", binaryShutdownTimeout.String()}, addr
 }
 
 func freePort(t *testing.T) int {
@@ -173,4 +174,3 @@ func checkReflection(t *testing.T, conn *grpc.ClientConn, want string) {
 	}
 	t.Fatalf("reflection lists %v, want %s", names, want)
 }
-

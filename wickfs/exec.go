@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // ExecLimits resolves a call's timeout and output cap against the defaults.
@@ -115,8 +116,8 @@ func (l *LocalFS) Exec(ctx context.Context, command string, opts ...ExecOption) 
 		return nil, ctx.Err()
 	}
 	return &ExecResult{
-		Stdout:    stdout.String(),
-		Stderr:    stderr.String(),
+		Stdout:    TextOutput(stdout.Bytes()),
+		Stderr:    TextOutput(stderr.Bytes()),
 		ExitCode:  cmd.ProcessState.ExitCode(),
 		TimedOut:  errors.Is(cctx.Err(), context.DeadlineExceeded),
 		Truncated: lim.Truncated(),
@@ -174,4 +175,26 @@ func (w *LimitedWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// TextOutput turns command output into valid UTF-8 text, replacing each
+// invalid byte with U+FFFD as encoding/json does: results travel as JSON and
+// protobuf strings, which must be UTF-8, and every FileSystem gives the same
+// text for the same output.
+func TextOutput(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:size])
+		}
+		b = b[size:]
+	}
+	return sb.String()
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -33,8 +35,6 @@ func (l *LocalFS) Grep(ctx context.Context, pattern, p string) (*GrepResult, err
 	return l.GrepN(ctx, pattern, p, 0)
 }
 
-type grepFile struct{ dir, name string }
-
 // GrepN is Grep with a match cap; max 0 means the configured default.
 func (l *LocalFS) GrepN(ctx context.Context, pattern, p string, max int) (*GrepResult, error) {
 	if max <= 0 {
@@ -52,92 +52,221 @@ func (l *LocalFS) GrepN(ctx context.Context, pattern, p string, max int) (*GrepR
 	if err != nil {
 		return nil, opError("grep", agent, err)
 	}
-	var files []grepFile
-	if st.IsDir() {
-		err = l.walk(ctx, rel, func(dir string, d fs.DirEntry) error {
-			if d.Type().IsRegular() && !BinaryExt(d.Name()) {
-				files = append(files, grepFile{dir, d.Name()})
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, opError("grep", agent, err)
-		}
-	} else {
-		files = []grepFile{{path.Dir(rel), path.Base(rel)}}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		return nil, &PathError{Op: "grep", Path: agent, Err: invalid("not a regular file or directory")}
 	}
-	return l.grepFiles(ctx, m, files, max)
+	// The root resolves the starting point (following in-root symlinks);
+	// below it the walk never follows one.
+	f, err := l.root.Open(rel)
+	if err != nil {
+		return nil, opError("grep", agent, err)
+	}
+	res := &GrepResult{Matches: []GrepMatch{}}
+	if !st.IsDir() {
+		defer f.Close()
+		s := l.newFileScanner(m, max+1)
+		for _, mt := range s.scan(ctx, int(f.Fd()), agent) {
+			if len(res.Matches) == max {
+				res.Truncated = true
+				break
+			}
+			res.Matches = append(res.Matches, mt)
+		}
+		return res, ctx.Err()
+	}
+	root := &dirRef{f: f, fd: int(f.Fd())}
+	root.refs.Store(1)
+	if err := l.grepTree(ctx, m, root, rel, max, res); err != nil {
+		return nil, opError("grep", agent, err)
+	}
+	return res, nil
 }
 
-// grepFiles scans files with bounded parallelism and merges their matches in
-// file order, so the result is the same as a sequential scan. Workers run at
-// most window files ahead of the merge, which bounds memory.
-func (l *LocalFS) grepFiles(ctx context.Context, m *lineMatcher, files []grepFile, max int) (*GrepResult, error) {
-	res := &GrepResult{Matches: []GrepMatch{}}
-	if len(files) == 0 {
-		return res, nil
+// grepBatch is how many files of one directory make one job.
+const grepBatch = 16
+
+// dirRef is an open directory shared by the jobs of its files; the last one
+// to finish closes it.
+type dirRef struct {
+	f    *os.File
+	fd   int
+	refs atomic.Int32
+}
+
+func (d *dirRef) release() {
+	if d.refs.Add(-1) == 0 {
+		d.f.Close()
 	}
+}
+
+// grepJob is a run of files of one directory, consecutive in walk order.
+type grepJob struct {
+	dir     *dirRef
+	dirRel  string
+	names   []string
+	matches []GrepMatch
+	done    chan struct{}
+}
+
+// grepTree walks the tree and greps its files with bounded parallelism,
+// merging matches in walk order, so the result is the same as a sequential
+// scan. The walk runs at most a window of jobs ahead of the merge, which
+// bounds memory and open directories.
+func (l *LocalFS) grepTree(ctx context.Context, m *lineMatcher, root *dirRef, rel string, max int, res *GrepResult) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := min(l.cfg.grepWorkers, len(files))
-	window := 8 * workers
-	type slot struct {
-		matches []GrepMatch
-		done    chan struct{}
-	}
-	slots := make([]slot, len(files))
-	for i := range slots {
-		slots[i].done = make(chan struct{})
-	}
-	jobs := make(chan int)
-	credit := make(chan struct{}, window)
+	workers := l.cfg.grepWorkers
+	ordered := make(chan *grepJob, 8*workers)
+	jobs := make(chan *grepJob)
+	var walkErr error
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		defer close(jobs)
-		for i := range files {
-			select {
-			case credit <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case jobs <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
+		defer close(ordered)
+		w := &grepWalker{ordered: ordered, jobs: jobs}
+		walkErr = w.walkDir(ctx, root, rel)
+		root.release()
 	}()
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s := l.newFileScanner(m, max+1)
-			defer s.close()
-			for i := range jobs {
-				slots[i].matches = s.scan(ctx, files[i])
-				close(slots[i].done)
+			for j := range jobs {
+				for _, name := range j.names {
+					if len(j.matches) > max || ctx.Err() != nil {
+						break
+					}
+					fd, err := openBeneath(j.dir.fd, name)
+					if err != nil {
+						continue
+					}
+					j.matches = append(j.matches, s.scan(ctx, fd, l.agentPath(joinRel(j.dirRel, name)))...)
+					syscall.Close(fd)
+				}
+				j.dir.release()
+				close(j.done)
 			}
 		}()
 	}
-	defer wg.Wait()
-	for i := range slots {
+	// Stop the walk and the workers before waiting for them, on every return.
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	for j := range ordered {
 		select {
-		case <-slots[i].done:
+		case <-j.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		<-credit
-		for _, mt := range slots[i].matches {
+		for _, mt := range j.matches {
 			if len(res.Matches) == max {
 				res.Truncated = true
-				return res, nil
+				return nil
 			}
 			res.Matches = append(res.Matches, mt)
 		}
 	}
-	return res, nil
+	wg.Wait()
+	if walkErr != nil {
+		return walkErr
+	}
+	return ctx.Err()
+}
+
+type grepWalker struct {
+	ordered chan<- *grepJob
+	jobs    chan<- *grepJob
+}
+
+// walkDir lists one directory and emits jobs for its files in lexical
+// depth-first order, descending into subdirectories opened relative to it.
+func (w *grepWalker) walkDir(ctx context.Context, d *dirRef, rel string) error {
+	des, err := d.f.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	var run []string
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		d.refs.Add(1)
+		j := &grepJob{dir: d, dirRel: rel, names: run, done: make(chan struct{})}
+		run = nil
+		select {
+		case w.ordered <- j:
+		case <-ctx.Done():
+			d.release()
+			return ctx.Err()
+		}
+		select {
+		case w.jobs <- j:
+			return nil
+		case <-ctx.Done():
+			d.release()
+			return ctx.Err()
+		}
+	}
+	for _, e := range des {
+		name := e.Name()
+		switch {
+		case e.IsDir():
+			if SkipDir(name) {
+				continue
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+			fd, err := openDirBeneath(d.fd, name)
+			if err != nil {
+				continue // unreadable, or replaced by a symlink since listed
+			}
+			sub := &dirRef{f: os.NewFile(uintptr(fd), name), fd: fd}
+			sub.refs.Store(1)
+			err = w.walkDir(ctx, sub, joinRel(rel, name))
+			sub.release()
+			if err != nil {
+				return err
+			}
+		case e.Type().IsRegular() && !BinaryExt(name):
+			run = append(run, name)
+			if len(run) == grepBatch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// openBeneath opens the file name (one component from a listing of dirfd)
+// for reading. The directory was reached through the root without following
+// symlinks, and O_NOFOLLOW refuses a symlink swapped in since the listing,
+// so the open cannot leave the root. Raw descriptors skip os.File's poller
+// set-up, which costs more system calls than reading a small file.
+func openBeneath(dirfd int, name string) (int, error) {
+	for {
+		fd, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openDirBeneath is openBeneath for a subdirectory.
+func openDirBeneath(dirfd int, name string) (int, error) {
+	for {
+		fd, err := syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
 }
 
 // lineMatcher matches lines. Searching a whole buffer with a multi-line form
@@ -175,54 +304,41 @@ func anchorsText(re *syntax.Regexp) bool {
 
 // fileScanner is one worker's reusable state.
 type fileScanner struct {
-	l      *LocalFS
-	m      *lineMatcher
-	max    int
-	buf    []byte
-	dir    string
-	dirFS  *os.Root
-	dirErr error
+	l   *LocalFS
+	m   *lineMatcher
+	max int
+	buf []byte
 }
 
 func (l *LocalFS) newFileScanner(m *lineMatcher, max int) *fileScanner {
 	return &fileScanner{l: l, m: m, max: max, buf: make([]byte, grepChunk)}
 }
 
-func (s *fileScanner) close() {
-	if s.dirFS != nil {
-		s.dirFS.Close()
-	}
-}
+// fdReader reads a raw descriptor.
+type fdReader int
 
-// open opens a file relative to its directory, reusing the directory handle
-// across consecutive files of the same directory.
-func (s *fileScanner) open(f grepFile) (*os.File, error) {
-	if s.dirFS == nil || s.dir != f.dir {
-		s.close()
-		s.dirFS, s.dirErr = s.l.root.OpenRoot(f.dir)
-		s.dir = f.dir
-		if s.dirErr != nil {
-			s.dirFS = nil
+func (r fdReader) Read(b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(int(r), b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
 		}
+		return n, nil
 	}
-	if s.dirErr != nil {
-		return nil, s.dirErr
-	}
-	return s.dirFS.Open(f.name)
 }
 
-// scan returns up to s.max matches of one file; unreadable and binary files
-// have none.
-func (s *fileScanner) scan(ctx context.Context, gf grepFile) []GrepMatch {
+// scan returns up to s.max matches of the open file fd; unreadable and
+// binary files have none.
+func (s *fileScanner) scan(ctx context.Context, fd int, agent string) []GrepMatch {
 	if ctx.Err() != nil {
 		return nil
 	}
-	f, err := s.open(gf)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	agent := s.l.agentPath(joinRel(gf.dir, gf.name))
+	f := fdReader(fd)
 	var out []GrepMatch
 	line, carry := 1, 0
 	first := true

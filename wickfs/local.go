@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -110,8 +111,8 @@ func WithShell(sh string) LocalOption { return func(o *localOptions) { o.shell =
 
 // LocalFS is a FileSystem on a local directory. Every path goes through an
 // os.Root, so "..", absolute paths outside the prefix and symlinks that lead
-// out of the root are refused by the kernel-level lookup, not by string checks
-// alone. Commands run with the process's own rights: Exec is confined only in
+// out of the root are refused by os.Root's openat-based resolution, not by
+// string checks alone, and without a check-then-open race. Commands run with the process's own rights: Exec is confined only in
 // its working directory, not in what the command can reach.
 type LocalFS struct {
 	root *os.Root
@@ -132,7 +133,7 @@ func NewLocalFS(root string, opts ...LocalOption) (*LocalFS, error) {
 		maxLineBytes:   DefaultMaxLineBytes,
 		maxGrepMatches: MaxGrepMatches,
 		maxGlobFiles:   MaxGlobFiles,
-		grepWorkers:    4,
+		grepWorkers:    16,
 		waitDelay:      DefaultWaitDelay,
 		shell:          DefaultShell,
 	}
@@ -149,6 +150,10 @@ func NewLocalFS(root string, opts ...LocalOption) (*LocalFS, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("wickfs: root %q: %w", root, err)
+	}
+	// Looking the shell up once saves a PATH search on every command.
+	if sh, err := exec.LookPath(cfg.shell); err == nil {
+		cfg.shell = sh
 	}
 	r, err := os.OpenRoot(abs)
 	if err != nil {
@@ -228,6 +233,12 @@ func (l *LocalFS) Ls(ctx context.Context, p string) ([]DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Stat first: opening a FIFO would block until a writer came.
+	if st, err := l.root.Stat(rel); err != nil {
+		return nil, opError("ls", agent, err)
+	} else if !st.IsDir() {
+		return nil, &PathError{Op: "ls", Path: agent, Err: invalid("not a directory")}
+	}
 	f, err := l.root.Open(rel)
 	if err != nil {
 		return nil, opError("ls", agent, err)
@@ -271,6 +282,14 @@ func (l *LocalFS) OpenRead(p string) (*os.File, fs.FileInfo, error) {
 	rel, agent, err := l.Resolve(p)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Stat first: opening a FIFO or a device could block or have effects.
+	if st, err := l.root.Stat(rel); err != nil {
+		return nil, nil, opError("read", agent, err)
+	} else if st.IsDir() {
+		return nil, nil, &PathError{Op: "read", Path: agent, Err: invalid("is a directory")}
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, &PathError{Op: "read", Path: agent, Err: invalid("not a regular file")}
 	}
 	f, err := l.root.Open(rel)
 	if err != nil {

@@ -46,6 +46,9 @@ func (s *Server) Exec(req *daemonv1.ExecRequest, stream grpc.ServerStreamingServ
 	start := time.Now()
 	err = cmd.Run()
 	if cmd.ProcessState == nil {
+		if cerr := stream.Context().Err(); cerr != nil {
+			return toStatus(cerr)
+		}
 		return status.Errorf(codes.Internal, "exec: start: %v", err)
 	}
 	if err := stream.Context().Err(); err != nil {

@@ -14,10 +14,12 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/wick-agent/wick/daemon"
+	"github.com/wick-agent/wick/daemon/internal/bufpool"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -35,7 +37,24 @@ const (
 	DefaultShell = "sh"
 	// DefaultTerm is TERM in a terminal unless the session sets it.
 	DefaultTerm = "xterm-256color"
+	// WindowSize is the HTTP/2 flow-control window the daemon and daemonfs
+	// use. gRPC's 64 KiB default keeps a file upload waiting on window
+	// updates; the connection is local, so a large window costs nothing.
+	WindowSize = 4 << 20
 )
+
+// GRPCOptions are the grpc.Server options a host of the daemon service
+// should use for file streaming throughput: a large flow-control window and
+// a buffer pool that does not clear buffers (see internal/bufpool).
+func GRPCOptions() []grpc.ServerOption {
+	pool := bufpool.New()
+	return []grpc.ServerOption{
+		grpc.InitialWindowSize(WindowSize),
+		grpc.InitialConnWindowSize(WindowSize),
+		experimental.BufferPool(pool),
+		grpc.ForceServerCodecV2(bufpool.NewCodec(pool)),
+	}
+}
 
 type options struct {
 	version       string

@@ -1,20 +1,372 @@
-// Package agent is the agent service. It is a library with a thin main, so one
-// process can host it beside the other services.
+// Package agent is the agent service: it keeps agent configurations, runs
+// the LLM ↔ tool loop on threads, and reaches each agent's sandbox, behind
+// the wick.agent.v1.AgentService gRPC API. It is a library with a thin main,
+// so one process can host it beside the other services.
 package agent
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	core "github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
+
+// Defaults of the service; each has an option.
+const (
+	// DefaultModel is used by agents without a model when none is configured:
+	// the LLM gateway's scripted demo model, which needs no provider key.
+	DefaultModel = "script:demo"
+	// DefaultImage is the container image of agents switched to Docker
+	// without one.
+	DefaultImage = "wick-sandbox:latest"
+	// DefaultMaxTransferBytes bounds DownloadFile and UploadFile.
+	DefaultMaxTransferBytes = 1 << 30
+	// DefaultMaxTextFileBytes bounds ReadFile and WriteFile, which carry the
+	// whole file in one message.
+	DefaultMaxTextFileBytes = 8 << 20
+	// DefaultTransferChunk is the chunk size of DownloadFile.
+	DefaultTransferChunk = 256 << 10
+	// DefaultApprovalTimeout is how long an interactive run waits for a decision.
+	DefaultApprovalTimeout = 30 * time.Minute
+	// DefaultPollInterval is how often a run's owner checks for cancel
+	// requests and decisions that a lost pub/sub message did not announce.
+	DefaultPollInterval = time.Second
+	// DefaultJoinBlock is how long a JoinRun read waits for new events before
+	// it checks that the run's owner is still alive.
+	DefaultJoinBlock = 2 * time.Second
+	// DefaultLocalLogRetention is how long this replica keeps its own copy of
+	// a finished run's events for fast re-joins.
+	DefaultLocalLogRetention = time.Minute
+	// DefaultMaxInputMessages bounds the messages of one Invoke or Stream.
+	DefaultMaxInputMessages = 100
+	// DefaultMaxRunDuration bounds a run's wall time.
+	DefaultMaxRunDuration = 2 * time.Hour
+)
+
+// Stores are where the service keeps its state: in memory for one process,
+// in Redis when replicas share it. Build them with MemoryStores or RedisStores.
+type Stores struct {
+	Threads threads.Store
+	Locker  threads.Locker
+	Runs    runs.Store
+	Log     runs.Log
+	Agents  registry.Store
+	// Redis carries configuration events between replicas; nil keeps them local.
+	Redis redis.UniversalClient
+	close func() error
+}
+
+// MemoryStores returns single-process stores.
+func MemoryStores() Stores {
+	ts := threads.NewMemoryStore()
+	rm := runs.NewMemory()
+	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), close: ts.Close}
+}
+
+// RedisOptions tune RedisStores.
+type RedisOptions struct {
+	// Prefix starts every key (default "wick").
+	Prefix string
+	// ThreadTTL is the sliding TTL of threads (default 1 h).
+	ThreadTTL time.Duration
+	// Lease is the run lock's lease (default 15 s).
+	Lease time.Duration
+	// RunRetention is how long a finished run and its event log are kept
+	// (default 10 min).
+	RunRetention time.Duration
+}
+
+// RedisStores returns stores shared by every replica on rdb; the caller owns rdb.
+func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
+	topts := []threads.RedisOption{}
+	if o.Prefix != "" {
+		topts = append(topts, threads.WithPrefix(o.Prefix))
+	}
+	if o.ThreadTTL > 0 {
+		topts = append(topts, threads.WithRedisTTL(o.ThreadTTL))
+	}
+	if o.Lease > 0 {
+		topts = append(topts, threads.WithLease(o.Lease))
+	}
+	ts := threads.NewRedisStore(rdb, topts...)
+	ropts := []runs.RedisOption{}
+	if o.Prefix != "" {
+		ropts = append(ropts, runs.WithRedisPrefix(o.Prefix))
+	}
+	if o.RunRetention > 0 {
+		ropts = append(ropts, runs.WithRedisRetention(o.RunRetention))
+	}
+	rr := runs.NewRedis(rdb, ropts...)
+	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix), Redis: rdb}
+}
+
+// Deps are the service's dependencies.
+type Deps struct {
+	// LLM is the LLM gateway.
+	LLM llmv1.LLMServiceClient
+	// Sandbox is the sandbox service.
+	Sandbox sandboxv1.SandboxServiceClient
+	// Stores hold threads, runs, agents and tools.
+	Stores Stores
+	// Logger logs; nil discards.
+	Logger *slog.Logger
+}
+
+type options struct {
+	templates       map[string]*core.AgentConfig
+	defaultModel    string
+	defaultBackend  string
+	defaultImage    string
+	maxTransfer     int64
+	maxTextFile     int64
+	approvalTimeout time.Duration
+	pollInterval    time.Duration
+	joinBlock       time.Duration
+	localRetention  time.Duration
+	maxInput        int
+	maxRunDuration  time.Duration
+	watchBuffer     int
+	httpClient      *http.Client
+	llmTimeout      time.Duration
+	runnerOptions   []core.RunnerOption
+	agentsFile      string
+}
+
+// Option configures the service.
+type Option func(*options)
+
+// WithTemplates sets the agent templates (as from agents.yaml); they are
+// validated by New. Without templates, New registers one "default" agent.
+func WithTemplates(t map[string]*core.AgentConfig) Option {
+	return func(o *options) { o.templates = t }
+}
+
+// WithAgentsFile loads the templates from an agents.yaml file.
+func WithAgentsFile(path string) Option { return func(o *options) { o.agentsFile = path } }
+
+// WithDefaultModel sets the model of agents that name none.
+func WithDefaultModel(spec string) Option { return func(o *options) { o.defaultModel = spec } }
+
+// WithDefaultBackend sets the backend type ("local", "docker" or "none") of
+// the built-in default agent.
+func WithDefaultBackend(t string) Option { return func(o *options) { o.defaultBackend = t } }
+
+// WithDefaultImage sets the image used when an agent switches to Docker without one.
+func WithDefaultImage(img string) Option { return func(o *options) { o.defaultImage = img } }
+
+// WithMaxTransferBytes bounds DownloadFile and UploadFile.
+func WithMaxTransferBytes(n int64) Option { return func(o *options) { o.maxTransfer = n } }
+
+// WithMaxTextFileBytes bounds ReadFile and WriteFile.
+func WithMaxTextFileBytes(n int64) Option { return func(o *options) { o.maxTextFile = n } }
+
+// WithApprovalTimeout bounds how long an interactive run waits for a decision.
+func WithApprovalTimeout(d time.Duration) Option { return func(o *options) { o.approvalTimeout = d } }
+
+// WithPollInterval sets how often run owners poll for cancel requests and decisions.
+func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
+
+// WithJoinBlock sets how long a re-join waits for events before checking the run's owner.
+func WithJoinBlock(d time.Duration) Option { return func(o *options) { o.joinBlock = d } }
+
+// WithMaxInputMessages bounds the input messages of a run.
+func WithMaxInputMessages(n int) Option { return func(o *options) { o.maxInput = n } }
+
+// WithMaxRunDuration bounds a run's wall time.
+func WithMaxRunDuration(d time.Duration) Option { return func(o *options) { o.maxRunDuration = d } }
+
+// WithWatchBuffer sets how far a WatchEvents subscriber may fall behind.
+func WithWatchBuffer(n int) Option { return func(o *options) { o.watchBuffer = n } }
+
+// WithHTTPClient sets the client of external HTTP callback tools.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+
+// WithLLMTimeout bounds each model call at the gateway.
+func WithLLMTimeout(d time.Duration) Option { return func(o *options) { o.llmTimeout = d } }
+
+// WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
+func WithRunnerOptions(opts ...core.RunnerOption) Option {
+	return func(o *options) { o.runnerOptions = append(o.runnerOptions, opts...) }
+}
 
 // Service implements agentv1.AgentServiceServer.
 type Service struct {
 	agentv1.UnimplementedAgentServiceServer
+
+	llm      llmv1.LLMServiceClient
+	sandbox  sandboxv1.SandboxServiceClient
+	st       Stores
+	local    *runs.Memory // this replica's copy of its runs' events
+	registry *registry.Registry
+	hub      *registry.Hub
+	logger   *slog.Logger
+	cfg      options
+
+	base   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[string]*localRun
+	closed bool
 }
 
-// New returns the service.
-func New() *Service { return &Service{} }
+// New returns the service and starts its background work (pub/sub
+// subscriptions), which Close stops.
+func New(deps Deps, opts ...Option) (*Service, error) {
+	cfg := options{
+		defaultModel: DefaultModel, defaultBackend: "local", defaultImage: DefaultImage,
+		maxTransfer: DefaultMaxTransferBytes, maxTextFile: DefaultMaxTextFileBytes,
+		approvalTimeout: DefaultApprovalTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
+		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration,
+		watchBuffer: registry.DefaultWatchBuffer,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.agentsFile != "" {
+		t, err := registry.LoadFile(cfg.agentsFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.templates = t
+	}
+	if deps.LLM == nil || deps.Sandbox == nil {
+		return nil, errors.New("agent: Deps.LLM and Deps.Sandbox are required")
+	}
+	st := deps.Stores
+	if st.Threads == nil || st.Locker == nil || st.Runs == nil || st.Log == nil || st.Agents == nil {
+		return nil, errors.New("agent: Deps.Stores is incomplete; use MemoryStores or RedisStores")
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.httpClient == nil {
+		cfg.httpClient = tools.SafeHTTPClient()
+	}
+	templates := cfg.templates
+	if templates == nil {
+		templates = map[string]*core.AgentConfig{registry.DefaultAgentID: defaultAgent(cfg)}
+	}
+	for id, t := range templates {
+		if err := registry.Validate(id, t); err != nil {
+			return nil, err
+		}
+	}
+	base, stop := context.WithCancel(context.Background())
+	s := &Service{
+		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents),
+		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg,
+		base: base, stop: stop, active: map[string]*localRun{},
+	}
+	if mem, ok := st.Log.(*runs.Memory); ok {
+		s.local = mem
+	} else {
+		s.local = runs.NewMemory(runs.WithMemoryRetention(cfg.localRetention))
+	}
+	if err := s.hub.Start(base); err != nil {
+		stop()
+		return nil, err
+	}
+	nudges, err := st.Runs.Nudges(base)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.dispatchNudges(nudges)
+	}()
+	return s, nil
+}
+
+func defaultAgent(cfg options) *core.AgentConfig {
+	c := &core.AgentConfig{
+		Name:         "Default agent",
+		SystemPrompt: "You are a helpful assistant.",
+		Tools:        []string{"calculate", "datetime"},
+	}
+	switch cfg.defaultBackend {
+	case "local":
+		c.Backend = &core.BackendCfg{Type: "local"}
+	case "docker":
+		c.Backend = &core.BackendCfg{Type: "docker", Image: cfg.defaultImage}
+	}
+	return c
+}
 
 // Register registers the service on r.
 func (s *Service) Register(r grpc.ServiceRegistrar) { agentv1.RegisterAgentServiceServer(r, s) }
+
+// Close cancels this replica's runs (each saves its thread first), waits for
+// them, and stops background work. Stores it was given are not closed,
+// except those MemoryStores made.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	active := make([]*localRun, 0, len(s.active))
+	for _, r := range s.active {
+		active = append(active, r)
+	}
+	s.mu.Unlock()
+	for _, r := range active {
+		r.cancel(errShutdown)
+	}
+	for _, r := range active {
+		<-r.done
+	}
+	s.stop()
+	s.wg.Wait()
+	if s.st.close != nil {
+		return s.st.close()
+	}
+	return nil
+}
+
+var errShutdown = errors.New("the agent service is shutting down")
+
+func (s *Service) dispatchNudges(ch <-chan string) {
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case id := <-ch:
+			s.mu.Lock()
+			r := s.active[id]
+			s.mu.Unlock()
+			if r != nil {
+				select {
+				case r.nudge <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// TemplateCount is the number of agent templates (for health reporting).
+func (s *Service) TemplateCount() int { return s.registry.TemplateCount() }
+
+func (s *Service) String() string {
+	return fmt.Sprintf("agent service (%d templates)", s.registry.TemplateCount())
+}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -29,7 +29,7 @@ func jsonMarshaler() *runtime.JSONPb {
 	}
 }
 
-func (g *Gateway) newAPIMux(agentConn *grpc.ClientConn) (*runtime.ServeMux, error) {
+func (g *Gateway) newAPIMux() (*runtime.ServeMux, error) {
 	js := jsonMarshaler()
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, js),
@@ -41,7 +41,7 @@ func (g *Gateway) newAPIMux(agentConn *grpc.ClientConn) (*runtime.ServeMux, erro
 		runtime.WithMiddlewares(recordRoute),
 		runtime.WithDisableHTTPMethodOverride(),
 	)
-	if err := agentv1.RegisterAgentServiceHandler(context.Background(), mux, agentConn); err != nil {
+	if err := agentv1.RegisterAgentServiceHandlerClient(context.Background(), mux, g.agent); err != nil {
 		return nil, fmt.Errorf("gateway: register agent service: %w", err)
 	}
 	return mux, nil
@@ -74,12 +74,28 @@ func (g *Gateway) errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runti
 	st := status.Convert(err)
 	msg := st.Message()
 	if st.Code() == codes.InvalidArgument && isDecodeError(msg) {
-		msg = "malformed request body: " + msg
+		msg = "malformed request body: " + jsonFieldName.ReplaceAllStringFunc(msg, protoFieldName)
 	}
 	if st.Code() >= codes.Internal || st.Code() == codes.Unknown {
 		g.log.WarnContext(ctx, "request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code().String(), "error", msg)
 	}
 	httperr.Write(w, runtime.HTTPStatusFromCode(st.Code()), st.Code(), msg)
+}
+
+// jsonFieldName finds the field protojson names in its errors, which it
+// spells in lowerCamelCase while the API speaks proto names.
+var jsonFieldName = regexp.MustCompile(`field [a-z][A-Za-z0-9]*`)
+
+func protoFieldName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // isDecodeError recognises protojson's messages about a request body.
@@ -101,8 +117,9 @@ func (g *Gateway) routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ 
 // recordRoute notes the matched route for span names and metric labels.
 func recordRoute(next runtime.HandlerFunc) runtime.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
-		if p, ok := runtime.HTTPPathPattern(r.Context()); ok {
-			setRoute(r.Context(), p)
+		if p, ok := runtime.HTTPPattern(r.Context()); ok {
+			// "/agents/{agent_id=*}/stream" → "/agents/{agent_id}/stream"
+			setRoute(r.Context(), strings.ReplaceAll(p.String(), "=*}", "}"))
 		}
 		next(w, r, params)
 	}
@@ -149,7 +166,18 @@ func wantsSSE(r *http.Request) bool {
 // SSE headers and heartbeats; Last-Event-ID becomes JoinRun's after_event_id.
 func (g *Gateway) sseAware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isStreamRoute(r) || !wantsSSE(r) {
+		if !isStreamRoute(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Last-Event-ID") != "" {
+			// A client library retrying the POST after a drop would start a
+			// second run with the same message; the run is re-joined instead.
+			httperr.Write(w, http.StatusBadRequest, codes.InvalidArgument,
+				"Last-Event-ID on POST would start a second run; re-join the run with GET /runs/{run_id}/events")
+			return
+		}
+		if !wantsSSE(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -15,10 +15,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
@@ -76,6 +74,8 @@ type Config struct {
 	// LLMURL is the LLM gateway's OpenAI-compatible HTTP endpoint, proxied at
 	// /v1/ when no in-process handler is given.
 	LLMURL string
+	// LLMToken is the bearer token the LLM gateway's HTTP endpoint requires, if any.
+	LLMToken string
 }
 
 func (c *Config) setDefaults() {
@@ -203,7 +203,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	}
 	g.metrics = m
 
-	api, err := g.newAPIMux(agentConn)
+	api, err := g.newAPIMux()
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("gateway: LLM URL %q is not an http URL", cfg.LLMURL)
 		}
-		llm = newLLMProxy(u)
+		llm = newLLMProxy(u, cfg.LLMToken)
 	}
 
 	mux := http.NewServeMux()
@@ -233,12 +233,15 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	}
 	mux.Handle("/", g.uiHandler())
 
-	var h http.Handler = mux
+	var h http.Handler = recordMuxRoute(mux)
 	h = normalizePath(h)
 	h = g.cors(h)
+	h = g.localHostOnly(h)
+	h = secureHeaders(h)
 	h = m.instrument(h)
 	otelOpts := []otelhttp.Option{
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + routeOf(r) }),
+		// Renamed by route once routed (metrics.instrument).
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 	}
 	if o.tracerProvider != nil {
 		otelOpts = append(otelOpts, otelhttp.WithTracerProvider(o.tracerProvider))
@@ -300,30 +303,17 @@ func Serve(ctx context.Context, lis net.Listener, h http.Handler, logger *slog.L
 
 // newLLMProxy forwards /v1/ to the LLM gateway's HTTP endpoint, flushing
 // every write so that streamed completions are not buffered.
-func newLLMProxy(target *url.URL) http.Handler {
+func newLLMProxy(target *url.URL, token string) http.Handler {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
-			// The caller's token is for the gateway; the LLM gateway trusts the network.
+			// The caller's token is for the gateway, not the LLM gateway.
 			pr.Out.Header.Del("Authorization")
+			if token != "" {
+				pr.Out.Header.Set("Authorization", "Bearer "+token)
+			}
 		},
 		FlushInterval: -1,
 	}
-}
-
-// routeOf names a request's route for span names and metric labels without
-// the ids in its path.
-func routeOf(r *http.Request) string {
-	if p, ok := runtime.HTTPPathPattern(r.Context()); ok {
-		return p
-	}
-	if r.Pattern != "" {
-		_, p, _ := strings.Cut(r.Pattern, " ")
-		if p == "" {
-			p = r.Pattern
-		}
-		return p
-	}
-	return "other"
 }

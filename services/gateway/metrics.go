@@ -120,5 +120,3 @@ func (s *statusWriter) Write(p []byte) (int, error) {
 func (s *statusWriter) Flush() { _ = http.NewResponseController(s.ResponseWriter).Flush() }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
-func (s *statusWriter) Hijack() (c interface{ Close() error }, err error) { return nil, nil }

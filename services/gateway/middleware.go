@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -89,6 +91,10 @@ func (g *Gateway) userOf(r *http.Request) (string, error) {
 
 // cors answers preflights and marks responses for the configured origins.
 // Credentials are not needed: the API takes bearer tokens, not cookies.
+// It also refuses state-changing requests that a browser sends from a
+// foreign page: a form or fetch posted cross-site needs no preflight, and
+// without tokens (the single local user) nothing else would stop a web page
+// from starting runs that execute commands.
 func (g *Gateway) cors(next http.Handler) http.Handler {
 	allowed := map[string]bool{}
 	anyOrigin := false
@@ -99,12 +105,19 @@ func (g *Gateway) cors(next http.Handler) http.Handler {
 		}
 		allowed[strings.TrimRight(o, "/")] = true
 	}
-	if !anyOrigin && len(allowed) == 0 {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
-		if origin == "" || (!anyOrigin && !allowed[origin]) {
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ok := anyOrigin || allowed[origin]
+		if !ok {
+			if !sameOrigin(r, origin) && !safeMethod(r.Method) {
+				httperr.Write(w, http.StatusForbidden, codes.PermissionDenied,
+					"cross-site request from origin "+origin+" refused; allow it with -cors-origins")
+				return
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -117,6 +130,48 @@ func (g *Gateway) cors(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// sameOrigin reports whether origin names the host the request was sent to.
+func sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// secureHeaders keeps browsers from sniffing a response into another type
+// (a JSON error or a workspace file rendered as HTML on the API's origin).
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// localHostOnly guards the single-user mode without tokens against DNS
+// rebinding: a page of any site can point its own name at 127.0.0.1, and
+// its requests then look same-origin. Without authentication only requests
+// addressed to an IP literal or to "localhost" are served.
+func (g *Gateway) localHostOnly(next http.Handler) http.Handler {
+	if !g.anonymous {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.Trim(host, "[]")
+		if net.ParseIP(host) == nil && !strings.EqualFold(host, "localhost") {
+			httperr.Write(w, http.StatusForbidden, codes.PermissionDenied,
+				"host "+r.Host+" refused: without tokens the gateway answers only on an IP address or localhost; configure tokens (WICK_TOKENS) to serve a host name")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -1,20 +1,344 @@
-// Package llmgw is the LLM gateway service. It is a library with a thin main, so one
-// process can host it beside the other services.
+// Package llmgw is the LLM gateway service: every model provider (OpenAI and
+// OpenAI-compatible servers, Anthropic, the scripted provider) behind one
+// streaming gRPC API and an OpenAI-compatible HTTP endpoint, with retries,
+// fallback chains and usage accounting. It is a library with a thin main, so
+// one process can host it beside the other services.
 package llmgw
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/router"
+	"github.com/wick-agent/wick/services/llmgw/internal/script"
+	"github.com/wick-agent/wick/services/llmgw/internal/spec"
 )
 
-// Service implements llmv1.LLMServiceServer.
+// Trailer keys of the accounting the proto promises.
+const (
+	TrailerInputTokens  = "x-wick-input-tokens"
+	TrailerOutputTokens = "x-wick-output-tokens"
+	TrailerOverheadUS   = "x-wick-overhead-us"
+)
+
+// Service implements llmv1.LLMServiceServer and the OpenAI-compatible HTTP API.
 type Service struct {
 	llmv1.UnimplementedLLMServiceServer
+
+	cfg     Config
+	opts    options
+	reg     *registry
+	demo    *script.Script
+	clients sync.Map // clientKey → llm.Provider
+	metrics *metrics
 }
 
-// New returns the service.
-func New() *Service { return &Service{} }
+type options struct {
+	httpClient    *http.Client
+	logger        *slog.Logger
+	meterProvider metric.MeterProvider
+	lookupEnv     func(string) (string, bool)
+}
 
-// Register registers the service on r.
+// Option configures a Service.
+type Option func(*options)
+
+// WithHTTPClient sets the client used to reach providers.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithMeterProvider sets where metrics go; the default is the global provider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meterProvider = mp }
+}
+
+// WithLookupEnv replaces os.LookupEnv for reading API keys (for tests and for
+// embedding the gateway with keys from elsewhere).
+func WithLookupEnv(f func(string) (string, bool)) Option {
+	return func(o *options) { o.lookupEnv = f }
+}
+
+// NewHTTPClient returns the client the gateway uses for providers by default:
+// no overall timeout (streams are long; each call has its own deadline), and
+// enough idle connections per host to keep them warm under load.
+func NewHTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 256
+	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	tr.ResponseHeaderTimeout = 0
+	return &http.Client{Transport: tr}
+}
+
+// New returns the service for cfg.
+func New(cfg Config, opts ...Option) (*Service, error) {
+	o := options{logger: slog.Default(), lookupEnv: os.LookupEnv}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.httpClient == nil {
+		o.httpClient = NewHTTPClient()
+	}
+	if o.meterProvider == nil {
+		o.meterProvider = otel.GetMeterProvider()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = llm.DefaultMaxResponseBytes
+	}
+	if cfg.MaxHTTPBodyBytes <= 0 {
+		cfg.MaxHTTPBodyBytes = DefaultMaxHTTPBodyBytes
+	}
+	if cfg.Retry.MaxRetries < 0 {
+		return nil, errors.New("max retries must not be negative")
+	}
+	reg, err := newRegistry(cfg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(o.meterProvider)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, opts: o, reg: reg, demo: script.Demo(), metrics: m}
+	if _, err := s.resolve(nil); err != nil {
+		return nil, errors.New("default model " + reg.def + ": " + err.Error())
+	}
+	return s, nil
+}
+
+// Register registers the gRPC service on r.
 func (s *Service) Register(r grpc.ServiceRegistrar) { llmv1.RegisterLLMServiceServer(r, s) }
+
+// call is one request in the gateway's own terms.
+type call struct {
+	models  []requestSpec
+	req     llm.Request
+	timeout time.Duration
+}
+
+// accounting is what a finished call reports.
+type accounting struct {
+	usage    llm.Usage
+	overhead time.Duration
+}
+
+// run resolves the chain and runs the call. emit sees every event with the
+// model that produced it.
+func (s *Service) run(ctx context.Context, rpc string, c call, emit router.Emit) (router.Outcome, accounting, error) {
+	start := time.Now()
+	var out router.Outcome
+	chain, err := s.resolve(c.models)
+	if err == nil {
+		timeout := s.cfg.Timeout
+		if c.timeout > 0 {
+			timeout = min(c.timeout, MaxTimeout)
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		targets := make([]router.Target, len(chain))
+		for i, r := range chain {
+			targets[i] = s.target(r)
+		}
+		out, err = s.cfg.Retry.Run(ctx, targets, c.req, emit)
+	}
+	wall := time.Since(start)
+	acct := accounting{usage: out.Result.Usage, overhead: max(wall-out.Upstream-out.Backoff, 0)}
+	s.metrics.record(ctx, rpc, out, acct, err)
+	if err != nil {
+		s.opts.logger.DebugContext(ctx, "llm call failed", "rpc", rpc, "error", err.Error(), "retries", out.Retries, "fallbacks", out.Fallbacks)
+	}
+	return out, acct, err
+}
+
+// Call implements llmv1.LLMServiceServer.
+func (s *Service) Call(ctx context.Context, req *llmv1.CallRequest) (*llmv1.CallResponse, error) {
+	c, err := fromProto(req.GetModels(), req.GetMessages(), req.GetTools(), req.GetSystemPrompt(), req.GetMaxTokens(), req.Temperature, req.GetTimeout().AsDuration())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	out, acct, err := s.run(ctx, "Call", c, func(*router.Target, llm.Event) error { return nil })
+	_ = grpc.SetTrailer(ctx, trailer(acct))
+	if err != nil {
+		return nil, grpcError(err)
+	}
+	return &llmv1.CallResponse{
+		Content:      out.Result.Content,
+		ToolCalls:    toolCallsToProto(out.Result.ToolCalls),
+		FinishReason: out.Result.FinishReason,
+		Usage:        usageToProto(out.Result.Usage),
+		Model:        out.Target.Model,
+		Provider:     out.Target.Provider,
+	}, nil
+}
+
+// Stream implements llmv1.LLMServiceServer. Cancelling the stream cancels its
+// context, which the provider's HTTP request runs under.
+func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingServer[llmv1.StreamResponse]) error {
+	c, err := fromProto(req.GetModels(), req.GetMessages(), req.GetTools(), req.GetSystemPrompt(), req.GetMaxTokens(), req.Temperature, req.GetTimeout().AsDuration())
+	if err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	first := true
+	var msg llmv1.StreamResponse
+	var tcd llmv1.ToolCallDelta
+	out, acct, err := s.run(stream.Context(), "Stream", c, func(t *router.Target, ev llm.Event) error {
+		// Send marshals synchronously, so one message is reused for every delta.
+		msg.Reset()
+		if first {
+			msg.Model, msg.Provider = t.Model, t.Provider
+			first = false
+		}
+		msg.Delta = ev.Delta
+		if d := ev.ToolCallDelta; d != nil {
+			tcd = llmv1.ToolCallDelta{Index: int32(d.Index), Id: d.ID, Name: d.Name, ArgumentsDelta: d.ArgumentsDelta}
+			msg.ToolCallDelta = &tcd
+		}
+		return stream.Send(&msg)
+	})
+	stream.SetTrailer(trailer(acct))
+	if err != nil {
+		return grpcError(err)
+	}
+	final := &llmv1.StreamResponse{
+		ToolCalls:    toolCallsToProto(out.Result.ToolCalls),
+		FinishReason: out.Result.FinishReason,
+		Usage:        usageToProto(out.Result.Usage),
+	}
+	if first {
+		final.Model, final.Provider = out.Target.Model, out.Target.Provider
+	}
+	return stream.Send(final)
+}
+
+// ListModels implements llmv1.LLMServiceServer.
+func (s *Service) ListModels(context.Context, *llmv1.ListModelsRequest) (*llmv1.ListModelsResponse, error) {
+	return &llmv1.ListModelsResponse{Models: s.models()}, nil
+}
+
+// models lists the configured models, and the demo script when no model of
+// that name is configured. Keys are reported as present or not, never shown.
+func (s *Service) models() []*llmv1.Model {
+	var out []*llmv1.Model
+	describe := func(id string, r resolved) *llmv1.Model {
+		m := &llmv1.Model{Id: id, Provider: r.spec.Provider, Model: r.spec.Model, BaseUrl: r.spec.BaseURL, ContextWindow: int32(r.spec.ContextWindow), KeyConfigured: true}
+		if r.spec.APIKeyEnv != "" {
+			_, m.KeyConfigured = s.lookupKey(r.spec.APIKeyEnv)
+		}
+		if r.spec.Provider == spec.Script && len(r.spec.Model) > 0 && (r.spec.Model[0] == '{' || r.spec.Model[0] == '[') {
+			m.Model = "inline"
+		}
+		return m
+	}
+	seenDemo := false
+	for _, id := range s.reg.order {
+		e := s.reg.byID[id]
+		if id == script.DemoName {
+			seenDemo = true
+		}
+		if e.model != nil {
+			out = append(out, describe(id, *e.model))
+			continue
+		}
+		m := &llmv1.Model{Id: id, Provider: "fallback", KeyConfigured: true}
+		for i, r := range e.chain {
+			d := describe(r.name, r)
+			if i > 0 {
+				m.Model += ","
+			}
+			m.Model += r.name
+			m.KeyConfigured = m.KeyConfigured && d.KeyConfigured
+			if i == 0 {
+				m.ContextWindow = d.ContextWindow
+			}
+		}
+		out = append(out, m)
+	}
+	if !seenDemo {
+		out = append(out, &llmv1.Model{Id: script.DemoName, Provider: spec.Script, Model: script.DemoName, KeyConfigured: true})
+	}
+	return out
+}
+
+// DefaultModelName is the model that answers requests naming none.
+func (s *Service) DefaultModelName() string { return s.reg.def }
+
+func trailer(a accounting) metadata.MD {
+	return metadata.Pairs(
+		TrailerInputTokens, strconv.FormatInt(a.usage.InputTokens, 10),
+		TrailerOutputTokens, strconv.FormatInt(a.usage.OutputTokens, 10),
+		TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10),
+	)
+}
+
+// grpcError converts a provider or policy error to a status, once, here at
+// the edge.
+func grpcError(err error) error {
+	e := llm.AsError(err)
+	return status.Error(grpcCode(e.Kind), e.Error())
+}
+
+func grpcCode(k llm.Kind) codes.Code {
+	switch k {
+	case llm.KindInvalid, llm.KindBadSpec:
+		return codes.InvalidArgument
+	case llm.KindAuth, llm.KindMissingKey:
+		return codes.FailedPrecondition
+	case llm.KindNotFound:
+		return codes.NotFound
+	case llm.KindRateLimited, llm.KindTooLarge:
+		return codes.ResourceExhausted
+	case llm.KindTimeout:
+		return codes.DeadlineExceeded
+	case llm.KindCanceled:
+		return codes.Canceled
+	case llm.KindForbidden:
+		return codes.PermissionDenied
+	}
+	return codes.Unavailable
+}
+
+func usageToProto(u llm.Usage) *llmv1.Usage {
+	return &llmv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+}
+
+func toolCallsToProto(calls []llm.ToolCall) []*llmv1.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]*llmv1.ToolCall, 0, len(calls))
+	for _, c := range calls {
+		tc := &llmv1.ToolCall{Id: c.ID, Name: c.Name, ArgumentsError: c.ArgsErr}
+		if c.ArgsErr == "" {
+			st, err := structpb.NewStruct(c.Args)
+			if err != nil {
+				tc.ArgumentsError = "tool arguments cannot be represented: " + err.Error()
+			} else {
+				tc.Arguments = st
+			}
+		}
+		out = append(out, tc)
+	}
+	return out
+}

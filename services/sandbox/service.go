@@ -78,9 +78,10 @@ type Config struct {
 	// LocalFallback serves docker-type requests with the local backend when
 	// no Docker engine is reachable, instead of failing them.
 	LocalFallback bool
-	// DisableLocal refuses "local" sandboxes, whose commands run unconfined on
-	// the service's host.
-	DisableLocal bool
+	// AllowLocal permits "local" sandboxes, whose commands run unconfined on
+	// the service's host with its rights: for development and trusted use
+	// only. DefaultType "local" and LocalFallback imply it.
+	AllowLocal bool
 	// AllowedDockerHosts are the remote engines a spec may name; "*" allows any.
 	AllowedDockerHosts []string
 	// AllowBridge lets specs ask for network "bridge".
@@ -182,9 +183,12 @@ type Service struct {
 	users  *dockerbox.Users
 	binDir string // host copies of the wick binaries, mounted read-only
 
-	mu    sync.Mutex
-	boxes map[string]*box // by key hash
+	mu     sync.Mutex
+	boxes  map[string]*box // by key hash
+	closed bool
 
+	// bgCtx ends background work (reaper, re-injection) at Close.
+	bgCtx      context.Context
 	stopReaper context.CancelFunc
 	bg         sync.WaitGroup
 
@@ -237,12 +241,11 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopReaper = cancel
+	s.bgCtx, s.stopReaper = ctx, cancel
 	s.adopt(ctx)
-	if s.cfg.IdleTimeout > 0 || true {
-		s.bg.Add(1)
-		go s.reapLoop(ctx)
-	}
+	// The reaper also enforces TTLs, so it runs even without an idle timeout.
+	s.bg.Add(1)
+	go s.reapLoop(ctx)
 	return s, nil
 }
 
@@ -301,6 +304,9 @@ func (s *Service) Register(r grpc.ServiceRegistrar) { sandboxv1.RegisterSandboxS
 // Close stops the reaper and background work and releases connections.
 // Containers keep running: the next instance adopts them.
 func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.stopReaper()
 	done := make(chan struct{})
 	go func() { s.bg.Wait(); close(done) }()
@@ -324,6 +330,10 @@ func (s *Service) Close(ctx context.Context) error {
 	return nil
 }
 
+func (s *Service) localAllowed() bool {
+	return s.cfg.AllowLocal || s.cfg.DefaultType == TypeLocal || s.cfg.LocalFallback
+}
+
 func (s *Service) hostAllowed(host string) bool {
 	return slices.Contains(s.cfg.AllowedDockerHosts, "*") || slices.Contains(s.cfg.AllowedDockerHosts, host)
 }
@@ -334,5 +344,6 @@ var (
 	errPrecondition = errors.New("failed precondition")
 	errDenied       = errors.New("permission denied")
 	errExhausted    = errors.New("resource exhausted")
-	errNoDocker     = errors.New("Docker is unavailable on this sandbox service")
+	errUnavailable  = errors.New("unavailable")
+	errNoDocker     = errors.New("no engine reachable: Docker is unavailable on this sandbox service")
 )

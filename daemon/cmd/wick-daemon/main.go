@@ -1,16 +1,193 @@
-// Command wick-daemon serves the wick-daemon service.
+// Command wick-daemon serves wick.daemon.v1 from inside a sandbox container:
+// on a Unix socket always and, with a token, on TCP. It is built static
+// (CGO_ENABLED=0) and can be the container's PID 1.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
-	"github.com/wick-agent/wick/platform/app"
+	"google.golang.org/grpc"
+
 	"github.com/wick-agent/wick/daemon"
+	"github.com/wick-agent/wick/daemon/internal/initproc"
+	"github.com/wick-agent/wick/daemon/server"
+	"github.com/wick-agent/wick/platform/config"
+	"github.com/wick-agent/wick/platform/logging"
+	platformserver "github.com/wick-agent/wick/platform/server"
+	"github.com/wick-agent/wick/wickfs"
+)
+
+// Defaults of the daemon's flags.
+const (
+	DefaultSocket     = "/run/wick/daemon.sock"
+	DefaultSocketMode = "0666"
+	DefaultRoot       = "/workspace"
+	// TokenEnv is read when -token is not given; an environment variable
+	// keeps the token out of the process list.
+	TokenEnv = "WICK_DAEMON_TOKEN"
+	// defaultShutdownTimeout is short: a container stop gives about ten seconds.
+	defaultShutdownTimeout = 5 * time.Second
 )
 
 func main() {
-	app.Main("wick-daemon", "unix:///tmp/wick-daemon.sock", nil, func(_ context.Context, env app.Env) error {
-		daemon.New().Register(env.Server.GRPC())
+	if initproc.ShouldRun() {
+		os.Exit(initproc.Run())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wick-daemon: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	socket, socketMode, tcpAddr, token string
+	root, prefix                       string
+	execTimeout                        time.Duration
+	maxOutput, maxWrite                int64
+	logLevel, logFormat                string
+	shutdownTimeout                    time.Duration
+	version                            bool
+}
+
+func parse(args []string) (*flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("wick-daemon", flag.ContinueOnError)
+	fs.StringVar(&f.socket, "socket", DefaultSocket, "Unix socket to serve on; its directory is created")
+	fs.StringVar(&f.socketMode, "socket-mode", DefaultSocketMode, "permission bits of the socket (octal); the directory's mode is the access control")
+	fs.StringVar(&f.tcpAddr, "tcp-addr", "", "also serve on this TCP address (needs a token)")
+	fs.StringVar(&f.token, "token", "", "token every TCP call must present as 'authorization: Bearer <token>' (or "+TokenEnv+")")
+	fs.StringVar(&f.root, "root", DefaultRoot, "workspace directory")
+	fs.StringVar(&f.prefix, "prefix", wickfs.DefaultPrefix, "agent-facing path of the workspace")
+	fs.DurationVar(&f.execTimeout, "exec-timeout", wickfs.DefaultExecTimeout, "default command timeout")
+	fs.Int64Var(&f.maxOutput, "max-output-bytes", wickfs.DefaultMaxOutputBytes, "default cap on a command's stdout plus stderr")
+	fs.Int64Var(&f.maxWrite, "max-write-bytes", server.DefaultMaxWriteBytes, "largest file upload")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound on the graceful stop")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	if err := config.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	if f.token == "" {
+		f.token = os.Getenv(TokenEnv)
+	}
+	if f.tcpAddr != "" && f.token == "" {
+		return nil, fmt.Errorf("-tcp-addr needs -token or %s: refusing to serve commands on TCP without one", TokenEnv)
+	}
+	return &f, nil
+}
+
+func run(ctx context.Context, args []string) error {
+	f, err := parse(args)
+	if err != nil {
+		return err
+	}
+	if f.version {
+		fmt.Println(daemon.Version)
 		return nil
-	})
+	}
+	mode, err := strconv.ParseUint(f.socketMode, 8, 32)
+	if err != nil || mode > 0o777 {
+		return fmt.Errorf("-socket-mode %q: want octal permission bits", f.socketMode)
+	}
+	logger, err := logging.New(os.Stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	logger = logger.With("service", "wick-daemon", "version", daemon.Version)
+
+	wfs, err := wickfs.NewLocalFS(f.root, wickfs.WithPrefix(f.prefix),
+		wickfs.WithExecTimeout(f.execTimeout), wickfs.WithMaxOutputBytes(f.maxOutput))
+	if err != nil {
+		return err
+	}
+	defer wfs.Close()
+	svc := server.New(wfs, server.WithMaxWriteBytes(f.maxWrite))
+
+	newServer := func(opts ...platformserver.Option) *platformserver.Server {
+		opts = append([]platformserver.Option{
+			// Nothing load-balances a daemon; there is nobody to drain for.
+			platformserver.WithDrainDelay(0),
+			platformserver.WithShutdownTimeout(f.shutdownTimeout),
+		}, opts...)
+		for _, o := range server.GRPCOptions() {
+			opts = append(opts, platformserver.WithGRPCOption(o))
+		}
+		s := platformserver.New("wick-daemon", logger, opts...)
+		svc.Register(s.GRPC())
+		return s
+	}
+	lis, err := listenUnix(f.socket, fs.FileMode(mode))
+	if err != nil {
+		return err
+	}
+	type served struct {
+		name string
+		err  error
+	}
+	errc := make(chan served, 2)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := 1
+	go func() { errc <- served{"unix", newServer().Serve(ctx, lis)} }()
+	if f.tcpAddr != "" {
+		tlis, err := net.Listen("tcp", f.tcpAddr)
+		if err != nil {
+			cancel()
+			<-errc
+			return fmt.Errorf("listen %s: %w", f.tcpAddr, err)
+		}
+		unary, stream := server.TokenAuth(f.token)
+		tsrv := newServer(platformserver.WithUnaryInterceptor(unary), platformserver.WithStreamInterceptor(stream))
+		n++
+		go func() { errc <- served{"tcp", tsrv.Serve(ctx, tlis)} }()
+	}
+	logger.Info("wick-daemon started", "socket", f.socket, "tcp", f.tcpAddr, "root", wfs.Dir(), "pid", os.Getpid())
+	var first error
+	for range n {
+		s := <-errc
+		cancel() // one listener failing stops the other
+		if s.err != nil && !errors.Is(s.err, grpc.ErrServerStopped) && first == nil {
+			first = fmt.Errorf("%s: %w", s.name, s.err)
+		}
+	}
+	_ = os.Remove(f.socket)
+	return first
+}
+
+// listenUnix creates the socket's directory, replaces a stale socket and
+// opens the socket with the given mode.
+func listenUnix(path string, mode fs.FileMode) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&fs.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket; refusing to replace it", path)
+		}
+		_ = os.Remove(path)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return lis, nil
 }

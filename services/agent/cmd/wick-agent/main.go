@@ -3,14 +3,87 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/app"
+	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/services/agent"
 )
 
 func main() {
-	app.Main("wick-agent", "127.0.0.1:7001", nil, func(_ context.Context, env app.Env) error {
-		agent.New().Register(env.Server.GRPC())
+	var (
+		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage string
+		leaseDur, threadTTL, runRetention                                                       time.Duration
+		maxTransfer                                                                             int64
+	)
+	define := func(fs *flag.FlagSet) {
+		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
+		fs.StringVar(&sandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address")
+		fs.StringVar(&redisAddr, "redis-addr", "", "Redis address(es), comma-separated, shared by replicas; empty keeps state in memory")
+		fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates; empty registers one default agent")
+		fs.StringVar(&defaultModel, "default-model", agent.DefaultModel, "model of agents that name none")
+		fs.StringVar(&defaultBackend, "default-backend", "local", `backend of the built-in default agent: "local", "docker" or "none"`)
+		fs.StringVar(&defaultImage, "default-image", agent.DefaultImage, "container image of agents switched to Docker without one")
+		fs.DurationVar(&leaseDur, "run-lease", 15*time.Second, "lease of a thread's run lock (Redis); a crashed replica frees its threads after this")
+		fs.DurationVar(&threadTTL, "thread-ttl", time.Hour, "sliding TTL of idle threads")
+		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")
+		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
+	}
+	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
+		llmConn, err := dial.New(llmAddr, dial.WithIdentity(env.Key))
+		if err != nil {
+			return err
+		}
+		sbConn, err := dial.New(sandboxAddr, dial.WithIdentity(env.Key))
+		if err != nil {
+			return err
+		}
+		stores := agent.MemoryStores()
+		var rdb redis.UniversalClient
+		if redisAddr != "" {
+			rdb = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(redisAddr, ",")})
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := rdb.Ping(pctx).Err()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("redis %s: %w", redisAddr, err)
+			}
+			stores = agent.RedisStores(rdb, agent.RedisOptions{Lease: leaseDur, ThreadTTL: threadTTL, RunRetention: runRetention})
+		} else {
+			env.Logger.Warn("no -redis-addr: threads and runs live in this process only; replicas cannot share them")
+		}
+		opts := []agent.Option{
+			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
+			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
+		}
+		if agentsFile != "" {
+			opts = append(opts, agent.WithAgentsFile(agentsFile))
+		}
+		svc, err := agent.New(agent.Deps{
+			LLM: llmv1.NewLLMServiceClient(llmConn), Sandbox: sandboxv1.NewSandboxServiceClient(sbConn),
+			Stores: stores, Logger: env.Logger,
+		}, opts...)
+		if err != nil {
+			return err
+		}
+		svc.Register(env.Server.GRPC())
+		env.Logger.Info("agent service ready", "templates", svc.TemplateCount(), "redis", redisAddr != "")
+		go func() {
+			<-ctx.Done()
+			_ = svc.Close()
+			_ = llmConn.Close()
+			_ = sbConn.Close()
+			if rdb != nil {
+				_ = rdb.Close()
+			}
+		}()
 		return nil
 	})
 }

@@ -82,3 +82,24 @@ func JSONValue(v any) any {
 	}
 	return out
 }
+
+// CallInfo identifies the tool call a tool is executing, for tools that pass
+// it on (HTTP callbacks).
+type CallInfo struct {
+	ToolCallID string
+	ThreadID   string
+	RunID      string
+}
+
+type callInfoKey struct{}
+
+// WithCallInfo returns ctx carrying info.
+func WithCallInfo(ctx context.Context, info CallInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, info)
+}
+
+// CallInfoFromContext returns the tool call being executed, if any.
+func CallInfoFromContext(ctx context.Context) (CallInfo, bool) {
+	info, ok := ctx.Value(callInfoKey{}).(CallInfo)
+	return info, ok
+}

@@ -36,6 +36,7 @@ const (
 	CancelledToolResult   = "cancelled: run was cancelled before this tool call finished"
 	InterruptedToolResult = "cancelled: the previous run ended before this tool call finished"
 	RejectedToolResult    = "rejected by the user"
+	FailedToolResult      = "not executed: the run failed before this tool call could run"
 )
 
 // Stop reasons reported in the data of the final event.
@@ -55,9 +56,11 @@ const (
 
 // Errors of Run.
 var (
-	ErrInvalidInput = errors.New("invalid input")
-	ErrMaxTurns     = errors.New("the agent reached its maximum number of turns before finishing")
-	ErrNoApprover   = errors.New("interactive agent has no approver")
+	ErrInvalidInput  = errors.New("invalid input")
+	ErrMaxTurns      = errors.New("the agent reached its maximum number of turns before finishing")
+	ErrNoApprover    = errors.New("interactive agent has no approver")
+	ErrInvalidConfig = errors.New("invalid agent configuration")
+	errSave          = errors.New("save")
 )
 
 // Approver decides pending tool calls of interactive agents. Approve blocks
@@ -185,8 +188,15 @@ func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input
 	if err := Messages(input).ValidateUserInput(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
-	if r.cfg.Approval == ApprovalInteractive && r.approver == nil {
-		return ErrNoApprover
+	switch r.cfg.Approval {
+	case "", ApprovalAutonomous:
+	case ApprovalInteractive:
+		if r.approver == nil {
+			return ErrNoApprover
+		}
+	default:
+		// A misspelt "interactive" must not quietly run tools unapproved.
+		return fmt.Errorf("%w: approval %q (want %q or %q)", ErrInvalidConfig, r.cfg.Approval, ApprovalAutonomous, ApprovalInteractive)
 	}
 	if save == nil {
 		save = func(context.Context, *AgentState) error { return nil }
@@ -204,6 +214,14 @@ func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input
 	case ctx.Err() != nil:
 		return rn.finishCancelled(ctx)
 	default:
+		// Keep what the run did so far (at least the input), unless saving
+		// is what failed, and never with an unanswered tool call.
+		state.Messages = RepairToolCalls(state.Messages, FailedToolResult)
+		if !errors.Is(err, errSave) && !errors.Is(err, ErrMaxTurns) {
+			if saveErr := rn.save(ctx, state); saveErr != nil {
+				r.logger.WarnContext(ctx, "save after error failed", "err", saveErr)
+			}
+		}
 		rn.emit(StreamEvent{Event: EventError, ThreadID: state.ThreadID, Data: map[string]any{"message": err.Error(), "stop_reason": stopReason(err)}})
 		return err
 	}
@@ -248,9 +266,6 @@ func (r *run) loop(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if saveErr := r.save(ctx, r.state); saveErr != nil {
-				r.logger.WarnContext(ctx, "save after model error failed", "err", saveErr)
-			}
 			return fmt.Errorf("model call: %w", err)
 		}
 		if ctx.Err() != nil {
@@ -267,7 +282,7 @@ func (r *run) loop(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return fmt.Errorf("save: %w", err)
+				return fmt.Errorf("%w: %w", errSave, err)
 			}
 			r.emit(StreamEvent{Event: EventDone, ThreadID: r.state.ThreadID, Data: map[string]any{"stop_reason": StopCompleted}})
 			return nil
@@ -279,7 +294,7 @@ func (r *run) loop(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("save: %w", err)
+			return fmt.Errorf("%w: %w", errSave, err)
 		}
 	}
 	return fmt.Errorf("%w (max_turns=%d)", ErrMaxTurns, r.maxTurns)
@@ -405,7 +420,9 @@ func (r *run) assistantMessage(resp *llm.Response, turn int) Message {
 		if args == nil {
 			args = map[string]any{}
 		}
-		ai.ToolCalls = append(ai.ToolCalls, ToolCall{ID: id, Name: c.Name, Args: args})
+		// RawArgs is kept for the run so token estimates and spans do not
+		// re-encode the arguments on every turn.
+		ai.ToolCalls = append(ai.ToolCalls, ToolCall{ID: id, Name: c.Name, Args: args, RawArgs: argsJSON(args)})
 	}
 	return ai
 }
@@ -507,6 +524,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []ToolCa
 // runOne runs one call through the tool onion; a hook's error becomes the
 // call's error result.
 func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call ToolCall) *ToolResult {
+	ctx = WithCallInfo(ctx, CallInfo{ToolCallID: call.ID, ThreadID: r.state.ThreadID, RunID: r.id})
 	res, err := toolFn(ctx, call)
 	if res == nil {
 		res = &ToolResult{}

@@ -16,13 +16,13 @@ const (
 
 // Validation errors; Validate wraps them with the offending message's index.
 var (
-	ErrUnknownRole        = errors.New("unknown role (only system, user, assistant and tool are allowed)")
-	ErrToolMessageFields  = errors.New("tool message needs tool_call_id and name")
-	ErrEmptyAssistant     = errors.New("assistant message needs content or tool_calls")
-	ErrToolCallFields     = errors.New("assistant tool call needs id and name")
-	ErrEmptyContent       = errors.New("message content is empty")
-	ErrNoMessages         = errors.New("no messages")
-	ErrRoleNotAllowed     = errors.New("only user and system messages are accepted as input")
+	ErrUnknownRole       = errors.New("unknown role (only system, user, assistant and tool are allowed)")
+	ErrToolMessageFields = errors.New("tool message needs tool_call_id and name")
+	ErrEmptyAssistant    = errors.New("assistant message needs content or tool_calls")
+	ErrToolCallFields    = errors.New("assistant tool call needs id and name")
+	ErrEmptyContent      = errors.New("message content is empty")
+	ErrNoMessages        = errors.New("no messages")
+	ErrRoleNotAllowed    = errors.New("only user and system messages are accepted as input")
 )
 
 const prettyToolCallFormat = "  → tool_call: %s(id=%s, args=%v)\n"

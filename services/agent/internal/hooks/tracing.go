@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"context"
-	"strings"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -70,6 +69,10 @@ func (h *TracingHook) Phases() []string { return phasesOf(NameTracing) }
 func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []agent.Message, next agent.ModelCallWrapFunc) (*llm.Response, error) {
 	ctx, span := h.tracer.Start(ctx, SpanLLMCall)
 	defer span.End()
+	if !span.IsRecording() {
+		// Building previews costs allocations nobody would see.
+		return next(ctx, msgs)
+	}
 	span.SetAttributes(attribute.Int("message_count", len(msgs)))
 	resp, err := next(ctx, msgs)
 	if err != nil {
@@ -98,6 +101,9 @@ func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []agent.Message, n
 func (h *TracingHook) WrapToolCall(ctx context.Context, call agent.ToolCall, next agent.ToolCallFunc) (*agent.ToolResult, error) {
 	ctx, span := h.tracer.Start(ctx, SpanToolCall)
 	defer span.End()
+	if !span.IsRecording() {
+		return next(ctx, call)
+	}
 	args := call.RawArgs
 	if args == "" {
 		args = agent.ArgsJSON(call.Args)
@@ -138,15 +144,4 @@ func prefix(s string, n int) string {
 		i++
 	}
 	return s
-}
-
-// joinNonEmpty joins the non-empty parts with sep.
-func joinNonEmpty(sep string, parts ...string) string {
-	var keep []string
-	for _, p := range parts {
-		if p != "" {
-			keep = append(keep, p)
-		}
-	}
-	return strings.Join(keep, sep)
 }

@@ -223,6 +223,11 @@ func (m *Memory) Append(_ context.Context, runID string, ev agent.StreamEvent) (
 	return ev.ID, nil
 }
 
+// AppendClosing implements Log.
+func (m *Memory) AppendClosing(ctx context.Context, runID string, ev agent.StreamEvent) (string, error) {
+	return m.Append(ctx, runID, ev)
+}
+
 // End implements Log.
 func (m *Memory) End(_ context.Context, runID string) error {
 	m.mu.Lock()
@@ -239,7 +244,9 @@ func (m *Memory) End(_ context.Context, runID string) error {
 type eventID struct{ hi, lo uint64 }
 
 func (e eventID) less(o eventID) bool { return e.hi < o.hi || (e.hi == o.hi && e.lo < o.lo) }
-func (e eventID) String() string      { return strconv.FormatUint(e.hi, 10) + "-" + strconv.FormatUint(e.lo, 10) }
+func (e eventID) String() string {
+	return strconv.FormatUint(e.hi, 10) + "-" + strconv.FormatUint(e.lo, 10)
+}
 
 func parseEventID(s string) (eventID, error) {
 	a, b, ok := strings.Cut(s, "-")
@@ -319,4 +326,10 @@ func (m *Memory) Last(_ context.Context, runID string) (string, error) {
 		return "", nil
 	}
 	return r.events[len(r.events)-1].ID, nil
+}
+
+// CheckEventID validates an event id given by a client ("" is valid: the start).
+func CheckEventID(id string) error {
+	_, err := parseAfter(id)
+	return err
 }

@@ -26,8 +26,10 @@ const (
 const (
 	// DefaultMaxEvents caps one run's log (Redis trims approximately).
 	DefaultMaxEvents = 100_000
-	// DefaultRetention is how long a finished run and its log are kept.
-	DefaultRetention = time.Hour
+	// DefaultRetention is how long a finished run and its log are kept: long
+	// enough to re-join after a disconnect; token-level logs are too large to
+	// keep for long (the thread keeps the conversation).
+	DefaultRetention = 10 * time.Minute
 	// DefaultLiveTTL bounds how long a running run's keys live without an event.
 	DefaultLiveTTL = 24 * time.Hour
 )
@@ -93,4 +95,7 @@ type Log interface {
 	Read(ctx context.Context, runID, after string, max int, block time.Duration) (events []agent.StreamEvent, ended bool, err error)
 	// Last returns the id of the latest event, or "".
 	Last(ctx context.Context, runID string) (string, error)
+	// AppendClosing adds the final event of a run closed by Finish (Append
+	// may refuse events of a finished run).
+	AppendClosing(ctx context.Context, runID string, ev agent.StreamEvent) (string, error)
 }

@@ -2,7 +2,6 @@ package threads
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -115,7 +114,7 @@ func (s *MemoryStore) live(k memKey) (*memEntry, bool) {
 
 func decode(data []byte, version int64) (*agent.AgentState, error) {
 	var st agent.AgentState
-	if err := json.Unmarshal(data, &st); err != nil {
+	if err := unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("decode thread: %w", err)
 	}
 	st.Version = version
@@ -153,7 +152,7 @@ func (s *MemoryStore) Save(_ context.Context, user string, state *agent.AgentSta
 	now := s.now().UTC()
 	prevV, prevT := state.Version, state.UpdatedAt
 	state.Version, state.UpdatedAt = prevV+1, now
-	data, err := json.Marshal(state)
+	data, err := marshal(state)
 	if err != nil {
 		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("encode thread: %w", err)

@@ -2,7 +2,6 @@ package threads
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -121,7 +120,7 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *agent.AgentSt
 	prevV, prevT := state.Version, state.UpdatedAt
 	now := time.Now().UTC()
 	state.Version, state.UpdatedAt = prevV+1, now
-	data, err := json.Marshal(state)
+	data, err := marshal(state)
 	if err != nil {
 		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("encode thread: %w", err)

@@ -166,6 +166,10 @@ type Writer struct {
 	mu      sync.Mutex
 	started bool
 	last    time.Time
+	// errStatus is set when the stream fails before its first event; its
+	// error frame is then held back and sent as a plain JSON body.
+	errStatus int
+	errBuf    []byte
 
 	stop chan struct{}
 	done chan struct{}
@@ -189,10 +193,15 @@ func NewWriter(w http.ResponseWriter, interval time.Duration) *Writer {
 // Header returns the response headers.
 func (s *Writer) Header() http.Header { return s.w.Header() }
 
-// WriteHeader sends the status line.
+// WriteHeader sends the status line; an error status before the first event
+// turns the response into a plain JSON error.
 func (s *Writer) WriteHeader(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.started && code >= 400 {
+		s.errStatus = code
+		return
+	}
 	s.w.WriteHeader(code)
 }
 
@@ -200,6 +209,10 @@ func (s *Writer) WriteHeader(code int) {
 func (s *Writer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.errStatus != 0 {
+		s.errBuf = append(s.errBuf, p...)
+		return len(p), nil
+	}
 	n, err := s.w.Write(p)
 	s.last = time.Now()
 	if !s.started && err == nil {
@@ -214,33 +227,54 @@ func (s *Writer) Write(p []byte) (int, error) {
 }
 
 // Flush sends what was written; grpc-gateway flushes after every frame.
-func (s *Writer) Flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_ = s.rc.Flush()
-}
+func (s *Writer) Flush() { _ = s.FlushError() }
 
 // FlushError is Flush with its error, for http.ResponseController.
 func (s *Writer) FlushError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.errStatus != 0 {
+		return nil
+	}
 	return s.rc.Flush()
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
 func (s *Writer) Unwrap() http.ResponseWriter { return s.w }
 
-// Close stops the heartbeats; it must be called before the handler returns,
-// since the ResponseWriter may not be used after that.
+// Close stops the heartbeats, or sends a held-back early error; it must be
+// called before the handler returns, since the ResponseWriter may not be
+// used after that.
 func (s *Writer) Close() {
 	s.mu.Lock()
-	started := s.started
+	started, errStatus := s.started, s.errStatus
 	s.mu.Unlock()
+	if errStatus != 0 {
+		s.writeError()
+		return
+	}
 	if !started {
 		return
 	}
 	close(s.stop)
 	<-s.done
+}
+
+// writeError sends the data of a held-back error frame as the body.
+func (s *Writer) writeError() {
+	var body []byte
+	for line := range bytes.SplitSeq(s.errBuf, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			body = append(body, d...)
+		}
+	}
+	h := s.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Del("Cache-Control")
+	h.Del("X-Accel-Buffering")
+	h.Del("Transfer-Encoding")
+	s.w.WriteHeader(s.errStatus)
+	_, _ = s.w.Write(append(body, '\n'))
 }
 
 func (s *Writer) heartbeat() {

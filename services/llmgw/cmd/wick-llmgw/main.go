@@ -1,16 +1,70 @@
-// Command wick-llmgw serves the LLM gateway service.
+// Command wick-llmgw serves the LLM gateway: the gRPC LLMService and, on its
+// own address, the OpenAI-compatible HTTP API.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
 
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/services/llmgw"
 )
 
+// DefaultHTTPAddr is where the OpenAI-compatible API listens by default.
+const DefaultHTTPAddr = "127.0.0.1:7013"
+
 func main() {
-	app.Main("wick-llmgw", "127.0.0.1:7003", nil, func(_ context.Context, env app.Env) error {
-		llmgw.New().Register(env.Server.GRPC())
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(llmgw.RecommendedGCPercent)
+	}
+	cfg := llmgw.DefaultConfig()
+	var httpAddr, httpToken string
+	app.Main("wick-llmgw", "127.0.0.1:7003", func(fs *flag.FlagSet) {
+		cfg.RegisterFlags(fs)
+		fs.StringVar(&httpAddr, "http-addr", DefaultHTTPAddr, "address of the OpenAI-compatible HTTP API; empty disables it")
+		fs.StringVar(&httpToken, "http-token", "", "bearer token the HTTP API requires (WICK_HTTP_TOKEN); empty requires none")
+	}, func(ctx context.Context, env app.Env) error {
+		svc, err := llmgw.New(cfg, llmgw.WithLogger(env.Logger))
+		if err != nil {
+			return err
+		}
+		svc.Register(env.Server.GRPC())
+		env.Logger.Info("llm gateway configured", "default_model", svc.DefaultModelName())
+		if httpAddr == "" {
+			return nil
+		}
+		lis, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			return err
+		}
+		if httpToken == "" && !isLoopback(lis.Addr()) {
+			env.Logger.Warn("the OpenAI-compatible API listens beyond loopback without a token; anyone who reaches it spends the gateway's keys", "addr", lis.Addr().String())
+		}
+		// No WriteTimeout: it would cut long streams; each call has its own timeout.
+		srv := &http.Server{Handler: svc.HTTPHandlerWithToken(httpToken), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				env.Logger.Error("http api stopped", "error", err)
+			}
+		}()
+		go func() {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		env.Logger.Info("serving OpenAI-compatible API", "addr", lis.Addr().String())
 		return nil
 	})
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }

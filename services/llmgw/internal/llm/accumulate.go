@@ -95,6 +95,11 @@ func (a *Accumulator) ToolCalls() []ToolCall {
 	for _, i := range idx {
 		c := a.calls[i]
 		tc := ToolCall{ID: c.id, Name: c.name, RawArgs: c.args.String()}
+		if tc.ID == "" {
+			// Some OpenAI-compatible servers send no id; the caller needs one
+			// to link the tool result back to the call.
+			tc.ID = fmt.Sprintf("call_%d", i)
+		}
 		tc.Args, tc.ArgsErr = ParseArguments(tc.RawArgs)
 		out = append(out, tc)
 	}

@@ -3,14 +3,52 @@ package main
 
 import (
 	"context"
+	"flag"
+	"strings"
+	"time"
 
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/services/sandbox"
 )
 
 func main() {
-	app.Main("wick-sandbox", "127.0.0.1:7002", nil, func(_ context.Context, env app.Env) error {
-		sandbox.New().Register(env.Server.GRPC())
+	var cfg sandbox.Config
+	var hosts string
+	define := func(fs *flag.FlagSet) {
+		fs.StringVar(&cfg.ManagerID, "manager-id", sandbox.DefaultManagerID, "label value that marks this service's containers; instances sharing it adopt each other's sandboxes")
+		fs.StringVar(&cfg.StateDir, "state-dir", sandbox.DefaultStateDir, "directory for sandbox sockets, local workdirs and the wick binaries")
+		fs.StringVar(&cfg.DaemonBin, "daemon-bin", "", "static wick-daemon binary placed in containers (WICK_DAEMON_BIN)")
+		fs.StringVar(&cfg.WickfsBin, "wickfs-bin", "", "static wickfs binary placed in containers (WICK_WICKFS_BIN)")
+		fs.StringVar(&cfg.DefaultImage, "default-image", sandbox.DefaultImage, "image of sandboxes whose spec names none")
+		fs.StringVar(&cfg.DefaultType, "default-type", sandbox.TypeDocker, "sandbox type when a spec names none: docker or local")
+		fs.BoolVar(&cfg.LocalFallback, "local-fallback", false, "serve docker sandboxes locally when no Docker engine is reachable")
+		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes, whose commands run unconfined on this host (development, trusted use)")
+		fs.BoolVar(&cfg.AllowBridge, "allow-bridge", true, "let specs ask for network bridge")
+		fs.StringVar(&hosts, "allowed-docker-hosts", "", "comma-separated remote engines specs may name (tcp://host:port), or *")
+		fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", sandbox.DefaultIdleTimeout, "stop sandboxes unused this long (negative: never)")
+		fs.DurationVar(&cfg.ReapInterval, "reap-interval", sandbox.DefaultReapInterval, "how often idle and expired sandboxes are looked for")
+		fs.Int64Var(&cfg.DefaultMemory, "default-memory", sandbox.DefaultMemory, "default memory limit in bytes")
+		fs.Int64Var(&cfg.DefaultNanoCPUs, "default-nano-cpus", sandbox.DefaultNanoCPUs, "default CPU limit in billionths of a CPU")
+		fs.Int64Var(&cfg.DefaultPids, "default-pids", sandbox.DefaultPids, "default pids limit")
+		fs.DurationVar(&cfg.DefaultExecTimeout, "exec-timeout", sandbox.DefaultExecTimeout, "default command timeout")
+		fs.Int64Var(&cfg.DefaultMaxOutput, "max-output", sandbox.DefaultMaxOutput, "default cap on a command's output in bytes")
+		fs.DurationVar(&cfg.DaemonStartTimeout, "daemon-start-timeout", sandbox.DefaultDaemonStart, "bound on the wait for wick-daemon to answer")
+	}
+	app.Main("wick-sandbox", "127.0.0.1:7002", define, func(ctx context.Context, env app.Env) error {
+		if hosts != "" {
+			cfg.AllowedDockerHosts = strings.Split(hosts, ",")
+		}
+		svc, err := sandbox.New(cfg, sandbox.WithLogger(env.Logger))
+		if err != nil {
+			return err
+		}
+		svc.Register(env.Server.GRPC())
+		go func() {
+			<-ctx.Done()
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = svc.Close(cctx)
+		}()
 		return nil
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -46,7 +47,17 @@ const (
 
 // keepAlive is PID 1's child under docker-init: it keeps the container alive
 // whether or not the daemon runs, so a dead daemon leaves Docker exec usable.
-var keepAlive = []string{"sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"}
+const keepAlive = "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"
+
+// withDaemon starts the daemon given as arguments in the background first,
+// which saves a docker exec on every container start.
+const withDaemon = `"$@" </dev/null >/dev/null 2>&1 & ` + keepAlive
+
+// DaemonCommand is the wick-daemon command line for a workspace.
+func DaemonCommand(workdir string, extra ...string) []string {
+	return append([]string{path.Join(BinDir, DaemonBinary), "-socket", path.Join(RunDir, SocketName),
+		"-root", workdir, "-prefix", workdir, "-log-level", "warn"}, extra...)
+}
 
 // ErrExists is returned by Create when the container name is taken, which
 // is how two service instances racing on one sandbox settle on one container.
@@ -83,6 +94,8 @@ type Spec struct {
 	Params   Params
 	// User is the resolved user the sandbox runs as.
 	User User
+	// Daemon, when set, is the wick-daemon command the container starts with.
+	Daemon []string
 }
 
 // User is a container user and its numeric ids.
@@ -90,9 +103,6 @@ type User struct {
 	Name     string
 	UID, GID int
 }
-
-// Root reports whether the user is root.
-func (u User) Root() bool { return u.UID == 0 }
 
 // Create creates the volume and the container (not started). It reports
 // whether the volume was new.
@@ -110,12 +120,15 @@ func Create(ctx context.Context, e Engine, s Spec) (id string, newVolume bool, e
 	cfg := &container.Config{
 		Image:      p.Image,
 		User:       s.User.Name,
-		Cmd:        keepAlive,
+		Cmd:        []string{"sh", "-c", keepAlive},
 		Entrypoint: []string{},
 		Env:        env,
 		WorkingDir: p.Workdir,
 		Labels:     s.Labels,
 		Hostname:   "sandbox",
+	}
+	if len(s.Daemon) > 0 {
+		cfg.Cmd = append([]string{"sh", "-c", withDaemon, "sh"}, s.Daemon...)
 	}
 	pids := p.Pids
 	init := true
@@ -246,25 +259,41 @@ func List(ctx context.Context, e Engine, manager string) ([]container.Summary, e
 	return cs, nil
 }
 
-// PrepareWorkspace gives a new workspace volume to a non-root sandbox user.
-// The container has no CAP_CHOWN, so this one exec is privileged; it runs a
-// fixed command chosen by the service, never agent input.
-func PrepareWorkspace(ctx context.Context, e Engine, id string, u User, workdir string) error {
-	owner := strconv.Itoa(u.UID) + ":" + strconv.Itoa(u.GID)
-	res, err := Run(ctx, e, id, RunOptions{User: "0", Privileged: true, Cmd: []string{"chown", owner, workdir}, MaxOutput: 4096})
+// Volumes returns every workspace volume carrying the manager label.
+func Volumes(ctx context.Context, e Engine, manager string) ([]*volume.Volume, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManager+"="+manager))
+	r, err := e.VolumeList(ctx, volume.ListOptions{Filters: f})
 	if err != nil {
-		return fmt.Errorf("chown workspace: %w", err)
+		return nil, fmt.Errorf("list volumes: %w", err)
 	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("chown workspace: exit %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
+	return r.Volumes, nil
+}
+
+// PrepareWorkspace gives a workspace volume to the sandbox user. The
+// container has no CAP_CHOWN and no-new-privileges forbids a privileged
+// exec, so the service changes the owner of the volume's directory on the
+// engine's host, which it shares with a local engine.
+func PrepareWorkspace(ctx context.Context, e Engine, volumeName string, u User) error {
+	v, err := e.VolumeInspect(ctx, volumeName)
+	if err != nil {
+		return fmt.Errorf("inspect volume: %w", err)
+	}
+	fi, err := os.Stat(v.Mountpoint)
+	if err != nil {
+		return fmt.Errorf("workspace volume on the host: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == u.UID {
+		return nil
+	}
+	if err := os.Chown(v.Mountpoint, u.UID, u.GID); err != nil {
+		return fmt.Errorf("give the workspace to the sandbox user: %w", err)
 	}
 	return nil
 }
 
-// InjectDaemon starts wick-daemon in a running container, detached, as the
-// sandbox user, serving on the socket in RunDir.
-func InjectDaemon(ctx context.Context, e Engine, id string, u User, workdir string) error {
-	cmd := []string{path.Join(BinDir, DaemonBinary), "-socket", path.Join(RunDir, SocketName), "-root", workdir}
+// InjectDaemon starts the daemon command cmd in a running container,
+// detached, as the sandbox user.
+func InjectDaemon(ctx context.Context, e Engine, id string, u User, workdir string, cmd []string) error {
 	ex, err := e.ContainerExecCreate(ctx, id, container.ExecOptions{User: u.Name, Cmd: cmd, WorkingDir: workdir})
 	if err != nil {
 		return fmt.Errorf("create daemon exec: %w", err)
@@ -273,6 +302,17 @@ func InjectDaemon(ctx context.Context, e Engine, id string, u User, workdir stri
 		return fmt.Errorf("start daemon: %w", err)
 	}
 	return nil
+}
+
+// ParseUser parses the numeric "uid:gid" the service gives containers.
+func ParseUser(s string) (User, error) {
+	u, g, ok := strings.Cut(s, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if !ok || err1 != nil || err2 != nil || uid < 0 || gid < 0 {
+		return User{}, fmt.Errorf("container user %q is not uid:gid", s)
+	}
+	return User{Name: s, UID: uid, GID: gid}, nil
 }
 
 // Users resolves and caches, per image, which user a sandbox runs as.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
@@ -40,6 +41,7 @@ type Engine interface {
 	CopyFromContainer(ctx context.Context, containerID, srcPath string) (io.ReadCloser, container.PathStat, error)
 	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
 	VolumeInspect(ctx context.Context, volumeID string) (volume.Volume, error)
+	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)
 	VolumeRemove(ctx context.Context, volumeID string, force bool) error
 	Close() error
 }
@@ -140,5 +142,5 @@ func hostName(host string) string {
 
 // IsNotFound reports whether err is Docker's not-found.
 func IsNotFound(err error) bool {
-	return err != nil && (client.IsErrNotFound(err) || strings.Contains(err.Error(), "No such"))
+	return err != nil && (cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such"))
 }

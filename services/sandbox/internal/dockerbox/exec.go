@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -57,7 +58,7 @@ func Stream(ctx context.Context, e Engine, id string, o RunOptions, stdout, stde
 		AttachStdout: true, AttachStderr: true, AttachStdin: o.Stdin != nil,
 	})
 	if err != nil {
-		return -1, false, fmt.Errorf("docker exec create: %w", err)
+		return -1, false, execCreateErr(err)
 	}
 	hr, err := e.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
 	if err != nil {
@@ -91,6 +92,17 @@ func Stream(ctx context.Context, e Engine, id string, o RunOptions, stdout, stde
 	}
 	code, err = ExitCode(ctx, e, ex.ID)
 	return code, limit.truncated(), err
+}
+
+// ErrNotRunning is returned when a container cannot take a docker exec
+// because it stopped or is gone.
+var ErrNotRunning = errors.New("sandbox container is not running")
+
+func execCreateErr(err error) error {
+	if cerrdefs.IsConflict(err) || IsNotFound(err) {
+		return fmt.Errorf("%w: %v", ErrNotRunning, err)
+	}
+	return fmt.Errorf("docker exec create: %w", err)
 }
 
 // ExitCode waits for Docker to record the exec's exit and returns its code.
@@ -177,7 +189,7 @@ func OpenTTY(ctx context.Context, e Engine, id string, o RunOptions, rows, cols 
 		AttachStdin: true, AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("docker exec create: %w", err)
+		return nil, execCreateErr(err)
 	}
 	hr, err := e.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{Tty: true, ConsoleSize: size})
 	if err != nil {

@@ -1,0 +1,119 @@
+// Command wick runs the whole suite in one process: the LLM gateway, the
+// sandbox service, the agent service and the REST gateway, each as its real
+// gRPC server on a loopback port, sharing one random identity key. It prints
+// where to reach everything and stops cleanly on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/wick-agent/wick/cmd/wick/suite"
+	"github.com/wick-agent/wick/platform/config"
+	"github.com/wick-agent/wick/platform/logging"
+	"github.com/wick-agent/wick/platform/telemetry"
+	"github.com/wick-agent/wick/services/agent"
+	"github.com/wick-agent/wick/services/gateway"
+	"github.com/wick-agent/wick/services/llmgw"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "wick: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("wick", flag.ContinueOnError)
+	var (
+		cfg        suite.Config
+		tokensFile string
+		tokens     string
+		origins    string
+		agentsFile string
+		logLevel   string
+		logFormat  string
+	)
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
+	fs.StringVar(&cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "gateway gRPC (health) address")
+	fs.StringVar(&cfg.AgentAddr, "agent-addr", "127.0.0.1:7001", "agent service gRPC address")
+	fs.StringVar(&cfg.SandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address")
+	fs.StringVar(&cfg.LLMAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
+	fs.StringVar(&cfg.RedisAddr, "redis-addr", "", "Redis for threads, runs and agents (default: in memory)")
+	fs.StringVar(&cfg.Model, "model", "", "default agent's model (default: from OPENAI_API_KEY / ANTHROPIC_API_KEY, else "+suite.DemoModel+")")
+	fs.StringVar(&cfg.Backend, "sandbox", suite.BackendAuto, "sandbox backend: auto (Docker when an engine answers), docker or local")
+	fs.StringVar(&cfg.Sandbox.StateDir, "sandbox-state-dir", "", "sandbox state directory (default: a temporary one)")
+	fs.StringVar(&cfg.Sandbox.DaemonBin, "daemon-bin", "", "static wick-daemon binary for Docker sandboxes (WICK_DAEMON_BIN; default: next to wick)")
+	fs.StringVar(&cfg.Sandbox.WickfsBin, "wickfs-bin", "", "static wickfs binary for Docker sandboxes (WICK_WICKFS_BIN; default: next to wick)")
+	fs.StringVar(&cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
+	fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates (default: one \"default\" agent)")
+	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user" or a JSON object`)
+	fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs (prefer WICK_TOKENS)")
+	fs.StringVar(&cfg.Gateway.VerifierURL, "verifier-url", "", "external bearer token verifier URL")
+	fs.StringVar(&origins, "cors-origins", "", "comma-separated browser origins allowed to call the API")
+	fs.StringVar(&cfg.Gateway.UIDir, "ui-dir", "", "UI build directory served with SPA fallback")
+	fs.Int64Var(&cfg.Gateway.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "largest JSON request body")
+	fs.Int64Var(&cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
+	llmCfg := llmgw.DefaultConfig()
+	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
+	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&logFormat, "log-format", "text", "log format: json or text")
+	if err := config.Parse(fs, args); err != nil {
+		return err
+	}
+	cfg.LLM = &llmCfg
+	logger, err := logging.New(os.Stderr, logLevel, logFormat)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
+	cfg.Gateway.Tokens, err = gateway.LoadTokens(tokensFile, tokens)
+	if err != nil {
+		return err
+	}
+	cfg.Gateway.CORSOrigins = gateway.SplitList(origins)
+	if agentsFile != "" {
+		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	shutdownTelemetry, err := telemetry.Setup(ctx, "wick")
+	if err != nil {
+		return err
+	}
+	defer shutdownTelemetry(context.Background())
+
+	s, err := suite.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Wick is running.\n\n")
+	fmt.Fprintf(out, "  REST API   %s   (UI, SSE, WebSocket terminal; OpenAPI at %s/openapi.json)\n", s.HTTPURL, s.HTTPURL)
+	fmt.Fprintf(out, "  OpenAI API %s/v1/\n", s.HTTPURL)
+	fmt.Fprintf(out, "  gRPC       gateway %s, agent %s, sandbox %s, llmgw %s\n", s.Addrs["gateway"], s.Addrs["agent"], s.Addrs["sandbox"], s.Addrs["llmgw"])
+	fmt.Fprintf(out, "  model      %s\n", s.Model)
+	fmt.Fprintf(out, "  sandbox    %s\n", s.Backend)
+	store := "in memory"
+	if cfg.RedisAddr != "" {
+		store = "Redis at " + cfg.RedisAddr
+	}
+	fmt.Fprintf(out, "  state      %s\n", store)
+	if s.Anonymous {
+		fmt.Fprintf(out, "\n  WARNING: no tokens configured (WICK_TOKENS, -tokens-file, -verifier-url):\n  anyone who reaches %s acts as the single user %q.\n", s.HTTPURL, gateway.LocalUser)
+		logger.Warn("no authentication: every request acts as the single local user", "user", gateway.LocalUser)
+	}
+	auth := ""
+	if !s.Anonymous {
+		auth = "-H 'Authorization: Bearer <token>' "
+	}
+	fmt.Fprintf(out, "\nTry: curl -N %s-H 'Accept: text/event-stream' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}' %s/agents/default/stream\n", auth, s.HTTPURL)
+	return s.Wait()
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wick-agent/wick/daemon/daemonfs"
+	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// build compiles the daemon once, the way it ships: static, with a version.
+func build(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		var dir string
+		dir, buildErr = os.MkdirTemp("", "wick-daemon-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(dir, "wick-daemon")
+		cmd := exec.Command("go", "build",
+			"-ldflags", "-X github.com/wick-agent/wick/daemon.Version=v-test", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build: %v", buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func health(t *testing.T, target, token string) *daemonv1.HealthResponse {
+	t.Helper()
+	conn, err := daemonfs.Dial(context.Background(), target, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var res *daemonv1.HealthResponse
+	waitFor(t, "the daemon to answer", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		res, err = daemonv1.NewDaemonClient(conn).Health(ctx, &daemonv1.HealthRequest{})
+		return err == nil
+	})
+	return res
+}
+
+func TestDaemonBinary(t *testing.T) {
+	bin := build(t)
+	t.Run("serves socket and TCP, stops on SIGTERM", func(t *testing.T) {
+		root := t.TempDir()
+		sock := filepath.Join(t.TempDir(), "run", "wick", "d.sock")
+		// A free port: listen, note it, close. Another process could take it
+		// in between; that would fail the test loudly, not hide a bug.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		cmd := exec.Command(bin, "-socket", sock, "-root", root, "-tcp-addr", addr, "-log-format", "text")
+		cmd.Env = append(os.Environ(), "WICK_DAEMON_TOKEN=tok", "WICK_EXEC_TIMEOUT=5s")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		res := health(t, sock, "")
+		if res.GetVersion() != "v-test" || res.GetWorkspaceRoot() != root {
+			t.Fatalf("Health = %v", res)
+		}
+		if res := health(t, addr, "tok"); res.GetVersion() != "v-test" {
+			t.Fatalf("Health over TCP = %v", res)
+		}
+		conn, err := daemonfs.Dial(context.Background(), addr, "wrong")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = daemonv1.NewDaemonClient(conn).Health(context.Background(), &daemonv1.HealthRequest{})
+		conn.Close()
+		if status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("Health over TCP with a wrong token = %v; want Unauthenticated", err)
+		}
+		st, err := os.Stat(sock)
+		if err != nil || st.Mode().Perm() != 0o666 {
+			t.Fatalf("socket mode = %v, %v; want 0666", st.Mode().Perm(), err)
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("exit after SIGTERM = %v; stderr:\n%s", err, stderr.String())
+		}
+		if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket left behind: %v", err)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  []string
+		msg  string
+	}{
+		{"TCP without token", []string{"-tcp-addr", "127.0.0.1:0"}, nil, "needs -token"},
+		{"missing root", []string{"-root", "/nonexistent/ws"}, nil, "open root"},
+		{"bad socket mode", []string{"-socket-mode", "99"}, nil, "-socket-mode"},
+		{"bad env", nil, []string{"WICK_EXEC_TIMEOUT=soon"}, "WICK_EXEC_TIMEOUT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-socket", filepath.Join(t.TempDir(), "d.sock"), "-root", t.TempDir()}, tc.args...)
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), tc.env...)
+			out, err := cmd.CombinedOutput()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || !strings.Contains(string(out), tc.msg) {
+				t.Fatalf("wick-daemon %v: %v\n%s\nwant a refusal mentioning %q", tc.args, err, out, tc.msg)
+			}
+		})
+	}
+	t.Run("version", func(t *testing.T) {
+		out, err := exec.Command(bin, "-version").Output()
+		if err != nil || strings.TrimSpace(string(out)) != "v-test" {
+			t.Fatalf("-version = %q, %v", out, err)
+		}
+	})
+}
+
+// TestPID1ReapsOrphans runs the daemon as PID 1 of a new PID namespace, as in
+// a container, and checks that orphans it inherits are reaped while exec
+// results (exit codes) stay correct.
+func TestPID1ReapsOrphans(t *testing.T) {
+	bin := build(t)
+	root := t.TempDir()
+	sock := filepath.Join(t.TempDir(), "d.sock")
+	cmd := exec.Command(bin, "-socket", sock, "-root", root)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Skipf("cannot create a PID namespace here (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if pid := health(t, sock, "").GetPid(); pid == 1 {
+		t.Fatalf("the daemon itself is PID 1; want it to be init's child")
+	}
+	conn, err := daemonfs.Dial(context.Background(), sock, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fs := daemonfs.New(daemonv1.NewDaemonClient(conn))
+	// The subshell exits at once, so the sleeps are re-parented to PID 1;
+	// each prints its host-visible pid first.
+	res, err := fs.Exec(context.Background(), "(sleep 0.2 & echo $!) ; exit 7")
+	if err != nil || res.ExitCode != 7 {
+		t.Fatalf("Exec = %+v, %v; want exit 7", res, err)
+	}
+	initPid := cmd.Process.Pid
+	waitFor(t, "orphans of init to be reaped", func() bool { return len(zombieChildren(initPid)) == 0 && len(children(initPid)) == 1 })
+	// Exit statuses are still the commands' own while init reaps.
+	for i := range 20 {
+		res, err := fs.Exec(context.Background(), "(true &) ; exit "+strconv.Itoa(i))
+		if err != nil || res.ExitCode != i {
+			t.Fatalf("Exec %d = %+v, %v", i, res, err)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("init exit after SIGTERM = %v; stderr:\n%s", err, stderr.String())
+	}
+}
+
+// children lists the host pids whose parent is ppid.
+func children(ppid int) []int {
+	return procs(func(state string, parent int) bool { return parent == ppid })
+}
+
+func zombieChildren(ppid int) []int {
+	return procs(func(state string, parent int) bool { return parent == ppid && state == "Z" })
+}
+
+func procs(keep func(state string, ppid int) bool) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		if keep(f[0], ppid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

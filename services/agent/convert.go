@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	core "github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/redact"
+	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+)
+
+// value converts a JSON-shaped Go value to a protobuf Value; values that do
+// not convert (they never should, being JSON round-tripped) become null.
+func value(v any) *structpb.Value {
+	if v == nil {
+		return nil
+	}
+	// Logged event data is already plain JSON; other values (typed slices
+	// and structs) take a JSON round trip first.
+	if pv, err := structpb.NewValue(v); err == nil {
+		return pv
+	}
+	pv, err := structpb.NewValue(core.JSONValue(v))
+	if err != nil {
+		return structpb.NewNullValue()
+	}
+	return pv
+}
+
+func structOf(m map[string]any) *structpb.Struct {
+	if m == nil {
+		return nil
+	}
+	s, err := structpb.NewStruct(core.JSONValue(m).(map[string]any))
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+func toolCallsToProto(calls []core.ToolCall, redacted bool) []*agentv1.ToolCall {
+	var out []*agentv1.ToolCall
+	for _, c := range calls {
+		args := c.Args
+		if redacted && args != nil {
+			args, _ = redact.Value(core.JSONValue(args)).(map[string]any)
+		}
+		out = append(out, &agentv1.ToolCall{Id: c.ID, Name: c.Name, Args: structOf(args)})
+	}
+	return out
+}
+
+func messagesToProto(msgs []core.Message) []*agentv1.Message {
+	out := make([]*agentv1.Message, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, &agentv1.Message{
+			Role: m.Role, Content: redact.String(m.Content), ToolCalls: toolCallsToProto(m.ToolCalls, true),
+			ToolCallId: m.ToolCallID, Name: m.Name,
+		})
+	}
+	return out
+}
+
+func messagesFromProto(msgs []*agentv1.Message) []core.Message {
+	out := make([]core.Message, 0, len(msgs))
+	for _, m := range msgs {
+		cm := core.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
+		for _, tc := range m.GetToolCalls() {
+			cm.ToolCalls = append(cm.ToolCalls, core.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: tc.GetArgs().AsMap()})
+		}
+		out = append(out, cm)
+	}
+	return out
+}
+
+func todosToProto(todos []core.Todo) []*agentv1.Todo {
+	out := make([]*agentv1.Todo, 0, len(todos))
+	for _, t := range todos {
+		out = append(out, &agentv1.Todo{Id: t.ID, Title: t.Title, Status: t.Status})
+	}
+	return out
+}
+
+func stateToProto(st *core.AgentState) *agentv1.AgentState {
+	files := make(map[string]string, len(st.Files))
+	for k, v := range st.Files {
+		files[k] = redact.String(v)
+	}
+	out := &agentv1.AgentState{
+		ThreadId: st.ThreadID, Messages: messagesToProto(st.Messages), Todos: todosToProto(st.Todos),
+		Files: files, AgentId: st.AgentID, Version: st.Version,
+	}
+	if !st.UpdatedAt.IsZero() {
+		out.UpdatedAt = timestamppb.New(st.UpdatedAt)
+	}
+	return out
+}
+
+// eventToProto converts a logged event; its data was redacted when logged.
+func eventToProto(ev core.StreamEvent) *agentv1.StreamEvent {
+	return &agentv1.StreamEvent{Event: ev.Event, Name: ev.Name, RunId: ev.RunID, Data: value(ev.Data), ThreadId: ev.ThreadID, Id: ev.ID}
+}
+
+func backendToProto(b *core.BackendCfg) *agentv1.BackendConfig {
+	if b == nil {
+		return nil
+	}
+	out := &agentv1.BackendConfig{
+		Type: b.Type, Image: b.Image, Workdir: b.Workdir, SandboxUrl: redact.String(b.SandboxURL),
+		MaxOutputBytes: b.MaxOutputBytes, Network: b.Network, MemoryBytes: b.MemoryBytes, NanoCpus: b.NanoCPUs,
+	}
+	if b.Timeout > 0 {
+		out.Timeout = durationpb.New(b.Timeout)
+	}
+	return out
+}
+
+func backendFromProto(b *agentv1.BackendConfig) *core.BackendCfg {
+	if b == nil {
+		return nil
+	}
+	out := &core.BackendCfg{
+		Type: b.GetType(), Image: b.GetImage(), Workdir: b.GetWorkdir(), SandboxURL: b.GetSandboxUrl(),
+		MaxOutputBytes: b.GetMaxOutputBytes(), Network: b.GetNetwork(), MemoryBytes: b.GetMemoryBytes(), NanoCPUs: b.GetNanoCpus(),
+	}
+	if b.GetTimeout() != nil {
+		out.Timeout = b.GetTimeout().AsDuration()
+	}
+	return out
+}
+
+func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
+	c := e.Config
+	out := &agentv1.Agent{
+		AgentId: e.ID, Name: c.Name, Model: value(redact.Value(core.JSONValue(c.Model))), SystemPrompt: redact.String(c.SystemPrompt),
+		Tools: c.Tools, Backend: backendToProto(c.Backend), ContextWindow: int32(c.ContextWindow),
+		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
+	}
+	if c.Skills != nil {
+		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
+	}
+	if c.Memory != nil {
+		out.Memory = &agentv1.PathsConfig{Paths: c.Memory.Paths}
+	}
+	return out
+}
+
+func agentFromProto(a *agentv1.Agent) *core.AgentConfig {
+	c := &core.AgentConfig{
+		Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(), Tools: a.GetTools(), Backend: backendFromProto(a.GetBackend()),
+		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
+	}
+	if a.GetModel() != nil {
+		c.Model = a.GetModel().AsInterface()
+	}
+	if a.GetSkills() != nil {
+		c.Skills = &core.SkillsCfg{Paths: a.GetSkills().GetPaths()}
+	}
+	if a.GetMemory() != nil {
+		c.Memory = &core.MemoryCfg{Paths: a.GetMemory().GetPaths()}
+	}
+	return c
+}
+
+func hooksToProto(st []hooks.Status) []*agentv1.HookStatus {
+	out := make([]*agentv1.HookStatus, 0, len(st))
+	for _, h := range st {
+		out = append(out, &agentv1.HookStatus{Name: h.Name, Enabled: h.Enabled, Phases: h.Phases})
+	}
+	return out
+}
+
+func toolToProto(d *tools.HTTPToolDef) *agentv1.ToolDefinition {
+	out := &agentv1.ToolDefinition{
+		Name: d.Name, Description: d.Description, Parameters: structOf(d.Parameters),
+		Url: redact.String(d.URL), Headers: redact.Headers(d.Headers),
+	}
+	if d.Timeout > 0 {
+		out.Timeout = durationpb.New(d.Timeout)
+	}
+	return out
+}
+
+func toolFromProto(t *agentv1.ToolDefinition) *tools.HTTPToolDef {
+	d := &tools.HTTPToolDef{
+		Name: t.GetName(), Description: t.GetDescription(), URL: t.GetUrl(), Headers: t.GetHeaders(),
+	}
+	if t.GetParameters() != nil {
+		d.Parameters = t.GetParameters().AsMap()
+	}
+	if t.GetTimeout() != nil {
+		d.Timeout = t.GetTimeout().AsDuration()
+	}
+	return d
+}
+
+func runToProto(r *runs.Run, lastEventID string) *agentv1.Run {
+	out := &agentv1.Run{
+		RunId: r.ID, ThreadId: r.ThreadID, AgentId: r.AgentID, Status: r.Status,
+		Pending: toolCallsToProto(r.Pending, true), LastEventId: lastEventID,
+	}
+	if !r.CreatedAt.IsZero() {
+		out.CreatedAt = timestamppb.New(r.CreatedAt)
+	}
+	return out
+}
+
+func ts(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}

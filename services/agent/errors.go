@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	core "github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+)
+
+// rpcErr converts an internal error to a gRPC status, once, at the edge.
+func rpcErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, registry.ErrNotFound), errors.Is(err, threads.ErrNotFound), errors.Is(err, runs.ErrNotFound):
+		return status.Error(codes.NotFound, msg)
+	case errors.Is(err, registry.ErrInvalid), errors.Is(err, tools.ErrInvalidToolDef), errors.Is(err, runs.ErrBadEventID),
+		errors.Is(err, core.ErrInvalidInput), errors.Is(err, errInvalid):
+		return status.Error(codes.InvalidArgument, msg)
+	case errors.Is(err, threads.ErrBusy), errors.Is(err, errState):
+		return status.Error(codes.FailedPrecondition, msg)
+	case errors.Is(err, threads.ErrConflict), errors.Is(err, threads.ErrLeaseLost):
+		return status.Error(codes.Aborted, msg)
+	case errors.Is(err, registry.ErrExists):
+		return status.Error(codes.AlreadyExists, msg)
+	case errors.Is(err, registry.ErrTemplate):
+		return status.Error(codes.PermissionDenied, msg)
+	case errors.Is(err, sandboxfs.ErrTooLarge), errors.Is(err, errTooLarge):
+		return status.Error(codes.ResourceExhausted, msg)
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, msg)
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, msg)
+	}
+	// A dependency's status keeps its code, with our context in the message.
+	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+		return status.Error(st.Code(), msg)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return status.Error(codes.Unavailable, msg)
+	}
+	return status.Error(codes.Internal, msg)
+}
+
+// Sentinels of the RPC layer, wrapped with a message naming the field.
+var (
+	errInvalid  = errors.New("invalid argument")
+	errState    = errors.New("failed precondition")
+	errTooLarge = errors.New("too large")
+)
+
+func invalid(field, why string) error {
+	return status.Errorf(codes.InvalidArgument, "%s: %s", field, why)
+}
+
+// checkID validates a client-chosen id, naming the field.
+func checkID(field, v string) error {
+	if err := ids.Check(field, v); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package agent_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/llm"
+)
+
+// orderHook records when its rings are entered and left.
+type orderHook struct {
+	agent.BaseHook
+	name string
+	mu   *sync.Mutex
+	log  *[]string
+}
+
+func (h orderHook) Name() string { return h.name }
+func (h orderHook) Phases() []string {
+	return []string{agent.PhaseWrapModelCall, agent.PhaseWrapToolCall}
+}
+
+func (h orderHook) record(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	*h.log = append(*h.log, s)
+}
+
+func (h orderHook) WrapModelCall(ctx context.Context, msgs []agent.Message, next agent.ModelCallWrapFunc) (*llm.Response, error) {
+	h.record(h.name + ">")
+	defer h.record("<" + h.name)
+	return next(ctx, msgs)
+}
+
+func (h orderHook) WrapToolCall(ctx context.Context, call agent.ToolCall, next agent.ToolCallFunc) (*agent.ToolResult, error) {
+	h.record(h.name + ">")
+	defer h.record("<" + h.name)
+	return next(ctx, call)
+}
+
+func TestOnionOrder(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var log []string
+	hooks := []agent.Hook{
+		orderHook{name: "first", mu: &mu, log: &log},
+		orderHook{name: "second", mu: &mu, log: &log},
+		orderHook{name: "third", mu: &mu, log: &log},
+	}
+	want := []string{"first>", "second>", "third>", "center", "<third", "<second", "<first"}
+
+	model := agent.ChainModelCall(hooks, func(context.Context, []agent.Message) (*llm.Response, error) {
+		log = append(log, "center")
+		return &llm.Response{}, nil
+	})
+	if _, err := model(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(log, want) {
+		t.Fatalf("model onion = %v, want %v", log, want)
+	}
+
+	log = nil
+	tool := agent.ChainToolCall(hooks, func(context.Context, agent.ToolCall) (*agent.ToolResult, error) {
+		log = append(log, "center")
+		return &agent.ToolResult{}, nil
+	})
+	if _, err := tool(context.Background(), agent.ToolCall{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(log, want) {
+		t.Fatalf("tool onion = %v, want %v", log, want)
+	}
+}
+
+func TestBaseHookPassesThrough(t *testing.T) {
+	t.Parallel()
+	var b agent.BaseHook
+	ctx := context.Background()
+	if err := b.BeforeAgent(ctx, &agent.AgentState{}); err != nil {
+		t.Fatal(err)
+	}
+	in := []agent.Message{agent.Human("x")}
+	out, err := b.ModifyRequest(ctx, in)
+	if err != nil || len(out) != 1 {
+		t.Fatalf("ModifyRequest: %v %v", out, err)
+	}
+	resp, err := b.WrapModelCall(ctx, in, func(context.Context, []agent.Message) (*llm.Response, error) {
+		return &llm.Response{Content: "inner"}, nil
+	})
+	if err != nil || resp.Content != "inner" {
+		t.Fatalf("WrapModelCall: %v %v", resp, err)
+	}
+	res, err := b.WrapToolCall(ctx, agent.ToolCall{ID: "c"}, func(_ context.Context, c agent.ToolCall) (*agent.ToolResult, error) {
+		return &agent.ToolResult{ToolCallID: c.ID}, nil
+	})
+	if err != nil || res.ToolCallID != "c" {
+		t.Fatalf("WrapToolCall: %v %v", res, err)
+	}
+}
+
+func TestToolRegistry(t *testing.T) {
+	t.Parallel()
+	state := &agent.AgentState{}
+	if state.Tools() != nil {
+		t.Fatal("fresh state has tools")
+	}
+	mk := func(name, out string) agent.Tool {
+		return &agent.FuncTool{ToolName: name, Fn: func(context.Context, map[string]any) (string, error) { return out, nil }}
+	}
+	agent.RegisterToolOnState(state, mk("zeta", "1"))
+	agent.RegisterToolOnState(state, mk("alpha", "2"))
+	agent.RegisterToolOnState(state, mk("zeta", "3")) // replaces
+	tools := state.Tools()
+	if len(tools) != 2 || tools[0].Name() != "alpha" || tools[1].Name() != "zeta" {
+		t.Fatalf("Tools() = %v", tools)
+	}
+	if out, _ := tools[1].Execute(context.Background(), nil); out != "3" {
+		t.Fatalf("replaced tool output %q", out)
+	}
+	if p := tools[0].Parameters(); p["type"] != "object" {
+		t.Fatalf("default schema %v", p)
+	}
+	state.ResetTools()
+	if len(state.Tools()) != 0 {
+		t.Fatal("ResetTools kept tools")
+	}
+}

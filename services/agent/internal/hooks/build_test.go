@@ -1,0 +1,79 @@
+package hooks_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+)
+
+func TestBuildActivationAndOrder(t *testing.T) {
+	t.Parallel()
+	backend := &agent.BackendCfg{Type: "docker", Workdir: "/workspace"}
+	skills := &agent.SkillsCfg{Paths: []string{"/workspace/skills"}}
+	memory := &agent.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}}
+	tests := []struct {
+		name  string
+		cfg   *agent.AgentConfig
+		fs    bool
+		model bool
+		want  string
+	}{
+		{"no backend", &agent.AgentConfig{Skills: skills, Memory: memory}, false, true, "tracing,todolist,summarization"},
+		{"backend", &agent.AgentConfig{Backend: backend}, true, true, "tracing,todolist,filesystem,summarization"},
+		{"everything", &agent.AgentConfig{Backend: backend, Skills: skills, Memory: memory}, true, true, "tracing,todolist,filesystem,skills,memory,summarization"},
+		{"backend config but no fs", &agent.AgentConfig{Backend: backend, Skills: skills}, false, true, "tracing,todolist,summarization"},
+		{"empty skill paths", &agent.AgentConfig{Backend: backend, Skills: &agent.SkillsCfg{}}, true, true, "tracing,todolist,filesystem,summarization"},
+		{"toggled off", &agent.AgentConfig{Backend: backend, Skills: skills, Hooks: map[string]bool{"tracing": false, "skills": false, "todolist": true}}, true, true, "todolist,filesystem,summarization"},
+		{"no model", &agent.AgentConfig{}, false, false, "tracing,todolist"},
+		{"nil config", nil, false, true, "tracing,todolist,summarization"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var fs *memFS
+			if tt.fs {
+				fs = newMemFS(nil)
+			}
+			model := llmtest.New()
+			var got []string
+			var hs []agent.Hook
+			if tt.fs {
+				hs = hooks.Build(tt.cfg, fs, model)
+			} else if tt.model {
+				hs = hooks.Build(tt.cfg, nil, model)
+			} else {
+				hs = hooks.Build(tt.cfg, nil, nil)
+			}
+			for _, h := range hs {
+				got = append(got, h.Name())
+			}
+			if strings.Join(got, ",") != tt.want {
+				t.Fatalf("hooks %v, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	cfg := &agent.AgentConfig{Backend: &agent.BackendCfg{Type: "local"}, Memory: &agent.MemoryCfg{Paths: []string{"/m"}}, Hooks: map[string]bool{"summarization": false}}
+	got := hooks.Describe(cfg, true)
+	want := map[string]bool{"tracing": true, "todolist": true, "filesystem": true, "skills": false, "memory": true, "summarization": false}
+	if len(got) != 6 {
+		t.Fatalf("statuses %+v", got)
+	}
+	for i, s := range got {
+		if s.Name != hooks.Names()[i] || s.Enabled != want[s.Name] || len(s.Phases) == 0 {
+			t.Errorf("status %+v", s)
+		}
+	}
+	if strings.Join(got[3].Phases, ",") != "before_agent,modify_request" || strings.Join(got[5].Phases, ",") != "wrap_model_call" {
+		t.Fatalf("phases %+v", got)
+	}
+	if d := hooks.Describe(cfg, false); d[2].Enabled || d[4].Enabled {
+		t.Fatal("filesystem/memory enabled without a backend")
+	}
+}

@@ -1,0 +1,179 @@
+package registry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+)
+
+// Limits of an agent configuration.
+const (
+	// MaxTurnsLimit bounds a configured max_turns.
+	MaxTurnsLimit = 1000
+	// MaxConfigFileBytes bounds agents.yaml.
+	MaxConfigFileBytes = 4 << 20
+	// DefaultAgentID names the agent of a single-agent agents.yaml.
+	DefaultAgentID = "default"
+)
+
+// ErrInvalid is wrapped by every configuration validation error.
+var ErrInvalid = errors.New("invalid agent configuration")
+
+// fileDoc is agents.yaml: either a map of agents under "agents", or one
+// agent at the top level (the seed's sample), registered as "default" or
+// under its "id".
+type fileDoc struct {
+	Agents map[string]*agent.AgentConfig `yaml:"agents"`
+}
+
+type singleDoc struct {
+	ID                string `yaml:"id"`
+	agent.AgentConfig `yaml:",inline"`
+}
+
+// LoadFile reads agents.yaml into validated templates by agent id.
+func LoadFile(path string) (map[string]*agent.AgentConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read agents file: %w", err)
+	}
+	if len(data) > MaxConfigFileBytes {
+		return nil, fmt.Errorf("agents file %s is larger than %d bytes", path, MaxConfigFileBytes)
+	}
+	return Parse(data)
+}
+
+// Parse parses agents.yaml content. Unknown keys are errors, so a typo
+// does not silently drop a setting.
+func Parse(data []byte) (map[string]*agent.AgentConfig, error) {
+	var probe map[string]any
+	if err := yaml.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("parse agents file: %w", err)
+	}
+	out := map[string]*agent.AgentConfig{}
+	if _, multi := probe["agents"]; multi {
+		var doc fileDoc
+		if err := strictYAML(data, &doc); err != nil {
+			return nil, fmt.Errorf("parse agents file: %w", err)
+		}
+		for id, cfg := range doc.Agents {
+			if cfg == nil {
+				cfg = &agent.AgentConfig{}
+			}
+			out[id] = cfg
+		}
+	} else if len(probe) > 0 {
+		var doc singleDoc
+		if err := strictYAML(data, &doc); err != nil {
+			return nil, fmt.Errorf("parse agents file: %w", err)
+		}
+		id := doc.ID
+		if id == "" {
+			id = DefaultAgentID
+		}
+		cfg := doc.AgentConfig
+		out[id] = &cfg
+	}
+	idsSorted := make([]string, 0, len(out))
+	for id := range out {
+		idsSorted = append(idsSorted, id)
+	}
+	sort.Strings(idsSorted)
+	for _, id := range idsSorted {
+		if err := Validate(id, out[id]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func strictYAML(data []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	return dec.Decode(v)
+}
+
+// Validate checks an agent id and configuration; errors name the field.
+func Validate(id string, cfg *agent.AgentConfig) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: agent %q: %s", ErrInvalid, id, fmt.Sprintf(format, args...))
+	}
+	if err := ids.Check("agent_id", id); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if cfg == nil {
+		return fail("configuration is empty")
+	}
+	if _, err := ModelSpecs(cfg.Model, ""); err != nil {
+		return fail("model: %v", err)
+	}
+	for i, t := range cfg.Tools {
+		if !ids.Valid(t) {
+			return fail("tools[%d] %q must be 1-64 letters, digits, '-' or '_'", i, t)
+		}
+	}
+	if b := cfg.Backend; b != nil {
+		switch b.Type {
+		case "local", "docker":
+		default:
+			return fail(`backend.type %q must be "local" or "docker"`, b.Type)
+		}
+		switch b.Network {
+		case "", "none", "bridge":
+		default:
+			return fail(`backend.network %q must be "none" or "bridge"`, b.Network)
+		}
+		if b.Timeout < 0 || b.MaxOutputBytes < 0 || b.MemoryBytes < 0 || b.NanoCPUs < 0 {
+			return fail("backend limits must not be negative")
+		}
+	}
+	if cfg.ContextWindow < 0 {
+		return fail("context_window must not be negative")
+	}
+	if cfg.MaxTurns < 0 || cfg.MaxTurns > MaxTurnsLimit {
+		return fail("max_turns must be between 0 and %d", MaxTurnsLimit)
+	}
+	switch cfg.Approval {
+	case "", agent.ApprovalAutonomous, agent.ApprovalInteractive:
+	default:
+		return fail(`approval %q must be "autonomous" or "interactive"`, cfg.Approval)
+	}
+	for name := range cfg.Hooks {
+		if !KnownHook(name) {
+			return fail("hooks: unknown hook %q (known: %v)", name, hooks.Names())
+		}
+	}
+	return nil
+}
+
+// KnownHook reports whether name is a hook name.
+func KnownHook(name string) bool {
+	for _, n := range hooks.Names() {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Clone deep-copies a configuration (through its JSON form, which every
+// field has).
+func Clone(cfg *agent.AgentConfig) *agent.AgentConfig {
+	data, err := marshal(cfg)
+	if err != nil {
+		panic(fmt.Sprintf("registry: agent config does not encode: %v", err))
+	}
+	var c agent.AgentConfig
+	if err := unmarshal(data, &c); err != nil {
+		panic(fmt.Sprintf("registry: agent config does not decode: %v", err))
+	}
+	return &c
+}

@@ -1,0 +1,249 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+)
+
+func TestParseAgentsFile(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, yaml string
+		want       []string
+		err        string
+	}{
+		{"seed single agent", `
+name: code-assistant
+model: claude-sonnet-4-20250514
+system_prompt: "You are a coding assistant."
+context_window: 128000
+backend:
+  type: docker
+  image: python:3.12-slim
+  workdir: /workspace
+  timeout: 2m
+skills:
+  paths: [/workspace/skills]
+memory:
+  paths: [/workspace/AGENTS.md]
+`, []string{"default"}, ""},
+		{"single with id", "id: coder\nname: C\n", []string{"coder"}, ""},
+		{"map of agents", `
+agents:
+  default:
+    name: D
+    model: ["ollama:llama3.1:8b", {provider: openai, model: gpt-4o, api_key_env: OPENAI_API_KEY}]
+    tools: [calculate]
+    approval: interactive
+    hooks: {summarization: false}
+  other:
+    name: O
+`, []string{"default", "other"}, ""},
+		{"empty file", "", nil, ""},
+		{"unknown key", "name: x\nmodle: y\n", nil, "modle"},
+		{"bad id", "agents:\n  'a b': {name: x}\n", nil, "agent_id"},
+		{"bad backend", "backend: {type: vm}\n", nil, "backend.type"},
+		{"bad approval", "approval: maybe\n", nil, "approval"},
+		{"unknown hook", "hooks: {magic: true}\n", nil, "magic"},
+		{"secret in model", "model: {provider: openai, model: gpt-4o, api_key: sk-x}\n", nil, "api_key"},
+		{"bad tool name", "tools: ['rm -rf']\n", nil, "tools[0]"},
+		{"too many turns", "max_turns: 100000\n", nil, "max_turns"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Parse([]byte(tc.yaml))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one naming %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("agents = %v, want %v", got, tc.want)
+			}
+			for _, id := range tc.want {
+				if got[id] == nil {
+					t.Fatalf("agent %s missing", id)
+				}
+			}
+		})
+	}
+	got, _ := Parse([]byte("backend: {type: docker, timeout: 2m}\nmodel: [a, {model: b}]\n"))
+	if got["default"].Backend.Timeout != 2*time.Minute {
+		t.Fatalf("timeout = %v", got["default"].Backend.Timeout)
+	}
+	specs, err := ModelSpecs(got["default"].Model, "")
+	if err != nil || len(specs) != 2 || specs[0].GetSpec() != "a" || specs[1].GetModel() != "b" {
+		t.Fatalf("specs = %v, %v", specs, err)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "agents.yaml")
+	if err := os.WriteFile(p, []byte("name: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadFile(p); err != nil || got["default"].Name != "x" {
+		t.Fatalf("LoadFile = %v, %v", got, err)
+	}
+	if _, err := LoadFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+func TestModelSpecsDefault(t *testing.T) {
+	t.Parallel()
+	specs, err := ModelSpecs(nil, "script:demo")
+	if err != nil || len(specs) != 1 || specs[0].GetSpec() != "script:demo" {
+		t.Fatalf("default = %v, %v", specs, err)
+	}
+	if _, err := ModelSpecs([]any{[]any{"a"}}, ""); err == nil {
+		t.Fatal("nested list accepted")
+	}
+}
+
+func stores(t *testing.T) map[string]Store {
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+	t.Cleanup(func() { rdb.Close() })
+	return map[string]Store{"memory": NewMemoryStore(), "redis": NewRedisStore(rdb, "")}
+}
+
+func TestRegistryTemplatesAndClones(t *testing.T) {
+	t.Parallel()
+	for name, st := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			r := New(map[string]*agent.AgentConfig{"default": {Name: "T", Tools: []string{"calculate"}}}, st)
+			e, err := r.Get(ctx, "alice", "default")
+			if err != nil || !e.Template || e.Config.Name != "T" {
+				t.Fatalf("Get = %+v, %v", e, err)
+			}
+			e.Config.Name = "mutated" // a copy: the template is untouched
+			if e, _ := r.Get(ctx, "bob", "default"); e.Config.Name != "T" {
+				t.Fatal("template shared memory with a caller")
+			}
+			if _, err := r.Update(ctx, "alice", "default", func(c *agent.AgentConfig) error { c.Name = "Alice's"; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if e, _ := r.Get(ctx, "alice", "default"); e.Template || e.Config.Name != "Alice's" {
+				t.Fatalf("alice's clone = %+v", e)
+			}
+			if e, _ := r.Get(ctx, "bob", "default"); !e.Template || e.Config.Name != "T" {
+				t.Fatalf("bob's = %+v", e)
+			}
+			if _, err := r.Create(ctx, "alice", "default", &agent.AgentConfig{}); !errors.Is(err, ErrExists) {
+				t.Fatalf("Create over template = %v", err)
+			}
+			if _, err := r.Create(ctx, "alice", "mine", &agent.AgentConfig{Name: "M"}); err != nil {
+				t.Fatal(err)
+			}
+			list, _ := r.List(ctx, "alice")
+			if len(list) != 2 || list[0].ID != "default" || list[1].ID != "mine" {
+				t.Fatalf("List = %+v", list)
+			}
+			if list, _ := r.List(ctx, "bob"); len(list) != 1 {
+				t.Fatalf("bob's List = %+v", list)
+			}
+			if err := r.Delete(ctx, "alice", "default"); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Delete(ctx, "alice", "default"); !errors.Is(err, ErrTemplate) {
+				t.Fatalf("delete template = %v", err)
+			}
+			if err := r.Delete(ctx, "alice", "ghost"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("delete missing = %v", err)
+			}
+			// Tools.
+			def := &tools.HTTPToolDef{Name: "b", URL: "https://x", Headers: map[string]string{"K": "v"}}
+			st.PutTool(ctx, "alice", def)
+			st.PutTool(ctx, "alice", &tools.HTTPToolDef{Name: "a", URL: "https://y"})
+			ts, _ := st.ListTools(ctx, "alice")
+			if len(ts) != 2 || ts[0].Name != "a" {
+				t.Fatalf("ListTools = %+v", ts)
+			}
+			if got, err := st.GetTool(ctx, "alice", "b"); err != nil || got.Headers["K"] != "v" {
+				t.Fatalf("GetTool = %+v, %v", got, err)
+			}
+			if _, err := st.GetTool(ctx, "bob", "b"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("bob's GetTool = %v", err)
+			}
+		})
+	}
+}
+
+func TestHubDropsSlowWatcher(t *testing.T) {
+	t.Parallel()
+	h := NewHub(nil, "", 4, slog.New(slog.DiscardHandler))
+	slow, cancelSlow := h.Subscribe("u")
+	defer cancelSlow()
+	fast, cancelFast := h.Subscribe("u")
+	defer cancelFast()
+	other, cancelOther := h.Subscribe("v")
+	defer cancelOther()
+	for i := range 10 {
+		h.Publish(context.Background(), ConfigEvent{User: "u", Event: EventAgentUpdated, Name: string(rune('a' + i))})
+		<-fast.C // the fast watcher keeps up
+	}
+	select {
+	case <-slow.Done():
+		if !errors.Is(slow.Err(), ErrSlowWatcher) {
+			t.Fatalf("slow watcher ended with %v", slow.Err())
+		}
+	default:
+		t.Fatal("slow watcher was not dropped")
+	}
+	select {
+	case ev := <-other.C:
+		t.Fatalf("another user's watcher got %v", ev)
+	default:
+	}
+	h.Publish(context.Background(), ConfigEvent{Event: "template_changed"}) // to everyone
+	if ev := <-other.C; ev.Event != "template_changed" {
+		t.Fatalf("broadcast = %v", ev)
+	}
+}
+
+func TestHubAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t)
+	mk := func() *Hub {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { rdb.Close() })
+		h := NewHub(rdb, "", 0, slog.New(slog.DiscardHandler))
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		if err := h.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b := mk(), mk()
+	sub, cancel := b.Subscribe("u")
+	defer cancel()
+	a.Publish(context.Background(), ConfigEvent{User: "u", Event: EventToolRegistered, Name: "t", Data: map[string]any{"x": 1.0}})
+	select {
+	case ev := <-sub.C:
+		if ev.Name != "t" || ev.Data.(map[string]any)["x"] != 1.0 {
+			t.Fatalf("event = %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("event did not cross replicas")
+	}
+}

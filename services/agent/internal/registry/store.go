@@ -1,0 +1,271 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	json "github.com/goccy/go-json"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+)
+
+var (
+	marshal   = json.Marshal
+	unmarshal = json.Unmarshal
+)
+
+// ErrNotFound is returned for a missing agent or tool.
+var ErrNotFound = errors.New("not found")
+
+// Store keeps each user's own agents (created ones and clones of templates)
+// and external tools; Redis when replicas share them.
+type Store interface {
+	GetAgent(ctx context.Context, user, id string) (*agent.AgentConfig, error)
+	PutAgent(ctx context.Context, user, id string, cfg *agent.AgentConfig) error
+	// DeleteAgent reports whether the agent existed.
+	DeleteAgent(ctx context.Context, user, id string) (bool, error)
+	ListAgents(ctx context.Context, user string) (map[string]*agent.AgentConfig, error)
+	GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error)
+	PutTool(ctx context.Context, user string, def *tools.HTTPToolDef) error
+	DeleteTool(ctx context.Context, user, name string) (bool, error)
+	// ListTools returns the user's tools sorted by name.
+	ListTools(ctx context.Context, user string) ([]*tools.HTTPToolDef, error)
+}
+
+// MemoryStore is the single-process Store. Values are kept encoded so no
+// caller shares memory with them.
+type MemoryStore struct {
+	mu     sync.Mutex
+	agents map[string]map[string][]byte
+	tools  map[string]map[string][]byte
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{agents: map[string]map[string][]byte{}, tools: map[string]map[string][]byte{}}
+}
+
+func put(m map[string]map[string][]byte, user, key string, v any) error {
+	data, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if m[user] == nil {
+		m[user] = map[string][]byte{}
+	}
+	m[user][key] = data
+	return nil
+}
+
+// GetAgent implements Store.
+func (s *MemoryStore) GetAgent(_ context.Context, user, id string) (*agent.AgentConfig, error) {
+	s.mu.Lock()
+	data, ok := s.agents[user][id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	var c agent.AgentConfig
+	return &c, unmarshal(data, &c)
+}
+
+// PutAgent implements Store.
+func (s *MemoryStore) PutAgent(_ context.Context, user, id string, cfg *agent.AgentConfig) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return put(s.agents, user, id, cfg)
+}
+
+// DeleteAgent implements Store.
+func (s *MemoryStore) DeleteAgent(_ context.Context, user, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.agents[user][id]
+	delete(s.agents[user], id)
+	return ok, nil
+}
+
+// ListAgents implements Store.
+func (s *MemoryStore) ListAgents(_ context.Context, user string) (map[string]*agent.AgentConfig, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]*agent.AgentConfig{}
+	for id, data := range s.agents[user] {
+		var c agent.AgentConfig
+		if err := unmarshal(data, &c); err != nil {
+			return nil, err
+		}
+		out[id] = &c
+	}
+	return out, nil
+}
+
+// GetTool implements Store.
+func (s *MemoryStore) GetTool(_ context.Context, user, name string) (*tools.HTTPToolDef, error) {
+	s.mu.Lock()
+	data, ok := s.tools[user][name]
+	s.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	var d tools.HTTPToolDef
+	return &d, unmarshal(data, &d)
+}
+
+// PutTool implements Store.
+func (s *MemoryStore) PutTool(_ context.Context, user string, def *tools.HTTPToolDef) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return put(s.tools, user, def.Name, def)
+}
+
+// DeleteTool implements Store.
+func (s *MemoryStore) DeleteTool(_ context.Context, user, name string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.tools[user][name]
+	delete(s.tools[user], name)
+	return ok, nil
+}
+
+// ListTools implements Store.
+func (s *MemoryStore) ListTools(_ context.Context, user string) ([]*tools.HTTPToolDef, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*tools.HTTPToolDef
+	for _, data := range s.tools[user] {
+		var d tools.HTTPToolDef
+		if err := unmarshal(data, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, &d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// RedisStore is the Store shared by replicas: a hash of agents and a hash of
+// tools per user, without expiry (they are configuration).
+type RedisStore struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+// NewRedisStore returns a store on rdb with keys under prefix ("wick").
+func NewRedisStore(rdb redis.UniversalClient, prefix string) *RedisStore {
+	if prefix == "" {
+		prefix = "wick"
+	}
+	return &RedisStore{rdb: rdb, prefix: prefix}
+}
+
+func (s *RedisStore) agentsKey(user string) string { return s.prefix + ":{" + user + "}:agents" }
+func (s *RedisStore) toolsKey(user string) string  { return s.prefix + ":{" + user + "}:tools" }
+
+func (s *RedisStore) get(ctx context.Context, key, field string, v any) error {
+	data, err := s.rdb.HGet(ctx, key, field).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	return unmarshal(data, v)
+}
+
+func (s *RedisStore) put(ctx context.Context, key, field string, v any) error {
+	data, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.HSet(ctx, key, field, data).Err(); err != nil {
+		return fmt.Errorf("registry: %w", err)
+	}
+	return nil
+}
+
+func (s *RedisStore) del(ctx context.Context, key, field string) (bool, error) {
+	n, err := s.rdb.HDel(ctx, key, field).Result()
+	if err != nil {
+		return false, fmt.Errorf("registry: %w", err)
+	}
+	return n > 0, nil
+}
+
+// GetAgent implements Store.
+func (s *RedisStore) GetAgent(ctx context.Context, user, id string) (*agent.AgentConfig, error) {
+	var c agent.AgentConfig
+	if err := s.get(ctx, s.agentsKey(user), id, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PutAgent implements Store.
+func (s *RedisStore) PutAgent(ctx context.Context, user, id string, cfg *agent.AgentConfig) error {
+	return s.put(ctx, s.agentsKey(user), id, cfg)
+}
+
+// DeleteAgent implements Store.
+func (s *RedisStore) DeleteAgent(ctx context.Context, user, id string) (bool, error) {
+	return s.del(ctx, s.agentsKey(user), id)
+}
+
+// ListAgents implements Store.
+func (s *RedisStore) ListAgents(ctx context.Context, user string) (map[string]*agent.AgentConfig, error) {
+	all, err := s.rdb.HGetAll(ctx, s.agentsKey(user)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	out := map[string]*agent.AgentConfig{}
+	for id, data := range all {
+		var c agent.AgentConfig
+		if err := unmarshal([]byte(data), &c); err != nil {
+			return nil, fmt.Errorf("registry: agent %s: %w", id, err)
+		}
+		out[id] = &c
+	}
+	return out, nil
+}
+
+// GetTool implements Store.
+func (s *RedisStore) GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error) {
+	var d tools.HTTPToolDef
+	if err := s.get(ctx, s.toolsKey(user), name, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// PutTool implements Store.
+func (s *RedisStore) PutTool(ctx context.Context, user string, def *tools.HTTPToolDef) error {
+	return s.put(ctx, s.toolsKey(user), def.Name, def)
+}
+
+// DeleteTool implements Store.
+func (s *RedisStore) DeleteTool(ctx context.Context, user, name string) (bool, error) {
+	return s.del(ctx, s.toolsKey(user), name)
+}
+
+// ListTools implements Store.
+func (s *RedisStore) ListTools(ctx context.Context, user string) ([]*tools.HTTPToolDef, error) {
+	all, err := s.rdb.HGetAll(ctx, s.toolsKey(user)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("registry: %w", err)
+	}
+	var out []*tools.HTTPToolDef
+	for name, data := range all {
+		var d tools.HTTPToolDef
+		if err := unmarshal([]byte(data), &d); err != nil {
+			return nil, fmt.Errorf("registry: tool %s: %w", name, err)
+		}
+		out = append(out, &d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

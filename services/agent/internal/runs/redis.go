@@ -1,0 +1,352 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+)
+
+// Redis is the Store and Log shared by replicas. A run is a hash {s: status,
+// j: record JSON, c: cancel requested} and a stream of events {e: event
+// JSON} ended by an entry {end: 1}; decisions wait in a string key. Keys
+// carry the run id as a hash tag so one run's keys share a cluster slot.
+type Redis struct {
+	rdb       redis.UniversalClient
+	prefix    string
+	maxEvents int64
+	retention time.Duration
+	liveTTL   time.Duration
+	// blockSlots bounds the reads that wait inside Redis (XREAD BLOCK), since
+	// each holds a pooled connection; readers beyond it poll.
+	blockSlots chan struct{}
+	poll       time.Duration
+}
+
+// Defaults of Redis log readers.
+const (
+	// DefaultBlockingReaders is how many log reads may wait inside Redis at once.
+	DefaultBlockingReaders = 8
+	// DefaultReadPoll is how often a reader without a blocking slot polls.
+	DefaultReadPoll = 100 * time.Millisecond
+)
+
+// WithBlockingReaders bounds the reads that hold a connection while waiting
+// for events; keep it well under the client's pool size.
+func WithBlockingReaders(n int) RedisOption {
+	return func(r *Redis) {
+		if n > 0 {
+			r.blockSlots = make(chan struct{}, n)
+		}
+	}
+}
+
+// RedisOption configures Redis.
+type RedisOption func(*Redis)
+
+// WithRedisPrefix sets the key prefix.
+func WithRedisPrefix(p string) RedisOption { return func(r *Redis) { r.prefix = p } }
+
+// WithRedisRetention sets how long a finished run's keys live.
+func WithRedisRetention(d time.Duration) RedisOption { return func(r *Redis) { r.retention = d } }
+
+// WithRedisMaxEvents caps a run's stream (approximately).
+func WithRedisMaxEvents(n int64) RedisOption { return func(r *Redis) { r.maxEvents = n } }
+
+// NewRedis returns runs on rdb; the caller owns rdb.
+func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
+	r := &Redis{rdb: rdb, prefix: "wick", maxEvents: DefaultMaxEvents, retention: DefaultRetention, liveTTL: DefaultLiveTTL,
+		blockSlots: make(chan struct{}, DefaultBlockingReaders), poll: DefaultReadPoll}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+func (r *Redis) runKey(id string) string       { return r.prefix + ":run:{" + id + "}" }
+func (r *Redis) eventsKey(id string) string    { return r.prefix + ":run:{" + id + "}:events" }
+func (r *Redis) decisionsKey(id string) string { return r.prefix + ":run:{" + id + "}:decisions" }
+func (r *Redis) nudgeChannel() string          { return r.prefix + ":run-nudge" }
+
+// Put implements Store.
+func (r *Redis) Put(ctx context.Context, run *Run) error {
+	data, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	ttl := r.liveTTL
+	if Terminal(run.Status) {
+		ttl = r.retention
+	}
+	_, err = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, r.runKey(run.ID), "s", run.Status, "j", data)
+		p.PExpire(ctx, r.runKey(run.ID), ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save run: %w", err)
+	}
+	return nil
+}
+
+// Get implements Store.
+func (r *Redis) Get(ctx context.Context, runID string) (*Run, error) {
+	vals, err := r.rdb.HMGet(ctx, r.runKey(runID), "s", "j").Result()
+	if err != nil {
+		return nil, fmt.Errorf("load run: %w", err)
+	}
+	st, _ := vals[0].(string)
+	data, _ := vals[1].(string)
+	if data == "" {
+		return nil, ErrNotFound
+	}
+	var run Run
+	if err := json.Unmarshal([]byte(data), &run); err != nil {
+		return nil, fmt.Errorf("decode run: %w", err)
+	}
+	if Terminal(st) && !Terminal(run.Status) {
+		run.Status, run.Pending = st, nil // closed by Finish from another replica
+	}
+	return &run, nil
+}
+
+var finishScript = redis.NewScript(`
+local s = redis.call('HGET', KEYS[1], 's')
+if not s then return -1 end
+if s == 'done' or s == 'cancelled' or s == 'failed' then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+
+// Finish implements Store. Only the status field changes; Get reports it
+// over the record's.
+func (r *Redis) Finish(ctx context.Context, runID, status, _ string) (bool, error) {
+	n, err := finishScript.Run(ctx, r.rdb, []string{r.runKey(runID)}, status, r.retention.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("finish run: %w", err)
+	}
+	if n < 0 {
+		return false, ErrNotFound
+	}
+	return n == 1, nil
+}
+
+// RequestCancel implements Store.
+func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
+	if err := r.rdb.HSet(ctx, r.runKey(runID), "c", 1).Err(); err != nil {
+		return fmt.Errorf("request cancel: %w", err)
+	}
+	if err := r.rdb.Publish(ctx, r.nudgeChannel(), runID).Err(); err != nil {
+		return fmt.Errorf("request cancel: %w", err)
+	}
+	return nil
+}
+
+// CancelRequested implements Store.
+func (r *Redis) CancelRequested(ctx context.Context, runID string) (bool, error) {
+	v, err := r.rdb.HGet(ctx, r.runKey(runID), "c").Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read cancel: %w", err)
+	}
+	return v == "1", nil
+}
+
+// PutDecisions implements Store.
+func (r *Redis) PutDecisions(ctx context.Context, runID string, d []agent.Decision) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encode decisions: %w", err)
+	}
+	if err := r.rdb.Set(ctx, r.decisionsKey(runID), data, r.liveTTL).Err(); err != nil {
+		return fmt.Errorf("store decisions: %w", err)
+	}
+	if err := r.rdb.Publish(ctx, r.nudgeChannel(), runID).Err(); err != nil {
+		return fmt.Errorf("store decisions: %w", err)
+	}
+	return nil
+}
+
+// TakeDecisions implements Store.
+func (r *Redis) TakeDecisions(ctx context.Context, runID string) ([]agent.Decision, error) {
+	data, err := r.rdb.GetDel(ctx, r.decisionsKey(runID)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take decisions: %w", err)
+	}
+	var d []agent.Decision
+	if err := json.Unmarshal(data, &d); err != nil {
+		return nil, fmt.Errorf("decode decisions: %w", err)
+	}
+	return d, nil
+}
+
+// Nudges implements Store with one pub/sub subscription, confirmed before
+// it returns so that no nudge published afterwards is missed.
+func (r *Redis) Nudges(ctx context.Context) (<-chan string, error) {
+	ps := r.rdb.Subscribe(ctx, r.nudgeChannel())
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return nil, fmt.Errorf("subscribe to run nudges: %w", err)
+	}
+	out := make(chan string, 64)
+	go func() {
+		defer ps.Close()
+		ch := ps.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				select {
+				case out <- m.Payload:
+				default: // owners poll as well
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// appendScript adds an event unless the run was closed (by another replica
+// that found its owner dead): an owner that outlived its lease is fenced off
+// and stops, instead of writing after the log's end.
+var appendScript = redis.NewScript(`
+if ARGV[4] ~= '1' then
+  local s = redis.call('HGET', KEYS[1], 's')
+  if s == 'done' or s == 'cancelled' or s == 'failed' then return redis.error_reply('run has ended') end
+end
+local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return id`)
+
+// Append implements Log.
+func (r *Redis) Append(ctx context.Context, runID string, ev agent.StreamEvent) (string, error) {
+	return r.append(ctx, runID, ev, false)
+}
+
+// AppendClosing adds the event that closes a run another replica owned,
+// after Finish; Append refuses events of a finished run.
+func (r *Redis) AppendClosing(ctx context.Context, runID string, ev agent.StreamEvent) (string, error) {
+	return r.append(ctx, runID, ev, true)
+}
+
+func (r *Redis) append(ctx context.Context, runID string, ev agent.StreamEvent, force bool) (string, error) {
+	ev.ID = ""
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return "", fmt.Errorf("encode event: %w", err)
+	}
+	f := "0"
+	if force {
+		f = "1"
+	}
+	id, err := appendScript.Run(ctx, r.rdb, []string{r.runKey(runID), r.eventsKey(runID)}, r.maxEvents, data, r.liveTTL.Milliseconds(), f).Text()
+	if err != nil {
+		return "", fmt.Errorf("append event: %w", err)
+	}
+	return id, nil
+}
+
+// End implements Log.
+func (r *Redis) End(ctx context.Context, runID string) error {
+	key := r.eventsKey(runID)
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"end", "1"}})
+		p.PExpire(ctx, key, r.retention)
+		p.PExpire(ctx, r.decisionsKey(runID), r.retention)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("end run log: %w", err)
+	}
+	return nil
+}
+
+// Read implements Log.
+func (r *Redis) Read(ctx context.Context, runID, after string, max int, block time.Duration) ([]agent.StreamEvent, bool, error) {
+	if _, err := parseAfter(after); err != nil {
+		return nil, false, err
+	}
+	if after == "" {
+		after = "0-0"
+	}
+	if block <= 0 {
+		return r.read(ctx, runID, after, max, -1) // no BLOCK argument: answer at once
+	}
+	select {
+	case r.blockSlots <- struct{}{}:
+		defer func() { <-r.blockSlots }()
+		return r.read(ctx, runID, after, max, block)
+	default:
+	}
+	// Every blocking slot is taken: poll instead of holding a connection.
+	deadline := time.Now().Add(block)
+	for {
+		evs, ended, err := r.read(ctx, runID, after, max, -1)
+		if err != nil || len(evs) > 0 || ended || !time.Now().Before(deadline) {
+			return evs, ended, err
+		}
+		t := time.NewTimer(min(r.poll, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Redis) read(ctx context.Context, runID, after string, max int, block time.Duration) ([]agent.StreamEvent, bool, error) {
+	res, err := r.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{r.eventsKey(runID), after}, Count: int64(max), Block: block}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read run log: %w", err)
+	}
+	var out []agent.StreamEvent
+	ended := false
+	for _, s := range res {
+		for _, m := range s.Messages {
+			if _, ok := m.Values["end"]; ok {
+				ended = true
+				break
+			}
+			raw, _ := m.Values["e"].(string)
+			var ev agent.StreamEvent
+			if err := json.Unmarshal([]byte(raw), &ev); err != nil {
+				return nil, false, fmt.Errorf("decode event %s: %w", m.ID, err)
+			}
+			ev.ID = m.ID
+			out = append(out, ev)
+		}
+	}
+	return out, ended, nil
+}
+
+// Last implements Log.
+func (r *Redis) Last(ctx context.Context, runID string) (string, error) {
+	res, err := r.rdb.XRevRangeN(ctx, r.eventsKey(runID), "+", "-", 2).Result()
+	if err != nil {
+		return "", fmt.Errorf("read run log: %w", err)
+	}
+	for _, m := range res {
+		if _, ok := m.Values["end"]; !ok {
+			return m.ID, nil
+		}
+	}
+	return "", nil
+}

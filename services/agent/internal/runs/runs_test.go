@@ -1,0 +1,267 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+)
+
+type both interface {
+	Store
+	Log
+}
+
+func impls(t *testing.T) map[string]func(t *testing.T) both {
+	return map[string]func(t *testing.T) both{
+		"memory": func(t *testing.T) both { return NewMemory() },
+		"redis": func(t *testing.T) both {
+			rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t)})
+			t.Cleanup(func() { rdb.Close() })
+			return NewRedis(rdb)
+		},
+	}
+}
+
+func TestLogContract(t *testing.T) {
+	t.Parallel()
+	for name, mk := range impls(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			l := mk(t)
+			var ids []string
+			for i := range 5 {
+				id, err := l.Append(ctx, "r1", agent.StreamEvent{Event: "on_chat_model_stream", RunID: "r1", Data: map[string]any{"delta": fmt.Sprint(i)}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, id)
+			}
+			for i := 1; i < len(ids); i++ {
+				a, _ := parseEventID(ids[i-1])
+				b, _ := parseEventID(ids[i])
+				if !a.less(b) {
+					t.Fatalf("ids not increasing: %v", ids)
+				}
+			}
+			evs, ended, err := l.Read(ctx, "r1", "", 100, 0)
+			if err != nil || ended || len(evs) != 5 || evs[4].Data.(map[string]any)["delta"] != "4" || evs[2].ID != ids[2] {
+				t.Fatalf("Read all = %v, %v, %v", evs, ended, err)
+			}
+			evs, _, _ = l.Read(ctx, "r1", ids[1], 2, 0)
+			if len(evs) != 2 || evs[0].ID != ids[2] || evs[1].ID != ids[3] {
+				t.Fatalf("Read after 1, max 2 = %v", evs)
+			}
+			// A blocked read wakes up on the next append.
+			got := make(chan []agent.StreamEvent, 1)
+			go func() {
+				evs, _, err := l.Read(ctx, "r1", ids[4], 10, 10*time.Second)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- evs
+			}()
+			id6, err := l.Append(ctx, "r1", agent.StreamEvent{Event: "done"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The reader may have started after the append: it returns at once then too.
+			if evs := <-got; len(evs) != 1 || evs[0].ID != id6 {
+				t.Fatalf("blocked read = %v", evs)
+			}
+			if last, _ := l.Last(ctx, "r1"); last != id6 {
+				t.Fatalf("Last = %s, want %s", last, id6)
+			}
+			if err := l.End(ctx, "r1"); err != nil {
+				t.Fatal(err)
+			}
+			evs, ended, err = l.Read(ctx, "r1", id6, 10, time.Second)
+			if err != nil || !ended || len(evs) != 0 {
+				t.Fatalf("read at end = %v, %v, %v", evs, ended, err)
+			}
+			evs, ended, _ = l.Read(ctx, "r1", ids[3], 10, 0)
+			if !ended || len(evs) != 2 {
+				t.Fatalf("read of the tail = %v, ended %v", evs, ended)
+			}
+			if last, _ := l.Last(ctx, "r1"); last != id6 {
+				t.Fatalf("Last after End = %s", last)
+			}
+			if _, _, err := l.Read(ctx, "r1", "not-an-id", 10, 0); !errors.Is(err, ErrBadEventID) {
+				t.Fatalf("bad id = %v", err)
+			}
+		})
+	}
+}
+
+func TestStoreContract(t *testing.T) {
+	t.Parallel()
+	for name, mk := range impls(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := mk(t)
+			nudges, err := s.Nudges(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("Get missing = %v", err)
+			}
+			r := &Run{ID: "r1", User: "u", ThreadID: "t", AgentID: "a", Status: StatusWaiting, CreatedAt: time.Now().UTC(),
+				Pending: []agent.ToolCall{{ID: "c1", Name: "ls", Args: map[string]any{"path": "/"}}}}
+			if err := s.Put(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Get(ctx, "r1")
+			if err != nil || got.Status != StatusWaiting || len(got.Pending) != 1 || got.Pending[0].Name != "ls" {
+				t.Fatalf("Get = %+v, %v", got, err)
+			}
+			if d, _ := s.TakeDecisions(ctx, "r1"); d != nil {
+				t.Fatalf("decisions before any = %v", d)
+			}
+			if err := s.PutDecisions(ctx, "r1", []agent.Decision{{ToolCallID: "c1", Action: "approve"}}); err != nil {
+				t.Fatal(err)
+			}
+			if id := <-nudges; id != "r1" {
+				t.Fatalf("nudge = %q", id)
+			}
+			d, err := s.TakeDecisions(ctx, "r1")
+			if err != nil || len(d) != 1 || d[0].Action != "approve" {
+				t.Fatalf("TakeDecisions = %v, %v", d, err)
+			}
+			if d, _ := s.TakeDecisions(ctx, "r1"); d != nil {
+				t.Fatalf("decisions taken twice: %v", d)
+			}
+			if ok, _ := s.CancelRequested(ctx, "r1"); ok {
+				t.Fatal("cancel requested before any")
+			}
+			if err := s.RequestCancel(ctx, "r1"); err != nil {
+				t.Fatal(err)
+			}
+			<-nudges
+			if ok, _ := s.CancelRequested(ctx, "r1"); !ok {
+				t.Fatal("cancel request not recorded")
+			}
+			won, err := s.Finish(ctx, "r1", StatusFailed, "lost")
+			if err != nil || !won {
+				t.Fatalf("Finish = %v, %v", won, err)
+			}
+			if won, _ := s.Finish(ctx, "r1", StatusFailed, "lost"); won {
+				t.Fatal("a finished run was finished again")
+			}
+			if got, _ := s.Get(ctx, "r1"); got.Status != StatusFailed || len(got.Pending) != 0 {
+				t.Fatalf("after Finish = %+v", got)
+			}
+		})
+	}
+}
+
+func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
+	t.Parallel()
+	m := NewMemory()
+	ctx := context.Background()
+	for _, id := range []string{"1700000000000-0", "1700000000000-1", "1700000000001-0"} {
+		if _, err := m.Append(ctx, "r", agent.StreamEvent{Event: "x", ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Append(ctx, "r", agent.StreamEvent{Event: "x", ID: "1700000000000-5"}); err == nil {
+		t.Fatal("an id going backwards was accepted")
+	}
+	evs, _, _ := m.Read(ctx, "r", "1700000000000-0", 10, 0)
+	if len(evs) != 2 || evs[0].ID != "1700000000000-1" {
+		t.Fatalf("Read = %v", evs)
+	}
+}
+
+func TestMemoryEvictsFinishedRuns(t *testing.T) {
+	t.Parallel()
+	m := NewMemory(WithMemoryRetention(time.Minute))
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	ctx := context.Background()
+	m.Append(ctx, "old", agent.StreamEvent{Event: "x"})
+	m.End(ctx, "old")
+	m.Append(ctx, "live", agent.StreamEvent{Event: "x"})
+	now = now.Add(2 * time.Minute)
+	m.Append(ctx, "new", agent.StreamEvent{Event: "x"})
+	if _, _, err := m.Read(ctx, "old", "", 1, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("finished run kept: %v", err)
+	}
+	if evs, _, err := m.Read(ctx, "live", "", 1, 0); err != nil || len(evs) != 1 {
+		t.Fatalf("live run evicted: %v", err)
+	}
+}
+
+func TestRedisFencesFinishedRun(t *testing.T) {
+	t.Parallel()
+	r := impls(t)["redis"](t)
+	ctx := context.Background()
+	if err := r.Put(ctx, &Run{ID: "r", Status: StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Append(ctx, "r", agent.StreamEvent{Event: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if won, err := r.Finish(ctx, "r", StatusFailed, "lost"); err != nil || !won {
+		t.Fatalf("Finish = %v, %v", won, err)
+	}
+	if _, err := r.Append(ctx, "r", agent.StreamEvent{Event: "late"}); err == nil {
+		t.Fatal("an event was appended to a run another replica closed")
+	}
+	if _, err := r.AppendClosing(ctx, "r", agent.StreamEvent{Event: "error"}); err != nil {
+		t.Fatal(err)
+	}
+	r.End(ctx, "r")
+	evs, ended, _ := r.Read(ctx, "r", "", 10, 0)
+	if !ended || len(evs) != 2 || evs[1].Event != "error" {
+		t.Fatalf("log = %v, ended %v", evs, ended)
+	}
+}
+
+func TestRedisReadersBeyondBlockingSlotsPoll(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(t), PoolSize: 4})
+	t.Cleanup(func() { rdb.Close() })
+	r := NewRedis(rdb, WithBlockingReaders(1))
+	r.poll = 10 * time.Millisecond
+	ctx := context.Background()
+	const readers = 6 // more than the pool: blocking them all would starve Append
+	got := make(chan int, readers)
+	for range readers {
+		go func() {
+			n := 0
+			after := ""
+			for n < 3 {
+				evs, _, err := r.Read(ctx, "r", after, 10, 5*time.Second)
+				if err != nil {
+					t.Error(err)
+					got <- n
+					return
+				}
+				for _, e := range evs {
+					after = e.ID
+					n++
+				}
+			}
+			got <- n
+		}()
+	}
+	for i := range 3 {
+		if _, err := r.Append(ctx, "r", agent.StreamEvent{Event: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range readers {
+		if n := <-got; n != 3 {
+			t.Fatalf("a reader got %d events, want 3", n)
+		}
+	}
+}

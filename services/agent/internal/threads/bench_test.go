@@ -1,0 +1,59 @@
+package threads
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+)
+
+// thread200 is a realistic 200-message thread: user turns, assistant tool
+// calls and tool results of a few hundred bytes each.
+func thread200() *agent.AgentState {
+	st := &agent.AgentState{ThreadID: "bench", AgentID: "default"}
+	body := strings.Repeat("lorem ipsum dolor sit amet ", 12)
+	for i := 0; len(st.Messages) < 200; i++ {
+		id := fmt.Sprintf("call_%d", i)
+		st.Messages = append(st.Messages,
+			agent.Human(fmt.Sprintf("step %d: %s", i, body)),
+			agent.AI("", agent.ToolCall{ID: id, Name: "read_file", Args: map[string]any{"path": fmt.Sprintf("/workspace/f%d.txt", i)}}),
+			agent.ToolMsg(id, "read_file", body),
+			agent.AI("done: "+body))
+	}
+	st.Messages = st.Messages[:200]
+	return st
+}
+
+// BenchmarkRedisSaveLoad200 measures one Save and one Get of a 200-message
+// thread on a real redis-server over loopback (target p50 ≤ 1 ms).
+func BenchmarkRedisSaveLoad200(b *testing.B) {
+	s := NewRedisStore(newRedis(b))
+	ctx := context.Background()
+	st := thread200()
+	if err := s.Save(ctx, "bench", st); err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if err := s.Save(ctx, "bench", st); err != nil {
+			b.Fatal(err)
+		}
+		got, err := s.Get(ctx, "bench", "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		st = got
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}

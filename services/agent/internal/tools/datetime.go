@@ -1,0 +1,63 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	_ "time/tzdata" // zone names must resolve on minimal images without /usr/share/zoneinfo
+
+	"github.com/wick-agent/wick/services/agent/internal/agent"
+)
+
+// Datetime returns the datetime tool: the current time in an IANA zone
+// (default UTC).
+func Datetime() agent.Tool { return datetimeTool(time.Now) }
+
+func datetimeTool(now func() time.Time) agent.Tool {
+	return &agent.FuncTool{
+		ToolName: "datetime",
+		ToolDesc: "Get the current date and time, in UTC or in the given IANA time zone (e.g. \"Europe/Paris\")",
+		ToolParams: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"timezone": map[string]any{"type": "string", "description": "IANA time zone name; default UTC"},
+			},
+		},
+		Fn: func(_ context.Context, args map[string]any) (string, error) {
+			name := "UTC"
+			if v, ok := args["timezone"]; ok && v != nil {
+				s, ok := v.(string)
+				if !ok {
+					return "", fmt.Errorf("argument \"timezone\" must be a string")
+				}
+				if s = strings.TrimSpace(s); s != "" {
+					name = s
+				}
+			}
+			// "Local" would leak the server's zone and differ between replicas.
+			if strings.EqualFold(name, "local") {
+				return "", fmt.Errorf("unknown time zone %q: use an IANA name such as \"America/New_York\" or \"UTC\"", name)
+			}
+			loc, err := time.LoadLocation(name)
+			if err != nil {
+				return "", fmt.Errorf("unknown time zone %q: use an IANA name such as \"America/New_York\" or \"UTC\"", name)
+			}
+			t := now().In(loc)
+			return toJSON(map[string]any{
+				"datetime": t.Format(time.RFC3339),
+				"timezone": loc.String(),
+				"weekday":  t.Weekday().String(),
+				"unix":     t.Unix(),
+			})
+		},
+	}
+}
+
+// Builtins returns the built-in tools by name.
+func Builtins() map[string]agent.Tool {
+	return map[string]agent.Tool{
+		"calculate": Calculate(),
+		"datetime":  Datetime(),
+	}
+}

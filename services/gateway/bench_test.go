@@ -1,0 +1,181 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wick-agent/wick/services/gateway"
+)
+
+// Benchmark figures of the issue: 1,000 concurrent SSE streams, each 50
+// tokens 20 ms apart.
+const (
+	benchStreams  = 1000
+	benchTokens   = 50
+	benchInterval = 20 * time.Millisecond
+)
+
+// raiseFDLimit lifts the soft open-file limit to the hard one: 1,000 streams
+// hold 2,000 loopback sockets in this one process.
+func raiseFDLimit(b *testing.B) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		b.Fatal(err)
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if lim.Cur < 3*benchStreams {
+		b.Skipf("open-file limit %d is too low for %d streams", lim.Cur, benchStreams)
+	}
+}
+
+// vmHWM returns the process's peak resident set size in bytes.
+func vmHWM() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
+}
+
+// BenchmarkSSEStreams runs 1,000 concurrent SSE streams through the gateway
+// from a fake agent service that emits 50 tokens 20 ms apart, each stamped
+// with its send time. The delay of an event is its arrival at the SSE client
+// less its send time at the agent service: the gRPC hop, grpc-gateway, the
+// SSE marshaler and the HTTP hop. Client, gateway and fake agent share this
+// one process, so the peak RSS is theirs together.
+func BenchmarkSSEStreams(b *testing.B) {
+	raiseFDLimit(b)
+	env := startGateway(b, gateway.Config{})
+	for _, n := range []int{100, benchStreams} {
+		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) { benchStreamsN(b, env, n) })
+	}
+}
+
+// cpuTime is the process's user plus system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func benchStreamsN(b *testing.B, env *testEnv, benchStreams int) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchStreams}}
+	defer client.CloseIdleConnections()
+	body := fmt.Sprintf(`{"messages":[{"role":"user","content":"paced %d %s"}]}`, benchTokens, benchInterval)
+	var delays []time.Duration
+	var mu sync.Mutex
+	cpu0, wall0 := cpuTime(), time.Now()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		errs := make(chan error, benchStreams)
+		for range benchStreams {
+			wg.Go(func() {
+				d, err := oneStream(b.Context(), client, env.url, body)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				delays = append(delays, d...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	// CPU seconds per wall second: near 2 means both cores were this process's.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Since(wall0)), "cpu-cores")
+	if len(delays) != b.N*benchStreams*benchTokens {
+		b.Fatalf("got %d token events, want %d", len(delays), b.N*benchStreams*benchTokens)
+	}
+	slices.Sort(delays)
+	pct := func(p float64) float64 {
+		return float64(delays[int(p*float64(len(delays)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
+	if hwm, err := vmHWM(); err == nil {
+		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MB")
+	}
+	b.ReportMetric(float64(benchStreams), "streams")
+}
+
+func oneStream(ctx context.Context, client *http.Client, base, body string) ([]time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/agents/a1-alice/stream", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	sr := newSSEReader(resp.Body)
+	var delays []time.Duration
+	for {
+		ev, err := sr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("stream ended without done")
+		}
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		switch ev.Event {
+		case "done":
+			return delays, nil
+		case "error":
+			return nil, fmt.Errorf("error event: %s", ev.Data)
+		case "on_chat_model_stream":
+			var d struct {
+				Data struct {
+					SentNS string `json:"sent_ns"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
+				return nil, err
+			}
+			ns, err := strconv.ParseInt(d.Data.SentNS, 10, 64)
+			if err != nil {
+				return nil, err
+			}
+			delays = append(delays, now.Sub(time.Unix(0, ns)))
+		}
+	}
+}

@@ -1,0 +1,89 @@
+// Command wick-gateway serves Wick's REST, SSE and WebSocket API in front of
+// the agent service.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/wick-agent/wick/platform/app"
+	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/services/gateway"
+)
+
+func main() {
+	var (
+		httpAddr   string
+		agentAddr  string
+		llmHTTP    string
+		sandbox    string
+		llm        string
+		tokensFile string
+		tokens     string
+		verifier   string
+		origins    string
+		cfg        gateway.Config
+	)
+	define := func(fs *flag.FlagSet) {
+		fs.StringVar(&httpAddr, "http-addr", gateway.DefaultHTTPAddr, "HTTP listen address")
+		fs.StringVar(&agentAddr, "agent-addr", "127.0.0.1:7001", "agent service gRPC address (every address a name resolves to is used)")
+		fs.StringVar(&llmHTTP, "llm-http-addr", "", "LLM gateway's OpenAI-compatible HTTP base URL, proxied at /v1/ (e.g. http://llmgw:8080)")
+		fs.StringVar(&cfg.LLMToken, "llm-http-token", "", "bearer token the LLM gateway's HTTP endpoint requires, if any")
+		fs.StringVar(&sandbox, "sandbox-addr", "", "sandbox service gRPC address, for /health")
+		fs.StringVar(&llm, "llm-addr", "", "LLM gateway gRPC address, for /health")
+		fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user", or a JSON object {"token":"user"}`)
+		fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs separated by commas (prefer WICK_TOKENS or a file)")
+		fs.StringVar(&verifier, "verifier-url", "", "external token verifier URL; GET with the bearer token, answers {\"user\":…}")
+		fs.DurationVar(&cfg.VerifierCacheTTL, "verifier-cache-ttl", 30*time.Second, "how long the verifier's answers are cached")
+		fs.StringVar(&origins, "cors-origins", "", "comma-separated origins allowed to call the API from a browser (\"*\" for any)")
+		fs.StringVar(&cfg.UIDir, "ui-dir", "", "directory of the UI's built files, served with SPA fallback")
+		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "largest request body")
+		fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
+		fs.DurationVar(&cfg.Heartbeat, "sse-heartbeat", gateway.DefaultHeartbeat, "idle time before an SSE comment heartbeat")
+	}
+	app.Main("wick-gateway", "127.0.0.1:7000", define, func(ctx context.Context, env app.Env) error {
+		var err error
+		cfg.Tokens, err = gateway.LoadTokens(tokensFile, tokens)
+		if err != nil {
+			return err
+		}
+		cfg.VerifierURL = verifier
+		cfg.CORSOrigins = gateway.SplitList(origins)
+		cfg.LLMURL = llmHTTP
+		agentConn, err := dial.New(agentAddr, dial.WithIdentity(env.Key))
+		if err != nil {
+			return err
+		}
+		opts := []gateway.Option{gateway.WithLogger(env.Logger), gateway.WithHealthCheck("agent", agentConn)}
+		for name, addr := range map[string]string{"sandbox": sandbox, "llmgw": llm} {
+			if addr == "" {
+				continue
+			}
+			conn, err := dial.New(addr)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, gateway.WithHealthCheck(name, conn))
+		}
+		g, err := gateway.New(cfg, agentConn, opts...)
+		if err != nil {
+			return err
+		}
+		if g.Anonymous() {
+			env.Logger.Warn("NO AUTHENTICATION: no tokens configured (WICK_TOKENS, -tokens-file, -verifier-url); every request acts as the single user " + gateway.LocalUser)
+		}
+		lis, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", httpAddr, err)
+		}
+		go func() {
+			if err := gateway.Serve(ctx, lis, g, env.Logger, gateway.DefaultShutdownTimeout); err != nil {
+				env.Logger.Error("HTTP server stopped", "error", err)
+			}
+		}()
+		return nil
+	})
+}

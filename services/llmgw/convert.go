@@ -1,0 +1,80 @@
+package llmgw
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/spec"
+)
+
+// fromProto validates a request and turns it into the gateway's terms.
+func fromProto(models []*llmv1.ModelSpec, msgs []*llmv1.Message, tools []*llmv1.ToolSchema, system string, maxTokens int32, temp *float64, timeout time.Duration) (call, error) {
+	var c call
+	if len(models) > MaxChain {
+		return c, fmt.Errorf("models: a fallback chain has at most %d models, got %d", MaxChain, len(models))
+	}
+	for i, m := range models {
+		obj := m.GetProvider() != "" || m.GetModel() != "" || m.GetBaseUrl() != "" || m.GetApiKeyEnv() != ""
+		if m.GetSpec() != "" && obj {
+			return c, fmt.Errorf("models[%d]: give either spec or the object fields (provider, model, base_url, api_key_env), not both", i)
+		}
+		if m.GetSpec() == "" && !obj {
+			return c, fmt.Errorf("models[%d]: empty; give spec or provider and model", i)
+		}
+		if m.GetMaxTokens() < 0 || m.GetContextWindow() < 0 {
+			return c, fmt.Errorf("models[%d]: max_tokens and context_window must not be negative", i)
+		}
+		c.models = append(c.models, requestSpec{str: m.GetSpec(), obj: spec.Spec{
+			Provider: m.GetProvider(), Model: m.GetModel(), BaseURL: m.GetBaseUrl(), APIKeyEnv: m.GetApiKeyEnv(),
+			MaxTokens: int(m.GetMaxTokens()), ContextWindow: int(m.GetContextWindow()),
+		}})
+	}
+	if len(msgs) == 0 {
+		return c, errors.New("messages: at least one message is needed")
+	}
+	for i, m := range msgs {
+		lm := llm.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
+		switch lm.Role {
+		case llm.RoleSystem, llm.RoleUser:
+		case llm.RoleAssistant:
+			for j, tc := range m.GetToolCalls() {
+				if tc.GetId() == "" || tc.GetName() == "" {
+					return c, fmt.Errorf("messages[%d].tool_calls[%d]: id and name are required", i, j)
+				}
+				args := tc.GetArguments().AsMap()
+				lm.ToolCalls = append(lm.ToolCalls, llm.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: args})
+			}
+		case llm.RoleTool:
+			if lm.ToolCallID == "" {
+				return c, fmt.Errorf("messages[%d]: a tool message needs tool_call_id", i)
+			}
+		default:
+			return c, fmt.Errorf("messages[%d]: unknown role %q (system, user, assistant or tool)", i, lm.Role)
+		}
+		c.req.Messages = append(c.req.Messages, lm)
+	}
+	for i, t := range tools {
+		if t.GetName() == "" {
+			return c, fmt.Errorf("tools[%d]: name is required", i)
+		}
+		c.req.Tools = append(c.req.Tools, llm.ToolSchema{Name: t.GetName(), Description: t.GetDescription(), Parameters: t.GetParameters().AsMap()})
+	}
+	if maxTokens < 0 {
+		return c, errors.New("max_tokens must not be negative")
+	}
+	if temp != nil && (math.IsNaN(*temp) || *temp < 0 || *temp > 2) {
+		return c, errors.New("temperature must be between 0 and 2")
+	}
+	if timeout < 0 {
+		return c, errors.New("timeout must not be negative")
+	}
+	c.req.SystemPrompt = system
+	c.req.MaxTokens = int(maxTokens)
+	c.req.Temperature = temp
+	c.timeout = timeout
+	return c, nil
+}

@@ -1,0 +1,454 @@
+package llmgw
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/openai"
+	"github.com/wick-agent/wick/services/llmgw/internal/router"
+)
+
+// HTTPHandler serves the OpenAI-compatible API: POST /v1/chat/completions
+// (streaming or not, with tools) and GET /v1/models, so that any OpenAI SDK
+// can use the gateway's models, fallback chains and keys. The same paths
+// without the /v1 prefix are served too, for a mount that strips it. When
+// token is not empty, requests must carry "Authorization: Bearer <token>";
+// the REST gateway, which authenticates users itself, mounts it without one.
+func (s *Service) HTTPHandler() http.Handler { return s.HTTPHandlerWithToken("") }
+
+// HTTPHandlerWithToken is HTTPHandler with a bearer token required.
+func (s *Service) HTTPHandlerWithToken(token string) http.Handler {
+	mux := http.NewServeMux()
+	for _, prefix := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+prefix+"/chat/completions", s.chatCompletions)
+		mux.HandleFunc("GET "+prefix+"/models", s.listModels)
+	}
+	if token == "" {
+		return mux
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeHTTPError(w, http.StatusUnauthorized, "invalid_api_key", "a valid bearer token is required")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// The wire types of the Chat Completions API, as much of them as the gateway
+// uses; unknown request fields are ignored, as OpenAI-compatible servers do.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Tools         []chatTool    `json:"tools"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int     `json:"max_tokens"`
+	MaxCompletionTokens *int     `json:"max_completion_tokens"`
+	Temperature         *float64 `json:"temperature"`
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []chatToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+}
+
+type chatToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		Parameters  map[string]any `json:"parameters"`
+	} `json:"function"`
+}
+
+type chatUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+type outMessage struct {
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+type completion struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int        `json:"index"`
+		Message      outMessage `json:"message"`
+		FinishReason string     `json:"finish_reason"`
+	} `json:"choices"`
+	Usage chatUsage `json:"usage"`
+}
+
+type chunkDelta struct {
+	Role      string         `json:"role,omitempty"`
+	Content   string         `json:"content,omitempty"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chatUsage    `json:"usage,omitempty"`
+}
+
+// contentText reads a message's content: a string, null, or an array of
+// parts of which the text parts are joined.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part type %q is not supported (only text)", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (cr *chatRequest) toCall() (call, error) {
+	var c call
+	if cr.Model != "" {
+		c.models = []requestSpec{{str: cr.Model}}
+	}
+	if len(cr.Messages) == 0 {
+		return c, errors.New("messages: at least one message is needed")
+	}
+	for i, m := range cr.Messages {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return c, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		lm := llm.Message{Role: m.Role, Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
+		switch m.Role {
+		case "developer":
+			lm.Role = llm.RoleSystem
+		case llm.RoleSystem, llm.RoleUser:
+		case llm.RoleAssistant:
+			for j, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Function.Name == "" {
+					return c, fmt.Errorf("messages[%d].tool_calls[%d]: id and function.name are required", i, j)
+				}
+				call := llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, RawArgs: tc.Function.Arguments}
+				call.Args, call.ArgsErr = llm.ParseArguments(tc.Function.Arguments)
+				lm.ToolCalls = append(lm.ToolCalls, call)
+			}
+		case llm.RoleTool:
+			if m.ToolCallID == "" {
+				return c, fmt.Errorf("messages[%d]: a tool message needs tool_call_id", i)
+			}
+		default:
+			return c, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
+		}
+		c.req.Messages = append(c.req.Messages, lm)
+	}
+	for i, t := range cr.Tools {
+		if t.Type != "" && t.Type != "function" {
+			return c, fmt.Errorf("tools[%d]: type %q is not supported (only function)", i, t.Type)
+		}
+		if t.Function.Name == "" {
+			return c, fmt.Errorf("tools[%d]: function.name is required", i)
+		}
+		c.req.Tools = append(c.req.Tools, llm.ToolSchema{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	switch {
+	case cr.MaxCompletionTokens != nil:
+		c.req.MaxTokens = *cr.MaxCompletionTokens
+	case cr.MaxTokens != nil:
+		c.req.MaxTokens = *cr.MaxTokens
+	}
+	if c.req.MaxTokens < 0 {
+		return c, errors.New("max_tokens must not be negative")
+	}
+	if t := cr.Temperature; t != nil {
+		if *t < 0 || *t > 2 {
+			return c, errors.New("temperature must be between 0 and 2")
+		}
+		c.req.Temperature = t
+	}
+	return c, nil
+}
+
+func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxHTTPBodyBytes)
+	var cr chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
+			return
+		}
+		writeHTTPError(w, http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+err.Error())
+		return
+	}
+	c, err := cr.toCall()
+	if err != nil {
+		writeHTTPError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return
+	}
+	model := cr.Model
+	if model == "" {
+		model = s.reg.def
+	}
+	id := "chatcmpl-" + randomID()
+	created := time.Now().Unix()
+	if cr.Stream {
+		s.streamCompletion(r.Context(), w, c, id, model, created, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage)
+		return
+	}
+	out, acct, err := s.run(r.Context(), "ChatCompletions", c, func(*router.Target, llm.Event) error { return nil })
+	setAccountingHeaders(w.Header(), acct)
+	if err != nil {
+		writeStatusError(w, err)
+		return
+	}
+	resp := completion{ID: id, Object: "chat.completion", Created: created, Model: model}
+	resp.Choices = make([]struct {
+		Index        int        `json:"index"`
+		Message      outMessage `json:"message"`
+		FinishReason string     `json:"finish_reason"`
+	}, 1)
+	msg := &resp.Choices[0].Message
+	msg.Role = llm.RoleAssistant
+	if out.Result.Content != "" || len(out.Result.ToolCalls) == 0 {
+		msg.Content = &out.Result.Content
+	}
+	for _, tc := range out.Result.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, wireToolCall(nil, tc))
+	}
+	resp.Choices[0].FinishReason = wireFinish(out.Result.FinishReason)
+	resp.Usage = wireUsage(out.Result.Usage)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c call, id, model string, created int64, includeUsage bool) {
+	h := w.Header()
+	h.Set("Trailer", TrailerInputTokens+", "+TrailerOutputTokens+", "+TrailerOverheadUS)
+	rc := http.NewResponseController(w)
+	started := false
+	base := chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model}
+	write := func(ch any) error {
+		b, err := json.Marshal(ch)
+		if err != nil {
+			return err
+		}
+		if !started {
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	first := true
+	out, acct, err := s.run(ctx, "ChatCompletions", c, func(_ *router.Target, ev llm.Event) error {
+		ch := base
+		d := chunkDelta{Content: ev.Delta}
+		if first {
+			d.Role = llm.RoleAssistant
+			first = false
+		}
+		if td := ev.ToolCallDelta; td != nil {
+			i := td.Index
+			tc := chatToolCall{Index: &i, ID: td.ID}
+			if td.ID != "" {
+				tc.Type = "function"
+			}
+			tc.Function.Name, tc.Function.Arguments = td.Name, td.ArgumentsDelta
+			d.ToolCalls = []chatToolCall{tc}
+		}
+		ch.Choices = []chunkChoice{{Delta: d}}
+		return write(ch)
+	})
+	setAccountingHeaders(h, acct)
+	if err != nil {
+		if !started {
+			writeStatusError(w, err)
+			return
+		}
+		// Mid-stream, OpenAI sends an error object as a data line.
+		st := status.Convert(grpcError(err))
+		_ = write(map[string]any{"error": map[string]any{"message": st.Message(), "type": errorType(st.Code()), "code": nil}})
+		return
+	}
+	fin := wireFinish(out.Result.FinishReason)
+	ch := base
+	ch.Choices = []chunkChoice{{FinishReason: &fin}}
+	if first {
+		ch.Choices[0].Delta.Role = llm.RoleAssistant
+	}
+	if write(ch) != nil {
+		return
+	}
+	if includeUsage {
+		u := wireUsage(out.Result.Usage)
+		uc := base
+		uc.Choices = []chunkChoice{}
+		uc.Usage = &u
+		if write(uc) != nil {
+			return
+		}
+	}
+	if _, err := fmt.Fprint(w, "data: [DONE]\n\n"); err == nil {
+		_ = rc.Flush()
+	}
+}
+
+func (s *Service) listModels(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	resp := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, m := range s.models() {
+		resp.Data = append(resp.Data, model{ID: m.Id, Object: "model", OwnedBy: m.Provider})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func wireToolCall(index *int, tc llm.ToolCall) chatToolCall {
+	out := chatToolCall{Index: index, ID: tc.ID, Type: "function"}
+	out.Function.Name = tc.Name
+	args, err := openai.RawArguments(tc)
+	if err != nil {
+		args = "{}"
+	}
+	out.Function.Arguments = args
+	return out
+}
+
+// wireFinish maps the gateway's finish reasons to OpenAI's, which have no
+// "refusal" (a refusal is a normal stop with refusal text).
+func wireFinish(f string) string {
+	if f == llm.FinishRefusal {
+		return llm.FinishStop
+	}
+	return f
+}
+
+func wireUsage(u llm.Usage) chatUsage {
+	return chatUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+}
+
+func setAccountingHeaders(h http.Header, a accounting) {
+	h.Set(TrailerInputTokens, strconv.FormatInt(a.usage.InputTokens, 10))
+	h.Set(TrailerOutputTokens, strconv.FormatInt(a.usage.OutputTokens, 10))
+	h.Set(TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10))
+}
+
+func writeStatusError(w http.ResponseWriter, err error) {
+	st := status.Convert(grpcError(err))
+	writeHTTPError(w, httpStatus(st.Code()), errorType(st.Code()), st.Message())
+}
+
+func writeHTTPError(w http.ResponseWriter, code int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+}
+
+func httpStatus(c codes.Code) int {
+	switch c {
+	case codes.InvalidArgument, codes.FailedPrecondition:
+		return http.StatusBadRequest
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized
+	case codes.PermissionDenied:
+		return http.StatusForbidden
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case codes.Canceled:
+		return 499
+	}
+	return http.StatusServiceUnavailable
+}
+
+func errorType(c codes.Code) string {
+	switch c {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.NotFound:
+		return "invalid_request_error"
+	case codes.PermissionDenied, codes.Unauthenticated:
+		return "permission_error"
+	case codes.ResourceExhausted:
+		return "rate_limit_error"
+	}
+	return "server_error"
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

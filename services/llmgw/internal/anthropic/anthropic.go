@@ -1,0 +1,353 @@
+// Package anthropic is the provider for the Anthropic Messages API, built on
+// the official anthropic-sdk-go SDK.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+)
+
+// DefaultMaxTokens is sent when neither the request nor the model gives a
+// limit: the Messages API requires max_tokens on every call.
+const DefaultMaxTokens = 4096
+
+// Provider streams messages from one base URL with one key.
+type Provider struct {
+	svc       anthropic.MessageService
+	maxBytes  int
+	maxTokens int
+}
+
+// Option configures a Provider.
+type Option func(*Provider)
+
+// WithMaxResponseBytes bounds the text and tool arguments of one reply.
+func WithMaxResponseBytes(n int) Option { return func(p *Provider) { p.maxBytes = n } }
+
+// WithDefaultMaxTokens sets max_tokens for requests that give none.
+func WithDefaultMaxTokens(n int) Option {
+	return func(p *Provider) {
+		if n > 0 {
+			p.maxTokens = n
+		}
+	}
+}
+
+// New returns a provider for baseURL. As for OpenAI, the SDK's retries and its
+// environment defaults (ANTHROPIC_API_KEY, profiles, …) are off: the gateway
+// decides which key goes where, and retries only before any output.
+func New(hc *http.Client, baseURL, apiKey string, opts ...Option) *Provider {
+	p := &Provider{maxTokens: DefaultMaxTokens}
+	for _, o := range opts {
+		o(p)
+	}
+	ropts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(hc),
+		option.WithBaseURL(baseURL),
+		option.WithMaxRetries(0),
+	}
+	if apiKey != "" {
+		ropts = append(ropts, option.WithAPIKey(apiKey))
+	}
+	p.svc = anthropic.NewMessageService(ropts...)
+	return p
+}
+
+// Stream implements llm.Provider.
+func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	params, err := p.params(req)
+	if err != nil {
+		return llm.Result{}, err
+	}
+	stream := p.svc.NewStreaming(ctx, params)
+	defer stream.Close()
+
+	acc := llm.NewAccumulator(p.maxBytes)
+	var (
+		usage    llm.Usage
+		cacheIn  int64
+		stop     string
+		stopped  bool
+		emitErr  error
+		toolIdx  = map[int64]int{} // content block index → tool call position
+		numTools int
+	)
+	send := func(ev llm.Event) bool {
+		emitErr = emit(ev)
+		return emitErr == nil
+	}
+loop:
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			u := ev.Message.Usage
+			usage.InputTokens, usage.OutputTokens = u.InputTokens, u.OutputTokens
+			cacheIn = u.CacheCreationInputTokens + u.CacheReadInputTokens
+		case "content_block_start":
+			cb := ev.ContentBlock
+			switch cb.Type {
+			case "tool_use":
+				toolIdx[ev.Index] = numTools
+				td := llm.ToolCallDelta{Index: numTools, ID: cb.ID, Name: cb.Name}
+				numTools++
+				if err := acc.Tool(td); err != nil {
+					return llm.Result{}, err
+				}
+				if !send(llm.Event{ToolCallDelta: &td}) {
+					break loop
+				}
+			case "text":
+				if cb.Text != "" {
+					if err := acc.Text(cb.Text); err != nil {
+						return llm.Result{}, err
+					}
+					if !send(llm.Event{Delta: cb.Text}) {
+						break loop
+					}
+				}
+			}
+		case "content_block_delta":
+			d := ev.Delta
+			switch d.Type {
+			case "text_delta":
+				if d.Text == "" {
+					continue
+				}
+				if err := acc.Text(d.Text); err != nil {
+					return llm.Result{}, err
+				}
+				if !send(llm.Event{Delta: d.Text}) {
+					break loop
+				}
+			case "input_json_delta":
+				i, ok := toolIdx[ev.Index]
+				if !ok {
+					return llm.Result{}, llm.Errorf(llm.KindBadResponse, "input_json_delta for content block %d, which is not a tool_use block", ev.Index)
+				}
+				if d.PartialJSON == "" {
+					continue
+				}
+				td := llm.ToolCallDelta{Index: i, ArgumentsDelta: d.PartialJSON}
+				if err := acc.Tool(td); err != nil {
+					return llm.Result{}, err
+				}
+				if !send(llm.Event{ToolCallDelta: &td}) {
+					break loop
+				}
+			}
+			// thinking, signature and citation deltas are not part of the reply.
+		case "message_delta":
+			if ev.Delta.StopReason != "" {
+				stop = string(ev.Delta.StopReason)
+			}
+			// message_delta usage is cumulative: it replaces, never adds.
+			u := ev.Usage
+			if u.JSON.OutputTokens.Valid() {
+				usage.OutputTokens = u.OutputTokens
+			}
+			if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
+				usage.InputTokens = u.InputTokens
+			}
+			if c := u.CacheCreationInputTokens + u.CacheReadInputTokens; c > 0 {
+				cacheIn = c
+			}
+		case "message_stop":
+			stopped = true
+		}
+		// Unknown event types are ignored, as the API's versioning policy asks.
+	}
+	if emitErr != nil {
+		return llm.Result{}, emitErr
+	}
+	if err := stream.Err(); err != nil {
+		return llm.Result{}, classify(ctx, err)
+	}
+	// message_delta carries the stop reason; a stream cut after it (or one
+	// whose last event lacks the blank line that would dispatch message_stop,
+	// as in Anthropic's own SDK fixtures) has still delivered the whole reply.
+	if !stopped && stop == "" {
+		if err := ctx.Err(); err != nil {
+			return llm.Result{}, classify(ctx, err)
+		}
+		return llm.Result{}, llm.Errorf(llm.KindConnection, "stream ended before message_stop")
+	}
+	// Input tokens are reported in total, cached or not, as OpenAI's
+	// prompt_tokens are.
+	usage.InputTokens += cacheIn
+	return acc.Result(finishReason(stop), usage), nil
+}
+
+func finishReason(r string) string {
+	switch r {
+	case "tool_use":
+		return llm.FinishToolCalls
+	case "max_tokens", "model_context_window_exceeded":
+		return llm.FinishLength
+	case "refusal":
+		return llm.FinishRefusal
+	}
+	return llm.FinishStop
+}
+
+func (p *Provider) params(req llm.Request) (anthropic.MessageNewParams, error) {
+	params := anthropic.MessageNewParams{Model: anthropic.Model(req.Model), MaxTokens: int64(p.maxTokens)}
+	if req.MaxTokens > 0 {
+		params.MaxTokens = int64(req.MaxTokens)
+	}
+	if req.Temperature != nil {
+		params.Temperature = param.NewOpt(*req.Temperature)
+	}
+	// The Messages API takes the system prompt as a top-level field, so system
+	// messages of the conversation join it there.
+	if req.SystemPrompt != "" {
+		params.System = append(params.System, anthropic.TextBlockParam{Text: req.SystemPrompt})
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleSystem:
+			if m.Content != "" {
+				params.System = append(params.System, anthropic.TextBlockParam{Text: m.Content})
+			}
+		case llm.RoleUser:
+			if m.Content == "" {
+				continue
+			}
+			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
+		case llm.RoleAssistant:
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			for _, tc := range m.ToolCalls {
+				input := tc.Args
+				if input == nil {
+					var err error
+					if input, err = parseRaw(tc.RawArgs); err != nil {
+						return params, llm.Errorf(llm.KindBadSpec, "message %d: tool call %s: %v", i, tc.ID, err)
+					}
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, input, tc.Name))
+			}
+			if len(blocks) == 0 {
+				continue
+			}
+			params.Messages = append(params.Messages, anthropic.NewAssistantMessage(blocks...))
+		case llm.RoleTool:
+			// Tool results travel as tool_result blocks of a user message;
+			// consecutive results share one message.
+			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
+		default:
+			return params, llm.Errorf(llm.KindBadSpec, "message %d: unknown role %q", i, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		schema := anthropic.ToolInputSchemaParam{}
+		extra := map[string]any{}
+		for k, v := range t.Parameters {
+			switch k {
+			case "type":
+			case "properties":
+				schema.Properties = v
+			case "required":
+				if rs, ok := v.([]any); ok {
+					for _, r := range rs {
+						if s, ok := r.(string); ok {
+							schema.Required = append(schema.Required, s)
+						}
+					}
+				}
+			default:
+				extra[k] = v
+			}
+		}
+		if len(extra) > 0 {
+			schema.ExtraFields = extra
+		}
+		tp := &anthropic.ToolParam{Name: t.Name, InputSchema: schema}
+		if t.Description != "" {
+			tp.Description = param.NewOpt(t.Description)
+		}
+		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	return params, nil
+}
+
+// appendBlocks adds blocks to the last message when it has the same role, so
+// consecutive tool results (and a user's text after them) form one message.
+func appendBlocks(msgs []anthropic.MessageParam, role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) []anthropic.MessageParam {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+		msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+		return msgs
+	}
+	return append(msgs, anthropic.MessageParam{Role: role, Content: blocks})
+}
+
+func parseRaw(raw string) (map[string]any, error) {
+	m, msg := llm.ParseArguments(raw)
+	if msg != "" {
+		return nil, errors.New(msg)
+	}
+	return m, nil
+}
+
+func classify(ctx context.Context, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &llm.Error{Kind: llm.KindTimeout, Message: "the call's timeout passed", Err: err}
+	}
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return &llm.Error{Kind: llm.KindCanceled, Message: "the call was canceled", Err: err}
+	}
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		e := &llm.Error{Status: apiErr.StatusCode, Err: err}
+		// An `event: error` arrives inside a 200 response: its type says what
+		// it stands for (overloaded_error is a 529, rate_limit_error a 429).
+		if k, ok := llm.KindForErrorType(string(apiErr.Type())); ok && (apiErr.StatusCode < 300 || apiErr.StatusCode == 0) {
+			e.Kind = k
+		} else if apiErr.StatusCode >= 300 {
+			e.Kind = llm.KindForStatus(apiErr.StatusCode)
+		} else {
+			e.Kind = llm.KindUnknown
+		}
+		if apiErr.Response != nil {
+			e.RetryAfter = llm.RetryAfter(apiErr.Response.Header, time.Now())
+		}
+		e.Message = errorMessage(apiErr)
+		return e
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return &llm.Error{Kind: llm.KindBadResponse, Message: "provider sent an event that is not JSON: " + err.Error(), Err: err}
+	}
+	return &llm.Error{Kind: llm.KindConnection, Message: err.Error(), Err: err}
+}
+
+// errorMessage takes the provider's own message from the error body, without
+// the request dump the SDK's Error() adds.
+func errorMessage(e *anthropic.Error) string {
+	var body struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(e.RawJSON()), &body) == nil && body.Error.Message != "" {
+		return fmt.Sprintf("%s: %s", body.Error.Type, body.Error.Message)
+	}
+	if e.StatusCode != 0 {
+		return http.StatusText(e.StatusCode)
+	}
+	return "provider sent an error event"
+}

@@ -1,0 +1,292 @@
+package anthropic_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wick-agent/wick/services/llmgw/internal/anthropic"
+	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+)
+
+func start(t *testing.T, handlers ...http.HandlerFunc) (*fakellm.Server, string) {
+	t.Helper()
+	f := fakellm.New(handlers...)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+type recorded struct {
+	text   strings.Builder
+	deltas []llm.ToolCallDelta
+	events int
+}
+
+func run(t *testing.T, baseURL, key string, req llm.Request) (llm.Result, *recorded, error) {
+	t.Helper()
+	p := anthropic.New(http.DefaultClient, baseURL, key)
+	rec := &recorded{}
+	res, err := p.Stream(context.Background(), req, func(ev llm.Event) error {
+		rec.events++
+		rec.text.WriteString(ev.Delta)
+		if ev.ToolCallDelta != nil {
+			rec.deltas = append(rec.deltas, *ev.ToolCallDelta)
+		}
+		return nil
+	})
+	return res, rec, err
+}
+
+var hello = llm.Request{Model: "claude-sonnet-4-20250514", Messages: []llm.Message{{Role: "user", Content: "hi"}}}
+
+func TestFixtures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fixture string
+		content string
+		finish  string
+		usage   llm.Usage
+		calls   []llm.ToolCall
+	}{
+		{fixture: "anthropic/basic_response.txt", content: "Hello there!", finish: "stop", usage: llm.Usage{InputTokens: 11, OutputTokens: 6}},
+		{fixture: "anthropic/extra_fields_response.txt", content: "Hello!", finish: "stop", usage: llm.Usage{InputTokens: 11, OutputTokens: 3}},
+		// Input counts cached tokens too (11 + 3 created + 5 read), as OpenAI's prompt_tokens do.
+		{fixture: "anthropic/missing_usage_response.txt", content: "hi", finish: "stop", usage: llm.Usage{InputTokens: 19, OutputTokens: 1}},
+		{fixture: "anthropic/refusal_response.txt", content: "", finish: "refusal", usage: llm.Usage{InputTokens: 20, OutputTokens: 120}},
+		{fixture: "anthropic/tool_use_response.txt", content: "I'll check the current weather in Paris for you.", finish: "tool_calls", usage: llm.Usage{InputTokens: 377, OutputTokens: 65}, calls: []llm.ToolCall{
+			{ID: "toolu_01NRLabsLyVHZPKxbKvkfSMn", Name: "get_weather", Args: map[string]any{"location": "Paris"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
+			_, url := start(t, fakellm.SSE(fakellm.Fixture(tt.fixture)))
+			res, rec, err := run(t, url, "sk-ant-test", hello)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Content != tt.content || rec.text.String() != tt.content {
+				t.Errorf("content = %q, deltas = %q, want %q", res.Content, rec.text.String(), tt.content)
+			}
+			if res.FinishReason != tt.finish {
+				t.Errorf("finish = %q, want %q", res.FinishReason, tt.finish)
+			}
+			if res.Usage != tt.usage {
+				t.Errorf("usage = %+v, want %+v", res.Usage, tt.usage)
+			}
+			if len(res.ToolCalls) != len(tt.calls) {
+				t.Fatalf("tool calls = %+v, want %+v", res.ToolCalls, tt.calls)
+			}
+			for i, want := range tt.calls {
+				got := res.ToolCalls[i]
+				if got.ID != want.ID || got.Name != want.Name || !reflect.DeepEqual(got.Args, want.Args) || got.ArgsErr != "" {
+					t.Errorf("call %d = %+v, want %+v", i, got, want)
+				}
+			}
+			if len(tt.calls) > 0 {
+				if len(rec.deltas) == 0 || rec.deltas[0].ID != tt.calls[0].ID || rec.deltas[0].Index != 0 {
+					t.Errorf("tool-call deltas = %+v", rec.deltas)
+				}
+			}
+		})
+	}
+}
+
+func event(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+
+const (
+	msgStart  = `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"claude","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`
+	textStart = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+)
+
+func textDelta(s string) string {
+	b, _ := json.Marshal(s)
+	return fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%s}}`, b)
+}
+
+func jsonDelta(index int, s string) string {
+	b, _ := json.Marshal(s)
+	return fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%s}}`, index, b)
+}
+
+func stopEvents(reason string) string {
+	return event("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":9}}`, reason)) +
+		event("message_stop", `{"type":"message_stop"}`)
+}
+
+func TestArgumentsSplitAtEveryByte(t *testing.T) {
+	t.Parallel()
+	args := `{"command":"cat /workspace/ü.txt | grep \"x\"","todos":[{"id":"1","status":"done"}]}`
+	var want map[string]any
+	if err := json.Unmarshal([]byte(args), &want); err != nil {
+		t.Fatal(err)
+	}
+	for cut := 0; cut <= len(args); cut++ {
+		if cut > 0 && cut < len(args) && (args[cut]&0xC0) == 0x80 {
+			continue
+		}
+		body := event("message_start", msgStart) +
+			event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"execute","input":{}}}`) +
+			event("content_block_delta", jsonDelta(0, args[:cut])) +
+			event("content_block_delta", jsonDelta(0, args[cut:])) +
+			event("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+			stopEvents("tool_use")
+		_, url := start(t, fakellm.SSE([]byte(body)))
+		res, _, err := run(t, url, "", hello)
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		if len(res.ToolCalls) != 1 || !reflect.DeepEqual(res.ToolCalls[0].Args, want) {
+			t.Fatalf("cut %d: calls = %+v", cut, res.ToolCalls)
+		}
+	}
+}
+
+func TestUnknownEventsAreIgnored(t *testing.T) {
+	t.Parallel()
+	body := event("message_start", msgStart) +
+		event("brand_new_event", `{"type":"brand_new_event","stuff":[1]}`) +
+		event("content_block_start", textStart) +
+		event("ping", `{"type": "ping"}`) +
+		event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"future_delta","x":1}}`) +
+		event("content_block_delta", textDelta("Hi")) +
+		event("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":""}}`) +
+		event("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"hmm"}}`) +
+		stopEvents("end_turn")
+	_, url := start(t, fakellm.SSE([]byte(body)))
+	res, _, err := run(t, url, "", hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content != "Hi" || res.FinishReason != "stop" || res.Usage != (llm.Usage{InputTokens: 5, OutputTokens: 9}) {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	begun := event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", textDelta("Hel"))
+	tests := []struct {
+		name       string
+		handler    http.HandlerFunc
+		kind       llm.Kind
+		status     int
+		retryAfter time.Duration
+		events     int
+	}{
+		{name: "429 with Retry-After", handler: fakellm.Status(429, map[string]string{"Retry-After": "2"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`), kind: llm.KindRateLimited, status: 429, retryAfter: 2 * time.Second},
+		{name: "529", handler: fakellm.Status(529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), kind: llm.KindOverloaded, status: 529},
+		{name: "400", handler: fakellm.Status(400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`), kind: llm.KindInvalid, status: 400},
+		{name: "401", handler: fakellm.Status(401, nil, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`), kind: llm.KindAuth, status: 401},
+		{name: "disconnect mid-stream", handler: fakellm.Cut([]byte(begun)), kind: llm.KindConnection, events: 1},
+		{name: "error event mid-stream", handler: fakellm.SSE([]byte(begun + event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))), kind: llm.KindOverloaded, status: 200, events: 1},
+		{name: "api_error event", handler: fakellm.SSE([]byte(event("error", `{"type":"error","error":{"type":"api_error","message":"Internal"}}`))), kind: llm.KindServer, status: 200},
+		{name: "json delta for a text block", handler: fakellm.SSE([]byte(event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", jsonDelta(0, "{")))), kind: llm.KindBadResponse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, url := start(t, tt.handler)
+			_, rec, err := run(t, url, "sk-ant-test", hello)
+			var e *llm.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v (%T), want *llm.Error", err, err)
+			}
+			if e.Kind != tt.kind || e.Status != tt.status || e.RetryAfter != tt.retryAfter {
+				t.Errorf("err = kind %v status %d retry-after %v, want %v %d %v (%v)", e.Kind, e.Status, e.RetryAfter, tt.kind, tt.status, tt.retryAfter, e)
+			}
+			if rec.events != tt.events {
+				t.Errorf("events = %d, want %d", rec.events, tt.events)
+			}
+			if strings.Contains(e.Error(), "sk-ant-test") {
+				t.Errorf("error %q holds the key", e)
+			}
+		})
+	}
+}
+
+func TestRequestShape(t *testing.T) {
+	t.Parallel()
+	f, url := start(t, fakellm.SSE(fakellm.Fixture("anthropic/basic_response.txt")))
+	req := llm.Request{
+		Model:        "claude-sonnet-4-20250514",
+		SystemPrompt: "be brief",
+		Messages: []llm.Message{
+			{Role: "system", Content: "and kind"},
+			{Role: "user", Content: "read a and b"},
+			{Role: "assistant", Content: "Reading.", ToolCalls: []llm.ToolCall{
+				{ID: "t1", Name: "read_file", Args: map[string]any{"path": "/a"}},
+				{ID: "t2", Name: "read_file", RawArgs: `{"path":"/b"}`},
+			}},
+			{Role: "tool", ToolCallID: "t1", Name: "read_file", Content: "A"},
+			{Role: "tool", ToolCallID: "t2", Name: "read_file", Content: "B"},
+			{Role: "user", Content: "thanks"},
+		},
+		Tools: []llm.ToolSchema{{Name: "read_file", Description: "read", Parameters: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []any{"path"}}}},
+	}
+	if _, _, err := run(t, url, "sk-ant-test", req); err != nil {
+		t.Fatal(err)
+	}
+	r := f.Requests()[0]
+	if r.Path != "/v1/messages" || r.Header.Get("X-Api-Key") != "sk-ant-test" || r.Header.Get("Anthropic-Version") == "" {
+		t.Errorf("path %q headers %v", r.Path, r.Header)
+	}
+	var body struct {
+		MaxTokens int `json:"max_tokens"`
+		System    []struct {
+			Text string `json:"text"`
+		} `json:"system"`
+		Messages []struct {
+			Role    string           `json:"role"`
+			Content []map[string]any `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Name        string         `json:"name"`
+			InputSchema map[string]any `json:"input_schema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.MaxTokens != anthropic.DefaultMaxTokens {
+		t.Errorf("max_tokens = %d", body.MaxTokens)
+	}
+	if len(body.System) != 2 || body.System[0].Text != "be brief" || body.System[1].Text != "and kind" {
+		t.Errorf("system = %+v", body.System)
+	}
+	if len(body.Messages) != 3 {
+		t.Fatalf("messages = %s", r.Body)
+	}
+	asst := body.Messages[1]
+	if asst.Role != "assistant" || len(asst.Content) != 3 || asst.Content[1]["type"] != "tool_use" || asst.Content[2]["input"].(map[string]any)["path"] != "/b" {
+		t.Errorf("assistant = %+v", asst)
+	}
+	results := body.Messages[2]
+	if results.Role != "user" || len(results.Content) != 3 || results.Content[0]["type"] != "tool_result" || results.Content[1]["tool_use_id"] != "t2" || results.Content[2]["type"] != "text" {
+		t.Errorf("tool results = %+v", results)
+	}
+	if len(body.Tools) != 1 || body.Tools[0].InputSchema["type"] != "object" || body.Tools[0].InputSchema["required"] == nil {
+		t.Errorf("tools = %+v", body.Tools)
+	}
+}
+
+func TestNoKeyFromEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-must-not-leak")
+	f, url := start(t, fakellm.SSE(fakellm.Fixture("anthropic/basic_response.txt")))
+	if _, _, err := run(t, url, "", hello); err != nil {
+		t.Fatal(err)
+	}
+	h := f.Requests()[0].Header
+	if h.Get("X-Api-Key") != "" || h.Get("Authorization") != "" {
+		t.Fatalf("headers carry a key: %v", h)
+	}
+}

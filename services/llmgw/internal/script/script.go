@@ -1,0 +1,309 @@
+// Package script is the scripted model provider: it replays a file of turns
+// (text and tool calls), streamed token by token, so that agents can be tested
+// and demonstrated without a hosted model. It is stateless: the turn to play is
+// the number of assistant messages already in the conversation, so any replica
+// answers the same conversation the same way.
+package script
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+)
+
+// DemoName is the name of the embedded demo script ("script:demo").
+const DemoName = "demo"
+
+// Defaults of a script.
+const (
+	// DefaultEndText is the reply once every turn has been played.
+	DefaultEndText = "(the script has no more turns)"
+	// MaxScriptBytes bounds a script file.
+	MaxScriptBytes = 1 << 20
+	// argumentChunk is the size of the tool-argument fragments streamed.
+	argumentChunk = 16
+)
+
+//go:embed demo.json
+var demoJSON []byte
+
+// Script is a parsed script file.
+type Script struct {
+	// Delay is the pause before each token.
+	Delay time.Duration
+	// Turns are the model's replies, in order.
+	Turns []Turn
+	// EndText is the reply after the last turn.
+	EndText string
+}
+
+// Turn is one reply of the model.
+type Turn struct {
+	Text         string     `json:"text"`
+	ToolCalls    []ToolCall `json:"tool_calls"`
+	FinishReason string     `json:"finish_reason"`
+	Error        *TurnError `json:"error"`
+}
+
+// ToolCall is one call of a turn.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// TurnError makes a turn fail the way a provider would, before any output:
+// for testing retries and fallback chains.
+type TurnError struct {
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+type fileFormat struct {
+	Delay   string `json:"delay"`
+	Turns   []Turn `json:"turns"`
+	EndText string `json:"end_text"`
+}
+
+// Demo returns the embedded demo script.
+func Demo() *Script {
+	s, err := Parse(demoJSON)
+	if err != nil {
+		panic(fmt.Sprintf("embedded demo script: %v", err)) // a build defect, caught by tests
+	}
+	return s
+}
+
+// Parse parses a script: either {"delay","turns","end_text"} or a bare array
+// of turns. Unknown fields are refused, so that a typo does not pass silently.
+func Parse(data []byte) (*Script, error) {
+	if len(data) > MaxScriptBytes {
+		return nil, fmt.Errorf("script is larger than %d bytes", MaxScriptBytes)
+	}
+	var f fileFormat
+	trimmed := bytes.TrimSpace(data)
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var err error
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		err = dec.Decode(&f.Turns)
+	} else {
+		err = dec.Decode(&f)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("script: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("script: data after the JSON value")
+	}
+	s := &Script{Turns: f.Turns, EndText: f.EndText}
+	if s.EndText == "" {
+		s.EndText = DefaultEndText
+	}
+	if f.Delay != "" {
+		if s.Delay, err = time.ParseDuration(f.Delay); err != nil || s.Delay < 0 {
+			return nil, fmt.Errorf("script: delay %q is not a duration such as \"20ms\"", f.Delay)
+		}
+	}
+	for i, t := range s.Turns {
+		if t.Text == "" && len(t.ToolCalls) == 0 && t.Error == nil {
+			return nil, fmt.Errorf("script: turn %d has no text, tool_calls or error", i)
+		}
+		for j, tc := range t.ToolCalls {
+			if tc.Name == "" {
+				return nil, fmt.Errorf("script: turn %d tool call %d has no name", i, j)
+			}
+			if len(tc.Arguments) == 0 {
+				continue
+			}
+			if _, msg := llm.ParseArguments(string(tc.Arguments)); msg != "" {
+				return nil, fmt.Errorf("script: turn %d tool call %d (%s): %s", i, j, tc.Name, msg)
+			}
+		}
+		if t.Error != nil && t.Error.Status < 400 {
+			return nil, fmt.Errorf("script: turn %d error status %d is not an HTTP error status", i, t.Error.Status)
+		}
+	}
+	return s, nil
+}
+
+// Provider plays a script.
+type Provider struct {
+	script *Script
+	delay  time.Duration
+}
+
+// New returns a provider for s; delay, when non-negative, overrides the
+// script's own delay.
+func New(s *Script, delay time.Duration) *Provider {
+	p := &Provider{script: s, delay: s.Delay}
+	if delay >= 0 {
+		p.delay = delay
+	}
+	return p
+}
+
+// Stream implements llm.Provider.
+func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	n := 0
+	var in int64 = llm.EstimateTokens(req.SystemPrompt)
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleAssistant {
+			n++
+		}
+		in += llm.EstimateTokens(m.Content)
+	}
+	turn := Turn{Text: p.script.EndText}
+	if n < len(p.script.Turns) {
+		turn = p.script.Turns[n]
+	}
+	if e := turn.Error; e != nil {
+		msg := e.Message
+		if msg == "" {
+			msg = fmt.Sprintf("scripted error for turn %d", n)
+		}
+		return llm.Result{}, &llm.Error{Kind: llm.KindForStatus(e.Status), Status: e.Status, Message: msg}
+	}
+	acc := llm.NewAccumulator(0)
+	var out int64
+	for _, tok := range tokens(turn.Text) {
+		if err := llm.Sleep(ctx, p.delay); err != nil {
+			return llm.Result{}, ctxError(err)
+		}
+		if err := acc.Text(tok); err != nil {
+			return llm.Result{}, err
+		}
+		if err := emit(llm.Event{Delta: tok}); err != nil {
+			return llm.Result{}, err
+		}
+	}
+	out += llm.EstimateTokens(turn.Text)
+	for i, tc := range turn.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_script_%d_%d", n, i)
+		}
+		args, err := compact(tc.Arguments)
+		if err != nil {
+			return llm.Result{}, llm.Errorf(llm.KindBadSpec, "script turn %d tool call %d: %v", n, i, err)
+		}
+		out += llm.EstimateTokens(args) + llm.EstimateTokens(tc.Name)
+		first := llm.ToolCallDelta{Index: i, ID: id, Name: tc.Name}
+		if err := llm.Sleep(ctx, p.delay); err != nil {
+			return llm.Result{}, ctxError(err)
+		}
+		if err := acc.Tool(first); err != nil {
+			return llm.Result{}, err
+		}
+		if err := emit(llm.Event{ToolCallDelta: &first}); err != nil {
+			return llm.Result{}, err
+		}
+		for _, piece := range chunks(args, argumentChunk) {
+			if err := llm.Sleep(ctx, p.delay); err != nil {
+				return llm.Result{}, ctxError(err)
+			}
+			d := llm.ToolCallDelta{Index: i, ArgumentsDelta: piece}
+			if err := acc.Tool(d); err != nil {
+				return llm.Result{}, err
+			}
+			if err := emit(llm.Event{ToolCallDelta: &d}); err != nil {
+				return llm.Result{}, err
+			}
+		}
+	}
+	finish := turn.FinishReason
+	if finish == "" {
+		finish = llm.FinishStop
+		if len(turn.ToolCalls) > 0 {
+			finish = llm.FinishToolCalls
+		}
+	}
+	return acc.Result(finish, llm.Usage{InputTokens: in, OutputTokens: out}), nil
+}
+
+func ctxError(err error) error {
+	if err == context.DeadlineExceeded {
+		return &llm.Error{Kind: llm.KindTimeout, Message: "the call's timeout passed", Err: err}
+	}
+	return &llm.Error{Kind: llm.KindCanceled, Message: "the call was canceled", Err: err}
+}
+
+func compact(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 {
+		return "{}", nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// tokens splits text into words, each with the whitespace that follows it,
+// so that joining them gives the text back.
+func tokens(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && !isSpace(s[i]) {
+			i++
+		}
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+func isSpace(b byte) bool { return b == ' ' || b == '\n' || b == '\t' || b == '\r' }
+
+// chunks splits s into pieces of about n bytes, never inside a UTF-8 sequence.
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		if i == 0 {
+			i = n
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// SplitName splits "name?delay=20ms" into the name and the delay override
+// (-1 when none is given).
+func SplitName(s string) (name string, delay time.Duration, err error) {
+	name, query, ok := strings.Cut(s, "?")
+	delay = -1
+	if !ok {
+		return name, delay, nil
+	}
+	for _, kv := range strings.Split(query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "delay":
+			if delay, err = time.ParseDuration(v); err != nil || delay < 0 {
+				return "", 0, fmt.Errorf("script delay %q is not a duration such as \"20ms\"", v)
+			}
+		default:
+			return "", 0, fmt.Errorf("unknown script option %q (known: delay)", k)
+		}
+	}
+	return name, delay, nil
+}

@@ -1,0 +1,327 @@
+package llmgw
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/wick-agent/wick/services/llmgw/internal/anthropic"
+	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/openai"
+	"github.com/wick-agent/wick/services/llmgw/internal/router"
+	"github.com/wick-agent/wick/services/llmgw/internal/script"
+	"github.com/wick-agent/wick/services/llmgw/internal/spec"
+)
+
+// keyEnvName is what a key variable's name must look like; it keeps names
+// usable as file names in the secrets directory.
+var keyEnvName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
+
+// resolved is one model with its spec checked and its defaults filled in.
+type resolved struct {
+	name string
+	spec spec.Spec
+}
+
+// entry is a configured name: one model or a chain.
+type entry struct {
+	id    string
+	model *resolved
+	chain []resolved
+}
+
+// registry holds the configured models.
+type registry struct {
+	order    []string
+	byID     map[string]*entry
+	def      string
+	keyEnvs  map[string]bool    // variables a request may name
+	keyPairs map[[2]string]bool // (base_url, key env) pairs configured together
+}
+
+func newRegistry(cfg Config) (*registry, error) {
+	r := &registry{byID: map[string]*entry{}, keyEnvs: map[string]bool{spec.OpenAIKeyEnv: true, spec.AnthropicKeyEnv: true}, keyPairs: map[[2]string]bool{}}
+	models := cfg.Models
+	if cfg.ModelsFile != "" {
+		f, err := loadModelsFile(cfg.ModelsFile)
+		if err != nil {
+			return nil, err
+		}
+		models = append(f.Models, models...)
+		r.def = f.Default
+	}
+	for _, env := range cfg.AllowedKeyEnvs {
+		if !keyEnvName.MatchString(env) {
+			return nil, fmt.Errorf("allowed key variable %q is not an upper-case variable name", env)
+		}
+		r.keyEnvs[env] = true
+	}
+	var chains []ModelConfig
+	for _, m := range models {
+		if m.ID == "" {
+			return nil, fmt.Errorf("models: a model has no id")
+		}
+		if _, dup := r.byID[m.ID]; dup {
+			return nil, fmt.Errorf("models: id %q is defined twice", m.ID)
+		}
+		e := &entry{id: m.ID}
+		r.byID[m.ID] = e
+		r.order = append(r.order, m.ID)
+		if len(m.Fallback) > 0 {
+			chains = append(chains, m)
+			continue
+		}
+		s, err := m.specOf()
+		if err != nil {
+			return nil, fmt.Errorf("models: %s: %w", m.ID, err)
+		}
+		if s.APIKeyEnv != "" {
+			if !keyEnvName.MatchString(s.APIKeyEnv) {
+				return nil, fmt.Errorf("models: %s: api_key_env %q is not an upper-case variable name", m.ID, s.APIKeyEnv)
+			}
+			r.keyEnvs[s.APIKeyEnv] = true
+			r.keyPairs[[2]string{strings.TrimRight(s.BaseURL, "/"), s.APIKeyEnv}] = true
+		}
+		e.model = &resolved{name: m.ID, spec: s}
+	}
+	for _, m := range chains {
+		if len(m.Fallback) > MaxChain {
+			return nil, fmt.Errorf("models: %s: a chain has at most %d models", m.ID, MaxChain)
+		}
+		e := r.byID[m.ID]
+		for _, name := range m.Fallback {
+			if ref, ok := r.byID[name]; ok {
+				if ref.model == nil {
+					return nil, fmt.Errorf("models: %s: chain member %q is itself a chain", m.ID, name)
+				}
+				e.chain = append(e.chain, *ref.model)
+				continue
+			}
+			p, err := spec.Parse(name)
+			if err == nil {
+				p, err = spec.Normalize(p)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("models: %s: chain member %q: %w", m.ID, name, err)
+			}
+			e.chain = append(e.chain, resolved{name: name, spec: p})
+		}
+	}
+	if cfg.DefaultModel != "" {
+		r.def = cfg.DefaultModel
+	}
+	if r.def == "" {
+		r.def = DefaultModel
+	}
+	return r, nil
+}
+
+// requestSpec is a model as a request names it.
+type requestSpec struct {
+	str string
+	obj spec.Spec
+}
+
+// resolve turns a request's models into a chain, applying the key and base
+// URL policy to every spec the operator did not configure.
+func (s *Service) resolve(models []requestSpec) ([]resolved, error) {
+	if len(models) == 0 {
+		models = []requestSpec{{str: s.reg.def}}
+	}
+	var out []resolved
+	for i, m := range models {
+		if m.str != "" {
+			if e, ok := s.reg.byID[m.str]; ok {
+				if e.model != nil {
+					r := *e.model
+					if m.obj.MaxTokens > 0 {
+						r.spec.MaxTokens = m.obj.MaxTokens
+					}
+					out = append(out, r)
+				} else {
+					out = append(out, e.chain...)
+				}
+				continue
+			}
+		}
+		var sp spec.Spec
+		if m.str != "" {
+			p, err := spec.Parse(m.str)
+			if err != nil {
+				return nil, llm.Errorf(llm.KindBadSpec, "model %d: %v", i, err)
+			}
+			p.MaxTokens, p.ContextWindow = m.obj.MaxTokens, m.obj.ContextWindow
+			sp = p
+		} else {
+			sp = m.obj
+		}
+		explicitKey := sp.APIKeyEnv != ""
+		n, err := spec.Normalize(sp)
+		if err != nil {
+			return nil, llm.Errorf(llm.KindBadSpec, "model %d: %v", i, err)
+		}
+		if err := s.allowed(n, explicitKey); err != nil {
+			return nil, err
+		}
+		name := m.str
+		if name == "" {
+			name = n.String()
+		}
+		out = append(out, resolved{name: name, spec: n})
+	}
+	if len(out) > MaxChain {
+		return nil, llm.Errorf(llm.KindBadSpec, "a fallback chain has at most %d models, got %d", MaxChain, len(out))
+	}
+	return out, nil
+}
+
+// allowed is the policy for specs named by a request: a caller must not be
+// able to make the gateway send a key it holds to a host of the caller's
+// choosing, nor read an arbitrary environment variable.
+func (s *Service) allowed(n spec.Spec, explicitKey bool) error {
+	if n.Provider == spec.Script {
+		return nil // checked when the script is opened
+	}
+	custom := strings.TrimRight(n.BaseURL, "/") != spec.DefaultBaseURL(n.Provider)
+	if custom && !s.cfg.AllowRequestBaseURL {
+		return llm.Errorf(llm.KindForbidden, "this gateway does not accept a base_url in requests; configure the model in its models file")
+	}
+	if n.APIKeyEnv == "" {
+		return nil
+	}
+	if explicitKey && !s.reg.keyEnvs[n.APIKeyEnv] {
+		return llm.Errorf(llm.KindForbidden, "api_key_env %q is not one the gateway allows (allowed: %s)", n.APIKeyEnv, strings.Join(s.allowedKeyEnvs(), ", "))
+	}
+	if custom && !s.reg.keyPairs[[2]string{strings.TrimRight(n.BaseURL, "/"), n.APIKeyEnv}] {
+		return llm.Errorf(llm.KindForbidden, "the key in %s is only sent to %s's own API or to a base_url configured with it in the models file, not to %s", n.APIKeyEnv, n.Provider, n.BaseURL)
+	}
+	return nil
+}
+
+func (s *Service) allowedKeyEnvs() []string {
+	var out []string
+	for k := range s.reg.keyEnvs {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lookupKey returns the key in variable name: from the environment, else from
+// the file of that name in the secrets directory.
+func (s *Service) lookupKey(name string) (string, bool) {
+	if v, ok := s.opts.lookupEnv(name); ok && strings.TrimSpace(v) != "" {
+		return strings.TrimSpace(v), true
+	}
+	if s.cfg.SecretsDir == "" || !keyEnvName.MatchString(name) {
+		return "", false
+	}
+	data, err := os.ReadFile(filepath.Join(s.cfg.SecretsDir, name))
+	if err != nil {
+		return "", false
+	}
+	v := strings.TrimSpace(string(data))
+	return v, v != ""
+}
+
+// target turns a resolved model into a router target.
+func (s *Service) target(r resolved) router.Target {
+	return router.Target{
+		Name:      r.name,
+		Provider:  r.spec.Provider,
+		Model:     r.spec.Model,
+		MaxTokens: r.spec.MaxTokens,
+		Open:      func() (llm.Provider, error) { return s.provider(r) },
+	}
+}
+
+// clientKey identifies a cached provider client; the key is hashed so that
+// it never sits in a map key in clear.
+type clientKey struct {
+	provider, baseURL, keyHash string
+}
+
+func (s *Service) provider(r resolved) (llm.Provider, error) {
+	sp := r.spec
+	if sp.Provider == spec.Script {
+		return s.scriptProvider(sp.Model)
+	}
+	var key string
+	if sp.APIKeyEnv != "" {
+		v, ok := s.lookupKey(sp.APIKeyEnv)
+		if !ok {
+			return nil, llm.Errorf(llm.KindMissingKey, "the API key variable %s is not set (set it in the gateway's environment or as a file in its secrets directory)", sp.APIKeyEnv)
+		}
+		key = v
+	}
+	sum := sha256.Sum256([]byte(key))
+	ck := clientKey{provider: sp.Provider, baseURL: sp.BaseURL, keyHash: hex.EncodeToString(sum[:8])}
+	if p, ok := s.clients.Load(ck); ok {
+		return p.(llm.Provider), nil
+	}
+	var p llm.Provider
+	switch sp.Provider {
+	case spec.Anthropic:
+		p = anthropic.New(s.opts.httpClient, sp.BaseURL, key, anthropic.WithMaxResponseBytes(s.cfg.MaxResponseBytes))
+	case spec.OpenAI:
+		p = openai.New(s.opts.httpClient, sp.BaseURL, key, openai.WithMaxResponseBytes(s.cfg.MaxResponseBytes))
+	default:
+		p = openai.New(s.opts.httpClient, sp.BaseURL, key, openai.WithMaxResponseBytes(s.cfg.MaxResponseBytes), openai.WithLegacyMaxTokens())
+	}
+	actual, _ := s.clients.LoadOrStore(ck, p)
+	return actual.(llm.Provider), nil
+}
+
+// scriptProvider opens "script:<model>": the embedded demo, an inline script
+// (JSON object or array), or a file of the script directory.
+func (s *Service) scriptProvider(model string) (llm.Provider, error) {
+	t := strings.TrimSpace(model)
+	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		sc, err := script.Parse([]byte(t))
+		if err != nil {
+			return nil, llm.Errorf(llm.KindBadSpec, "%v", err)
+		}
+		return script.New(sc, -1), nil
+	}
+	name, delay, err := script.SplitName(t)
+	if err != nil {
+		return nil, llm.Errorf(llm.KindBadSpec, "%v", err)
+	}
+	if name == script.DemoName {
+		return script.New(s.demo, delay), nil
+	}
+	if s.cfg.ScriptDir == "" {
+		return nil, llm.Errorf(llm.KindBadSpec, "script %q: no script directory is configured (-script-dir); use script:demo or an inline script", name)
+	}
+	root, err := os.OpenRoot(s.cfg.ScriptDir)
+	if err != nil {
+		return nil, llm.Errorf(llm.KindBadSpec, "script directory: %v", err)
+	}
+	defer root.Close()
+	// os.Root refuses names that leave the directory, so a request cannot
+	// read other files of the gateway's host.
+	f, err := root.Open(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, llm.Errorf(llm.KindBadSpec, "script %q does not exist in the script directory", name)
+		}
+		return nil, llm.Errorf(llm.KindBadSpec, "script %q: cannot be opened from the script directory", name)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, script.MaxScriptBytes+1))
+	if err != nil {
+		return nil, llm.Errorf(llm.KindBadSpec, "script %q: %v", name, err)
+	}
+	sc, err := script.Parse(data)
+	if err != nil {
+		return nil, llm.Errorf(llm.KindBadSpec, "script %q: %v", name, err)
+	}
+	return script.New(sc, delay), nil
+}

@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+)
+
+// percentiles reports p50 and p99 of samples in the given unit.
+func percentiles(b *testing.B, samples []time.Duration, unit time.Duration, name string) time.Duration {
+	b.Helper()
+	if len(samples) == 0 {
+		return 0
+	}
+	slices.Sort(samples)
+	p := func(q float64) time.Duration { return samples[min(len(samples)-1, int(q*float64(len(samples))))] }
+	suffix := map[time.Duration]string{time.Microsecond: "µs", time.Millisecond: "ms"}[unit]
+	b.ReportMetric(float64(p(0.50))/float64(unit), name+"p50-"+suffix)
+	b.ReportMetric(float64(p(0.99))/float64(unit), name+"p99-"+suffix)
+	return p(0.50)
+}
+
+// BenchmarkEnsure measures EnsureSandbox of a new sandbox until its daemon
+// answers (target p50 ≤ 500 ms). Deleting it is not timed.
+func BenchmarkEnsure(b *testing.B) {
+	h := newHarness(b)
+	ctx := as("bench")
+	var samples []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		agent := fmt.Sprintf("ensure-%d", i)
+		start := time.Now()
+		sb := h.ensure(ctx, agent, nil)
+		samples = append(samples, time.Since(start))
+		b.StopTimer()
+		if sb.GetTransport() != transportDaemon {
+			b.Fatalf("transport %q", sb.GetTransport())
+		}
+		if _, err := h.cli.DeleteSandbox(ctx, &sandboxv1.DeleteSandboxRequest{AgentId: agent}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	percentiles(b, samples, time.Millisecond, "")
+}
+
+// BenchmarkExecTrue measures the round trip of `true` through the service,
+// via the daemon and via Docker exec, in the same run (target: daemon p50 ≤
+// 2 ms and ≥ 20× faster). The Docker-exec path is a sandbox on an engine
+// named by address, which the service reaches only through Docker exec.
+func BenchmarkExecTrue(b *testing.B) {
+	const host = "unix:///var/run/docker.sock"
+	h := newHarness(b, func(c *Config) { c.AllowedDockerHosts = []string{host} })
+	ctx, cancel := context.WithTimeout(as("bench"), 10*time.Minute)
+	defer cancel()
+	h.ensure(ctx, "daemon", nil)
+	h.ensure(ctx, "exec", &sandboxv1.SandboxSpec{DockerHost: host})
+	var daemonP50 time.Duration
+	run := func(agent string) func(b *testing.B) {
+		return func(b *testing.B) {
+			h.mustExec(ctx, agent, "true") // warm the connection
+			samples := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				r, err := h.exec(ctx, agent, "true")
+				samples = append(samples, time.Since(start))
+				if err != nil || r.exit.GetExitCode() != 0 {
+					b.Fatalf("exec: %+v %v", r, err)
+				}
+			}
+			b.StopTimer()
+			p50 := percentiles(b, samples, time.Microsecond, "")
+			if agent == "daemon" {
+				daemonP50 = p50
+			} else if daemonP50 > 0 {
+				b.ReportMetric(float64(p50)/float64(daemonP50), "x-slower-than-daemon")
+			}
+		}
+	}
+	b.Run("daemon", run("daemon"))
+	b.Run("docker-exec", run("exec"))
+}

@@ -1,0 +1,190 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+)
+
+// daemonPollInterval paces the wait for a freshly started daemon's socket;
+// there is no event to wait on across the container boundary.
+const daemonPollInterval = 5 * time.Millisecond
+
+// daemonCommand is the wick-daemon command line of a sandbox.
+func daemonCommand(set settings) []string {
+	return dockerbox.DaemonCommand(set.Params.Workdir,
+		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10))
+}
+
+// injectAndConnect starts the daemon in the running container and waits
+// until it answers Health; b.life is held (or b.reinjecting set).
+func (s *Service) injectAndConnect(ctx context.Context, b *box) error {
+	b.mu.Lock()
+	e, id, cu, set := b.engine, b.containerID, b.cuser, b.set
+	b.mu.Unlock()
+	sock := filepath.Join(b.hostDir, dockerbox.SocketName)
+	// The daemon needs the directory writable again to bind a fresh socket.
+	if err := s.prepareHostDir(b.hostDir, cu); err != nil {
+		return err
+	}
+	if err := dockerbox.InjectDaemon(ctx, e, id, cu, set.Params.Workdir, daemonCommand(set)); err != nil {
+		return err
+	}
+	return s.connect(ctx, b, sock)
+}
+
+func (s *Service) connect(ctx context.Context, b *box, sock string) error {
+	conn, err := dialSocket(sock)
+	if err != nil {
+		return err
+	}
+	cli := daemonv1.NewDaemonClient(conn)
+	deadline := time.Now().Add(s.cfg.DaemonStartTimeout)
+	var lastErr error
+	for {
+		if _, err := os.Lstat(sock); err == nil {
+			hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+			h, err := cli.Health(hc, &daemonv1.HealthRequest{}, grpc.WaitForReady(true))
+			cancel()
+			if err == nil {
+				if err := s.lockHostDir(b); err != nil {
+					conn.Close()
+					return err
+				}
+				b.mu.Lock()
+				old := b.conn
+				b.conn, b.daemon, b.version = conn, cli, h.GetVersion()
+				b.state, b.transport = stateRunning, transportDaemon
+				b.mu.Unlock()
+				if old != nil {
+					old.Close()
+				}
+				return nil
+			}
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			conn.Close()
+			return fmt.Errorf("%w: wick-daemon did not answer within %s: %v", errUnavailable, s.cfg.DaemonStartTimeout, lastErr)
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close()
+			return ctx.Err()
+		case <-time.After(daemonPollInterval):
+		}
+	}
+}
+
+// dialSocket opens a lazy client of a daemon socket. The dialer refuses
+// anything but a socket file, so a sandbox that replaced its socket with a
+// symlink cannot point the service at a host socket.
+func dialSocket(sock string) (*grpc.ClientConn, error) {
+	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
+		fi, err := os.Lstat(sock)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s is not a socket", sock)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}
+	return grpc.NewClient("passthrough:///wick-daemon",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20), grpc.MaxCallSendMsgSize(32<<20)))
+}
+
+// fallback records that the daemon did not answer a call, which then takes
+// Docker exec, and re-injects the daemon in the background.
+func (s *Service) fallback(b *box, op string) {
+	if s.onFallback != nil {
+		s.onFallback(op)
+	}
+	b.mu.Lock()
+	if b.transport == transportDaemon {
+		b.transport = transportExec
+	}
+	b.mu.Unlock()
+	s.log.Warn("wick-daemon not answering; using docker exec", "agent", b.agent, "op", op)
+	s.reinject(b)
+}
+
+// Bounds of the back-off between failed re-injections.
+const (
+	reinjectBackoffMin = time.Second
+	reinjectBackoffMax = 5 * time.Minute
+)
+
+// reinject brings the daemon back, one attempt at a time per sandbox, backing
+// off after failures. A container that stopped running is marked stopped, so
+// the next call starts it again.
+func (s *Service) reinject(b *box) {
+	b.mu.Lock()
+	if b.reinjecting || b.state != stateRunning || b.set.DockerHost != "" || b.set.Type != TypeDocker ||
+		s.now().Before(b.reinjectAfter) {
+		b.mu.Unlock()
+		return
+	}
+	b.reinjecting = true
+	b.mu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		b.mu.Lock()
+		b.reinjecting = false
+		b.mu.Unlock()
+		return
+	}
+	s.bg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		ok := false
+		defer func() {
+			b.mu.Lock()
+			b.reinjecting = false
+			if ok {
+				b.backoff, b.reinjectAfter = 0, time.Time{}
+			} else {
+				b.backoff = min(max(2*b.backoff, reinjectBackoffMin), reinjectBackoffMax)
+				b.reinjectAfter = s.now().Add(b.backoff)
+			}
+			b.mu.Unlock()
+		}()
+		b.life.Lock()
+		defer b.life.Unlock()
+		b.mu.Lock()
+		running, e, id := b.state == stateRunning, b.engine, b.containerID
+		b.mu.Unlock()
+		if !running {
+			ok = true
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.bgCtx, s.cfg.DaemonStartTimeout+5*time.Second)
+		defer cancel()
+		if in, err := e.ContainerInspect(ctx, id); dockerbox.IsNotFound(err) || err == nil && (in.State == nil || !in.State.Running) {
+			s.log.Warn("sandbox container is gone; marking the sandbox stopped", "agent", b.agent)
+			ok = s.stop(ctx, b) == nil
+			return
+		}
+		if err := s.injectAndConnect(ctx, b); err != nil {
+			s.log.Error("re-inject wick-daemon", "agent", b.agent, "err", err)
+			return
+		}
+		ok = true
+		s.log.Info("wick-daemon re-injected", "agent", b.agent)
+	}()
+}
