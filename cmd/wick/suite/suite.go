@@ -105,9 +105,7 @@ type Suite struct {
 	// Key is the identity key the services share.
 	Key *identity.Key
 
-	log     *slog.Logger
 	stopped chan struct{}
-	err     error
 }
 
 // ChooseModel returns the model the environment's keys allow.
@@ -150,7 +148,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	if key == nil {
 		key = identity.RandomKey()
 	}
-	s = &Suite{Addrs: map[string]string{}, Key: key, log: log, stopped: make(chan struct{})}
+	s = &Suite{Addrs: map[string]string{}, Key: key, stopped: make(chan struct{})}
 	s.Model = cfg.Model
 	if s.Model == "" {
 		s.Model = ChooseModel(lookup)
@@ -362,10 +360,11 @@ func stopLayers(layers []layer) {
 	}
 }
 
-// Wait blocks until the suite has stopped after its context ended.
+// Wait blocks until the suite has stopped after its context ended; failures
+// while stopping are logged, not returned.
 func (s *Suite) Wait() error {
 	<-s.stopped
-	return s.err
+	return nil
 }
 
 // chooseBackend settles "auto": Docker when an engine answers, the daemon
