@@ -20,7 +20,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
 gen: ## regenerate gen/ from proto/ with the pinned generators
-	rm -rf gen/wick gen/openapi
+	rm -rf gen/wick gen/openapi/*.json
 	$(BUF) generate
 	cd gen && GOFLAGS=-mod=mod go mod tidy
 

@@ -157,9 +157,8 @@ func TestConversation(t *testing.T) {
 	})
 
 	t.Run("the thread continues in a second request", func(t *testing.T) {
-		// enqueue: the agent may still hold the thread for a moment after
-		// it sent done (it saves and unlocks after the last event).
-		r := call(t, "POST", env.url+"/agents/default/invoke", aliceToken, jsonBody(userMessage("and now?", map[string]any{"thread_id": run.threadID(), "enqueue": true})))
+		// No enqueue: the thread is free once "done" has been seen.
+		r := call(t, "POST", env.url+"/agents/default/invoke", aliceToken, jsonBody(userMessage("and now?", map[string]any{"thread_id": run.threadID()})))
 		if r.code != 200 {
 			t.Fatalf("invoke = %d %s", r.code, r)
 		}

@@ -33,7 +33,7 @@ func TestRedisStores(t *testing.T) {
 	run := decodeRun(t, readEvents(t, resp.Body))
 	checkDemoRun(t, run)
 
-	r := call(t, "POST", env.url+"/agents/default/invoke", aliceToken, jsonBody(userMessage("more", map[string]any{"thread_id": run.threadID(), "enqueue": true})))
+	r := call(t, "POST", env.url+"/agents/default/invoke", aliceToken, jsonBody(userMessage("more", map[string]any{"thread_id": run.threadID()})))
 	var inv struct {
 		ThreadID string `json:"thread_id"`
 		Content  string `json:"content"`

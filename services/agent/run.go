@@ -54,8 +54,11 @@ type localRun struct {
 	// baseLen is the number of thread messages before the run's input.
 	baseLen  int
 	inputLen int
-	terminal bool // a "done" or "error" event was logged
-	logFail  error
+	// final is the loop's "done" or "error" event, held back until the
+	// thread lock is released; closing is set while it is logged.
+	final   *core.StreamEvent
+	closing bool
+	logFail error
 	// err is the loop's error, set before done is closed.
 	err error
 }
@@ -241,8 +244,12 @@ func (r *localRun) emit(ev core.StreamEvent) {
 	if ev.Event == core.EventError {
 		ev.Data = withErrorCode(ev.Data)
 	}
-	if ev.Event == core.EventDone || ev.Event == core.EventError {
-		r.terminal = true
+	if (ev.Event == core.EventDone || ev.Event == core.EventError) && !r.closing {
+		// The run's last event goes out only after the thread lock is
+		// released (see execute), so a client that sends its next message as
+		// soon as it sees "done" never finds the thread busy.
+		r.final = &ev
+		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
 	id, err := r.s.st.Log.Append(ctx, rec.ID, ev)
@@ -322,10 +329,17 @@ func (r *localRun) execute(runner *core.Runner, state *core.AgentState, input []
 			status, msg, code = runs.StatusFailed, err.Error(), "failed"
 		}
 	}
-	if !r.terminal && r.logFail == nil {
-		if status == runs.StatusDone {
+	if err := r.lease.Release(final); err != nil {
+		s.logger.Warn("release thread lock", "run_id", r.rec.ID, "error", err)
+	}
+	if r.logFail == nil {
+		r.closing = true
+		switch {
+		case r.final != nil:
+			r.emit(*r.final)
+		case status == runs.StatusDone:
 			r.emit(core.StreamEvent{Event: core.EventDone})
-		} else {
+		default:
 			r.emit(core.StreamEvent{Event: core.EventError, Data: map[string]any{"message": msg, "code": code}})
 		}
 	}
@@ -335,9 +349,6 @@ func (r *localRun) execute(runner *core.Runner, state *core.AgentState, input []
 	}
 	if s.local != s.st.Log {
 		_ = s.local.End(final, r.rec.ID)
-	}
-	if err := r.lease.Release(final); err != nil {
-		s.logger.Warn("release thread lock", "run_id", r.rec.ID, "error", err)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/wick-agent/wick/gen/openapi"
 	"github.com/wick-agent/wick/services/gateway/internal/httperr"
-	"github.com/wick-agent/wick/services/gateway/internal/openapi"
 )
 
 func serveOpenAPI() http.Handler {

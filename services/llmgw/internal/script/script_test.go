@@ -47,7 +47,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("deltas do not join to the result: %q / %q", text.String(), args.String())
 	}
 	res, _ = play(t, p, 1)
-	if len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != "execute" || res.ToolCalls[0].Args["command"] != "cat /workspace/hello.py" {
+	if len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != "execute" || res.ToolCalls[0].Args["command"] != "cat hello.py" {
 		t.Fatalf("turn 2 = %+v", res)
 	}
 	res, _ = play(t, p, 2)
