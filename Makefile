@@ -63,7 +63,10 @@ build: ## build every binary into bin/ (wick-daemon and wickfs static)
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/ ./daemon/cmd/... ./wickfs/cmd/...
 
 run: ## run the whole suite in one process with embedded defaults
-	go run ./cmd/wick
+	@mkdir -p $(BIN)
+	@# The static binaries let sandboxes run in Docker when an engine answers.
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./daemon/cmd/wick-daemon ./wickfs/cmd/wickfs
+	WICK_DAEMON_BIN=$(BIN)/wick-daemon WICK_WICKFS_BIN=$(BIN)/wickfs go run ./cmd/wick $(ARGS)
 
 clean:
 	rm -rf $(BIN) bench.out

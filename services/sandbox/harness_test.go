@@ -27,7 +27,7 @@ import (
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
-	"github.com/wick-agent/wick/services/sandbox/internal/testimage"
+	"github.com/wick-agent/wick/services/sandbox/sandboximage"
 )
 
 // testLabel marks everything tests create, so leftovers of a crashed run can
@@ -64,7 +64,7 @@ func binaries(t testing.TB) (string, string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		daemonBin, wickfsBin, binErr = testimage.Binaries(ctx, root, binDir)
+		daemonBin, wickfsBin, binErr = sandboximage.Binaries(ctx, root, binDir)
 	})
 	if binErr != nil {
 		t.Fatal(binErr)
@@ -76,13 +76,13 @@ func binaries(t testing.TB) (string, string) {
 func dockerEnv(t testing.TB) (*client.Client, string) {
 	t.Helper()
 	cli := testenv.Docker(t)
-	if _, err := os.Stat(testimage.BusyboxPath); err != nil {
-		testenv.Missing(t, "static busybox at %s", testimage.BusyboxPath)
+	if _, err := os.Stat(sandboximage.BusyboxPath); err != nil {
+		testenv.Missing(t, "static busybox at %s", sandboximage.BusyboxPath)
 	}
 	imageOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		imageTag, imageErr = testimage.Build(ctx, cli)
+		imageTag, imageErr = sandboximage.Build(ctx, cli, map[string]string{testLabel: "1"})
 	})
 	if imageErr != nil {
 		t.Fatal(imageErr)

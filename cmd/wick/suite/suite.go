@@ -29,6 +29,7 @@ import (
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/sandbox"
+	"github.com/wick-agent/wick/services/sandbox/sandboximage"
 )
 
 // Sandbox backends.
@@ -51,6 +52,8 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	// dockerProbeTimeout bounds the check for a Docker engine at start-up.
 	dockerProbeTimeout = 3 * time.Second
+	// imageBuildTimeout bounds building the busybox sandbox image at start-up.
+	imageBuildTimeout = time.Minute
 )
 
 // Config configures the suite. The zero value runs on loopback with random
@@ -395,8 +398,21 @@ func chooseBackend(ctx context.Context, want string, cfg *sandbox.Config, log *s
 		return BackendLocal
 	}
 	if _, err := cli.ImageInspect(pctx, cfg.DefaultImage); err != nil {
-		log.Info("sandbox: image not present; using the local backend (pull it, or pass -sandbox docker)", "image", cfg.DefaultImage)
-		return BackendLocal
+		if cfg.DefaultImage != sandbox.DefaultImage {
+			log.Info("sandbox: image not present; using the local backend (pull it, or pass -sandbox docker)", "image", cfg.DefaultImage)
+			return BackendLocal
+		}
+		// No registry may be reachable: build the small busybox image from
+		// the machine's static busybox rather than give up on containers.
+		bctx, cancel := context.WithTimeout(ctx, imageBuildTimeout)
+		defer cancel()
+		img, err := sandboximage.Build(bctx, cli, map[string]string{"wick.image": "busybox"})
+		if err != nil {
+			log.Info("sandbox: image not present and the busybox image could not be built; using the local backend", "image", cfg.DefaultImage, "error", err)
+			return BackendLocal
+		}
+		log.Info("sandbox: default image not present; using the busybox image built from this machine's static busybox", "missing", cfg.DefaultImage, "image", img)
+		cfg.DefaultImage = img
 	}
 	return BackendDocker
 }

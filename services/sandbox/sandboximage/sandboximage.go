@@ -1,7 +1,8 @@
-// Package testimage builds what sandbox tests need without a registry: a
-// FROM-scratch image with static busybox and an ordinary user, and the static
-// wick-daemon and wickfs binaries built from this repository.
-package testimage
+// Package sandboximage builds a sandbox image without a registry: FROM
+// scratch, Debian's static busybox and an ordinary user. Tests use it, and so
+// does `make run` on a machine whose Docker engine has no other image; it also
+// builds the static wick-daemon and wickfs binaries from this repository.
+package sandboximage
 
 import (
 	"archive/tar"
@@ -39,9 +40,12 @@ ENV PATH=/usr/local/bin:/usr/bin:/bin
 const passwd = "root:x:0:0:root:/root:/bin/sh\nwick:x:1000:1000:wick:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
 const group = "root:x:0:\nwick:x:1000:\nnogroup:x:65534:\n"
 
-// Build builds the image (once per content: the tag is a hash of it) and
-// returns its tag.
-func Build(ctx context.Context, cli *client.Client) (string, error) {
+// Repository is the image's repository; the tag is a hash of its content.
+const Repository = "wick-sandbox-busybox"
+
+// Build builds the image (once per content: the tag is a hash of it), with
+// labels on it, and returns its reference.
+func Build(ctx context.Context, cli *client.Client, labels map[string]string) (string, error) {
 	bb, err := os.ReadFile(BusyboxPath)
 	if err != nil {
 		return "", fmt.Errorf("static busybox: %w", err)
@@ -49,7 +53,7 @@ func Build(ctx context.Context, cli *client.Client) (string, error) {
 	h := sha256.New()
 	h.Write(bb)
 	h.Write([]byte(dockerfile + passwd + group))
-	tag := "wick-test-sandbox:" + hex.EncodeToString(h.Sum(nil))[:12]
+	tag := Repository + ":" + hex.EncodeToString(h.Sum(nil))[:12]
 	if _, err := cli.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	}
@@ -77,10 +81,10 @@ func Build(ctx context.Context, cli *client.Client) (string, error) {
 	}
 	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
 		Tags: []string{tag}, Remove: true, ForceRemove: true, NetworkMode: "none",
-		Labels: map[string]string{"wick.test": "1"},
+		Labels: labels,
 	})
 	if err != nil {
-		return "", fmt.Errorf("build test image: %w", err)
+		return "", fmt.Errorf("build sandbox image: %w", err)
 	}
 	defer resp.Body.Close()
 	// The build reports failures inside its JSON stream, not as an HTTP error.
@@ -98,7 +102,7 @@ func Build(ctx context.Context, cli *client.Client) (string, error) {
 		}
 		log.WriteString(msg.Stream)
 		if msg.Error != "" {
-			return "", fmt.Errorf("build test image: %s\n%s", msg.Error, log.String())
+			return "", fmt.Errorf("build sandbox image: %s\n%s", msg.Error, log.String())
 		}
 	}
 	return tag, nil
