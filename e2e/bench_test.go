@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/cmd/wick/suite"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // The benchmark: 1,000 concurrent SSE streams, each a scripted
@@ -26,39 +23,6 @@ const (
 	benchTokens   = 50
 	benchInterval = 20 * time.Millisecond
 )
-
-func raiseFDLimit(b *testing.B) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatal(err)
-	}
-	if lim.Cur < lim.Max {
-		lim.Cur = lim.Max
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if lim.Cur < 4*benchStreams {
-		b.Skipf("open-file limit %d is too low for %d streams", lim.Cur, benchStreams)
-	}
-}
-
-// peakRSS is the process's VmHWM in bytes.
-func peakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM")
-}
 
 type streamTiming struct {
 	firstEvent time.Duration   // request sent → first SSE frame
@@ -73,7 +37,8 @@ type streamTiming struct {
 // the RSS high-water mark of the one process that holds all four services
 // and the 1,000 clients.
 func BenchmarkSuiteSSEStreams(b *testing.B) {
-	raiseFDLimit(b)
+	// Client, services and streams share this process: 4 descriptors a stream.
+	testenv.RaiseFDLimit(b, 4*benchStreams)
 	env := startWick(b, func(c *suite.Config) { c.Model = "script:bench50" })
 	if r := call(b, "POST", env.url+"/agents", aliceToken, jsonBody(map[string]any{"agent_id": "bench", "model": "script:bench50"})); r.code != 200 {
 		b.Fatalf("create the bench agent: %d %s", r.code, r)
@@ -136,7 +101,7 @@ func benchSuiteStreams(b *testing.B, env *wickEnv, benchStreams int) {
 	b.ReportMetric(ms(lags[len(lags)/2]), "p50-delay-ms")
 	b.ReportMetric(ms(lags[len(lags)*99/100]), "p99-delay-ms")
 	b.ReportMetric(ms(firsts[len(firsts)*99/100]), "p99-first-event-ms")
-	if hwm, err := peakRSS(); err == nil {
+	if hwm, err := testenv.PeakRSS(); err == nil {
 		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MB")
 	}
 	b.ReportMetric(float64(streams)/float64(b.N), "streams")

@@ -299,18 +299,7 @@ func TestRejoinAfterDisconnect(t *testing.T) {
 	t.Run("a background run continues and is re-joined without loss", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		resp := openSSE(t, ctx, "POST", env.url+"/agents/default/stream", aliceToken, jsonBody(userMessage("hello", map[string]any{"background": true})))
-		es := newEventStream(resp.Body)
-		var seen []sseMessage
-		for {
-			ev, err := es.next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen = append(seen, ev)
-			if ev.Event == "on_tool_start" {
-				break
-			}
-		}
+		seen := readUntil(t, resp.Body, "on_tool_start")
 		cancel() // the client goes away mid-run
 		runID := decodeRun(t, seen).runID()
 

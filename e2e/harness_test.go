@@ -297,6 +297,24 @@ func (e *eventStream) next() (sseMessage, error) {
 	}
 }
 
+// readUntil reads events up to and including the first of kind event, and
+// leaves the rest of the stream unread.
+func readUntil(t testing.TB, r io.Reader, event string) []sseMessage {
+	t.Helper()
+	es := newEventStream(r)
+	var out []sseMessage
+	for {
+		ev, err := es.next()
+		if err != nil {
+			t.Fatalf("read event stream before %q: %v", event, err)
+		}
+		out = append(out, ev)
+		if ev.Event == event {
+			return out
+		}
+	}
+}
+
 // readEvents reads events until the stream ends.
 func readEvents(t testing.TB, r io.Reader) []sseMessage {
 	t.Helper()

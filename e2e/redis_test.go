@@ -60,18 +60,7 @@ func TestRedisStores(t *testing.T) {
 		other := startReplica(t, env, addr)
 		ctx, cancel := context.WithCancel(t.Context())
 		resp := openSSE(t, ctx, "POST", env.url+"/agents/default/stream", aliceToken, jsonBody(userMessage("hello", map[string]any{"background": true})))
-		es := newEventStream(resp.Body)
-		var seen []sseMessage
-		for {
-			ev, err := es.next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen = append(seen, ev)
-			if ev.Event == "on_tool_start" {
-				break
-			}
-		}
+		seen := readUntil(t, resp.Body, "on_tool_start")
 		cancel()
 		runID := decodeRun(t, seen).runID()
 		rest := openSSE(t, t.Context(), "GET", other+"/runs/"+runID+"/events", aliceToken, nil, "Last-Event-ID", seen[len(seen)-1].ID)

@@ -1,14 +1,12 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
@@ -28,41 +27,6 @@ const (
 	benchInterval = 20 * time.Millisecond
 )
 
-// raiseFDLimit lifts the soft open-file limit to the hard one: 1,000 streams
-// hold 2,000 loopback sockets in this one process.
-func raiseFDLimit(b *testing.B) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Fatal(err)
-	}
-	if lim.Cur < lim.Max {
-		lim.Cur = lim.Max
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if lim.Cur < 3*benchStreams {
-		b.Skipf("open-file limit %d is too low for %d streams", lim.Cur, benchStreams)
-	}
-}
-
-// vmHWM returns the process's peak resident set size in bytes.
-func vmHWM() (int64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc/self/status")
-}
-
 // BenchmarkSSEStreams runs 1,000 concurrent SSE streams through the gateway
 // from a fake agent service that emits 50 tokens 20 ms apart, each stamped
 // with its send time. The delay of an event is its arrival at the SSE client
@@ -70,7 +34,8 @@ func vmHWM() (int64, error) {
 // SSE marshaler and the HTTP hop. Client, gateway and fake agent share this
 // one process, so the peak RSS is theirs together.
 func BenchmarkSSEStreams(b *testing.B) {
-	raiseFDLimit(b)
+	// Client, services and streams share this process: 3 descriptors a stream.
+	testenv.RaiseFDLimit(b, 3*benchStreams)
 	env := startGateway(b, gateway.Config{})
 	for _, n := range []int{100, benchStreams} {
 		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) { benchStreamsN(b, env, n) })
@@ -125,7 +90,7 @@ func benchStreamsN(b *testing.B, env *testEnv, benchStreams int) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(delays[len(delays)-1].Microseconds())/1000, "max-ms")
-	if hwm, err := vmHWM(); err == nil {
+	if hwm, err := testenv.PeakRSS(); err == nil {
 		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MB")
 	}
 	b.ReportMetric(float64(benchStreams), "streams")

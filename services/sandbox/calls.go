@@ -58,6 +58,18 @@ func rpcErr(err error) error {
 
 func daemonDown(err error) bool { return status.Code(err) == codes.Unavailable }
 
+// takeFallback decides where a daemon call that failed with err goes next. A
+// daemon that did not answer sends the call to Docker exec (recorded, and the
+// daemon re-injected in the background); any other error, and any error of a
+// local sandbox, which has no fallback, is the call's answer.
+func (s *Service) takeFallback(v view, op string, err error) bool {
+	if !daemonDown(err) || v.transport == transportLocal {
+		return false
+	}
+	s.fallback(v.b, op)
+	return true
+}
+
 // use resolves the caller's running sandbox for a call. A sandbox the reaper
 // stopped is started again with the spec it was built with.
 func (s *Service) use(ctx context.Context, agent string) (view, error) {
@@ -257,10 +269,9 @@ func (s *Service) Exec(req *sandboxv1.ExecRequest, stream grpc.ServerStreamingSe
 		}
 		// Only a call that never reached the daemon is retried: one that
 		// started must not run twice.
-		if sent || !daemonDown(err) || v.transport == transportLocal {
+		if sent || !s.takeFallback(v, "exec", err) {
 			return err
 		}
-		s.fallback(v.b, "exec")
 	}
 	return rpcErr(s.execFallback(ctx, v, dreq, stream))
 }
@@ -375,10 +386,9 @@ func (s *Service) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandboxv1.
 		if err == nil {
 			return &sandboxv1.LsResponse{Entries: r.GetEntries()}, nil
 		}
-		if !daemonDown(err) || v.transport == transportLocal {
+		if !s.takeFallback(v, "ls", err) {
 			return nil, err
 		}
-		s.fallback(v.b, "ls")
 	}
 	entries, err := s.remoteFS(v).Ls(ctx, req.GetPath())
 	if err != nil {
@@ -418,10 +428,9 @@ func (s *Service) ReadFile(req *sandboxv1.ReadFileRequest, stream grpc.ServerStr
 				return err
 			}
 		}
-		if sent || !daemonDown(err) || v.transport == transportLocal {
+		if sent || !s.takeFallback(v, "read", err) {
 			return err
 		}
-		s.fallback(v.b, "read")
 	}
 	data, more, err := s.readFallback(ctx, v, req)
 	if err != nil {
@@ -500,10 +509,9 @@ func (s *Service) WriteFile(stream grpc.ClientStreamingServer[sandboxv1.WriteFil
 		if err == nil {
 			return s.forwardWrite(stream, dst)
 		}
-		if !daemonDown(err) || v.transport == transportLocal {
+		if !s.takeFallback(v, "write", err) {
 			return err
 		}
-		s.fallback(v.b, "write")
 	}
 	var buf bytes.Buffer
 	for {
@@ -563,10 +571,9 @@ func (s *Service) EditFile(ctx context.Context, req *sandboxv1.EditFileRequest) 
 		if err == nil {
 			return &sandboxv1.EditFileResponse{Path: r.GetPath(), Replacements: r.GetReplacements()}, nil
 		}
-		if !daemonDown(err) || v.transport == transportLocal {
+		if !s.takeFallback(v, "edit", err) {
 			return nil, err
 		}
-		s.fallback(v.b, "edit")
 	}
 	var opts []wickfs.EditOption
 	if req.GetReplaceAll() {
@@ -590,10 +597,9 @@ func (s *Service) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*sandbo
 		if err == nil {
 			return &sandboxv1.GrepResponse{Matches: r.GetMatches(), Truncated: r.GetTruncated()}, nil
 		}
-		if !daemonDown(err) || v.transport == transportLocal {
+		if !s.takeFallback(v, "grep", err) {
 			return nil, err
 		}
-		s.fallback(v.b, "grep")
 	}
 	r, err := s.remoteFS(v).Grep(ctx, req.GetPattern(), req.GetPath())
 	if err != nil {
@@ -621,10 +627,9 @@ func (s *Service) Glob(ctx context.Context, req *sandboxv1.GlobRequest) (*sandbo
 		if err == nil {
 			return &sandboxv1.GlobResponse{Files: r.GetFiles(), Truncated: r.GetTruncated()}, nil
 		}
-		if !daemonDown(err) || v.transport == transportLocal {
+		if !s.takeFallback(v, "glob", err) {
 			return nil, err
 		}
-		s.fallback(v.b, "glob")
 	}
 	r, err := s.remoteFS(v).Glob(ctx, req.GetPattern(), req.GetPath())
 	if err != nil {

@@ -25,25 +25,9 @@ func start(t *testing.T, handlers ...http.HandlerFunc) (*fakellm.Server, string)
 	return f, srv.URL
 }
 
-type recorded struct {
-	text   strings.Builder
-	deltas []llm.ToolCallDelta
-	events int
-}
-
-func run(t *testing.T, baseURL, key string, req llm.Request) (llm.Result, *recorded, error) {
+func run(t *testing.T, baseURL, key string, req llm.Request) (llm.Result, *fakellm.Recording, error) {
 	t.Helper()
-	p := anthropic.New(http.DefaultClient, baseURL, key)
-	rec := &recorded{}
-	res, err := p.Stream(context.Background(), req, func(ev llm.Event) error {
-		rec.events++
-		rec.text.WriteString(ev.Delta)
-		if ev.ToolCallDelta != nil {
-			rec.deltas = append(rec.deltas, *ev.ToolCallDelta)
-		}
-		return nil
-	})
-	return res, rec, err
+	return fakellm.Record(context.Background(), anthropic.New(http.DefaultClient, baseURL, key), req)
 }
 
 var hello = llm.Request{Model: "claude-sonnet-4-20250514", Messages: []llm.Message{{Role: "user", Content: "hi"}}}
@@ -74,8 +58,8 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Content != tt.content || rec.text.String() != tt.content {
-				t.Errorf("content = %q, deltas = %q, want %q", res.Content, rec.text.String(), tt.content)
+			if res.Content != tt.content || rec.Text.String() != tt.content {
+				t.Errorf("content = %q, deltas = %q, want %q", res.Content, rec.Text.String(), tt.content)
 			}
 			if res.FinishReason != tt.finish {
 				t.Errorf("finish = %q, want %q", res.FinishReason, tt.finish)
@@ -93,8 +77,8 @@ func TestFixtures(t *testing.T) {
 				}
 			}
 			if len(tt.calls) > 0 {
-				if len(rec.deltas) == 0 || rec.deltas[0].ID != tt.calls[0].ID || rec.deltas[0].Index != 0 {
-					t.Errorf("tool-call deltas = %+v", rec.deltas)
+				if len(rec.Deltas) == 0 || rec.Deltas[0].ID != tt.calls[0].ID || rec.Deltas[0].Index != 0 {
+					t.Errorf("tool-call deltas = %+v", rec.Deltas)
 				}
 			}
 		})
@@ -204,8 +188,8 @@ func TestErrors(t *testing.T) {
 			if e.Kind != tt.kind || e.Status != tt.status || e.RetryAfter != tt.retryAfter {
 				t.Errorf("err = kind %v status %d retry-after %v, want %v %d %v (%v)", e.Kind, e.Status, e.RetryAfter, tt.kind, tt.status, tt.retryAfter, e)
 			}
-			if rec.events != tt.events {
-				t.Errorf("events = %d, want %d", rec.events, tt.events)
+			if rec.Events != tt.events {
+				t.Errorf("events = %d, want %d", rec.Events, tt.events)
 			}
 			if strings.Contains(e.Error(), "sk-ant-test") {
 				t.Errorf("error %q holds the key", e)

@@ -25,25 +25,9 @@ func start(t *testing.T, handlers ...http.HandlerFunc) (*fakellm.Server, string)
 	return f, srv.URL + "/v1"
 }
 
-type recorded struct {
-	text   strings.Builder
-	deltas []llm.ToolCallDelta
-	events int
-}
-
-func run(t *testing.T, baseURL, key string, req llm.Request) (llm.Result, *recorded, error) {
+func run(t *testing.T, baseURL, key string, req llm.Request) (llm.Result, *fakellm.Recording, error) {
 	t.Helper()
-	p := openai.New(http.DefaultClient, baseURL, key)
-	rec := &recorded{}
-	res, err := p.Stream(context.Background(), req, func(ev llm.Event) error {
-		rec.events++
-		rec.text.WriteString(ev.Delta)
-		if ev.ToolCallDelta != nil {
-			rec.deltas = append(rec.deltas, *ev.ToolCallDelta)
-		}
-		return nil
-	})
-	return res, rec, err
+	return fakellm.Record(context.Background(), openai.New(http.DefaultClient, baseURL, key), req)
 }
 
 var hello = llm.Request{Model: "gpt-4o", Messages: []llm.Message{{Role: "user", Content: "hi"}}}
@@ -76,8 +60,8 @@ func TestFixtures(t *testing.T) {
 			if !strings.HasPrefix(res.Content, tt.prefix) {
 				t.Errorf("content = %q, want prefix %q", res.Content, tt.prefix)
 			}
-			if rec.text.String() != res.Content {
-				t.Errorf("deltas joined = %q, content = %q", rec.text.String(), res.Content)
+			if rec.Text.String() != res.Content {
+				t.Errorf("deltas joined = %q, content = %q", rec.Text.String(), res.Content)
 			}
 			if res.FinishReason != tt.finish {
 				t.Errorf("finish = %q, want %q", res.FinishReason, tt.finish)
@@ -94,7 +78,7 @@ func TestFixtures(t *testing.T) {
 					t.Errorf("call %d = %+v, want %+v", i, got, want)
 				}
 			}
-			if len(tt.calls) > 0 && len(rec.deltas) == 0 {
+			if len(tt.calls) > 0 && len(rec.Deltas) == 0 {
 				t.Error("no tool-call deltas were streamed")
 			}
 		})
@@ -246,8 +230,8 @@ func TestErrors(t *testing.T) {
 			if e.Kind != tt.kind || e.Status != tt.status || e.RetryAfter != tt.retryAfter {
 				t.Errorf("err = kind %v status %d retry-after %v, want %v %d %v (%v)", e.Kind, e.Status, e.RetryAfter, tt.kind, tt.status, tt.retryAfter, e)
 			}
-			if rec.events != tt.events {
-				t.Errorf("events = %d, want %d", rec.events, tt.events)
+			if rec.Events != tt.events {
+				t.Errorf("events = %d, want %d", rec.Events, tt.events)
 			}
 			if strings.Contains(e.Error(), "sk-test") {
 				t.Errorf("error %q holds the key", e)
