@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -27,7 +27,7 @@ func value(v any) *structpb.Value {
 	if pv, err := structpb.NewValue(v); err == nil {
 		return pv
 	}
-	pv, err := structpb.NewValue(core.JSONValue(v))
+	pv, err := structpb.NewValue(loop.JSONValue(v))
 	if err != nil {
 		return structpb.NewNullValue()
 	}
@@ -38,26 +38,26 @@ func structOf(m map[string]any) *structpb.Struct {
 	if m == nil {
 		return nil
 	}
-	s, err := structpb.NewStruct(core.JSONValue(m).(map[string]any))
+	s, err := structpb.NewStruct(loop.JSONValue(m).(map[string]any))
 	if err != nil {
 		return nil
 	}
 	return s
 }
 
-func toolCallsToProto(calls []core.ToolCall, redacted bool) []*agentv1.ToolCall {
+func toolCallsToProto(calls []loop.ToolCall, redacted bool) []*agentv1.ToolCall {
 	var out []*agentv1.ToolCall
 	for _, c := range calls {
 		args := c.Args
 		if redacted && args != nil {
-			args, _ = redact.Value(core.JSONValue(args)).(map[string]any)
+			args, _ = redact.Value(loop.JSONValue(args)).(map[string]any)
 		}
 		out = append(out, &agentv1.ToolCall{Id: c.ID, Name: c.Name, Args: structOf(args)})
 	}
 	return out
 }
 
-func messagesToProto(msgs []core.Message) []*agentv1.Message {
+func messagesToProto(msgs []loop.Message) []*agentv1.Message {
 	out := make([]*agentv1.Message, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, &agentv1.Message{
@@ -68,19 +68,19 @@ func messagesToProto(msgs []core.Message) []*agentv1.Message {
 	return out
 }
 
-func messagesFromProto(msgs []*agentv1.Message) []core.Message {
-	out := make([]core.Message, 0, len(msgs))
+func messagesFromProto(msgs []*agentv1.Message) []loop.Message {
+	out := make([]loop.Message, 0, len(msgs))
 	for _, m := range msgs {
-		cm := core.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
+		cm := loop.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
 		for _, tc := range m.GetToolCalls() {
-			cm.ToolCalls = append(cm.ToolCalls, core.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: tc.GetArgs().AsMap()})
+			cm.ToolCalls = append(cm.ToolCalls, loop.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: tc.GetArgs().AsMap()})
 		}
 		out = append(out, cm)
 	}
 	return out
 }
 
-func todosToProto(todos []core.Todo) []*agentv1.Todo {
+func todosToProto(todos []loop.Todo) []*agentv1.Todo {
 	out := make([]*agentv1.Todo, 0, len(todos))
 	for _, t := range todos {
 		out = append(out, &agentv1.Todo{Id: t.ID, Title: t.Title, Status: t.Status})
@@ -88,7 +88,7 @@ func todosToProto(todos []core.Todo) []*agentv1.Todo {
 	return out
 }
 
-func stateToProto(st *core.AgentState) *agentv1.AgentState {
+func stateToProto(st *loop.AgentState) *agentv1.AgentState {
 	files := make(map[string]string, len(st.Files))
 	for k, v := range st.Files {
 		files[k] = redact.String(v)
@@ -104,11 +104,11 @@ func stateToProto(st *core.AgentState) *agentv1.AgentState {
 }
 
 // eventToProto converts a logged event; its data was redacted when logged.
-func eventToProto(ev core.StreamEvent) *agentv1.StreamEvent {
+func eventToProto(ev loop.StreamEvent) *agentv1.StreamEvent {
 	return &agentv1.StreamEvent{Event: ev.Event, Name: ev.Name, RunId: ev.RunID, Data: value(ev.Data), ThreadId: ev.ThreadID, Id: ev.ID}
 }
 
-func backendToProto(b *core.BackendCfg) *agentv1.BackendConfig {
+func backendToProto(b *loop.BackendCfg) *agentv1.BackendConfig {
 	if b == nil {
 		return nil
 	}
@@ -122,11 +122,11 @@ func backendToProto(b *core.BackendCfg) *agentv1.BackendConfig {
 	return out
 }
 
-func backendFromProto(b *agentv1.BackendConfig) *core.BackendCfg {
+func backendFromProto(b *agentv1.BackendConfig) *loop.BackendCfg {
 	if b == nil {
 		return nil
 	}
-	out := &core.BackendCfg{
+	out := &loop.BackendCfg{
 		Type: b.GetType(), Image: b.GetImage(), Workdir: b.GetWorkdir(), SandboxURL: b.GetSandboxUrl(),
 		MaxOutputBytes: b.GetMaxOutputBytes(), Network: b.GetNetwork(), MemoryBytes: b.GetMemoryBytes(), NanoCPUs: b.GetNanoCpus(),
 	}
@@ -139,7 +139,7 @@ func backendFromProto(b *agentv1.BackendConfig) *core.BackendCfg {
 func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 	c := e.Config
 	out := &agentv1.Agent{
-		AgentId: e.ID, Name: c.Name, Model: value(redact.Value(core.JSONValue(c.Model))), SystemPrompt: redact.String(c.SystemPrompt),
+		AgentId: e.ID, Name: c.Name, Model: value(redact.Value(loop.JSONValue(c.Model))), SystemPrompt: redact.String(c.SystemPrompt),
 		Tools: c.Tools, Backend: backendToProto(c.Backend), ContextWindow: int32(c.ContextWindow),
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
 	}
@@ -152,8 +152,8 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 	return out
 }
 
-func agentFromProto(a *agentv1.Agent) *core.AgentConfig {
-	c := &core.AgentConfig{
+func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
+	c := &loop.AgentConfig{
 		Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(), Tools: a.GetTools(), Backend: backendFromProto(a.GetBackend()),
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
 	}
@@ -161,10 +161,10 @@ func agentFromProto(a *agentv1.Agent) *core.AgentConfig {
 		c.Model = a.GetModel().AsInterface()
 	}
 	if a.GetSkills() != nil {
-		c.Skills = &core.SkillsCfg{Paths: a.GetSkills().GetPaths()}
+		c.Skills = &loop.SkillsCfg{Paths: a.GetSkills().GetPaths()}
 	}
 	if a.GetMemory() != nil {
-		c.Memory = &core.MemoryCfg{Paths: a.GetMemory().GetPaths()}
+		c.Memory = &loop.MemoryCfg{Paths: a.GetMemory().GetPaths()}
 	}
 	return c
 }

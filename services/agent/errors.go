@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
@@ -30,7 +30,7 @@ func rpcErr(err error) error {
 	case errors.Is(err, registry.ErrNotFound), errors.Is(err, threads.ErrNotFound), errors.Is(err, runs.ErrNotFound):
 		return status.Error(codes.NotFound, msg)
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, tools.ErrInvalidToolDef), errors.Is(err, runs.ErrBadEventID),
-		errors.Is(err, core.ErrInvalidInput), errors.Is(err, errInvalid):
+		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, errInvalid):
 		return status.Error(codes.InvalidArgument, msg)
 	case errors.Is(err, threads.ErrBusy), errors.Is(err, errState):
 		return status.Error(codes.FailedPrecondition, msg)

@@ -17,8 +17,8 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/identity"
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
@@ -166,7 +166,7 @@ func (s *Service) UpdateHooks(ctx context.Context, req *agentv1.UpdateHooksReque
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	e, err = s.registry.Update(ctx, user, e.ID, func(c *core.AgentConfig) error {
+	e, err = s.registry.Update(ctx, user, e.ID, func(c *loop.AgentConfig) error {
 		if c.Hooks == nil {
 			c.Hooks = map[string]bool{}
 		}
@@ -179,7 +179,7 @@ func (s *Service) UpdateHooks(ctx context.Context, req *agentv1.UpdateHooksReque
 		return nil, rpcErr(err)
 	}
 	st := hooks.Describe(e.Config, e.Config.Backend != nil)
-	s.publish(ctx, user, registry.EventAgentUpdated, e.ID, strings.Join(names, ","), map[string]any{"hooks": core.JSONValue(st)})
+	s.publish(ctx, user, registry.EventAgentUpdated, e.ID, strings.Join(names, ","), map[string]any{"hooks": loop.JSONValue(st)})
 	return &agentv1.UpdateHooksResponse{Hooks: hooksToProto(st)}, nil
 }
 
@@ -192,19 +192,19 @@ func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendR
 		return nil, err
 	}
 	url := strings.TrimSpace(req.GetSandboxUrl())
-	var next *core.BackendCfg
+	var next *loop.BackendCfg
 	prev := e.Config.Backend
 	switch req.GetMode() {
 	case "local":
 		if url != "" {
 			return nil, invalid("sandbox_url", `only a "remote" backend has a sandbox_url`)
 		}
-		next = &core.BackendCfg{Type: "local"}
+		next = &loop.BackendCfg{Type: "local"}
 	case "remote":
 		if url != "" && !strings.HasPrefix(url, "tcp://") {
 			return nil, invalid("sandbox_url", fmt.Sprintf("%q must be a tcp:// Docker engine URL, or empty for the local engine", url))
 		}
-		next = &core.BackendCfg{Type: "docker", SandboxURL: url, Image: s.cfg.defaultImage}
+		next = &loop.BackendCfg{Type: "docker", SandboxURL: url, Image: s.cfg.defaultImage}
 		if prev != nil && prev.Image != "" {
 			next.Image = prev.Image
 		}
@@ -223,7 +223,7 @@ func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendR
 			return nil, rpcErr(fmt.Errorf("stop the old sandbox: %w", err))
 		}
 	}
-	e, err = s.registry.Update(ctx, user, e.ID, func(c *core.AgentConfig) error {
+	e, err = s.registry.Update(ctx, user, e.ID, func(c *loop.AgentConfig) error {
 		c.Backend = next
 		return nil
 	})

@@ -10,7 +10,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
@@ -51,7 +51,7 @@ func (s *Service) Invoke(ctx context.Context, req *agentv1.InvokeRequest) (*agen
 		added := st.Messages[from:]
 		resp.Messages = messagesToProto(added)
 		for i := len(added) - 1; i >= 0; i-- {
-			if added[i].Role == core.RoleAssistant && added[i].Content != "" {
+			if added[i].Role == loop.RoleAssistant && added[i].Content != "" {
 				resp.Content = resp.Messages[i].Content
 				break
 			}
@@ -82,7 +82,7 @@ func (s *Service) Stream(req *agentv1.StreamRequest, stream agentv1.AgentService
 			}
 		}()
 	}
-	return s.follow(ctx, user, r.rec.ID, "", func(ev core.StreamEvent) error {
+	return s.follow(ctx, user, r.rec.ID, "", func(ev loop.StreamEvent) error {
 		return stream.Send(&agentv1.StreamResponse{Event: eventToProto(ev)})
 	})
 }
@@ -100,7 +100,7 @@ func (s *Service) JoinRun(req *agentv1.JoinRunRequest, stream agentv1.AgentServi
 	if err := runs.CheckEventID(req.GetAfterEventId()); err != nil {
 		return invalid("after_event_id", err.Error())
 	}
-	if err := s.follow(ctx, user, req.GetRunId(), req.GetAfterEventId(), func(ev core.StreamEvent) error {
+	if err := s.follow(ctx, user, req.GetRunId(), req.GetAfterEventId(), func(ev loop.StreamEvent) error {
 		return stream.Send(&agentv1.JoinRunResponse{Event: eventToProto(ev)})
 	}); err != nil {
 		if errors.Is(err, runs.ErrBadEventID) {
@@ -128,7 +128,7 @@ func (s *Service) ownRun(ctx context.Context, user, runID string) (*runs.Run, er
 
 // readLog reads the run's events from this replica's copy when it has
 // one, and from the shared log otherwise; both carry the same ids.
-func (s *Service) readLog(ctx context.Context, runID, after string) ([]core.StreamEvent, bool, bool, error) {
+func (s *Service) readLog(ctx context.Context, runID, after string) ([]loop.StreamEvent, bool, bool, error) {
 	evs, ended, err := s.local.Read(ctx, runID, after, followBatch, s.cfg.joinBlock)
 	if err == nil || !errors.Is(err, runs.ErrNotFound) || s.local == s.st.Log {
 		return evs, ended, true, err
@@ -141,7 +141,7 @@ func (s *Service) readLog(ctx context.Context, runID, after string) ([]core.Stre
 // another replica runs it and stops logging, follow checks that replica is
 // alive (it still holds the thread's lease); a dead run is closed with an
 // error event so every follower ends.
-func (s *Service) follow(ctx context.Context, user, runID, after string, send func(core.StreamEvent) error) error {
+func (s *Service) follow(ctx context.Context, user, runID, after string, send func(loop.StreamEvent) error) error {
 	for {
 		evs, ended, local, err := s.readLog(ctx, runID, after)
 		if err != nil {
@@ -206,7 +206,7 @@ func (s *Service) reapIfDead(ctx context.Context, user, runID string) (bool, err
 		return false, err
 	}
 	s.logger.Warn("run lost its replica", "run_id", runID, "thread_id", rec.ThreadID)
-	if _, err := s.st.Log.AppendClosing(ctx, runID, core.StreamEvent{Event: core.EventError, RunID: runID, ThreadID: rec.ThreadID, Data: map[string]any{
+	if _, err := s.st.Log.AppendClosing(ctx, runID, loop.StreamEvent{Event: loop.EventError, RunID: runID, ThreadID: rec.ThreadID, Data: map[string]any{
 		"message": "the replica running this run stopped; every completed tool round is saved in the thread",
 		"code":    "lost",
 	}}); err != nil {
@@ -313,22 +313,22 @@ func (s *Service) ResumeRun(ctx context.Context, req *agentv1.ResumeRunRequest) 
 	for _, c := range rec.Pending {
 		pending[c.ID] = true
 	}
-	var decisions []core.Decision
+	var decisions []loop.Decision
 	for i, d := range req.GetDecisions() {
 		field := fmt.Sprintf("decisions[%d]", i)
 		if !pending[d.GetToolCallId()] {
 			return nil, invalid(field+".tool_call_id", fmt.Sprintf("%q is not a pending tool call of run %s", d.GetToolCallId(), rec.ID))
 		}
 		switch d.GetAction() {
-		case core.ActionApprove, core.ActionReject:
-		case core.ActionEdit:
+		case loop.ActionApprove, loop.ActionReject:
+		case loop.ActionEdit:
 			if d.GetArgs() == nil {
 				return nil, invalid(field+".args", `required when action is "edit"`)
 			}
 		default:
 			return nil, invalid(field+".action", fmt.Sprintf(`%q must be "approve", "reject" or "edit"`, d.GetAction()))
 		}
-		decisions = append(decisions, core.Decision{ToolCallID: d.GetToolCallId(), Action: d.GetAction(), Args: d.GetArgs().AsMap(), Message: d.GetMessage()})
+		decisions = append(decisions, loop.Decision{ToolCallID: d.GetToolCallId(), Action: d.GetAction(), Args: d.GetArgs().AsMap(), Message: d.GetMessage()})
 	}
 	if err := s.st.Runs.PutDecisions(ctx, rec.ID, decisions); err != nil {
 		return nil, rpcErr(err)

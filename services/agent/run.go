@@ -12,10 +12,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wick-agent/wick/platform/identity"
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -56,7 +56,7 @@ type localRun struct {
 	inputLen int
 	// final is the loop's "done" or "error" event, held back until the
 	// thread lock is released; closing is set while it is logged.
-	final   *core.StreamEvent
+	final   *loop.StreamEvent
 	closing bool
 	logFail error
 	// err is the loop's error, set before done is closed.
@@ -67,11 +67,11 @@ func (r *localRun) record() *runs.Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := *r.rec
-	c.Pending = append([]core.ToolCall(nil), r.rec.Pending...)
+	c.Pending = append([]loop.ToolCall(nil), r.rec.Pending...)
 	return &c
 }
 
-func (r *localRun) setStatus(ctx context.Context, status string, pending []core.ToolCall, msg string) {
+func (r *localRun) setStatus(ctx context.Context, status string, pending []loop.ToolCall, msg string) {
 	r.mu.Lock()
 	r.rec.Status, r.rec.Pending = status, pending
 	if msg != "" {
@@ -88,7 +88,7 @@ func (r *localRun) setStatus(ctx context.Context, status string, pending []core.
 type runRequest struct {
 	agentID  string
 	threadID string
-	input    []core.Message
+	input    []loop.Message
 	enqueue  bool
 }
 
@@ -101,7 +101,7 @@ func (s *Service) startRun(ctx context.Context, user string, req runRequest) (*l
 	if len(req.input) > s.cfg.maxInput {
 		return nil, invalid("messages", fmt.Sprintf("at most %d messages per request", s.cfg.maxInput))
 	}
-	if err := core.Messages(req.input).ValidateUserInput(); err != nil {
+	if err := loop.Messages(req.input).ValidateUserInput(); err != nil {
 		return nil, invalid("messages", err.Error())
 	}
 	for i, m := range req.input {
@@ -173,7 +173,7 @@ func (s *Service) startRun(ctx context.Context, user string, req runRequest) (*l
 	s.active[rec.ID] = r
 	s.wg.Add(1)
 	s.mu.Unlock()
-	r.emit(core.StreamEvent{Event: EventRunStart, Name: req.agentID, Data: map[string]any{
+	r.emit(loop.StreamEvent{Event: EventRunStart, Name: req.agentID, Data: map[string]any{
 		"run_id": rec.ID, "thread_id": req.threadID, "agent_id": req.agentID,
 	}})
 	ok = true
@@ -187,7 +187,7 @@ func (s *Service) startRun(ctx context.Context, user string, req runRequest) (*l
 
 // runner builds the agent's loop for one run: its model, its sandbox file
 // system, its hooks and its tools. The approver is bound per run.
-func (s *Service) runner(ctx context.Context, user string, e *registry.Entry) (func(*localRun) *core.Runner, error) {
+func (s *Service) runner(ctx context.Context, user string, e *registry.Entry) (func(*localRun) *loop.Runner, error) {
 	cfg := e.Config
 	specs, err := registry.ModelSpecs(cfg.Model, s.cfg.defaultModel)
 	if err != nil {
@@ -204,7 +204,7 @@ func (s *Service) runner(ctx context.Context, user string, e *registry.Entry) (f
 	}
 	agentHooks := hooks.Build(cfg, fs, model)
 	builtins := tools.Builtins()
-	var agentTools []core.Tool
+	var agentTools []loop.Tool
 	for _, name := range cfg.Tools {
 		if t, ok := builtins[name]; ok {
 			agentTools = append(agentTools, t)
@@ -224,27 +224,27 @@ func (s *Service) runner(ctx context.Context, user string, e *registry.Entry) (f
 		}
 		agentTools = append(agentTools, t)
 	}
-	return func(r *localRun) *core.Runner {
-		opts := append([]core.RunnerOption{core.WithLogger(s.logger)}, s.cfg.runnerOptions...)
-		if cfg.Approval == core.ApprovalInteractive {
-			opts = append(opts, core.WithApprover(r))
+	return func(r *localRun) *loop.Runner {
+		opts := append([]loop.RunnerOption{loop.WithLogger(s.logger)}, s.cfg.runnerOptions...)
+		if cfg.Approval == loop.ApprovalInteractive {
+			opts = append(opts, loop.WithApprover(r))
 		}
-		return core.NewRunner(cfg, model, agentHooks, agentTools, opts...)
+		return loop.NewRunner(cfg, model, agentHooks, agentTools, opts...)
 	}, nil
 }
 
 // emit logs one event: first in the shared log, which gives it its id, then
 // in this replica's copy. Data is redacted once, here.
-func (r *localRun) emit(ev core.StreamEvent) {
+func (r *localRun) emit(ev loop.StreamEvent) {
 	rec := r.rec // ID and ThreadID never change
 	ev.RunID, ev.ThreadID = rec.ID, rec.ThreadID
 	if ev.Data != nil {
-		ev.Data = redact.Value(core.JSONValue(ev.Data))
+		ev.Data = redact.Value(loop.JSONValue(ev.Data))
 	}
-	if ev.Event == core.EventError {
+	if ev.Event == loop.EventError {
 		ev.Data = withErrorCode(ev.Data)
 	}
-	if (ev.Event == core.EventDone || ev.Event == core.EventError) && !r.closing {
+	if (ev.Event == loop.EventDone || ev.Event == loop.EventError) && !r.closing {
 		// The run's last event goes out only after the thread lock is
 		// released (see execute), so a client that sends its next message as
 		// soon as it sees "done" never finds the thread busy.
@@ -287,7 +287,7 @@ func withErrorCode(data any) any {
 
 // save is the loop's save callback: a versioned save that stops once the
 // thread's lease is lost, so a run that lost its thread never overwrites it.
-func (r *localRun) save(ctx context.Context, st *core.AgentState) error {
+func (r *localRun) save(ctx context.Context, st *loop.AgentState) error {
 	select {
 	case <-r.lease.Lost():
 		return threads.ErrLeaseLost
@@ -301,7 +301,7 @@ func (r *localRun) save(ctx context.Context, st *core.AgentState) error {
 
 // execute runs the loop and closes the run: status, final event, end of the
 // log, lock release.
-func (r *localRun) execute(runner *core.Runner, state *core.AgentState, input []core.Message) {
+func (r *localRun) execute(runner *loop.Runner, state *loop.AgentState, input []loop.Message) {
 	s := r.s
 	defer close(r.done)
 	defer func() {
@@ -338,9 +338,9 @@ func (r *localRun) execute(runner *core.Runner, state *core.AgentState, input []
 		case r.final != nil:
 			r.emit(*r.final)
 		case status == runs.StatusDone:
-			r.emit(core.StreamEvent{Event: core.EventDone})
+			r.emit(loop.StreamEvent{Event: loop.EventDone})
 		default:
-			r.emit(core.StreamEvent{Event: core.EventError, Data: map[string]any{"message": msg, "code": code}})
+			r.emit(loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": msg, "code": code}})
 		}
 	}
 	r.setStatus(final, status, nil, msg)
@@ -386,9 +386,9 @@ func (r *localRun) watch(stop <-chan struct{}) {
 
 func (r *localRun) decisionNudge() chan struct{} { return r.decide }
 
-// Approve implements core.Approver for interactive agents: the run waits,
+// Approve implements loop.Approver for interactive agents: the run waits,
 // as "waiting_approval", for decisions that ResumeRun stores on any replica.
-func (r *localRun) Approve(ctx context.Context, _ string, calls []core.ToolCall) ([]core.Decision, error) {
+func (r *localRun) Approve(ctx context.Context, _ string, calls []loop.ToolCall) ([]loop.Decision, error) {
 	r.setStatus(ctx, runs.StatusWaiting, calls, "")
 	select {
 	case r.waiting <- struct{}{}:
@@ -421,17 +421,17 @@ func (r *localRun) Approve(ctx context.Context, _ string, calls []core.ToolCall)
 
 // completeDecisions gives every pending call a decision: a call the user
 // did not decide is rejected.
-func completeDecisions(calls []core.ToolCall, d []core.Decision) []core.Decision {
-	byID := map[string]core.Decision{}
+func completeDecisions(calls []loop.ToolCall, d []loop.Decision) []loop.Decision {
+	byID := map[string]loop.Decision{}
 	for _, x := range d {
 		byID[x.ToolCallID] = x
 	}
-	out := make([]core.Decision, 0, len(calls))
+	out := make([]loop.Decision, 0, len(calls))
 	for _, c := range calls {
 		if x, ok := byID[c.ID]; ok {
 			out = append(out, x)
 		} else {
-			out = append(out, core.Decision{ToolCallID: c.ID, Action: core.ActionReject, Message: "no decision was given for this call"})
+			out = append(out, loop.Decision{ToolCallID: c.ID, Action: loop.ActionReject, Message: "no decision was given for this call"})
 		}
 	}
 	return out

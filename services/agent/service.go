@@ -19,7 +19,7 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
@@ -128,7 +128,7 @@ type Deps struct {
 }
 
 type options struct {
-	templates       map[string]*core.AgentConfig
+	templates       map[string]*loop.AgentConfig
 	defaultModel    string
 	defaultBackend  string
 	defaultImage    string
@@ -143,7 +143,7 @@ type options struct {
 	watchBuffer     int
 	httpClient      *http.Client
 	llmTimeout      time.Duration
-	runnerOptions   []core.RunnerOption
+	runnerOptions   []loop.RunnerOption
 	agentsFile      string
 }
 
@@ -152,7 +152,7 @@ type Option func(*options)
 
 // WithTemplates sets the agent templates (as from agents.yaml); they are
 // validated by New. Without templates, New registers one "default" agent.
-func WithTemplates(t map[string]*core.AgentConfig) Option {
+func WithTemplates(t map[string]*loop.AgentConfig) Option {
 	return func(o *options) { o.templates = t }
 }
 
@@ -200,7 +200,7 @@ func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpCli
 func WithLLMTimeout(d time.Duration) Option { return func(o *options) { o.llmTimeout = d } }
 
 // WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
-func WithRunnerOptions(opts ...core.RunnerOption) Option {
+func WithRunnerOptions(opts ...loop.RunnerOption) Option {
 	return func(o *options) { o.runnerOptions = append(o.runnerOptions, opts...) }
 }
 
@@ -261,7 +261,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	}
 	templates := cfg.templates
 	if templates == nil {
-		templates = map[string]*core.AgentConfig{registry.DefaultAgentID: defaultAgent(cfg)}
+		templates = map[string]*loop.AgentConfig{registry.DefaultAgentID: defaultAgent(cfg)}
 	}
 	for id, t := range templates {
 		if err := registry.Validate(id, t); err != nil {
@@ -296,17 +296,17 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	return s, nil
 }
 
-func defaultAgent(cfg options) *core.AgentConfig {
-	c := &core.AgentConfig{
+func defaultAgent(cfg options) *loop.AgentConfig {
+	c := &loop.AgentConfig{
 		Name:         "Default agent",
 		SystemPrompt: "You are a helpful assistant.",
 		Tools:        []string{"calculate", "datetime"},
 	}
 	switch cfg.defaultBackend {
 	case "local":
-		c.Backend = &core.BackendCfg{Type: "local"}
+		c.Backend = &loop.BackendCfg{Type: "local"}
 	case "docker":
-		c.Backend = &core.BackendCfg{Type: "docker", Image: cfg.defaultImage}
+		c.Backend = &loop.BackendCfg{Type: "docker", Image: cfg.defaultImage}
 	}
 	return c
 }

@@ -13,7 +13,7 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/services/agent"
-	core "github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // calcThenAnswer calls calculate on the first turn of each run and answers
@@ -743,7 +743,7 @@ func TestSecretsRedactedInEvents(t *testing.T) {
 	}
 }
 
-var _ = core.EventDone
+var _ = loop.EventDone
 
 func TestRunUsesSandboxTools(t *testing.T) {
 	t.Parallel()

@@ -9,9 +9,9 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // instantModel answers at once: a tool call while fewer than toolTurns tool
@@ -48,14 +48,14 @@ func (m instantModel) Stream(_ context.Context, req llm.Request, ch chan<- llm.S
 func BenchmarkLoopTurn(b *testing.B) {
 	const turns = 10
 	model := instantModel{toolTurns: turns - 1}
-	echo := &agent.FuncTool{ToolName: "echo", Fn: func(_ context.Context, args map[string]any) (string, error) {
+	echo := &loop.FuncTool{ToolName: "echo", Fn: func(_ context.Context, args map[string]any) (string, error) {
 		return fmt.Sprint(args["text"]), nil
 	}}
-	cfg := &agent.AgentConfig{
+	cfg := &loop.AgentConfig{
 		SystemPrompt: "You are a coding assistant.",
-		Backend:      &agent.BackendCfg{Type: "local", Workdir: "/workspace"},
-		Skills:       &agent.SkillsCfg{Paths: []string{"/workspace/skills"}},
-		Memory:       &agent.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}},
+		Backend:      &loop.BackendCfg{Type: "local", Workdir: "/workspace"},
+		Skills:       &loop.SkillsCfg{Paths: []string{"/workspace/skills"}},
+		Memory:       &loop.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}},
 	}
 	fs := newMemFS(skillFiles)
 	recordingTP := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
@@ -63,13 +63,13 @@ func BenchmarkLoopTurn(b *testing.B) {
 
 	cases := []struct {
 		name  string
-		hooks func() []agent.Hook
+		hooks func() []loop.Hook
 	}{
-		{"bare", func() []agent.Hook { return nil }},
-		{"all-hooks", func() []agent.Hook { return hooks.Build(cfg, fs, model) }},
+		{"bare", func() []loop.Hook { return nil }},
+		{"all-hooks", func() []loop.Hook { return hooks.Build(cfg, fs, model) }},
 		// Every span recorded (sampled), as with tracing switched on; the
 		// spans are dropped instead of exported.
-		{"all-hooks-traced", func() []agent.Hook {
+		{"all-hooks-traced", func() []loop.Hook {
 			hs := hooks.Build(cfg, fs, model)
 			hs[0] = hooks.NewTracingHook(hooks.WithTracerProvider(recordingTP))
 			return hs
@@ -78,16 +78,16 @@ func BenchmarkLoopTurn(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			emit := func(agent.StreamEvent) {}
-			save := func(context.Context, *agent.AgentState) error { return nil }
+			emit := func(loop.StreamEvent) {}
+			save := func(context.Context, *loop.AgentState) error { return nil }
 			perTurn := make([]time.Duration, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
 				start := time.Now()
-				r := agent.NewRunner(cfg, model, c.hooks(), []agent.Tool{echo})
-				state := &agent.AgentState{ThreadID: "th_bench"}
-				if err := r.Run(ctx, "run", state, []agent.Message{agent.Human("go")}, emit, save); err != nil {
+				r := loop.NewRunner(cfg, model, c.hooks(), []loop.Tool{echo})
+				state := &loop.AgentState{ThreadID: "th_bench"}
+				if err := r.Run(ctx, "run", state, []loop.Message{loop.Human("go")}, emit, save); err != nil {
 					b.Fatal(err)
 				}
 				perTurn = append(perTurn, time.Since(start)/turns)

@@ -4,30 +4,30 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func TestBuildActivationAndOrder(t *testing.T) {
 	t.Parallel()
-	backend := &agent.BackendCfg{Type: "docker", Workdir: "/workspace"}
-	skills := &agent.SkillsCfg{Paths: []string{"/workspace/skills"}}
-	memory := &agent.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}}
+	backend := &loop.BackendCfg{Type: "docker", Workdir: "/workspace"}
+	skills := &loop.SkillsCfg{Paths: []string{"/workspace/skills"}}
+	memory := &loop.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}}
 	tests := []struct {
 		name  string
-		cfg   *agent.AgentConfig
+		cfg   *loop.AgentConfig
 		fs    bool
 		model bool
 		want  string
 	}{
-		{"no backend", &agent.AgentConfig{Skills: skills, Memory: memory}, false, true, "tracing,todolist,summarization"},
-		{"backend", &agent.AgentConfig{Backend: backend}, true, true, "tracing,todolist,filesystem,summarization"},
-		{"everything", &agent.AgentConfig{Backend: backend, Skills: skills, Memory: memory}, true, true, "tracing,todolist,filesystem,skills,memory,summarization"},
-		{"backend config but no fs", &agent.AgentConfig{Backend: backend, Skills: skills}, false, true, "tracing,todolist,summarization"},
-		{"empty skill paths", &agent.AgentConfig{Backend: backend, Skills: &agent.SkillsCfg{}}, true, true, "tracing,todolist,filesystem,summarization"},
-		{"toggled off", &agent.AgentConfig{Backend: backend, Skills: skills, Hooks: map[string]bool{"tracing": false, "skills": false, "todolist": true}}, true, true, "todolist,filesystem,summarization"},
-		{"no model", &agent.AgentConfig{}, false, false, "tracing,todolist"},
+		{"no backend", &loop.AgentConfig{Skills: skills, Memory: memory}, false, true, "tracing,todolist,summarization"},
+		{"backend", &loop.AgentConfig{Backend: backend}, true, true, "tracing,todolist,filesystem,summarization"},
+		{"everything", &loop.AgentConfig{Backend: backend, Skills: skills, Memory: memory}, true, true, "tracing,todolist,filesystem,skills,memory,summarization"},
+		{"backend config but no fs", &loop.AgentConfig{Backend: backend, Skills: skills}, false, true, "tracing,todolist,summarization"},
+		{"empty skill paths", &loop.AgentConfig{Backend: backend, Skills: &loop.SkillsCfg{}}, true, true, "tracing,todolist,filesystem,summarization"},
+		{"toggled off", &loop.AgentConfig{Backend: backend, Skills: skills, Hooks: map[string]bool{"tracing": false, "skills": false, "todolist": true}}, true, true, "todolist,filesystem,summarization"},
+		{"no model", &loop.AgentConfig{}, false, false, "tracing,todolist"},
 		{"nil config", nil, false, true, "tracing,todolist,summarization"},
 	}
 	for _, tt := range tests {
@@ -39,7 +39,7 @@ func TestBuildActivationAndOrder(t *testing.T) {
 			}
 			model := llmtest.New()
 			var got []string
-			var hs []agent.Hook
+			var hs []loop.Hook
 			if tt.fs {
 				hs = hooks.Build(tt.cfg, fs, model)
 			} else if tt.model {
@@ -59,7 +59,7 @@ func TestBuildActivationAndOrder(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	cfg := &agent.AgentConfig{Backend: &agent.BackendCfg{Type: "local"}, Memory: &agent.MemoryCfg{Paths: []string{"/m"}}, Hooks: map[string]bool{"summarization": false}}
+	cfg := &loop.AgentConfig{Backend: &loop.BackendCfg{Type: "local"}, Memory: &loop.MemoryCfg{Paths: []string{"/m"}}, Hooks: map[string]bool{"summarization": false}}
 	got := hooks.Describe(cfg, true)
 	want := map[string]bool{"tracing": true, "todolist": true, "filesystem": true, "skills": false, "memory": true, "summarization": false}
 	if len(got) != 6 {

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -51,7 +51,7 @@ var evictionExempt = map[string]bool{
 
 // FilesystemHook registers the seven file tools and evicts oversized results.
 type FilesystemHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	fs             wickfs.FileSystem
 	maxResultChars int
 	evictKeepChars int
@@ -124,10 +124,10 @@ func NewFilesystemHook(fs wickfs.FileSystem, opts ...FilesystemOption) *Filesyst
 	return h
 }
 
-// Name implements agent.Hook.
+// Name implements loop.Hook.
 func (h *FilesystemHook) Name() string { return NameFilesystem }
 
-// Phases implements agent.Hook.
+// Phases implements loop.Hook.
 func (h *FilesystemHook) Phases() []string { return phasesOf(NameFilesystem) }
 
 func schema(required []string, props map[string]any) map[string]any {
@@ -138,16 +138,16 @@ func prop(typ, desc string) map[string]any { return map[string]any{"type": typ, 
 
 // BeforeAgent registers ls, read_file, write_file, edit_file, glob, grep and
 // execute on the state.
-func (h *FilesystemHook) BeforeAgent(_ context.Context, state *agent.AgentState) error {
+func (h *FilesystemHook) BeforeAgent(_ context.Context, state *loop.AgentState) error {
 	for _, t := range h.tools(state) {
-		agent.RegisterToolOnState(state, t)
+		loop.RegisterToolOnState(state, t)
 	}
 	return nil
 }
 
-func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
-	return []agent.Tool{
-		&agent.FuncTool{
+func (h *FilesystemHook) tools(state *loop.AgentState) []loop.Tool {
+	return []loop.Tool{
+		&loop.FuncTool{
 			ToolName:   ToolLs,
 			ToolDesc:   "List files and directories at the given path",
 			ToolParams: schema([]string{"path"}, map[string]any{"path": prop("string", "Directory path to list")}),
@@ -166,7 +166,7 @@ func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
 				return toJSON(entries)
 			},
 		},
-		&agent.FuncTool{
+		&loop.FuncTool{
 			ToolName: ToolReadFile,
 			ToolDesc: "Read a text file. Lines are numbered from 1. By default reads up to " + strconv.Itoa(h.readLimit) +
 				" lines from the start; use offset (lines to skip) and limit to page through longer files.",
@@ -177,7 +177,7 @@ func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
 			}),
 			Fn: h.readFile,
 		},
-		&agent.FuncTool{
+		&loop.FuncTool{
 			ToolName: ToolWriteFile,
 			ToolDesc: "Write a file, replacing it if it exists; parent directories are created",
 			ToolParams: schema([]string{"path", "content"}, map[string]any{
@@ -197,11 +197,11 @@ func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
 				if err != nil {
 					return "", err
 				}
-				agent.MutateState(ctx, state, func(s *agent.AgentState) { h.trackFile(s, path, content) })
+				loop.MutateState(ctx, state, func(s *loop.AgentState) { h.trackFile(s, path, content) })
 				return toJSON(res)
 			},
 		},
-		&agent.FuncTool{
+		&loop.FuncTool{
 			ToolName: ToolEditFile,
 			ToolDesc: "Replace old_text with new_text in a file. old_text must match exactly and occur once, " +
 				"unless replace_all is true, which replaces every occurrence.",
@@ -215,7 +215,7 @@ func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
 				return h.editFile(ctx, state, args)
 			},
 		},
-		&agent.FuncTool{
+		&loop.FuncTool{
 			ToolName: ToolGlob,
 			ToolDesc: "Find files by name pattern (e.g. \"*.py\") or by path pattern with \"**\" (e.g. \"src/**/*.go\")",
 			ToolParams: schema([]string{"pattern"}, map[string]any{
@@ -234,7 +234,7 @@ func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
 				return toJSON(res)
 			},
 		},
-		&agent.FuncTool{
+		&loop.FuncTool{
 			ToolName: ToolGrep,
 			ToolDesc: "Search file contents line by line with a regular expression (RE2 syntax)",
 			ToolParams: schema([]string{"pattern"}, map[string]any{
@@ -253,7 +253,7 @@ func (h *FilesystemHook) tools(state *agent.AgentState) []agent.Tool {
 				return toJSON(res)
 			},
 		},
-		&agent.FuncTool{
+		&loop.FuncTool{
 			ToolName: ToolExecute,
 			ToolDesc: "Run a shell command (sh -c) in the workspace and return its output and exit code",
 			ToolParams: schema([]string{"command"}, map[string]any{
@@ -322,7 +322,7 @@ func (h *FilesystemHook) readFile(ctx context.Context, args map[string]any) (str
 	return b.String(), nil
 }
 
-func (h *FilesystemHook) editFile(ctx context.Context, state *agent.AgentState, args map[string]any) (string, error) {
+func (h *FilesystemHook) editFile(ctx context.Context, state *loop.AgentState, args map[string]any) (string, error) {
 	path, err := stringArg(args, "path", true)
 	if err != nil {
 		return "", err
@@ -350,7 +350,7 @@ func (h *FilesystemHook) editFile(ctx context.Context, state *agent.AgentState, 
 	// Track the file as it now is; when it cannot be read back, apply the
 	// edit to the copy already tracked.
 	content, readErr := h.fs.ReadFile(ctx, path)
-	agent.MutateState(ctx, state, func(s *agent.AgentState) {
+	loop.MutateState(ctx, state, func(s *loop.AgentState) {
 		if readErr == nil {
 			h.trackFile(s, path, content)
 		} else if prev, ok := s.Files[path]; ok {
@@ -364,7 +364,7 @@ func (h *FilesystemHook) editFile(ctx context.Context, state *agent.AgentState, 
 	return toJSON(res)
 }
 
-func (h *FilesystemHook) trackFile(s *agent.AgentState, path, content string) {
+func (h *FilesystemHook) trackFile(s *loop.AgentState, path, content string) {
 	if h.maxTracked > 0 && len(content) > h.maxTracked {
 		delete(s.Files, path) // a stale copy would be worse than none
 		return
@@ -427,7 +427,7 @@ func FormatExec(res *wickfs.ExecResult) string {
 
 // WrapToolCall evicts results over the threshold to their head and tail,
 // except for the seed's exempt tools.
-func (h *FilesystemHook) WrapToolCall(ctx context.Context, call agent.ToolCall, next agent.ToolCallFunc) (*agent.ToolResult, error) {
+func (h *FilesystemHook) WrapToolCall(ctx context.Context, call loop.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	res, err := next(ctx, call)
 	if err != nil || res == nil || evictionExempt[call.Name] {
 		return res, err

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
-func findTool(t *testing.T, s *agent.AgentState, name string) agent.Tool {
+func findTool(t *testing.T, s *loop.AgentState, name string) loop.Tool {
 	t.Helper()
 	for _, tl := range s.Tools() {
 		if tl.Name() == name {
@@ -24,11 +24,11 @@ func findTool(t *testing.T, s *agent.AgentState, name string) agent.Tool {
 	return nil
 }
 
-func setupFS(t *testing.T, files map[string]string, opts ...hooks.FilesystemOption) (*memFS, *agent.AgentState, *hooks.FilesystemHook) {
+func setupFS(t *testing.T, files map[string]string, opts ...hooks.FilesystemOption) (*memFS, *loop.AgentState, *hooks.FilesystemHook) {
 	t.Helper()
 	mfs := newMemFS(files)
 	h := hooks.NewFilesystemHook(mfs, opts...)
-	state := &agent.AgentState{}
+	state := &loop.AgentState{}
 	if err := h.BeforeAgent(context.Background(), state); err != nil {
 		t.Fatal(err)
 	}
@@ -226,35 +226,35 @@ func TestEviction(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("a", hooks.DefaultEvictKeepChars) + strings.Repeat("m", 80_000) + strings.Repeat("z", hooks.DefaultEvictKeepChars)
 	h := hooks.NewFilesystemHook(newMemFS(nil))
-	next := func(out string) agent.ToolCallFunc {
-		return func(_ context.Context, c agent.ToolCall) (*agent.ToolResult, error) {
-			return &agent.ToolResult{ToolCallID: c.ID, Name: c.Name, Output: out}, nil
+	next := func(out string) loop.ToolCallFunc {
+		return func(_ context.Context, c loop.ToolCall) (*loop.ToolResult, error) {
+			return &loop.ToolResult{ToolCallID: c.ID, Name: c.Name, Output: out}, nil
 		}
 	}
 	wantEvicted := strings.Repeat("a", 2000) + "\n\n... (truncated 80000 characters) ...\n\n" + strings.Repeat("z", 2000)
 	for _, name := range []string{"execute", "my_custom_tool"} {
-		res, err := h.WrapToolCall(context.Background(), agent.ToolCall{ID: "c", Name: name}, next(big))
+		res, err := h.WrapToolCall(context.Background(), loop.ToolCall{ID: "c", Name: name}, next(big))
 		if err != nil || res.Output != wantEvicted {
 			t.Fatalf("%s: not evicted as the seed says (len %d)", name, len(res.Output))
 		}
 	}
 	for _, name := range []string{"ls", "glob", "grep", "read_file", "edit_file", "write_file"} {
-		res, _ := h.WrapToolCall(context.Background(), agent.ToolCall{ID: "c", Name: name}, next(big))
+		res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{ID: "c", Name: name}, next(big))
 		if res.Output != big {
 			t.Fatalf("%s: exempt tool evicted", name)
 		}
 	}
 	atLimit := strings.Repeat("x", hooks.DefaultMaxResultChars)
-	if res, _ := h.WrapToolCall(context.Background(), agent.ToolCall{Name: "execute"}, next(atLimit)); res.Output != atLimit {
+	if res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{Name: "execute"}, next(atLimit)); res.Output != atLimit {
 		t.Fatal("a result of exactly 80,000 chars was evicted")
 	}
 	over := atLimit + "y"
-	if res, _ := h.WrapToolCall(context.Background(), agent.ToolCall{Name: "execute"}, next(over)); !strings.Contains(res.Output, "(truncated 76001 characters)") {
+	if res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{Name: "execute"}, next(over)); !strings.Contains(res.Output, "(truncated 76001 characters)") {
 		t.Fatalf("80,001 chars not evicted: len %d", len(res.Output))
 	}
 	// Characters, not bytes: multi-byte text under the limit stays whole.
 	wide := strings.Repeat("é", 50_000)
-	if res, _ := h.WrapToolCall(context.Background(), agent.ToolCall{Name: "execute"}, next(wide)); res.Output != wide {
+	if res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{Name: "execute"}, next(wide)); res.Output != wide {
 		t.Fatal("50,000 two-byte characters were evicted")
 	}
 	if got := hooks.Evict("abcdefghij", 5, 2); got != "ab\n\n... (truncated 6 characters) ...\n\nij" {

@@ -8,8 +8,8 @@
 package hooks
 
 import (
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -31,12 +31,12 @@ func Names() []string { return append([]string(nil), order...) }
 
 // phases are the seed's phases of each hook.
 var phases = map[string][]string{
-	NameTracing:       {agent.PhaseWrapModelCall, agent.PhaseWrapToolCall},
-	NameTodoList:      {agent.PhaseBeforeAgent},
-	NameFilesystem:    {agent.PhaseBeforeAgent, agent.PhaseWrapToolCall},
-	NameSkills:        {agent.PhaseBeforeAgent, agent.PhaseModifyRequest},
-	NameMemory:        {agent.PhaseBeforeAgent, agent.PhaseModifyRequest},
-	NameSummarization: {agent.PhaseWrapModelCall},
+	NameTracing:       {loop.PhaseWrapModelCall, loop.PhaseWrapToolCall},
+	NameTodoList:      {loop.PhaseBeforeAgent},
+	NameFilesystem:    {loop.PhaseBeforeAgent, loop.PhaseWrapToolCall},
+	NameSkills:        {loop.PhaseBeforeAgent, loop.PhaseModifyRequest},
+	NameMemory:        {loop.PhaseBeforeAgent, loop.PhaseModifyRequest},
+	NameSummarization: {loop.PhaseWrapModelCall},
 }
 
 func phasesOf(name string) []string { return append([]string(nil), phases[name]...) }
@@ -49,7 +49,7 @@ type Status struct {
 }
 
 // active applies the seed's activation rules and cfg's toggles.
-func active(cfg *agent.AgentConfig, name string, hasBackend bool) bool {
+func active(cfg *loop.AgentConfig, name string, hasBackend bool) bool {
 	if !cfg.HookEnabled(name) {
 		return false
 	}
@@ -67,9 +67,9 @@ func active(cfg *agent.AgentConfig, name string, hasBackend bool) bool {
 
 // Describe lists every hook of cfg with its enabled state and phases, in
 // registration order.
-func Describe(cfg *agent.AgentConfig, hasBackend bool) []Status {
+func Describe(cfg *loop.AgentConfig, hasBackend bool) []Status {
 	if cfg == nil {
-		cfg = &agent.AgentConfig{}
+		cfg = &loop.AgentConfig{}
 	}
 	out := make([]Status, 0, len(order))
 	for _, n := range order {
@@ -81,12 +81,12 @@ func Describe(cfg *agent.AgentConfig, hasBackend bool) []Status {
 // Build returns the agent's hooks in the seed's registration order, applying
 // the seed's activation rules and cfg.Hooks toggles. fs is nil when the agent
 // has no backend. Hooks keep per-run state, so build them for each run.
-func Build(cfg *agent.AgentConfig, fs wickfs.FileSystem, model llm.Client) []agent.Hook {
+func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model llm.Client) []loop.Hook {
 	if cfg == nil {
-		cfg = &agent.AgentConfig{}
+		cfg = &loop.AgentConfig{}
 	}
 	hasBackend := cfg.Backend != nil && fs != nil
-	var out []agent.Hook
+	var out []loop.Hook
 	for _, n := range order {
 		if !active(cfg, n, hasBackend) {
 			continue
@@ -112,7 +112,7 @@ func Build(cfg *agent.AgentConfig, fs wickfs.FileSystem, model llm.Client) []age
 }
 
 // filesystemOptions carries the backend's command limits into the execute tool.
-func filesystemOptions(b *agent.BackendCfg) []FilesystemOption {
+func filesystemOptions(b *loop.BackendCfg) []FilesystemOption {
 	var opts []FilesystemOption
 	if b.Workdir != "" {
 		opts = append(opts, WithWorkdir(b.Workdir))

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -52,20 +52,20 @@ func TestHooksOverLocalFS(t *testing.T) {
 		),
 		llmtest.Text("all done"),
 	)
-	cfg := &agent.AgentConfig{
+	cfg := &loop.AgentConfig{
 		SystemPrompt: "sys",
-		Backend:      &agent.BackendCfg{Type: "local", Workdir: "/workspace"},
-		Skills:       &agent.SkillsCfg{Paths: []string{"/workspace/skills"}},
-		Memory:       &agent.MemoryCfg{Paths: []string{"/workspace/AGENTS.md", "/workspace/missing/AGENTS.md"}},
+		Backend:      &loop.BackendCfg{Type: "local", Workdir: "/workspace"},
+		Skills:       &loop.SkillsCfg{Paths: []string{"/workspace/skills"}},
+		Memory:       &loop.MemoryCfg{Paths: []string{"/workspace/AGENTS.md", "/workspace/missing/AGENTS.md"}},
 	}
-	r := agent.NewRunner(cfg, model, hooks.Build(cfg, fs, model), nil)
-	state := &agent.AgentState{ThreadID: "th"}
-	if err := r.Run(context.Background(), "r", state, []agent.Message{agent.Human("build it")}, nil, nil); err != nil {
+	r := loop.NewRunner(cfg, model, hooks.Build(cfg, fs, model), nil)
+	state := &loop.AgentState{ThreadID: "th"}
+	if err := r.Run(context.Background(), "r", state, []loop.Message{loop.Human("build it")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	results := map[string]string{}
-	for _, m := range agent.Messages(state.Messages).ToolMessages() {
+	for _, m := range loop.Messages(state.Messages).ToolMessages() {
 		results[m.ToolCallID] = m.Content
 	}
 	checks := map[string]string{

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -27,7 +27,7 @@ const (
 
 // MemoryHook loads AGENTS.md files and injects them into the system message.
 type MemoryHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	fs       wickfs.FileSystem
 	paths    []string
 	maxChars int
@@ -55,14 +55,14 @@ func NewMemoryHook(fs wickfs.FileSystem, paths []string, opts ...MemoryOption) *
 	return h
 }
 
-// Name implements agent.Hook.
+// Name implements loop.Hook.
 func (h *MemoryHook) Name() string { return NameMemory }
 
-// Phases implements agent.Hook.
+// Phases implements loop.Hook.
 func (h *MemoryHook) Phases() []string { return phasesOf(NameMemory) }
 
 // BeforeAgent reads the memory files; missing or unreadable files are skipped.
-func (h *MemoryHook) BeforeAgent(ctx context.Context, _ *agent.AgentState) error {
+func (h *MemoryHook) BeforeAgent(ctx context.Context, _ *loop.AgentState) error {
 	var parts []string
 	for _, p := range h.paths {
 		content, err := h.fs.ReadFile(ctx, p)
@@ -96,12 +96,12 @@ func (h *MemoryHook) Content() string {
 }
 
 // ModifyRequest appends <agent_memory> and the guidelines to the system message.
-func (h *MemoryHook) ModifyRequest(_ context.Context, msgs []agent.Message) ([]agent.Message, error) {
+func (h *MemoryHook) ModifyRequest(_ context.Context, msgs []loop.Message) ([]loop.Message, error) {
 	content := h.Content()
 	if content == "" {
 		return msgs, nil
 	}
-	return agent.AppendSystem(msgs, MemoryBlock(content)), nil
+	return loop.AppendSystem(msgs, MemoryBlock(content)), nil
 }
 
 // MemoryBlock renders the seed's memory section.

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -43,7 +43,7 @@ func (s SkillEntry) CatalogLine() string {
 
 // SkillsHook discovers SKILL.md files and injects their catalog.
 type SkillsHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	fs     wickfs.FileSystem
 	paths  []string
 	logger *slog.Logger
@@ -67,14 +67,14 @@ func NewSkillsHook(fs wickfs.FileSystem, paths []string, opts ...SkillsOption) *
 	return h
 }
 
-// Name implements agent.Hook.
+// Name implements loop.Hook.
 func (h *SkillsHook) Name() string { return NameSkills }
 
-// Phases implements agent.Hook.
+// Phases implements loop.Hook.
 func (h *SkillsHook) Phases() []string { return phasesOf(NameSkills) }
 
 // BeforeAgent discovers the skills.
-func (h *SkillsHook) BeforeAgent(ctx context.Context, _ *agent.AgentState) error {
+func (h *SkillsHook) BeforeAgent(ctx context.Context, _ *loop.AgentState) error {
 	skills, err := discoverSkills(ctx, h.fs, h.paths, h.logger)
 	if err != nil {
 		return err
@@ -93,12 +93,12 @@ func (h *SkillsHook) Skills() []SkillEntry {
 }
 
 // ModifyRequest appends the catalog to the system message.
-func (h *SkillsHook) ModifyRequest(_ context.Context, msgs []agent.Message) ([]agent.Message, error) {
+func (h *SkillsHook) ModifyRequest(_ context.Context, msgs []loop.Message) ([]loop.Message, error) {
 	skills := h.Skills()
 	if len(skills) == 0 {
 		return msgs, nil
 	}
-	return agent.AppendSystem(msgs, SkillsCatalog(skills)), nil
+	return loop.AppendSystem(msgs, SkillsCatalog(skills)), nil
 }
 
 // SkillsCatalog renders the catalog block: a header and one line per skill.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 var skillFiles = map[string]string{
@@ -48,10 +48,10 @@ func TestDiscoverSkills(t *testing.T) {
 func TestSkillsHookInjectsCatalog(t *testing.T) {
 	t.Parallel()
 	h := hooks.NewSkillsHook(newMemFS(skillFiles), []string{"/workspace/skills"})
-	if err := h.BeforeAgent(context.Background(), &agent.AgentState{}); err != nil {
+	if err := h.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := h.ModifyRequest(context.Background(), []agent.Message{agent.System("You are a coding assistant."), agent.Human("hi")})
+	msgs, err := h.ModifyRequest(context.Background(), []loop.Message{loop.System("You are a coding assistant."), loop.Human("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +62,10 @@ func TestSkillsHookInjectsCatalog(t *testing.T) {
 		t.Fatalf("system message:\n%s", sys)
 	}
 	empty := hooks.NewSkillsHook(newMemFS(nil), []string{"/nowhere"})
-	if err := empty.BeforeAgent(context.Background(), &agent.AgentState{}); err != nil {
+	if err := empty.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
-	in := []agent.Message{agent.Human("hi")}
+	in := []loop.Message{loop.Human("hi")}
 	if out, _ := empty.ModifyRequest(context.Background(), in); len(out) != 1 {
 		t.Fatal("empty catalog injected")
 	}
@@ -74,13 +74,13 @@ func TestSkillsHookInjectsCatalog(t *testing.T) {
 func TestMemoryHook(t *testing.T) {
 	t.Parallel()
 	h := hooks.NewMemoryHook(newMemFS(skillFiles), []string{"/workspace/AGENTS.md", "/workspace/missing/AGENTS.md", "/workspace/team/AGENTS.md"})
-	if err := h.BeforeAgent(context.Background(), &agent.AgentState{}); err != nil {
+	if err := h.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
 	if c := h.Content(); c != "# Project notes\n- Using FastAPI\n\n---\n\n- Tabs, not spaces\n" {
 		t.Fatalf("content %q", c)
 	}
-	msgs, _ := h.ModifyRequest(context.Background(), []agent.Message{agent.System("You are a coding assistant."), agent.Human("hi")})
+	msgs, _ := h.ModifyRequest(context.Background(), []loop.Message{loop.System("You are a coding assistant."), loop.Human("hi")})
 	want := "You are a coding assistant.\n\n<agent_memory>\n# Project notes\n- Using FastAPI\n\n---\n\n- Tabs, not spaces\n\n</agent_memory>\n\n" +
 		"Guidelines for agent memory:\n" +
 		"- This memory persists across conversations\n" +
@@ -91,14 +91,14 @@ func TestMemoryHook(t *testing.T) {
 		t.Fatalf("system:\n%q\nwant\n%q", msgs[0].Content, want)
 	}
 	none := hooks.NewMemoryHook(newMemFS(nil), []string{"/workspace/AGENTS.md"})
-	if err := none.BeforeAgent(context.Background(), &agent.AgentState{}); err != nil {
+	if err := none.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal("missing memory file must be skipped, got", err)
 	}
-	if out, _ := none.ModifyRequest(context.Background(), []agent.Message{agent.Human("x")}); len(out) != 1 {
+	if out, _ := none.ModifyRequest(context.Background(), []loop.Message{loop.Human("x")}); len(out) != 1 {
 		t.Fatal("empty memory injected")
 	}
 	capped := hooks.NewMemoryHook(newMemFS(skillFiles), []string{"/workspace/AGENTS.md"}, hooks.WithMaxMemoryChars(10))
-	_ = capped.BeforeAgent(context.Background(), &agent.AgentState{})
+	_ = capped.BeforeAgent(context.Background(), &loop.AgentState{})
 	if c := capped.Content(); c != "# Project \n... (memory truncated)" {
 		t.Fatalf("capped %q", c)
 	}

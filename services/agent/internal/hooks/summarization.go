@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Summarization constants (the seed's).
@@ -37,7 +37,7 @@ const (
 // SummarizationHook compresses old messages when the conversation nears the
 // context window. It never separates an assistant tool call from its results.
 type SummarizationHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	model         llm.Client
 	window        int
 	triggerRatio  float64
@@ -120,10 +120,10 @@ func NewSummarizationHook(model llm.Client, contextWindow int, opts ...Summariza
 	return h
 }
 
-// Name implements agent.Hook.
+// Name implements loop.Hook.
 func (h *SummarizationHook) Name() string { return NameSummarization }
 
-// Phases implements agent.Hook.
+// Phases implements loop.Hook.
 func (h *SummarizationHook) Phases() []string { return phasesOf(NameSummarization) }
 
 // Threshold is the token estimate above which the hook summarizes.
@@ -132,9 +132,9 @@ func (h *SummarizationHook) Threshold() int { return int(float64(h.window) * h.t
 // WrapModelCall summarizes old messages when the estimate is over the
 // threshold and passes the shorter conversation on. If summarizing fails the
 // messages pass through unchanged.
-func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []agent.Message, next agent.ModelCallWrapFunc) (*llm.Response, error) {
+func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []loop.Message, next loop.ModelCallWrapFunc) (*llm.Response, error) {
 	threshold := h.Threshold()
-	if agent.Messages(msgs).EstimateTokens() <= threshold {
+	if loop.Messages(msgs).EstimateTokens() <= threshold {
 		return next(ctx, msgs)
 	}
 	lead, body := splitLead(msgs)
@@ -143,7 +143,7 @@ func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []agent.Mess
 	if c := h.cached(body); c != nil {
 		prev, start = c.summary, c.n
 		candidate := compose(lead, prev, body[start:])
-		if agent.Messages(candidate).EstimateTokens() <= threshold {
+		if loop.Messages(candidate).EstimateTokens() <= threshold {
 			return next(ctx, candidate)
 		}
 	}
@@ -174,41 +174,41 @@ func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []agent.Mess
 // SafeCut moves a cut index back so that the kept part msgs[cut:] never
 // starts with tool results whose assistant call would be summarized away; an
 // assistant call and its results stay on the same side.
-func SafeCut(msgs []agent.Message, cut int) int {
+func SafeCut(msgs []loop.Message, cut int) int {
 	if cut <= 0 {
 		return 0
 	}
 	if cut > len(msgs) {
 		cut = len(msgs)
 	}
-	for cut > 0 && cut < len(msgs) && msgs[cut].Role == agent.RoleTool {
+	for cut > 0 && cut < len(msgs) && msgs[cut].Role == loop.RoleTool {
 		cut--
 	}
 	return cut
 }
 
 // splitLead separates the leading system messages, which are never summarized.
-func splitLead(msgs []agent.Message) ([]agent.Message, []agent.Message) {
+func splitLead(msgs []loop.Message) ([]loop.Message, []loop.Message) {
 	i := 0
-	for i < len(msgs) && msgs[i].Role == agent.RoleSystem {
+	for i < len(msgs) && msgs[i].Role == loop.RoleSystem {
 		i++
 	}
 	return msgs[:i], msgs[i:]
 }
 
-func compose(lead []agent.Message, summary string, recent []agent.Message) []agent.Message {
-	out := make([]agent.Message, 0, len(lead)+1+len(recent))
+func compose(lead []loop.Message, summary string, recent []loop.Message) []loop.Message {
+	out := make([]loop.Message, 0, len(lead)+1+len(recent))
 	out = append(out, lead...)
-	out = append(out, agent.Human(SummaryPrefix+summary))
+	out = append(out, loop.Human(SummaryPrefix+summary))
 	return append(out, recent...)
 }
 
-func fingerprint(msgs []agent.Message) [32]byte {
+func fingerprint(msgs []loop.Message) [32]byte {
 	b, _ := json.Marshal(msgs)
 	return sha256.Sum256(b)
 }
 
-func (h *SummarizationHook) cached(body []agent.Message) *summaryCache {
+func (h *SummarizationHook) cached(body []loop.Message) *summaryCache {
 	h.mu.Lock()
 	c := h.cache
 	h.mu.Unlock()
@@ -218,7 +218,7 @@ func (h *SummarizationHook) cached(body []agent.Message) *summaryCache {
 	return c
 }
 
-func (h *SummarizationHook) store(prefix []agent.Message, summary string) {
+func (h *SummarizationHook) store(prefix []loop.Message, summary string) {
 	c := &summaryCache{n: len(prefix), fp: fingerprint(prefix), summary: summary}
 	h.mu.Lock()
 	h.cache = c
@@ -227,8 +227,8 @@ func (h *SummarizationHook) store(prefix []agent.Message, summary string) {
 
 var errEmptySummary = errors.New("the model returned an empty summary")
 
-func (h *SummarizationHook) summarize(ctx context.Context, prev string, old []agent.Message) (string, error) {
-	transcript := agent.Messages(TruncateFileArgs(old, h.fileArgChars)).PrettyPrint()
+func (h *SummarizationHook) summarize(ctx context.Context, prev string, old []loop.Message) (string, error) {
+	transcript := loop.Messages(TruncateFileArgs(old, h.fileArgChars)).PrettyPrint()
 	budget := int(float64(h.window)*transcriptBudget) * 4 // chars, by the len/4 heuristic
 	if len(transcript) > budget {
 		transcript = "[the beginning of this part was omitted]\n" + transcript[len(transcript)-budget:]
@@ -268,14 +268,14 @@ func SummaryInstructions(maxWords int) string {
 
 // TruncateFileArgs returns msgs with the string arguments of write_file and
 // edit_file calls cut to max characters. msgs is not modified.
-func TruncateFileArgs(msgs []agent.Message, max int) []agent.Message {
-	out := make([]agent.Message, len(msgs))
+func TruncateFileArgs(msgs []loop.Message, max int) []loop.Message {
+	out := make([]loop.Message, len(msgs))
 	copy(out, msgs)
 	for i, m := range out {
-		if m.Role != agent.RoleAssistant || len(m.ToolCalls) == 0 {
+		if m.Role != loop.RoleAssistant || len(m.ToolCalls) == 0 {
 			continue
 		}
-		var calls []agent.ToolCall
+		var calls []loop.ToolCall
 		for j, c := range m.ToolCalls {
 			if c.Name != ToolWriteFile && c.Name != ToolEditFile {
 				continue
@@ -295,7 +295,7 @@ func TruncateFileArgs(msgs []agent.Message, max int) []agent.Message {
 				continue
 			}
 			if calls == nil {
-				calls = append([]agent.ToolCall(nil), m.ToolCalls...)
+				calls = append([]loop.ToolCall(nil), m.ToolCalls...)
 			}
 			calls[j].Args = args
 			calls[j].RawArgs = ""

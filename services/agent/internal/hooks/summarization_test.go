@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // summarizer is a model whose Call returns a fixed summary (or error) and
@@ -44,22 +44,22 @@ func (s *summarizer) count() int {
 }
 
 // capture is a next function that records what it was given.
-func capture(got *[]agent.Message) agent.ModelCallWrapFunc {
-	return func(_ context.Context, msgs []agent.Message) (*llm.Response, error) {
+func capture(got *[]loop.Message) loop.ModelCallWrapFunc {
+	return func(_ context.Context, msgs []loop.Message) (*llm.Response, error) {
 		*got = msgs
 		return &llm.Response{Content: "ok"}, nil
 	}
 }
 
 // conversation is a system message and n user/assistant messages of size chars each.
-func conversation(n, size int) []agent.Message {
-	msgs := []agent.Message{agent.System("sys")}
+func conversation(n, size int) []loop.Message {
+	msgs := []loop.Message{loop.System("sys")}
 	for i := range n {
 		text := fmt.Sprintf("%03d", i) + strings.Repeat("x", size-3)
 		if i%2 == 0 {
-			msgs = append(msgs, agent.Human(text))
+			msgs = append(msgs, loop.Human(text))
 		} else {
-			msgs = append(msgs, agent.AI(text))
+			msgs = append(msgs, loop.AI(text))
 		}
 	}
 	return msgs
@@ -72,8 +72,8 @@ func TestSummarizationThreshold(t *testing.T) {
 	if h.Threshold() != 850 {
 		t.Fatalf("threshold %d", h.Threshold())
 	}
-	at := []agent.Message{agent.Human(strings.Repeat("a", 3400))}
-	var got []agent.Message
+	at := []loop.Message{loop.Human(strings.Repeat("a", 3400))}
+	var got []loop.Message
 	if _, err := h.WrapModelCall(context.Background(), at, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +101,14 @@ func TestSummarizationCompresses(t *testing.T) {
 			model := &summarizer{reply: "the gist"}
 			h := hooks.NewSummarizationHook(model, 1000)
 			msgs := conversation(tt.messages, 200) // 20×200/4 = 1000 tokens > 850
-			var got []agent.Message
+			var got []loop.Message
 			if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != 2+tt.wantKept {
 				t.Fatalf("got %d messages, want system + summary + %d", len(got), tt.wantKept)
 			}
-			if got[0].Content != "sys" || got[1].Role != agent.RoleUser || got[1].Content != hooks.SummaryPrefix+"the gist" {
+			if got[0].Content != "sys" || got[1].Role != loop.RoleUser || got[1].Content != hooks.SummaryPrefix+"the gist" {
 				t.Fatalf("head %+v", got[:2])
 			}
 			if got[len(got)-1].Content != msgs[len(msgs)-1].Content || got[2].Content != msgs[len(msgs)-tt.wantKept].Content {
@@ -129,35 +129,35 @@ func TestSummarizationKeepsToolCallsWithResults(t *testing.T) {
 	t.Parallel()
 	msgs := conversation(16, 250)
 	msgs = append(msgs,
-		agent.AI("", agent.ToolCall{ID: "a", Name: "ls", Args: map[string]any{"path": "/"}}, agent.ToolCall{ID: "b", Name: "grep", Args: map[string]any{"pattern": "x"}}),
-		agent.ToolMsg("a", "ls", "[]"),
-		agent.ToolMsg("b", "grep", "{}"),
+		loop.AI("", loop.ToolCall{ID: "a", Name: "ls", Args: map[string]any{"path": "/"}}, loop.ToolCall{ID: "b", Name: "grep", Args: map[string]any{"pattern": "x"}}),
+		loop.ToolMsg("a", "ls", "[]"),
+		loop.ToolMsg("b", "grep", "{}"),
 	)
 	// 19 body messages → keep 2 → the cut lands on tool "a"; it must move back
 	// to the assistant message so call and results stay together.
 	h := hooks.NewSummarizationHook(&summarizer{reply: "S"}, 1000)
-	var got []agent.Message
+	var got []loop.Message
 	if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 5 || len(got[2].ToolCalls) != 2 || got[3].ToolCallID != "a" || got[4].ToolCallID != "b" {
-		t.Fatalf("kept:\n%s", agent.Messages(got).PrettyPrint())
+		t.Fatalf("kept:\n%s", loop.Messages(got).PrettyPrint())
 	}
-	if err := agent.Messages(got).Validate(); err != nil {
+	if err := loop.Messages(got).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestSafeCut(t *testing.T) {
 	t.Parallel()
-	body := []agent.Message{
-		agent.Human("q"), // 0
-		agent.AI("", agent.ToolCall{ID: "a", Name: "x"}),                                     // 1
-		agent.ToolMsg("a", "x", "r"),                                                         // 2
-		agent.AI("", agent.ToolCall{ID: "b", Name: "x"}, agent.ToolCall{ID: "c", Name: "x"}), // 3
-		agent.ToolMsg("b", "x", "r"),                                                         // 4
-		agent.ToolMsg("c", "x", "r"),                                                         // 5
-		agent.AI("done"),                                                                     // 6
+	body := []loop.Message{
+		loop.Human("q"), // 0
+		loop.AI("", loop.ToolCall{ID: "a", Name: "x"}),                                    // 1
+		loop.ToolMsg("a", "x", "r"),                                                       // 2
+		loop.AI("", loop.ToolCall{ID: "b", Name: "x"}, loop.ToolCall{ID: "c", Name: "x"}), // 3
+		loop.ToolMsg("b", "x", "r"),                                                       // 4
+		loop.ToolMsg("c", "x", "r"),                                                       // 5
+		loop.AI("done"),                                                                   // 6
 	}
 	for cut, want := range map[int]int{0: 0, 1: 1, 2: 1, 3: 3, 4: 3, 5: 3, 6: 6, 7: 7, 9: 7, -1: 0} {
 		if got := hooks.SafeCut(body, cut); got != want {
@@ -172,7 +172,7 @@ func TestSafeCut(t *testing.T) {
 			for _, c := range m.ToolCalls {
 				calls[c.ID] = true
 			}
-			if m.Role == agent.RoleTool && !calls[m.ToolCallID] {
+			if m.Role == loop.RoleTool && !calls[m.ToolCallID] {
 				t.Fatalf("cut %d keeps result %s without its call", cut, m.ToolCallID)
 			}
 		}
@@ -183,14 +183,14 @@ func TestSummarizationTruncatesFileContent(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("w", 5000)
 	cmd := strings.Repeat("c", 5000)
-	msgs := []agent.Message{
-		agent.Human("write it"),
-		agent.AI("", agent.ToolCall{ID: "w", Name: "write_file", Args: map[string]any{"path": "/a", "content": big}}),
-		agent.ToolMsg("w", "write_file", "ok"),
-		agent.AI("", agent.ToolCall{ID: "e", Name: "edit_file", Args: map[string]any{"path": "/a", "old_text": big, "new_text": "y"}}),
-		agent.ToolMsg("e", "edit_file", "ok"),
-		agent.AI("", agent.ToolCall{ID: "x", Name: "execute", Args: map[string]any{"command": cmd}}),
-		agent.ToolMsg("x", "execute", "ok"),
+	msgs := []loop.Message{
+		loop.Human("write it"),
+		loop.AI("", loop.ToolCall{ID: "w", Name: "write_file", Args: map[string]any{"path": "/a", "content": big}}),
+		loop.ToolMsg("w", "write_file", "ok"),
+		loop.AI("", loop.ToolCall{ID: "e", Name: "edit_file", Args: map[string]any{"path": "/a", "old_text": big, "new_text": "y"}}),
+		loop.ToolMsg("e", "edit_file", "ok"),
+		loop.AI("", loop.ToolCall{ID: "x", Name: "execute", Args: map[string]any{"command": cmd}}),
+		loop.ToolMsg("x", "execute", "ok"),
 	}
 	out := hooks.TruncateFileArgs(msgs, 2000)
 	if c := out[1].ToolCalls[0].Args["content"].(string); !strings.HasPrefix(c, strings.Repeat("w", 2000)+"...") || len(c) > 2100 {
@@ -208,8 +208,8 @@ func TestSummarizationTruncatesFileContent(t *testing.T) {
 
 	model := &summarizer{reply: "S"}
 	h := hooks.NewSummarizationHook(model, 1000, hooks.WithMinKeep(1))
-	var got []agent.Message
-	if _, err := h.WrapModelCall(context.Background(), append(msgs, agent.Human("next")), capture(&got)); err != nil {
+	var got []loop.Message
+	if _, err := h.WrapModelCall(context.Background(), append(msgs, loop.Human("next")), capture(&got)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(model.reqs[0].Messages[1].Content, strings.Repeat("w", 2001)) {
@@ -222,7 +222,7 @@ func TestSummarizationFailurePassesThrough(t *testing.T) {
 	for _, m := range []*summarizer{{err: errors.New("gateway down")}, {reply: "  "}} {
 		h := hooks.NewSummarizationHook(m, 1000)
 		msgs := conversation(20, 200)
-		var got []agent.Message
+		var got []loop.Message
 		if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 			t.Fatal(err)
 		}
@@ -237,12 +237,12 @@ func TestSummarizationReusesSummary(t *testing.T) {
 	model := &summarizer{reply: "S"}
 	h := hooks.NewSummarizationHook(model, 1000)
 	msgs := conversation(20, 200)
-	var got []agent.Message
+	var got []loop.Message
 	if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
 	// One more short message: summary + recent is still under the threshold.
-	msgs = append(msgs, agent.Human("and one more thing"))
+	msgs = append(msgs, loop.Human("and one more thing"))
 	if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
@@ -266,10 +266,10 @@ func TestSummarizationInLoop(t *testing.T) {
 		return &llm.Response{Content: "condensed"}, nil
 	}
 	history := conversation(30, 200)[1:]
-	state := &agent.AgentState{Messages: append([]agent.Message(nil), history...)}
-	r := agent.NewRunner(&agent.AgentConfig{SystemPrompt: "sys", ContextWindow: 1000}, model,
-		hooks.Build(&agent.AgentConfig{ContextWindow: 1000}, nil, model), nil)
-	if err := r.Run(context.Background(), "r", state, []agent.Message{agent.Human("latest")}, nil, nil); err != nil {
+	state := &loop.AgentState{Messages: append([]loop.Message(nil), history...)}
+	r := loop.NewRunner(&loop.AgentConfig{SystemPrompt: "sys", ContextWindow: 1000}, model,
+		hooks.Build(&loop.AgentConfig{ContextWindow: 1000}, nil, model), nil)
+	if err := r.Run(context.Background(), "r", state, []loop.Message{loop.Human("latest")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := model.Requests()[0]

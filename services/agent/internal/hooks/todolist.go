@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Todo list constants.
@@ -20,14 +20,14 @@ const (
 )
 
 // ValidTodoStatuses are the seed's statuses.
-var ValidTodoStatuses = []string{agent.TodoPending, agent.TodoInProgress, agent.TodoDone}
+var ValidTodoStatuses = []string{loop.TodoPending, loop.TodoInProgress, loop.TodoDone}
 
 // ErrInvalidTodos is wrapped by every write_todos validation error.
 var ErrInvalidTodos = errors.New("invalid todos")
 
 // TodoListHook provides the write_todos tool.
 type TodoListHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	maxTodos int
 }
 
@@ -46,20 +46,20 @@ func NewTodoListHook(opts ...TodoListOption) *TodoListHook {
 	return h
 }
 
-// Name implements agent.Hook.
+// Name implements loop.Hook.
 func (h *TodoListHook) Name() string { return NameTodoList }
 
-// Phases implements agent.Hook.
+// Phases implements loop.Hook.
 func (h *TodoListHook) Phases() []string { return phasesOf(NameTodoList) }
 
 // BeforeAgent registers write_todos. The seed initialises the list to empty;
 // a thread's existing todos are kept so a follow-up message does not lose
 // the plan.
-func (h *TodoListHook) BeforeAgent(_ context.Context, state *agent.AgentState) error {
+func (h *TodoListHook) BeforeAgent(_ context.Context, state *loop.AgentState) error {
 	if state.Todos == nil {
-		state.Todos = []agent.Todo{}
+		state.Todos = []loop.Todo{}
 	}
-	agent.RegisterToolOnState(state, &agent.FuncTool{
+	loop.RegisterToolOnState(state, &loop.FuncTool{
 		ToolName: ToolWriteTodos,
 		ToolDesc: "Replace the whole todo list used to plan and track multi-step work. " +
 			"Send every todo each time; statuses are pending, in_progress and done.",
@@ -87,10 +87,10 @@ func (h *TodoListHook) BeforeAgent(_ context.Context, state *agent.AgentState) e
 			if err != nil {
 				return "", err
 			}
-			if !agent.MutateState(ctx, state, func(s *agent.AgentState) { s.Todos = todos }) {
+			if !loop.MutateState(ctx, state, func(s *loop.AgentState) { s.Todos = todos }) {
 				return "", context.Canceled
 			}
-			agent.Emit(ctx, agent.StreamEvent{Event: agent.EventTodos, Name: ToolWriteTodos, Data: map[string]any{"todos": agent.JSONValue(todos)}})
+			loop.Emit(ctx, loop.StreamEvent{Event: loop.EventTodos, Name: ToolWriteTodos, Data: map[string]any{"todos": loop.JSONValue(todos)}})
 			b, _ := json.Marshal(todos)
 			return "Updated todo list to " + string(b), nil
 		},
@@ -100,7 +100,7 @@ func (h *TodoListHook) BeforeAgent(_ context.Context, state *agent.AgentState) e
 
 // ParseTodos validates a write_todos argument: a list of at most max todos,
 // each with a title and a valid status. Missing ids are numbered from 1.
-func ParseTodos(v any, max int) ([]agent.Todo, error) {
+func ParseTodos(v any, max int) ([]loop.Todo, error) {
 	if v == nil {
 		return nil, fmt.Errorf("%w: \"todos\" is required (a list of {id, title, status})", ErrInvalidTodos)
 	}
@@ -115,10 +115,10 @@ func ParseTodos(v any, max int) ([]agent.Todo, error) {
 	if max > 0 && len(raw) > max {
 		return nil, fmt.Errorf("%w: %d todos, at most %d are allowed", ErrInvalidTodos, len(raw), max)
 	}
-	todos := make([]agent.Todo, 0, len(raw))
+	todos := make([]loop.Todo, 0, len(raw))
 	seen := make(map[string]bool, len(raw))
 	for i, r := range raw {
-		t := agent.Todo{ID: scalarString(r["id"]), Title: scalarString(r["title"]), Status: scalarString(r["status"])}
+		t := loop.Todo{ID: scalarString(r["id"]), Title: scalarString(r["title"]), Status: scalarString(r["status"])}
 		if t.ID == "" {
 			t.ID = strconv.Itoa(i + 1)
 		}

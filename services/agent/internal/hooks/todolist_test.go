@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func TestTodoListReplacesWholesale(t *testing.T) {
 	t.Parallel()
 	h := hooks.NewTodoListHook()
-	state := &agent.AgentState{Todos: []agent.Todo{{ID: "old", Title: "kept until replaced", Status: "done"}}}
+	state := &loop.AgentState{Todos: []loop.Todo{{ID: "old", Title: "kept until replaced", Status: "done"}}}
 	if err := h.BeforeAgent(context.Background(), state); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestTodoListReplacesWholesale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []agent.Todo{
+	want := []loop.Todo{
 		{ID: "1", Title: "Parse config file", Status: "done"},
 		{ID: "2", Title: "Implement handler", Status: "in_progress"},
 		{ID: "3", Title: "Write tests", Status: "pending"},
@@ -88,19 +88,19 @@ func TestTodoListInLoopEmitsAndSaves(t *testing.T) {
 		llmtest.Call(llm.ToolCallResult{ID: "t2", Name: "write_todos", Args: map[string]any{"todos": []any{map[string]any{"id": "1", "title": "plan", "status": "bogus"}}}}),
 		llmtest.Text("ok"),
 	)
-	r := agent.NewRunner(nil, model, []agent.Hook{hooks.NewTodoListHook()}, nil)
-	var events []agent.StreamEvent
+	r := loop.NewRunner(nil, model, []loop.Hook{hooks.NewTodoListHook()}, nil)
+	var events []loop.StreamEvent
 	var saved []int
-	state := &agent.AgentState{}
-	err := r.Run(context.Background(), "r", state, []agent.Message{agent.Human("go")},
-		func(ev agent.StreamEvent) { events = append(events, ev) },
-		func(_ context.Context, s *agent.AgentState) error { saved = append(saved, len(s.Todos)); return nil })
+	state := &loop.AgentState{}
+	err := r.Run(context.Background(), "r", state, []loop.Message{loop.Human("go")},
+		func(ev loop.StreamEvent) { events = append(events, ev) },
+		func(_ context.Context, s *loop.AgentState) error { saved = append(saved, len(s.Todos)); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var todoEvents int
 	for _, ev := range events {
-		if ev.Event == agent.EventTodos {
+		if ev.Event == loop.EventTodos {
 			todoEvents++
 			list := ev.Data.(map[string]any)["todos"].([]any)
 			if list[0].(map[string]any)["status"] != "in_progress" {

@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Tracing constants.
@@ -27,7 +27,7 @@ const (
 
 // TracingHook records OpenTelemetry spans around model and tool calls.
 type TracingHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	tracer       trace.Tracer
 	previewChars int
 	maxArgsChars int
@@ -59,14 +59,14 @@ func NewTracingHook(opts ...TracingOption) *TracingHook {
 	return h
 }
 
-// Name implements agent.Hook.
+// Name implements loop.Hook.
 func (h *TracingHook) Name() string { return NameTracing }
 
-// Phases implements agent.Hook.
+// Phases implements loop.Hook.
 func (h *TracingHook) Phases() []string { return phasesOf(NameTracing) }
 
 // WrapModelCall records an "llm.call" span.
-func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []agent.Message, next agent.ModelCallWrapFunc) (*llm.Response, error) {
+func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []loop.Message, next loop.ModelCallWrapFunc) (*llm.Response, error) {
 	ctx, span := h.tracer.Start(ctx, SpanLLMCall)
 	defer span.End()
 	if !span.IsRecording() {
@@ -98,7 +98,7 @@ func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []agent.Message, n
 }
 
 // WrapToolCall records a "tool.call" span.
-func (h *TracingHook) WrapToolCall(ctx context.Context, call agent.ToolCall, next agent.ToolCallFunc) (*agent.ToolResult, error) {
+func (h *TracingHook) WrapToolCall(ctx context.Context, call loop.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	ctx, span := h.tracer.Start(ctx, SpanToolCall)
 	defer span.End()
 	if !span.IsRecording() {
@@ -106,7 +106,7 @@ func (h *TracingHook) WrapToolCall(ctx context.Context, call agent.ToolCall, nex
 	}
 	args := call.RawArgs
 	if args == "" {
-		args = agent.ArgsJSON(call.Args)
+		args = loop.ArgsJSON(call.Args)
 	}
 	span.SetAttributes(
 		attribute.String("tool_name", call.Name),

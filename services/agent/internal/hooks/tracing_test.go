@@ -11,9 +11,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func newTracing(t *testing.T) (*hooks.TracingHook, *tracetest.InMemoryExporter) {
@@ -36,8 +36,8 @@ func TestTracingModelSpan(t *testing.T) {
 	t.Parallel()
 	h, exp := newTracing(t)
 	long := strings.Repeat("c", 600)
-	_, err := h.WrapModelCall(context.Background(), []agent.Message{agent.Human("a"), agent.Human("b")},
-		func(context.Context, []agent.Message) (*llm.Response, error) {
+	_, err := h.WrapModelCall(context.Background(), []loop.Message{loop.Human("a"), loop.Human("b")},
+		func(context.Context, []loop.Message) (*llm.Response, error) {
 			return &llm.Response{Content: long, ToolCalls: []llm.ToolCallResult{{ID: "1", Name: "ls"}, {ID: "2", Name: "grep"}}}, nil
 		})
 	if err != nil {
@@ -56,7 +56,7 @@ func TestTracingModelSpan(t *testing.T) {
 	}
 
 	exp.Reset()
-	_, err = h.WrapModelCall(context.Background(), nil, func(context.Context, []agent.Message) (*llm.Response, error) {
+	_, err = h.WrapModelCall(context.Background(), nil, func(context.Context, []loop.Message) (*llm.Response, error) {
 		return nil, errors.New("rate limited")
 	})
 	if err == nil {
@@ -72,9 +72,9 @@ func TestTracingToolSpan(t *testing.T) {
 	t.Parallel()
 	h, exp := newTracing(t)
 	out := strings.Repeat("o", 700)
-	call := agent.ToolCall{ID: "call_abc123", Name: "read_file", Args: map[string]any{"path": "/workspace/main.py"}}
-	_, err := h.WrapToolCall(context.Background(), call, func(context.Context, agent.ToolCall) (*agent.ToolResult, error) {
-		return &agent.ToolResult{Output: out}, nil
+	call := loop.ToolCall{ID: "call_abc123", Name: "read_file", Args: map[string]any{"path": "/workspace/main.py"}}
+	_, err := h.WrapToolCall(context.Background(), call, func(context.Context, loop.ToolCall) (*loop.ToolResult, error) {
+		return &loop.ToolResult{Output: out}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +87,8 @@ func TestTracingToolSpan(t *testing.T) {
 	}
 
 	exp.Reset()
-	_, _ = h.WrapToolCall(context.Background(), call, func(context.Context, agent.ToolCall) (*agent.ToolResult, error) {
-		return &agent.ToolResult{Error: "old_text not found in file"}, nil
+	_, _ = h.WrapToolCall(context.Background(), call, func(context.Context, loop.ToolCall) (*loop.ToolResult, error) {
+		return &loop.ToolResult{Error: "old_text not found in file"}, nil
 	})
 	s = exp.GetSpans()[0]
 	if s.Status.Code != codes.Error || attrs(s)["tool_error"].AsString() != "old_text not found in file" {

@@ -9,9 +9,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Limits of an agent configuration.
@@ -31,16 +31,16 @@ var ErrInvalid = errors.New("invalid agent configuration")
 // agent at the top level (the seed's sample), registered as "default" or
 // under its "id".
 type fileDoc struct {
-	Agents map[string]*agent.AgentConfig `yaml:"agents"`
+	Agents map[string]*loop.AgentConfig `yaml:"agents"`
 }
 
 type singleDoc struct {
-	ID                string `yaml:"id"`
-	agent.AgentConfig `yaml:",inline"`
+	ID               string `yaml:"id"`
+	loop.AgentConfig `yaml:",inline"`
 }
 
 // LoadFile reads agents.yaml into validated templates by agent id.
-func LoadFile(path string) (map[string]*agent.AgentConfig, error) {
+func LoadFile(path string) (map[string]*loop.AgentConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read agents file: %w", err)
@@ -53,12 +53,12 @@ func LoadFile(path string) (map[string]*agent.AgentConfig, error) {
 
 // Parse parses agents.yaml content. Unknown keys are errors, so a typo
 // does not silently drop a setting.
-func Parse(data []byte) (map[string]*agent.AgentConfig, error) {
+func Parse(data []byte) (map[string]*loop.AgentConfig, error) {
 	var probe map[string]any
 	if err := yaml.Unmarshal(data, &probe); err != nil {
 		return nil, fmt.Errorf("parse agents file: %w", err)
 	}
-	out := map[string]*agent.AgentConfig{}
+	out := map[string]*loop.AgentConfig{}
 	if _, multi := probe["agents"]; multi {
 		var doc fileDoc
 		if err := strictYAML(data, &doc); err != nil {
@@ -66,7 +66,7 @@ func Parse(data []byte) (map[string]*agent.AgentConfig, error) {
 		}
 		for id, cfg := range doc.Agents {
 			if cfg == nil {
-				cfg = &agent.AgentConfig{}
+				cfg = &loop.AgentConfig{}
 			}
 			out[id] = cfg
 		}
@@ -102,7 +102,7 @@ func strictYAML(data []byte, v any) error {
 }
 
 // Validate checks an agent id and configuration; errors name the field.
-func Validate(id string, cfg *agent.AgentConfig) error {
+func Validate(id string, cfg *loop.AgentConfig) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: agent %q: %s", ErrInvalid, id, fmt.Sprintf(format, args...))
 	}
@@ -142,7 +142,7 @@ func Validate(id string, cfg *agent.AgentConfig) error {
 		return fail("max_turns must be between 0 and %d", MaxTurnsLimit)
 	}
 	switch cfg.Approval {
-	case "", agent.ApprovalAutonomous, agent.ApprovalInteractive:
+	case "", loop.ApprovalAutonomous, loop.ApprovalInteractive:
 	default:
 		return fail(`approval %q must be "autonomous" or "interactive"`, cfg.Approval)
 	}
@@ -166,12 +166,12 @@ func KnownHook(name string) bool {
 
 // Clone deep-copies a configuration (through its JSON form, which every
 // field has).
-func Clone(cfg *agent.AgentConfig) *agent.AgentConfig {
+func Clone(cfg *loop.AgentConfig) *loop.AgentConfig {
 	data, err := marshal(cfg)
 	if err != nil {
 		panic(fmt.Sprintf("registry: agent config does not encode: %v", err))
 	}
-	var c agent.AgentConfig
+	var c loop.AgentConfig
 	if err := unmarshal(data, &c); err != nil {
 		panic(fmt.Sprintf("registry: agent config does not decode: %v", err))
 	}

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Errors of the registry.
@@ -22,20 +22,20 @@ var (
 // Entry is an agent as one user sees it.
 type Entry struct {
 	ID     string
-	Config *agent.AgentConfig
+	Config *loop.AgentConfig
 	// Template is true when the user sees the shared template unchanged.
 	Template bool
 }
 
 // Registry resolves agents per user.
 type Registry struct {
-	templates map[string]*agent.AgentConfig
+	templates map[string]*loop.AgentConfig
 	store     Store
 }
 
 // New returns a registry of templates (already validated) over store.
-func New(templates map[string]*agent.AgentConfig, store Store) *Registry {
-	t := map[string]*agent.AgentConfig{}
+func New(templates map[string]*loop.AgentConfig, store Store) *Registry {
+	t := map[string]*loop.AgentConfig{}
 	for id, c := range templates {
 		t[id] = Clone(c)
 	}
@@ -84,7 +84,7 @@ func (r *Registry) List(ctx context.Context, user string) ([]*Entry, error) {
 }
 
 // Create registers a new agent for user.
-func (r *Registry) Create(ctx context.Context, user, id string, cfg *agent.AgentConfig) (*Entry, error) {
+func (r *Registry) Create(ctx context.Context, user, id string, cfg *loop.AgentConfig) (*Entry, error) {
 	if err := Validate(id, cfg); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (r *Registry) Create(ctx context.Context, user, id string, cfg *agent.Agent
 // Update applies fn to the user's agent and stores the result; a template
 // is cloned for the user first. Concurrent updates of one agent are last
 // writer wins: configuration changes are rare and whole.
-func (r *Registry) Update(ctx context.Context, user, id string, fn func(*agent.AgentConfig) error) (*Entry, error) {
+func (r *Registry) Update(ctx context.Context, user, id string, fn func(*loop.AgentConfig) error) (*Entry, error) {
 	e, err := r.Get(ctx, user, id)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/platform/testenv"
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -130,7 +130,7 @@ func TestRegistryTemplatesAndClones(t *testing.T) {
 	for name, st := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			r := New(map[string]*agent.AgentConfig{"default": {Name: "T", Tools: []string{"calculate"}}}, st)
+			r := New(map[string]*loop.AgentConfig{"default": {Name: "T", Tools: []string{"calculate"}}}, st)
 			e, err := r.Get(ctx, "alice", "default")
 			if err != nil || !e.Template || e.Config.Name != "T" {
 				t.Fatalf("Get = %+v, %v", e, err)
@@ -139,7 +139,7 @@ func TestRegistryTemplatesAndClones(t *testing.T) {
 			if e, _ := r.Get(ctx, "bob", "default"); e.Config.Name != "T" {
 				t.Fatal("template shared memory with a caller")
 			}
-			if _, err := r.Update(ctx, "alice", "default", func(c *agent.AgentConfig) error { c.Name = "Alice's"; return nil }); err != nil {
+			if _, err := r.Update(ctx, "alice", "default", func(c *loop.AgentConfig) error { c.Name = "Alice's"; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if e, _ := r.Get(ctx, "alice", "default"); e.Template || e.Config.Name != "Alice's" {
@@ -148,10 +148,10 @@ func TestRegistryTemplatesAndClones(t *testing.T) {
 			if e, _ := r.Get(ctx, "bob", "default"); !e.Template || e.Config.Name != "T" {
 				t.Fatalf("bob's = %+v", e)
 			}
-			if _, err := r.Create(ctx, "alice", "default", &agent.AgentConfig{}); !errors.Is(err, ErrExists) {
+			if _, err := r.Create(ctx, "alice", "default", &loop.AgentConfig{}); !errors.Is(err, ErrExists) {
 				t.Fatalf("Create over template = %v", err)
 			}
-			if _, err := r.Create(ctx, "alice", "mine", &agent.AgentConfig{Name: "M"}); err != nil {
+			if _, err := r.Create(ctx, "alice", "mine", &loop.AgentConfig{Name: "M"}); err != nil {
 				t.Fatal(err)
 			}
 			list, _ := r.List(ctx, "alice")

@@ -10,7 +10,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -25,11 +25,11 @@ var ErrNotFound = errors.New("not found")
 // Store keeps each user's own agents (created ones and clones of templates)
 // and external tools; Redis when replicas share them.
 type Store interface {
-	GetAgent(ctx context.Context, user, id string) (*agent.AgentConfig, error)
-	PutAgent(ctx context.Context, user, id string, cfg *agent.AgentConfig) error
+	GetAgent(ctx context.Context, user, id string) (*loop.AgentConfig, error)
+	PutAgent(ctx context.Context, user, id string, cfg *loop.AgentConfig) error
 	// DeleteAgent reports whether the agent existed.
 	DeleteAgent(ctx context.Context, user, id string) (bool, error)
-	ListAgents(ctx context.Context, user string) (map[string]*agent.AgentConfig, error)
+	ListAgents(ctx context.Context, user string) (map[string]*loop.AgentConfig, error)
 	GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error)
 	PutTool(ctx context.Context, user string, def *tools.HTTPToolDef) error
 	DeleteTool(ctx context.Context, user, name string) (bool, error)
@@ -63,19 +63,19 @@ func put(m map[string]map[string][]byte, user, key string, v any) error {
 }
 
 // GetAgent implements Store.
-func (s *MemoryStore) GetAgent(_ context.Context, user, id string) (*agent.AgentConfig, error) {
+func (s *MemoryStore) GetAgent(_ context.Context, user, id string) (*loop.AgentConfig, error) {
 	s.mu.Lock()
 	data, ok := s.agents[user][id]
 	s.mu.Unlock()
 	if !ok {
 		return nil, ErrNotFound
 	}
-	var c agent.AgentConfig
+	var c loop.AgentConfig
 	return &c, unmarshal(data, &c)
 }
 
 // PutAgent implements Store.
-func (s *MemoryStore) PutAgent(_ context.Context, user, id string, cfg *agent.AgentConfig) error {
+func (s *MemoryStore) PutAgent(_ context.Context, user, id string, cfg *loop.AgentConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return put(s.agents, user, id, cfg)
@@ -91,12 +91,12 @@ func (s *MemoryStore) DeleteAgent(_ context.Context, user, id string) (bool, err
 }
 
 // ListAgents implements Store.
-func (s *MemoryStore) ListAgents(_ context.Context, user string) (map[string]*agent.AgentConfig, error) {
+func (s *MemoryStore) ListAgents(_ context.Context, user string) (map[string]*loop.AgentConfig, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string]*agent.AgentConfig{}
+	out := map[string]*loop.AgentConfig{}
 	for id, data := range s.agents[user] {
-		var c agent.AgentConfig
+		var c loop.AgentConfig
 		if err := unmarshal(data, &c); err != nil {
 			return nil, err
 		}
@@ -198,8 +198,8 @@ func (s *RedisStore) del(ctx context.Context, key, field string) (bool, error) {
 }
 
 // GetAgent implements Store.
-func (s *RedisStore) GetAgent(ctx context.Context, user, id string) (*agent.AgentConfig, error) {
-	var c agent.AgentConfig
+func (s *RedisStore) GetAgent(ctx context.Context, user, id string) (*loop.AgentConfig, error) {
+	var c loop.AgentConfig
 	if err := s.get(ctx, s.agentsKey(user), id, &c); err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (s *RedisStore) GetAgent(ctx context.Context, user, id string) (*agent.Agen
 }
 
 // PutAgent implements Store.
-func (s *RedisStore) PutAgent(ctx context.Context, user, id string, cfg *agent.AgentConfig) error {
+func (s *RedisStore) PutAgent(ctx context.Context, user, id string, cfg *loop.AgentConfig) error {
 	return s.put(ctx, s.agentsKey(user), id, cfg)
 }
 
@@ -217,14 +217,14 @@ func (s *RedisStore) DeleteAgent(ctx context.Context, user, id string) (bool, er
 }
 
 // ListAgents implements Store.
-func (s *RedisStore) ListAgents(ctx context.Context, user string) (map[string]*agent.AgentConfig, error) {
+func (s *RedisStore) ListAgents(ctx context.Context, user string) (map[string]*loop.AgentConfig, error) {
 	all, err := s.rdb.HGetAll(ctx, s.agentsKey(user)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	out := map[string]*agent.AgentConfig{}
+	out := map[string]*loop.AgentConfig{}
 	for id, data := range all {
-		var c agent.AgentConfig
+		var c loop.AgentConfig
 		if err := unmarshal([]byte(data), &c); err != nil {
 			return nil, fmt.Errorf("registry: agent %s: %w", id, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/platform/testenv"
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // BenchmarkRedisAppend measures logging one token event of a running run
@@ -22,7 +22,7 @@ func BenchmarkRedisAppend(b *testing.B) {
 	if err := r.Put(ctx, &Run{ID: "bench", Status: StatusRunning}); err != nil {
 		b.Fatal(err)
 	}
-	ev := agent.StreamEvent{Event: "on_chat_model_stream", RunID: "bench", ThreadID: "th", Data: map[string]any{"delta": "token "}}
+	ev := loop.StreamEvent{Event: "on_chat_model_stream", RunID: "bench", ThreadID: "th", Data: map[string]any{"delta": "token "}}
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		start := time.Now()

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Memory is the single-process Store and Log. Finished runs are dropped
@@ -26,14 +26,14 @@ type Memory struct {
 
 type memRun struct {
 	rec       *Run
-	events    []agent.StreamEvent
+	events    []loop.StreamEvent
 	keys      []eventID // parsed ids of events, increasing
 	next      uint64    // sequence of the next self-assigned id
 	ended     bool
 	endedAt   time.Time
 	changed   chan struct{} // closed and replaced on every append or end
 	cancel    bool
-	decisions []agent.Decision
+	decisions []loop.Decision
 }
 
 // MemoryOption configures Memory.
@@ -80,7 +80,7 @@ func (r *memRun) notify() {
 
 func copyRun(r *Run) *Run {
 	c := *r
-	c.Pending = append([]agent.ToolCall(nil), r.Pending...)
+	c.Pending = append([]loop.ToolCall(nil), r.Pending...)
 	return &c
 }
 
@@ -147,16 +147,16 @@ func (m *Memory) CancelRequested(_ context.Context, runID string) (bool, error) 
 }
 
 // PutDecisions implements Store.
-func (m *Memory) PutDecisions(_ context.Context, runID string, d []agent.Decision) error {
+func (m *Memory) PutDecisions(_ context.Context, runID string, d []loop.Decision) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.entry(runID, true).decisions = append([]agent.Decision(nil), d...)
+	m.entry(runID, true).decisions = append([]loop.Decision(nil), d...)
 	m.nudge(runID)
 	return nil
 }
 
 // TakeDecisions implements Store.
-func (m *Memory) TakeDecisions(_ context.Context, runID string) ([]agent.Decision, error) {
+func (m *Memory) TakeDecisions(_ context.Context, runID string) ([]loop.Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.entry(runID, false)
@@ -191,7 +191,7 @@ func (m *Memory) Nudges(ctx context.Context) (<-chan string, error) {
 // Append implements Log. An event that already has an id (given by a shared
 // log) keeps it, so a local copy answers with the ids clients saw; the id
 // must then be greater than the previous one.
-func (m *Memory) Append(_ context.Context, runID string, ev agent.StreamEvent) (string, error) {
+func (m *Memory) Append(_ context.Context, runID string, ev loop.StreamEvent) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.entry(runID, true)
@@ -216,7 +216,7 @@ func (m *Memory) Append(_ context.Context, runID string, ev agent.StreamEvent) (
 	r.events = append(r.events, ev)
 	r.keys = append(r.keys, key)
 	if over := len(r.events) - m.maxEvents; over > 0 {
-		r.events = append([]agent.StreamEvent(nil), r.events[over:]...)
+		r.events = append([]loop.StreamEvent(nil), r.events[over:]...)
 		r.keys = append([]eventID(nil), r.keys[over:]...)
 	}
 	r.notify()
@@ -224,7 +224,7 @@ func (m *Memory) Append(_ context.Context, runID string, ev agent.StreamEvent) (
 }
 
 // AppendClosing implements Log.
-func (m *Memory) AppendClosing(ctx context.Context, runID string, ev agent.StreamEvent) (string, error) {
+func (m *Memory) AppendClosing(ctx context.Context, runID string, ev loop.StreamEvent) (string, error) {
 	return m.Append(ctx, runID, ev)
 }
 
@@ -274,7 +274,7 @@ func parseAfter(after string) (eventID, error) {
 }
 
 // Read implements Log.
-func (m *Memory) Read(ctx context.Context, runID, after string, max int, block time.Duration) ([]agent.StreamEvent, bool, error) {
+func (m *Memory) Read(ctx context.Context, runID, after string, max int, block time.Duration) ([]loop.StreamEvent, bool, error) {
 	pos, err := parseAfter(after)
 	if err != nil {
 		return nil, false, err
@@ -290,7 +290,7 @@ func (m *Memory) Read(ctx context.Context, runID, after string, max int, block t
 		start := sort.Search(len(r.keys), func(i int) bool { return pos.less(r.keys[i]) })
 		if start < len(r.events) {
 			end := min(len(r.events), start+max)
-			out := append([]agent.StreamEvent(nil), r.events[start:end]...)
+			out := append([]loop.StreamEvent(nil), r.events[start:end]...)
 			ended := r.ended && end == len(r.events)
 			m.mu.Unlock()
 			return out, ended, nil

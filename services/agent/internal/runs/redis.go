@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Redis is the Store and Log shared by replicas. A run is a hash {s: status,
@@ -160,7 +160,7 @@ func (r *Redis) CancelRequested(ctx context.Context, runID string) (bool, error)
 }
 
 // PutDecisions implements Store.
-func (r *Redis) PutDecisions(ctx context.Context, runID string, d []agent.Decision) error {
+func (r *Redis) PutDecisions(ctx context.Context, runID string, d []loop.Decision) error {
 	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode decisions: %w", err)
@@ -175,7 +175,7 @@ func (r *Redis) PutDecisions(ctx context.Context, runID string, d []agent.Decisi
 }
 
 // TakeDecisions implements Store.
-func (r *Redis) TakeDecisions(ctx context.Context, runID string) ([]agent.Decision, error) {
+func (r *Redis) TakeDecisions(ctx context.Context, runID string) ([]loop.Decision, error) {
 	data, err := r.rdb.GetDel(ctx, r.decisionsKey(runID)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -183,7 +183,7 @@ func (r *Redis) TakeDecisions(ctx context.Context, runID string) ([]agent.Decisi
 	if err != nil {
 		return nil, fmt.Errorf("take decisions: %w", err)
 	}
-	var d []agent.Decision
+	var d []loop.Decision
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, fmt.Errorf("decode decisions: %w", err)
 	}
@@ -233,17 +233,17 @@ redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return id`)
 
 // Append implements Log.
-func (r *Redis) Append(ctx context.Context, runID string, ev agent.StreamEvent) (string, error) {
+func (r *Redis) Append(ctx context.Context, runID string, ev loop.StreamEvent) (string, error) {
 	return r.append(ctx, runID, ev, false)
 }
 
 // AppendClosing adds the event that closes a run another replica owned,
 // after Finish; Append refuses events of a finished run.
-func (r *Redis) AppendClosing(ctx context.Context, runID string, ev agent.StreamEvent) (string, error) {
+func (r *Redis) AppendClosing(ctx context.Context, runID string, ev loop.StreamEvent) (string, error) {
 	return r.append(ctx, runID, ev, true)
 }
 
-func (r *Redis) append(ctx context.Context, runID string, ev agent.StreamEvent, force bool) (string, error) {
+func (r *Redis) append(ctx context.Context, runID string, ev loop.StreamEvent, force bool) (string, error) {
 	ev.ID = ""
 	data, err := json.Marshal(ev)
 	if err != nil {
@@ -276,7 +276,7 @@ func (r *Redis) End(ctx context.Context, runID string) error {
 }
 
 // Read implements Log.
-func (r *Redis) Read(ctx context.Context, runID, after string, max int, block time.Duration) ([]agent.StreamEvent, bool, error) {
+func (r *Redis) Read(ctx context.Context, runID, after string, max int, block time.Duration) ([]loop.StreamEvent, bool, error) {
 	if _, err := parseAfter(after); err != nil {
 		return nil, false, err
 	}
@@ -309,7 +309,7 @@ func (r *Redis) Read(ctx context.Context, runID, after string, max int, block ti
 	}
 }
 
-func (r *Redis) read(ctx context.Context, runID, after string, max int, block time.Duration) ([]agent.StreamEvent, bool, error) {
+func (r *Redis) read(ctx context.Context, runID, after string, max int, block time.Duration) ([]loop.StreamEvent, bool, error) {
 	res, err := r.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{r.eventsKey(runID), after}, Count: int64(max), Block: block}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
@@ -317,7 +317,7 @@ func (r *Redis) read(ctx context.Context, runID, after string, max int, block ti
 	if err != nil {
 		return nil, false, fmt.Errorf("read run log: %w", err)
 	}
-	var out []agent.StreamEvent
+	var out []loop.StreamEvent
 	ended := false
 	for _, s := range res {
 		for _, m := range s.Messages {
@@ -326,7 +326,7 @@ func (r *Redis) read(ctx context.Context, runID, after string, max int, block ti
 				break
 			}
 			raw, _ := m.Values["e"].(string)
-			var ev agent.StreamEvent
+			var ev loop.StreamEvent
 			if err := json.Unmarshal([]byte(raw), &ev); err != nil {
 				return nil, false, fmt.Errorf("decode event %s: %w", m.ID, err)
 			}

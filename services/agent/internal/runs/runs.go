@@ -10,7 +10,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Run statuses.
@@ -47,13 +47,13 @@ func Terminal(status string) bool {
 
 // Run is a run's record.
 type Run struct {
-	ID        string           `json:"id"`
-	User      string           `json:"user"`
-	ThreadID  string           `json:"thread_id"`
-	AgentID   string           `json:"agent_id"`
-	Status    string           `json:"status"`
-	Pending   []agent.ToolCall `json:"pending,omitempty"`
-	CreatedAt time.Time        `json:"created_at"`
+	ID        string          `json:"id"`
+	User      string          `json:"user"`
+	ThreadID  string          `json:"thread_id"`
+	AgentID   string          `json:"agent_id"`
+	Status    string          `json:"status"`
+	Pending   []loop.ToolCall `json:"pending,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
 	// LeaseToken is the thread lock token the run holds: while the lock is
 	// held by another token (or nobody), a "running" run is dead.
 	LeaseToken string `json:"lease_token"`
@@ -75,9 +75,9 @@ type Store interface {
 	// CancelRequested reports whether a cancel was requested.
 	CancelRequested(ctx context.Context, runID string) (bool, error)
 	// PutDecisions stores approval decisions for the owner and nudges it.
-	PutDecisions(ctx context.Context, runID string, decisions []agent.Decision) error
+	PutDecisions(ctx context.Context, runID string, decisions []loop.Decision) error
 	// TakeDecisions returns and removes stored decisions (nil when none).
-	TakeDecisions(ctx context.Context, runID string) ([]agent.Decision, error)
+	TakeDecisions(ctx context.Context, runID string) ([]loop.Decision, error)
 	// Nudges delivers run ids that got a cancel or decisions, until ctx ends.
 	// Delivery is best effort: owners also poll.
 	Nudges(ctx context.Context) (<-chan string, error)
@@ -86,16 +86,16 @@ type Store interface {
 // Log is the per-run event log. Ids increase within a run.
 type Log interface {
 	// Append adds ev and returns its id.
-	Append(ctx context.Context, runID string, ev agent.StreamEvent) (string, error)
+	Append(ctx context.Context, runID string, ev loop.StreamEvent) (string, error)
 	// End marks the log complete; readers stop after the last event.
 	End(ctx context.Context, runID string) error
 	// Read returns up to max events after the id after ("" = from the
 	// start), waiting up to block for the first one. ended is true when the
 	// log is complete and every event was returned.
-	Read(ctx context.Context, runID, after string, max int, block time.Duration) (events []agent.StreamEvent, ended bool, err error)
+	Read(ctx context.Context, runID, after string, max int, block time.Duration) (events []loop.StreamEvent, ended bool, err error)
 	// Last returns the id of the latest event, or "".
 	Last(ctx context.Context, runID string) (string, error)
 	// AppendClosing adds the final event of a run closed by Finish (Append
 	// may refuse events of a finished run).
-	AppendClosing(ctx context.Context, runID string, ev agent.StreamEvent) (string, error)
+	AppendClosing(ctx context.Context, runID string, ev loop.StreamEvent) (string, error)
 }

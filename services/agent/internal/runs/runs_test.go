@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/platform/testenv"
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 type both interface {
@@ -38,7 +38,7 @@ func TestLogContract(t *testing.T) {
 			l := mk(t)
 			var ids []string
 			for i := range 5 {
-				id, err := l.Append(ctx, "r1", agent.StreamEvent{Event: "on_chat_model_stream", RunID: "r1", Data: map[string]any{"delta": fmt.Sprint(i)}})
+				id, err := l.Append(ctx, "r1", loop.StreamEvent{Event: "on_chat_model_stream", RunID: "r1", Data: map[string]any{"delta": fmt.Sprint(i)}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +60,7 @@ func TestLogContract(t *testing.T) {
 				t.Fatalf("Read after 1, max 2 = %v", evs)
 			}
 			// A blocked read wakes up on the next append.
-			got := make(chan []agent.StreamEvent, 1)
+			got := make(chan []loop.StreamEvent, 1)
 			go func() {
 				evs, _, err := l.Read(ctx, "r1", ids[4], 10, 10*time.Second)
 				if err != nil {
@@ -68,7 +68,7 @@ func TestLogContract(t *testing.T) {
 				}
 				got <- evs
 			}()
-			id6, err := l.Append(ctx, "r1", agent.StreamEvent{Event: "done"})
+			id6, err := l.Append(ctx, "r1", loop.StreamEvent{Event: "done"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("Get missing = %v", err)
 			}
 			r := &Run{ID: "r1", User: "u", ThreadID: "t", AgentID: "a", Status: StatusWaiting, CreatedAt: time.Now().UTC(),
-				Pending: []agent.ToolCall{{ID: "c1", Name: "ls", Args: map[string]any{"path": "/"}}}}
+				Pending: []loop.ToolCall{{ID: "c1", Name: "ls", Args: map[string]any{"path": "/"}}}}
 			if err := s.Put(ctx, r); err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestStoreContract(t *testing.T) {
 			if d, _ := s.TakeDecisions(ctx, "r1"); d != nil {
 				t.Fatalf("decisions before any = %v", d)
 			}
-			if err := s.PutDecisions(ctx, "r1", []agent.Decision{{ToolCallID: "c1", Action: "approve"}}); err != nil {
+			if err := s.PutDecisions(ctx, "r1", []loop.Decision{{ToolCallID: "c1", Action: "approve"}}); err != nil {
 				t.Fatal(err)
 			}
 			if id := <-nudges; id != "r1" {
@@ -168,11 +168,11 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	m := NewMemory()
 	ctx := context.Background()
 	for _, id := range []string{"1700000000000-0", "1700000000000-1", "1700000000001-0"} {
-		if _, err := m.Append(ctx, "r", agent.StreamEvent{Event: "x", ID: id}); err != nil {
+		if _, err := m.Append(ctx, "r", loop.StreamEvent{Event: "x", ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Append(ctx, "r", agent.StreamEvent{Event: "x", ID: "1700000000000-5"}); err == nil {
+	if _, err := m.Append(ctx, "r", loop.StreamEvent{Event: "x", ID: "1700000000000-5"}); err == nil {
 		t.Fatal("an id going backwards was accepted")
 	}
 	evs, _, _ := m.Read(ctx, "r", "1700000000000-0", 10, 0)
@@ -187,11 +187,11 @@ func TestMemoryEvictsFinishedRuns(t *testing.T) {
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
 	ctx := context.Background()
-	m.Append(ctx, "old", agent.StreamEvent{Event: "x"})
+	m.Append(ctx, "old", loop.StreamEvent{Event: "x"})
 	m.End(ctx, "old")
-	m.Append(ctx, "live", agent.StreamEvent{Event: "x"})
+	m.Append(ctx, "live", loop.StreamEvent{Event: "x"})
 	now = now.Add(2 * time.Minute)
-	m.Append(ctx, "new", agent.StreamEvent{Event: "x"})
+	m.Append(ctx, "new", loop.StreamEvent{Event: "x"})
 	if _, _, err := m.Read(ctx, "old", "", 1, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("finished run kept: %v", err)
 	}
@@ -207,16 +207,16 @@ func TestRedisFencesFinishedRun(t *testing.T) {
 	if err := r.Put(ctx, &Run{ID: "r", Status: StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Append(ctx, "r", agent.StreamEvent{Event: "x"}); err != nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if won, err := r.Finish(ctx, "r", StatusFailed, "lost"); err != nil || !won {
 		t.Fatalf("Finish = %v, %v", won, err)
 	}
-	if _, err := r.Append(ctx, "r", agent.StreamEvent{Event: "late"}); err == nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "late"}); err == nil {
 		t.Fatal("an event was appended to a run another replica closed")
 	}
-	if _, err := r.AppendClosing(ctx, "r", agent.StreamEvent{Event: "error"}); err != nil {
+	if _, err := r.AppendClosing(ctx, "r", loop.StreamEvent{Event: "error"}); err != nil {
 		t.Fatal(err)
 	}
 	r.End(ctx, "r")
@@ -255,7 +255,7 @@ func TestRedisReadersBeyondBlockingSlotsPoll(t *testing.T) {
 		}()
 	}
 	for i := range 3 {
-		if _, err := r.Append(ctx, "r", agent.StreamEvent{Event: fmt.Sprint(i)}); err != nil {
+		if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: fmt.Sprint(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -38,7 +38,7 @@ var ErrTooLarge = errors.New("file is larger than the read limit")
 // Spec maps an agent's backend to the sandbox service's spec: "local" is
 // a workdir on the sandbox host; "docker" a container on the engine at
 // sandbox_url (empty: the sandbox service's own engine).
-func Spec(b *agent.BackendCfg) *sandboxv1.SandboxSpec {
+func Spec(b *loop.BackendCfg) *sandboxv1.SandboxSpec {
 	if b == nil {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -153,7 +153,7 @@ func newFS(t *testing.T, opts ...Option) (*FS, *localSandbox) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	spec := Spec(&agent.BackendCfg{Type: "docker", Image: "img", SandboxURL: "tcp://h:2376", MemoryBytes: 1 << 20})
+	spec := Spec(&loop.BackendCfg{Type: "docker", Image: "img", SandboxURL: "tcp://h:2376", MemoryBytes: 1 << 20})
 	return New(sandboxv1.NewSandboxServiceClient(conn), "a1", spec, opts...), sb
 }
 

@@ -8,21 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // thread200 is a realistic 200-message thread: user turns, assistant tool
 // calls and tool results of a few hundred bytes each.
-func thread200() *agent.AgentState {
-	st := &agent.AgentState{ThreadID: "bench", AgentID: "default"}
+func thread200() *loop.AgentState {
+	st := &loop.AgentState{ThreadID: "bench", AgentID: "default"}
 	body := strings.Repeat("lorem ipsum dolor sit amet ", 12)
 	for i := 0; len(st.Messages) < 200; i++ {
 		id := fmt.Sprintf("call_%d", i)
 		st.Messages = append(st.Messages,
-			agent.Human(fmt.Sprintf("step %d: %s", i, body)),
-			agent.AI("", agent.ToolCall{ID: id, Name: "read_file", Args: map[string]any{"path": fmt.Sprintf("/workspace/f%d.txt", i)}}),
-			agent.ToolMsg(id, "read_file", body),
-			agent.AI("done: "+body))
+			loop.Human(fmt.Sprintf("step %d: %s", i, body)),
+			loop.AI("", loop.ToolCall{ID: id, Name: "read_file", Args: map[string]any{"path": fmt.Sprintf("/workspace/f%d.txt", i)}}),
+			loop.ToolMsg(id, "read_file", body),
+			loop.AI("done: "+body))
 	}
 	st.Messages = st.Messages[:200]
 	return st

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // MemoryOption configures a MemoryStore.
@@ -112,20 +112,20 @@ func (s *MemoryStore) live(k memKey) (*memEntry, bool) {
 	return e, true
 }
 
-func decode(data []byte, version int64) (*agent.AgentState, error) {
-	var st agent.AgentState
+func decode(data []byte, version int64) (*loop.AgentState, error) {
+	var st loop.AgentState
 	if err := unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("decode thread: %w", err)
 	}
 	st.Version = version
 	if st.Messages == nil {
-		st.Messages = []agent.Message{}
+		st.Messages = []loop.Message{}
 	}
 	return &st, nil
 }
 
 // LoadOrCreate implements Store.
-func (s *MemoryStore) LoadOrCreate(ctx context.Context, user, threadID string) (*agent.AgentState, error) {
+func (s *MemoryStore) LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
 	st, err := s.Get(ctx, user, threadID)
 	if err == ErrNotFound {
 		return newState(threadID), nil
@@ -134,7 +134,7 @@ func (s *MemoryStore) LoadOrCreate(ctx context.Context, user, threadID string) (
 }
 
 // Get implements Store.
-func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*agent.AgentState, error) {
+func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*loop.AgentState, error) {
 	s.mu.Lock()
 	e, ok := s.live(memKey{user, threadID})
 	s.mu.Unlock()
@@ -145,7 +145,7 @@ func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*agent.Agen
 }
 
 // Save implements Store.
-func (s *MemoryStore) Save(_ context.Context, user string, state *agent.AgentState) error {
+func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState) error {
 	if !ids.Valid(state.ThreadID) {
 		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
 	}

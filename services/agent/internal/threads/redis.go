@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // DefaultPrefix starts every key this package writes.
@@ -83,7 +83,7 @@ redis.call('PEXPIRE', KEYS[2], ARGV[6])
 return nv`)
 
 // LoadOrCreate implements Store.
-func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*agent.AgentState, error) {
+func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
 	st, err := s.Get(ctx, user, threadID)
 	if errors.Is(err, ErrNotFound) {
 		return newState(threadID), nil
@@ -92,7 +92,7 @@ func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*
 }
 
 // Get implements Store.
-func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*agent.AgentState, error) {
+func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
 	res, err := getScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.indexKey(user)}, s.ttl.Milliseconds()).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
@@ -113,7 +113,7 @@ func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*agent.Age
 }
 
 // Save implements Store.
-func (s *RedisStore) Save(ctx context.Context, user string, state *agent.AgentState) error {
+func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState) error {
 	if !ids.Valid(state.ThreadID) {
 		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
 	}

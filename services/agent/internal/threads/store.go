@@ -1,4 +1,4 @@
-// Package threads keeps conversation state (agent.AgentState) per user and
+// Package threads keeps conversation state (loop.AgentState) per user and
 // thread: in memory for a single process, in Redis when replicas share it.
 // Saves are versioned so a stale writer gets ErrConflict instead of silently
 // overwriting a newer state, and Locker gives each thread one run at a time
@@ -10,7 +10,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Defaults from the seed's thread store.
@@ -50,13 +50,13 @@ type Summary struct {
 // own copies. Every access refreshes the thread's sliding TTL.
 type Store interface {
 	// LoadOrCreate returns the thread, or a new empty state with Version 0.
-	LoadOrCreate(ctx context.Context, user, threadID string) (*agent.AgentState, error)
+	LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	// Get returns the thread or ErrNotFound.
-	Get(ctx context.Context, user, threadID string) (*agent.AgentState, error)
+	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	// Save stores state if the stored version still equals state.Version (0
 	// for a thread that does not exist yet), then increments state.Version and
 	// sets state.UpdatedAt. Otherwise it returns ErrConflict and stores nothing.
-	Save(ctx context.Context, user string, state *agent.AgentState) error
+	Save(ctx context.Context, user string, state *loop.AgentState) error
 	// Delete removes the thread; deleting a missing thread is not an error.
 	Delete(ctx context.Context, user, threadID string) error
 	// List returns the user's threads, newest first, limited to agentID when set.
@@ -83,6 +83,6 @@ type Locker interface {
 	Holder(ctx context.Context, user, threadID string) (string, error)
 }
 
-func newState(threadID string) *agent.AgentState {
-	return &agent.AgentState{ThreadID: threadID, Messages: []agent.Message{}}
+func newState(threadID string) *loop.AgentState {
+	return &loop.AgentState{ThreadID: threadID, Messages: []loop.Message{}}
 }

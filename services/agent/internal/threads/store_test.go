@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/platform/testenv"
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func newRedis(t testing.TB) redis.UniversalClient {
@@ -56,7 +56,7 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("Get before save = %v, want ErrNotFound", err)
 			}
 			st.AgentID = "a1"
-			st.Messages = append(st.Messages, agent.Human("hi"))
+			st.Messages = append(st.Messages, loop.Human("hi"))
 			if err := s.Save(ctx, "alice", st); err != nil {
 				t.Fatalf("Save: %v", err)
 			}
@@ -68,11 +68,11 @@ func TestStoreContract(t *testing.T) {
 			if err != nil || other.Version != 1 || other.Messages[0].Content != "hi" {
 				t.Fatalf("Get = %+v, %v", other, err)
 			}
-			other.Messages = append(other.Messages, agent.AI("hello"))
+			other.Messages = append(other.Messages, loop.AI("hello"))
 			if err := s.Save(ctx, "alice", other); err != nil {
 				t.Fatalf("Save other: %v", err)
 			}
-			st.Messages = append(st.Messages, agent.AI("stale"))
+			st.Messages = append(st.Messages, loop.AI("stale"))
 			if err := s.Save(ctx, "alice", st); !errors.Is(err, ErrConflict) {
 				t.Fatalf("stale Save = %v, want ErrConflict", err)
 			}
@@ -84,7 +84,7 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("stored = %+v", got)
 			}
 			// Creating a thread that someone else created meanwhile also conflicts.
-			fresh := &agent.AgentState{ThreadID: "th1"}
+			fresh := &loop.AgentState{ThreadID: "th1"}
 			if err := s.Save(ctx, "alice", fresh); !errors.Is(err, ErrConflict) {
 				t.Fatalf("blind create = %v, want ErrConflict", err)
 			}
@@ -97,7 +97,7 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("bob List = %v", bobs)
 			}
 			// List, filtered by agent.
-			st2 := &agent.AgentState{ThreadID: "th2", AgentID: "a2", Messages: []agent.Message{agent.Human("x")}}
+			st2 := &loop.AgentState{ThreadID: "th2", AgentID: "a2", Messages: []loop.Message{loop.Human("x")}}
 			if err := s.Save(ctx, "alice", st2); err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			s := mk(t)
-			base := &agent.AgentState{ThreadID: "race"}
+			base := &loop.AgentState{ThreadID: "race"}
 			if err := s.Save(ctx, "u", base); err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 					if st.Version != 1 {
 						return // another writer already won; this one loaded the newer state
 					}
-					st.Messages = append(st.Messages, agent.Human(fmt.Sprint(i)))
+					st.Messages = append(st.Messages, loop.Human(fmt.Sprint(i)))
 					if err := s.Save(ctx, "u", st); err == nil {
 						mu.Lock()
 						wins++
@@ -182,7 +182,7 @@ func TestMemoryTTL(t *testing.T) {
 	s.now = func() time.Time { return now }
 	ctx := context.Background()
 	for _, id := range []string{"old", "touched"} {
-		if err := s.Save(ctx, "u", &agent.AgentState{ThreadID: id}); err != nil {
+		if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,7 +205,7 @@ func TestRedisSlidingTTL(t *testing.T) {
 	rdb := newRedis(t)
 	s := NewRedisStore(rdb, WithRedisTTL(time.Hour))
 	ctx := context.Background()
-	if err := s.Save(ctx, "u", &agent.AgentState{ThreadID: "t"}); err != nil {
+	if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	key := s.threadKey("u", "t")

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Calculator limits.
@@ -29,8 +29,8 @@ var ErrExpression = errors.New("invalid expression")
 // + - * / % ^ (or **), parentheses, unary signs, the constants pi and e and
 // the functions sqrt, abs, min, max, floor, ceil, round, exp, ln, log10, log2,
 // sin, cos, tan. It parses the expression itself; nothing is evaluated as code.
-func Calculate() agent.Tool {
-	return &agent.FuncTool{
+func Calculate() loop.Tool {
+	return &loop.FuncTool{
 		ToolName: "calculate",
 		ToolDesc: "Evaluate an arithmetic expression, e.g. \"(2 + 3) * 4 ^ 2 / sqrt(16)\". " +
 			"Supports + - * / % ^, parentheses, pi, e, and sqrt, abs, min, max, floor, ceil, round, exp, ln, log10, log2, sin, cos, tan.",

@@ -7,15 +7,15 @@ import (
 	"time"
 	_ "time/tzdata" // zone names must resolve on minimal images without /usr/share/zoneinfo
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // Datetime returns the datetime tool: the current time in an IANA zone
 // (default UTC).
-func Datetime() agent.Tool { return datetimeTool(time.Now) }
+func Datetime() loop.Tool { return datetimeTool(time.Now) }
 
-func datetimeTool(now func() time.Time) agent.Tool {
-	return &agent.FuncTool{
+func datetimeTool(now func() time.Time) loop.Tool {
+	return &loop.FuncTool{
 		ToolName: "datetime",
 		ToolDesc: "Get the current date and time, in UTC or in the given IANA time zone (e.g. \"Europe/Paris\")",
 		ToolParams: map[string]any{
@@ -55,8 +55,8 @@ func datetimeTool(now func() time.Time) agent.Tool {
 }
 
 // Builtins returns the built-in tools by name.
-func Builtins() map[string]agent.Tool {
-	return map[string]agent.Tool{
+func Builtins() map[string]loop.Tool {
+	return map[string]loop.Tool{
 		"calculate": Calculate(),
 		"datetime":  Datetime(),
 	}

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // HTTP tool limits.
@@ -76,7 +76,7 @@ type callbackRequest struct {
 // NewHTTPTool validates def and returns the tool. A nil client gets one that
 // follows no redirects and refuses link-local addresses (cloud metadata
 // endpoints); a caller's client keeps its own policy.
-func NewHTTPTool(def HTTPToolDef, client *http.Client, opts ...HTTPToolOption) (agent.Tool, error) {
+func NewHTTPTool(def HTTPToolDef, client *http.Client, opts ...HTTPToolOption) (loop.Tool, error) {
 	if err := ValidateHTTPToolDef(def); err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (t *httpTool) Execute(ctx context.Context, args map[string]any) (string, er
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	info, _ := agent.CallInfoFromContext(ctx)
+	info, _ := loop.CallInfoFromContext(ctx)
 	if args == nil {
 		args = map[string]any{}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 var objSchema = map[string]any{
@@ -89,7 +89,7 @@ func TestHTTPToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := agent.WithCallInfo(context.Background(), agent.CallInfo{ToolCallID: "call_9", ThreadID: "th_1"})
+	ctx := loop.WithCallInfo(context.Background(), loop.CallInfo{ToolCallID: "call_9", ThreadID: "th_1"})
 	out, err := tool.Execute(ctx, map[string]any{"city": "Paris"})
 	if err != nil || out != "sunny, 21°C" {
 		t.Fatalf("%q %v", out, err)

@@ -1,4 +1,4 @@
-package agent_test
+package loop_test
 
 import (
 	"context"
@@ -11,25 +11,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // recorder collects events and saved snapshots of a run.
 type recorder struct {
 	mu     sync.Mutex
-	events []agent.StreamEvent
-	saves  []agent.AgentState
+	events []loop.StreamEvent
+	saves  []loop.AgentState
 }
 
-func (r *recorder) emit(ev agent.StreamEvent) {
+func (r *recorder) emit(ev loop.StreamEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
 }
 
-func (r *recorder) save(ctx context.Context, s *agent.AgentState) error {
+func (r *recorder) save(ctx context.Context, s *loop.AgentState) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // the loop must save on a live context
 	}
@@ -37,7 +37,7 @@ func (r *recorder) save(ctx context.Context, s *agent.AgentState) error {
 	if err != nil {
 		return err
 	}
-	var snap agent.AgentState
+	var snap loop.AgentState
 	if err := json.Unmarshal(b, &snap); err != nil {
 		return err
 	}
@@ -47,13 +47,13 @@ func (r *recorder) save(ctx context.Context, s *agent.AgentState) error {
 	return nil
 }
 
-func (r *recorder) Events() []agent.StreamEvent {
+func (r *recorder) Events() []loop.StreamEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
-func (r *recorder) Saves() []agent.AgentState {
+func (r *recorder) Saves() []loop.AgentState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.saves)
@@ -67,10 +67,10 @@ func (r *recorder) names() []string {
 	return out
 }
 
-func (r *recorder) last() agent.StreamEvent {
+func (r *recorder) last() loop.StreamEvent {
 	ev := r.Events()
 	if len(ev) == 0 {
-		return agent.StreamEvent{}
+		return loop.StreamEvent{}
 	}
 	return ev[len(ev)-1]
 }
@@ -79,32 +79,32 @@ func call(id, name string, args map[string]any) llm.ToolCallResult {
 	return llm.ToolCallResult{ID: id, Name: name, Args: args}
 }
 
-func tool(name string, fn func(ctx context.Context, args map[string]any) (string, error)) agent.Tool {
-	return &agent.FuncTool{ToolName: name, ToolDesc: name + " tool", Fn: fn}
+func tool(name string, fn func(ctx context.Context, args map[string]any) (string, error)) loop.Tool {
+	return &loop.FuncTool{ToolName: name, ToolDesc: name + " tool", Fn: fn}
 }
 
-func echoTool() agent.Tool {
+func echoTool() loop.Tool {
 	return tool("echo", func(_ context.Context, args map[string]any) (string, error) {
 		return fmt.Sprint(args["text"]), nil
 	})
 }
 
 // assertNoDangling fails when an assistant tool call has no tool result.
-func assertNoDangling(t *testing.T, s agent.AgentState) {
+func assertNoDangling(t *testing.T, s loop.AgentState) {
 	t.Helper()
-	if err := agent.Messages(s.Messages).Validate(); err != nil {
+	if err := loop.Messages(s.Messages).Validate(); err != nil {
 		t.Fatalf("saved history invalid: %v", err)
 	}
 	results := map[string]bool{}
 	for _, m := range s.Messages {
-		if m.Role == agent.RoleTool {
+		if m.Role == loop.RoleTool {
 			results[m.ToolCallID] = true
 		}
 	}
 	for _, m := range s.Messages {
 		for _, c := range m.ToolCalls {
 			if !results[c.ID] {
-				t.Fatalf("tool call %s (%s) has no result in the saved state:\n%s", c.ID, c.Name, agent.Messages(s.Messages).PrettyPrint())
+				t.Fatalf("tool call %s (%s) has no result in the saved state:\n%s", c.ID, c.Name, loop.Messages(s.Messages).PrettyPrint())
 			}
 		}
 	}
@@ -119,10 +119,10 @@ func testCtx(t *testing.T) context.Context {
 func TestRunStreamsAndFinishes(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Turn{Deltas: []string{"Hel", "lo"}, Usage: &llm.Usage{InputTokens: 7, OutputTokens: 2}})
-	r := agent.NewRunner(&agent.AgentConfig{SystemPrompt: "be nice", Model: "scripted"}, model, nil, nil)
+	r := loop.NewRunner(&loop.AgentConfig{SystemPrompt: "be nice", Model: "scripted"}, model, nil, nil)
 	rec := &recorder{}
-	state := &agent.AgentState{ThreadID: "th_1"}
-	if err := r.Run(testCtx(t), "run_1", state, []agent.Message{agent.Human("hi")}, rec.emit, rec.save); err != nil {
+	state := &loop.AgentState{ThreadID: "th_1"}
+	if err := r.Run(testCtx(t), "run_1", state, []loop.Message{loop.Human("hi")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := rec.names(), []string{"on_chat_model_stream", "on_chat_model_stream", "on_usage", "done"}; !slices.Equal(got, want) {
@@ -138,7 +138,7 @@ func TestRunStreamsAndFinishes(t *testing.T) {
 	if done := rec.last(); done.ThreadID != "th_1" {
 		t.Fatalf("done event %+v", done)
 	}
-	if len(state.Messages) != 2 || state.Messages[1].Content != "Hello" || state.Messages[1].Role != agent.RoleAssistant {
+	if len(state.Messages) != 2 || state.Messages[1].Content != "Hello" || state.Messages[1].Role != loop.RoleAssistant {
 		t.Fatalf("state %+v", state.Messages)
 	}
 	req := model.Requests()[0]
@@ -152,11 +152,11 @@ func TestRunStreamsAndFinishes(t *testing.T) {
 
 func TestRunRejectsInvalidInput(t *testing.T) {
 	t.Parallel()
-	r := agent.NewRunner(nil, llmtest.New(), nil, nil)
-	state := &agent.AgentState{}
-	for _, in := range [][]agent.Message{nil, {agent.AI("I decide")}, {agent.ToolMsg("c", "x", "y")}, {agent.Human("")}} {
+	r := loop.NewRunner(nil, llmtest.New(), nil, nil)
+	state := &loop.AgentState{}
+	for _, in := range [][]loop.Message{nil, {loop.AI("I decide")}, {loop.ToolMsg("c", "x", "y")}, {loop.Human("")}} {
 		err := r.Run(testCtx(t), "r", state, in, nil, nil)
-		if !errors.Is(err, agent.ErrInvalidInput) {
+		if !errors.Is(err, loop.ErrInvalidInput) {
 			t.Fatalf("input %+v: err %v", in, err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestRunParallelToolCalls(t *testing.T) {
 	started.Add(2)
 	allStarted := make(chan struct{})
 	go func() { started.Wait(); close(allStarted) }()
-	barrier := func(name string) agent.Tool {
+	barrier := func(name string) loop.Tool {
 		return tool(name, func(ctx context.Context, _ map[string]any) (string, error) {
 			started.Done()
 			select {
@@ -188,15 +188,15 @@ func TestRunParallelToolCalls(t *testing.T) {
 		llmtest.Call(call("c1", "slow_a", nil), call("c2", "slow_b", map[string]any{"x": 1.0})),
 		llmtest.Text("both done"),
 	)
-	r := agent.NewRunner(nil, model, nil, []agent.Tool{barrier("slow_a"), barrier("slow_b")})
+	r := loop.NewRunner(nil, model, nil, []loop.Tool{barrier("slow_a"), barrier("slow_b")})
 	rec := &recorder{}
-	state := &agent.AgentState{ThreadID: "th"}
-	if err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("go")}, rec.emit, rec.save); err != nil {
+	state := &loop.AgentState{ThreadID: "th"}
+	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	msgs := state.Messages
 	if len(msgs) != 5 || msgs[2].ToolCallID != "c1" || msgs[2].Content != "slow_a ok" || msgs[3].ToolCallID != "c2" || msgs[3].Content != "slow_b ok" {
-		t.Fatalf("results not in call order:\n%s", agent.Messages(msgs).PrettyPrint())
+		t.Fatalf("results not in call order:\n%s", loop.Messages(msgs).PrettyPrint())
 	}
 	names := rec.names()
 	if strings.Join(names, ",") != "on_tool_start,on_tool_start,on_tool_end,on_tool_end,on_chat_model_stream,done" {
@@ -222,10 +222,10 @@ func TestRunToolErrorsBecomeResults(t *testing.T) {
 		llmtest.Call(call("c1", "nope", nil), call("c2", "failing", nil), call("c3", "panicking", nil), call("c4", "echo", map[string]any{"text": "hi"})),
 		llmtest.Text("recovered"),
 	)
-	r := agent.NewRunner(nil, model, nil, []agent.Tool{failing, panicking, echoTool()})
+	r := loop.NewRunner(nil, model, nil, []loop.Tool{failing, panicking, echoTool()})
 	rec := &recorder{}
-	state := &agent.AgentState{}
-	if err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("go")}, rec.emit, rec.save); err != nil {
+	state := &loop.AgentState{}
+	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -234,7 +234,7 @@ func TestRunToolErrorsBecomeResults(t *testing.T) {
 		"c3": "Error: tool panicking failed unexpectedly",
 		"c4": "hi",
 	}
-	for _, m := range agent.Messages(state.Messages).ToolMessages() {
+	for _, m := range loop.Messages(state.Messages).ToolMessages() {
 		if want[m.ToolCallID] != m.Content {
 			t.Errorf("%s: %q, want %q", m.ToolCallID, m.Content, want[m.ToolCallID])
 		}
@@ -243,12 +243,12 @@ func TestRunToolErrorsBecomeResults(t *testing.T) {
 	if len(want) != 0 {
 		t.Fatalf("missing results %v", want)
 	}
-	if state.Messages[len(state.Messages)-1].Content != "recovered" || rec.last().Event != agent.EventDone {
+	if state.Messages[len(state.Messages)-1].Content != "recovered" || rec.last().Event != loop.EventDone {
 		t.Fatal("loop did not go on after tool errors")
 	}
 	var endErrors []any
 	for _, e := range rec.Events() {
-		if e.Event == agent.EventToolEnd {
+		if e.Event == loop.EventToolEnd {
 			endErrors = append(endErrors, e.Data.(map[string]any)["error"])
 		}
 	}
@@ -263,22 +263,22 @@ func TestRunMaxTurns(t *testing.T) {
 	model.Repeat = &llmtest.Turn{ToolCalls: []llm.ToolCallResult{call("", "echo", map[string]any{"text": "again"})}}
 	tests := []struct {
 		name string
-		cfg  *agent.AgentConfig
-		opts []agent.RunnerOption
+		cfg  *loop.AgentConfig
+		opts []loop.RunnerOption
 		want int
 	}{
-		{"option", nil, []agent.RunnerOption{agent.WithMaxTurns(3)}, 3},
-		{"config", &agent.AgentConfig{MaxTurns: 2}, nil, 2},
+		{"option", nil, []loop.RunnerOption{loop.WithMaxTurns(3)}, 3},
+		{"config", &loop.AgentConfig{MaxTurns: 2}, nil, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := llmtest.New()
 			m.Repeat = model.Repeat
-			r := agent.NewRunner(tt.cfg, m, nil, []agent.Tool{echoTool()}, tt.opts...)
+			r := loop.NewRunner(tt.cfg, m, nil, []loop.Tool{echoTool()}, tt.opts...)
 			rec := &recorder{}
-			state := &agent.AgentState{ThreadID: "th"}
-			err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("loop")}, rec.emit, rec.save)
-			if !errors.Is(err, agent.ErrMaxTurns) {
+			state := &loop.AgentState{ThreadID: "th"}
+			err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("loop")}, rec.emit, rec.save)
+			if !errors.Is(err, loop.ErrMaxTurns) {
 				t.Fatalf("err = %v", err)
 			}
 			if n := len(m.Requests()); n != tt.want {
@@ -286,7 +286,7 @@ func TestRunMaxTurns(t *testing.T) {
 			}
 			last := rec.last()
 			data, _ := last.Data.(map[string]any)
-			if last.Event != agent.EventError || data["stop_reason"] != agent.StopMaxTurns || !strings.Contains(fmt.Sprint(data["message"]), "maximum number of turns") {
+			if last.Event != loop.EventError || data["stop_reason"] != loop.StopMaxTurns || !strings.Contains(fmt.Sprint(data["message"]), "maximum number of turns") {
 				t.Fatalf("final event %+v", last)
 			}
 			saves := rec.Saves()
@@ -306,7 +306,7 @@ func TestRunMaxTurns(t *testing.T) {
 			}
 		})
 	}
-	if d := agent.NewRunner(nil, model, nil, nil); d == nil {
+	if d := loop.NewRunner(nil, model, nil, nil); d == nil {
 		t.Fatal("nil runner")
 	}
 }
@@ -319,13 +319,13 @@ func TestRunCancelMidTool(t *testing.T) {
 	stubbornDone := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 
-	var state *agent.AgentState
+	var state *loop.AgentState
 	quick := tool("quick", func(context.Context, map[string]any) (string, error) { return "quick result", nil })
 	// stubborn ignores cancellation, then tries to record a file.
 	stubborn := tool("stubborn", func(ctx context.Context, _ map[string]any) (string, error) {
 		close(stubbornStarted)
 		<-release
-		agent.MutateState(ctx, state, func(s *agent.AgentState) { s.Files = map[string]string{"/late": "x"} })
+		loop.MutateState(ctx, state, func(s *loop.AgentState) { s.Files = map[string]string{"/late": "x"} })
 		close(stubbornDone)
 		return "too late", nil
 	})
@@ -335,7 +335,7 @@ func TestRunCancelMidTool(t *testing.T) {
 		return "", ctx.Err()
 	})
 	model := llmtest.New(llmtest.Call(call("q", "quick", nil), call("s", "stubborn", nil), call("p", "polite", nil)))
-	r := agent.NewRunner(nil, model, nil, []agent.Tool{quick, stubborn, polite}, agent.WithCancelGrace(50*time.Millisecond))
+	r := loop.NewRunner(nil, model, nil, []loop.Tool{quick, stubborn, polite}, loop.WithCancelGrace(50*time.Millisecond))
 
 	ctx, cancel := context.WithCancel(testCtx(t))
 	go func() {
@@ -344,8 +344,8 @@ func TestRunCancelMidTool(t *testing.T) {
 		cancel()
 	}()
 	rec := &recorder{}
-	state = &agent.AgentState{ThreadID: "th"}
-	err := r.Run(ctx, "r", state, []agent.Message{agent.Human("go")}, rec.emit, rec.save)
+	state = &loop.AgentState{ThreadID: "th"}
+	err := r.Run(ctx, "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -357,14 +357,14 @@ func TestRunCancelMidTool(t *testing.T) {
 	assertNoDangling(t, saved)
 	got := map[string]string{}
 	for _, m := range saved.Messages {
-		if m.Role == agent.RoleTool {
+		if m.Role == loop.RoleTool {
 			got[m.ToolCallID] = m.Content
 		}
 	}
-	if got["q"] != "quick result" || got["s"] != agent.CancelledToolResult || !strings.HasPrefix(got["p"], "Error: context canceled") && got["p"] != agent.CancelledToolResult {
+	if got["q"] != "quick result" || got["s"] != loop.CancelledToolResult || !strings.HasPrefix(got["p"], "Error: context canceled") && got["p"] != loop.CancelledToolResult {
 		t.Fatalf("results %v", got)
 	}
-	if last := rec.last(); last.Event != agent.EventError || last.Data.(map[string]any)["stop_reason"] != agent.StopCancelled {
+	if last := rec.last(); last.Event != loop.EventError || last.Data.(map[string]any)["stop_reason"] != loop.StopCancelled {
 		t.Fatalf("final event %+v", last)
 	}
 	// The stubborn tool finishing late must not touch the state.
@@ -379,12 +379,12 @@ func TestRunCancelDuringModelCall(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
 	model := llmtest.New(llmtest.Turn{Block: true, Started: started})
-	r := agent.NewRunner(nil, model, nil, nil)
+	r := loop.NewRunner(nil, model, nil, nil)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	go func() { <-started; cancel() }()
 	rec := &recorder{}
-	state := &agent.AgentState{}
-	if err := r.Run(ctx, "r", state, []agent.Message{agent.Human("hi")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
+	state := &loop.AgentState{}
+	if err := r.Run(ctx, "r", state, []loop.Message{loop.Human("hi")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 	saves := rec.Saves()
@@ -408,16 +408,16 @@ func TestRunCancelWithClientIgnoringContext(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	r := agent.NewRunner(nil, stuckClient{release}, nil, nil)
+	r := loop.NewRunner(nil, stuckClient{release}, nil, nil)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	rec := &recorder{}
-	emit := func(ev agent.StreamEvent) {
+	emit := func(ev loop.StreamEvent) {
 		rec.emit(ev)
-		if ev.Event == agent.EventChatModelStream {
+		if ev.Event == loop.EventChatModelStream {
 			cancel()
 		}
 	}
-	if err := r.Run(ctx, "r", &agent.AgentState{}, []agent.Message{agent.Human("hi")}, emit, rec.save); !errors.Is(err, context.Canceled) {
+	if err := r.Run(ctx, "r", &loop.AgentState{}, []loop.Message{loop.Human("hi")}, emit, rec.save); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -425,15 +425,15 @@ func TestRunCancelWithClientIgnoringContext(t *testing.T) {
 func TestRunModelError(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Turn{Err: errors.New("provider down")})
-	r := agent.NewRunner(nil, model, nil, nil)
+	r := loop.NewRunner(nil, model, nil, nil)
 	rec := &recorder{}
-	state := &agent.AgentState{ThreadID: "th"}
-	err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("hi")}, rec.emit, rec.save)
+	state := &loop.AgentState{ThreadID: "th"}
+	err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("hi")}, rec.emit, rec.save)
 	if err == nil || !strings.Contains(err.Error(), "provider down") {
 		t.Fatalf("err %v", err)
 	}
 	last := rec.last()
-	if last.Event != agent.EventError || !strings.Contains(fmt.Sprint(last.Data.(map[string]any)["message"]), "provider down") {
+	if last.Event != loop.EventError || !strings.Contains(fmt.Sprint(last.Data.(map[string]any)["message"]), "provider down") {
 		t.Fatalf("final event %+v", last)
 	}
 	if len(rec.Saves()) != 1 {
@@ -444,26 +444,26 @@ func TestRunModelError(t *testing.T) {
 func TestRunRepairsInterruptedHistory(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Text("ok"))
-	r := agent.NewRunner(nil, model, nil, nil)
-	state := &agent.AgentState{Messages: []agent.Message{
-		agent.Human("first"),
-		agent.AI("", agent.ToolCall{ID: "old", Name: "execute"}),
+	r := loop.NewRunner(nil, model, nil, nil)
+	state := &loop.AgentState{Messages: []loop.Message{
+		loop.Human("first"),
+		loop.AI("", loop.ToolCall{ID: "old", Name: "execute"}),
 	}}
-	if err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("again")}, nil, nil); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("again")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if m := state.Messages[2]; m.ToolCallID != "old" || m.Content != agent.InterruptedToolResult || state.Messages[3].Content != "again" {
-		t.Fatalf("history:\n%s", agent.Messages(state.Messages).PrettyPrint())
+	if m := state.Messages[2]; m.ToolCallID != "old" || m.Content != loop.InterruptedToolResult || state.Messages[3].Content != "again" {
+		t.Fatalf("history:\n%s", loop.Messages(state.Messages).PrettyPrint())
 	}
 }
 
 // fakeApprover returns fixed decisions and records what it was asked.
 type fakeApprover struct {
-	decisions []agent.Decision
-	asked     []agent.ToolCall
+	decisions []loop.Decision
+	asked     []loop.ToolCall
 }
 
-func (f *fakeApprover) Approve(_ context.Context, _ string, calls []agent.ToolCall) ([]agent.Decision, error) {
+func (f *fakeApprover) Approve(_ context.Context, _ string, calls []loop.ToolCall) ([]loop.Decision, error) {
 	f.asked = slices.Clone(calls)
 	return f.decisions, nil
 }
@@ -487,16 +487,16 @@ func TestRunInteractiveApproval(t *testing.T) {
 		),
 		llmtest.Text("done"),
 	)
-	approver := &fakeApprover{decisions: []agent.Decision{
-		{ToolCallID: "a", Action: agent.ActionApprove},
-		{ToolCallID: "b", Action: agent.ActionReject, Message: "not now"},
-		{ToolCallID: "c", Action: agent.ActionEdit, Args: map[string]any{"id": "c", "v": "edited"}},
+	approver := &fakeApprover{decisions: []loop.Decision{
+		{ToolCallID: "a", Action: loop.ActionApprove},
+		{ToolCallID: "b", Action: loop.ActionReject, Message: "not now"},
+		{ToolCallID: "c", Action: loop.ActionEdit, Args: map[string]any{"id": "c", "v": "edited"}},
 		// d: no decision → rejected
 	}}
-	r := agent.NewRunner(&agent.AgentConfig{Approval: agent.ApprovalInteractive}, model, nil, []agent.Tool{rec}, agent.WithApprover(approver))
+	r := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, []loop.Tool{rec}, loop.WithApprover(approver))
 	events := &recorder{}
-	state := &agent.AgentState{}
-	if err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("go")}, events.emit, events.save); err != nil {
+	state := &loop.AgentState{}
+	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, events.emit, events.save); err != nil {
 		t.Fatal(err)
 	}
 	if len(approver.asked) != 4 {
@@ -506,7 +506,7 @@ func TestRunInteractiveApproval(t *testing.T) {
 		t.Fatalf("ran %v", ran)
 	}
 	results := map[string]string{}
-	for _, m := range agent.Messages(state.Messages).ToolMessages() {
+	for _, m := range loop.Messages(state.Messages).ToolMessages() {
 		results[m.ToolCallID] = m.Content
 	}
 	want := map[string]string{
@@ -523,59 +523,59 @@ func TestRunInteractiveApproval(t *testing.T) {
 	if args := state.Messages[1].ToolCalls[2].Args; args["v"] != "edited" {
 		t.Fatalf("thread does not record the edited args: %v", args)
 	}
-	if !slices.Contains(events.names(), agent.EventInterrupt) {
+	if !slices.Contains(events.names(), loop.EventInterrupt) {
 		t.Fatalf("no interrupt event: %v", events.names())
 	}
 
-	misspelt := agent.NewRunner(&agent.AgentConfig{Approval: "Interactive"}, model, nil, nil, agent.WithApprover(approver))
-	if err := misspelt.Run(testCtx(t), "r", &agent.AgentState{}, []agent.Message{agent.Human("x")}, nil, nil); !errors.Is(err, agent.ErrInvalidConfig) {
+	misspelt := loop.NewRunner(&loop.AgentConfig{Approval: "Interactive"}, model, nil, nil, loop.WithApprover(approver))
+	if err := misspelt.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("x")}, nil, nil); !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatalf("err %v", err)
 	}
 
-	noApprover := agent.NewRunner(&agent.AgentConfig{Approval: agent.ApprovalInteractive}, model, nil, nil)
-	if err := noApprover.Run(testCtx(t), "r", &agent.AgentState{}, []agent.Message{agent.Human("x")}, nil, nil); !errors.Is(err, agent.ErrNoApprover) {
+	noApprover := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, nil)
+	if err := noApprover.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("x")}, nil, nil); !errors.Is(err, loop.ErrNoApprover) {
 		t.Fatalf("err %v", err)
 	}
 }
 
 // stateHook registers a tool in BeforeAgent and tags the system prompt.
 type stateHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	tag string
 }
 
 func (h stateHook) Name() string { return h.tag }
 func (h stateHook) Phases() []string {
-	return []string{agent.PhaseBeforeAgent, agent.PhaseModifyRequest}
+	return []string{loop.PhaseBeforeAgent, loop.PhaseModifyRequest}
 }
-func (h stateHook) BeforeAgent(_ context.Context, s *agent.AgentState) error {
-	agent.RegisterToolOnState(s, tool("hook_tool", func(ctx context.Context, _ map[string]any) (string, error) {
-		agent.Emit(ctx, agent.StreamEvent{Event: agent.EventTodos, Data: map[string]any{"todos": []any{}}})
-		info, _ := agent.CallInfoFromContext(ctx)
+func (h stateHook) BeforeAgent(_ context.Context, s *loop.AgentState) error {
+	loop.RegisterToolOnState(s, tool("hook_tool", func(ctx context.Context, _ map[string]any) (string, error) {
+		loop.Emit(ctx, loop.StreamEvent{Event: loop.EventTodos, Data: map[string]any{"todos": []any{}}})
+		info, _ := loop.CallInfoFromContext(ctx)
 		return "from hook " + info.ToolCallID + " " + info.ThreadID, nil
 	}))
 	return nil
 }
-func (h stateHook) ModifyRequest(_ context.Context, msgs []agent.Message) ([]agent.Message, error) {
-	return agent.AppendSystem(msgs, h.tag), nil
+func (h stateHook) ModifyRequest(_ context.Context, msgs []loop.Message) ([]loop.Message, error) {
+	return loop.AppendSystem(msgs, h.tag), nil
 }
 
-type failingHook struct{ agent.BaseHook }
+type failingHook struct{ loop.BaseHook }
 
 func (failingHook) Name() string     { return "failing" }
-func (failingHook) Phases() []string { return []string{agent.PhaseBeforeAgent} }
-func (failingHook) BeforeAgent(context.Context, *agent.AgentState) error {
+func (failingHook) Phases() []string { return []string{loop.PhaseBeforeAgent} }
+func (failingHook) BeforeAgent(context.Context, *loop.AgentState) error {
 	return errors.New("cannot start")
 }
 
 func TestRunHookPhases(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Call(call("c1", "hook_tool", nil)), llmtest.Text("fine"))
-	hooks := []agent.Hook{stateHook{tag: "one"}, stateHook{tag: "two"}}
-	r := agent.NewRunner(&agent.AgentConfig{SystemPrompt: "base"}, model, hooks, nil)
+	hooks := []loop.Hook{stateHook{tag: "one"}, stateHook{tag: "two"}}
+	r := loop.NewRunner(&loop.AgentConfig{SystemPrompt: "base"}, model, hooks, nil)
 	rec := &recorder{}
-	state := &agent.AgentState{ThreadID: "th9"}
-	if err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("go")}, rec.emit, rec.save); err != nil {
+	state := &loop.AgentState{ThreadID: "th9"}
+	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	req := model.Requests()[0]
@@ -588,18 +588,18 @@ func TestRunHookPhases(t *testing.T) {
 	if c := state.Messages[2].Content; c != "from hook c1 th9" {
 		t.Fatalf("tool result %q", c)
 	}
-	if !slices.Contains(rec.names(), agent.EventTodos) {
+	if !slices.Contains(rec.names(), loop.EventTodos) {
 		t.Fatalf("tool event not emitted: %v", rec.names())
 	}
 	// The system prompt is not stored in the thread.
-	if state.Messages[0].Role != agent.RoleUser {
+	if state.Messages[0].Role != loop.RoleUser {
 		t.Fatalf("thread starts with %+v", state.Messages[0])
 	}
 
-	bad := agent.NewRunner(nil, llmtest.New(), []agent.Hook{failingHook{}}, nil)
+	bad := loop.NewRunner(nil, llmtest.New(), []loop.Hook{failingHook{}}, nil)
 	rec = &recorder{}
-	err := bad.Run(testCtx(t), "r", &agent.AgentState{}, []agent.Message{agent.Human("go")}, rec.emit, rec.save)
-	if err == nil || !strings.Contains(err.Error(), "cannot start") || rec.last().Event != agent.EventError {
+	err := bad.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit, rec.save)
+	if err == nil || !strings.Contains(err.Error(), "cannot start") || rec.last().Event != loop.EventError {
 		t.Fatalf("err %v, last %+v", err, rec.last())
 	}
 	if saves := rec.Saves(); len(saves) != 1 || len(saves[0].Messages) != 1 {
@@ -610,11 +610,11 @@ func TestRunHookPhases(t *testing.T) {
 func TestRunSaveFailureStops(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Call(call("c1", "echo", nil)), llmtest.Text("never"))
-	r := agent.NewRunner(nil, model, nil, []agent.Tool{echoTool()})
+	r := loop.NewRunner(nil, model, nil, []loop.Tool{echoTool()})
 	conflict := errors.New("version conflict")
 	rec := &recorder{}
-	err := r.Run(testCtx(t), "r", &agent.AgentState{}, []agent.Message{agent.Human("go")}, rec.emit,
-		func(context.Context, *agent.AgentState) error { return conflict })
+	err := r.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit,
+		func(context.Context, *loop.AgentState) error { return conflict })
 	if !errors.Is(err, conflict) || len(model.Requests()) != 1 {
 		t.Fatalf("err %v, requests %d", err, len(model.Requests()))
 	}
@@ -623,7 +623,7 @@ func TestRunSaveFailureStops(t *testing.T) {
 // blockingApprover waits for the run to be cancelled.
 type blockingApprover struct{ asked chan struct{} }
 
-func (b blockingApprover) Approve(ctx context.Context, _ string, _ []agent.ToolCall) ([]agent.Decision, error) {
+func (b blockingApprover) Approve(ctx context.Context, _ string, _ []loop.ToolCall) ([]loop.Decision, error) {
 	close(b.asked)
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -633,18 +633,18 @@ func TestRunCancelWhileAwaitingApproval(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Call(call("a", "echo", nil), call("b", "echo", nil)))
 	approver := blockingApprover{asked: make(chan struct{})}
-	r := agent.NewRunner(&agent.AgentConfig{Approval: agent.ApprovalInteractive}, model, nil, []agent.Tool{echoTool()}, agent.WithApprover(approver))
+	r := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, []loop.Tool{echoTool()}, loop.WithApprover(approver))
 	ctx, cancel := context.WithCancel(testCtx(t))
 	go func() { <-approver.asked; cancel() }()
 	rec := &recorder{}
-	if err := r.Run(ctx, "r", &agent.AgentState{}, []agent.Message{agent.Human("go")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
+	if err := r.Run(ctx, "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 	saves := rec.Saves()
 	saved := saves[len(saves)-1]
 	assertNoDangling(t, saved)
-	for _, m := range agent.Messages(saved.Messages).ToolMessages() {
-		if m.Content != agent.CancelledToolResult {
+	for _, m := range loop.Messages(saved.Messages).ToolMessages() {
+		if m.Content != loop.CancelledToolResult {
 			t.Fatalf("result %q", m.Content)
 		}
 	}
@@ -668,10 +668,10 @@ func (c *chunkyClient) Stream(_ context.Context, _ llm.Request, ch chan<- llm.St
 
 func TestRunCollectsChunkedToolCalls(t *testing.T) {
 	t.Parallel()
-	r := agent.NewRunner(nil, &chunkyClient{}, nil, []agent.Tool{echoTool()})
+	r := loop.NewRunner(nil, &chunkyClient{}, nil, []loop.Tool{echoTool()})
 	rec := &recorder{}
-	state := &agent.AgentState{}
-	if err := r.Run(testCtx(t), "r", state, []agent.Message{agent.Human("go")}, rec.emit, rec.save); err != nil {
+	state := &loop.AgentState{}
+	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	ai := state.Messages[1]
@@ -679,7 +679,7 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 		t.Fatalf("assistant %+v", ai)
 	}
 	for _, e := range rec.Events() {
-		if e.Event == agent.EventUsage {
+		if e.Event == loop.EventUsage {
 			if u := e.Data.(map[string]any); u["input_tokens"] != int64(10) || u["output_tokens"] != int64(5) {
 				t.Fatalf("usage %+v", u)
 			}
@@ -691,23 +691,23 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 
 type failingApprover struct{}
 
-func (failingApprover) Approve(context.Context, string, []agent.ToolCall) ([]agent.Decision, error) {
+func (failingApprover) Approve(context.Context, string, []loop.ToolCall) ([]loop.Decision, error) {
 	return nil, errors.New("approval store down")
 }
 
 func TestRunApprovalFailureLeavesNoDanglingCall(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Call(call("a", "echo", nil)))
-	r := agent.NewRunner(&agent.AgentConfig{Approval: agent.ApprovalInteractive}, model, nil, []agent.Tool{echoTool()}, agent.WithApprover(failingApprover{}))
+	r := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, []loop.Tool{echoTool()}, loop.WithApprover(failingApprover{}))
 	rec := &recorder{}
-	err := r.Run(testCtx(t), "r", &agent.AgentState{}, []agent.Message{agent.Human("go")}, rec.emit, rec.save)
+	err := r.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit, rec.save)
 	if err == nil || !strings.Contains(err.Error(), "approval store down") {
 		t.Fatalf("err %v", err)
 	}
 	saves := rec.Saves()
 	saved := saves[len(saves)-1]
 	assertNoDangling(t, saved)
-	if c := saved.Messages[2].Content; c != agent.FailedToolResult {
+	if c := saved.Messages[2].Content; c != loop.FailedToolResult {
 		t.Fatalf("result %q", c)
 	}
 }

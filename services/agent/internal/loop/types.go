@@ -1,7 +1,7 @@
-// Package agent is the agent runtime: the seed's message, state and config
+// Package loop is the agent runtime: the seed's message, state and config
 // types, the Messages chain, the Tool and Hook interfaces, and the loop that
 // runs an LLM ↔ tool conversation through the hooks.
-package agent
+package loop
 
 import (
 	"time"

@@ -1,18 +1,18 @@
-package agent_test
+package loop_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
-func sampleChain() agent.Messages {
-	return agent.NewMessages().
+func sampleChain() loop.Messages {
+	return loop.NewMessages().
 		System("You are helpful.").
 		Human("What is 2+2?").
-		AI("", agent.ToolCall{ID: "call_1", Name: "calculate", Args: map[string]any{"expr": "2+2"}}).
+		AI("", loop.ToolCall{ID: "call_1", Name: "calculate", Args: map[string]any{"expr": "2+2"}}).
 		Tool("call_1", "calculate", "4").
 		AI("2+2 = 4")
 }
@@ -21,13 +21,13 @@ func TestBuilders(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		got  agent.Message
-		want agent.Message
+		got  loop.Message
+		want loop.Message
 	}{
-		{"system", agent.System("s"), agent.Message{Role: "system", Content: "s"}},
-		{"human", agent.Human("h"), agent.Message{Role: "user", Content: "h"}},
-		{"ai text", agent.AI("a"), agent.Message{Role: "assistant", Content: "a"}},
-		{"tool", agent.ToolMsg("c1", "ls", "out"), agent.Message{Role: "tool", Content: "out", ToolCallID: "c1", Name: "ls"}},
+		{"system", loop.System("s"), loop.Message{Role: "system", Content: "s"}},
+		{"human", loop.Human("h"), loop.Message{Role: "user", Content: "h"}},
+		{"ai text", loop.AI("a"), loop.Message{Role: "assistant", Content: "a"}},
+		{"tool", loop.ToolMsg("c1", "ls", "out"), loop.Message{Role: "tool", Content: "out", ToolCallID: "c1", Name: "ls"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +37,7 @@ func TestBuilders(t *testing.T) {
 			}
 		})
 	}
-	ai := agent.AI("", agent.ToolCall{ID: "c", Name: "n"})
+	ai := loop.AI("", loop.ToolCall{ID: "c", Name: "n"})
 	if len(ai.ToolCalls) != 1 || ai.ToolCalls[0].ID != "c" {
 		t.Fatalf("AI with call: %+v", ai)
 	}
@@ -46,17 +46,17 @@ func TestBuilders(t *testing.T) {
 func TestRoles(t *testing.T) {
 	t.Parallel()
 	for _, r := range []string{"system", "user", "assistant", "tool"} {
-		if !agent.ValidRole(r) {
+		if !loop.ValidRole(r) {
 			t.Errorf("ValidRole(%q) = false", r)
 		}
 	}
 	for _, r := range []string{"", "admin", "User", "function"} {
-		if agent.ValidRole(r) {
+		if loop.ValidRole(r) {
 			t.Errorf("ValidRole(%q) = true", r)
 		}
 	}
 	for r, want := range map[string]bool{"user": true, "system": true, "assistant": false, "tool": false, "x": false} {
-		if agent.UserInputRole(r) != want {
+		if loop.UserInputRole(r) != want {
 			t.Errorf("UserInputRole(%q) != %v", r, want)
 		}
 	}
@@ -87,14 +87,14 @@ func TestChainFiltersAndAccessors(t *testing.T) {
 	if c.Last().Content != "2+2 = 4" || c.LastContent() != "2+2 = 4" {
 		t.Errorf("Last = %+v", c.Last())
 	}
-	empty := agent.NewMessages()
+	empty := loop.NewMessages()
 	if empty.Last().Role != "" || empty.LastContent() != "" || empty.Len() != 0 {
 		t.Errorf("empty chain accessors: %+v", empty.Last())
 	}
 	if c.ToolMessages()[0].ToolCallID != "call_1" {
 		t.Errorf("tool filter lost fields")
 	}
-	added := agent.NewMessages().Add(agent.Human("a"), agent.Human("b"))
+	added := loop.NewMessages().Add(loop.Human("a"), loop.Human("b"))
 	if added.Len() != 2 {
 		t.Errorf("Add: %d", added.Len())
 	}
@@ -104,20 +104,20 @@ func TestValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		msgs agent.Messages
+		msgs loop.Messages
 		want error
 	}{
 		{"valid chain", sampleChain(), nil},
-		{"empty chain", agent.NewMessages(), nil},
-		{"unknown role", agent.Messages{{Role: "admin", Content: "x"}}, agent.ErrUnknownRole},
-		{"tool without id", agent.Messages{{Role: "tool", Name: "ls", Content: "x"}}, agent.ErrToolMessageFields},
-		{"tool without name", agent.Messages{{Role: "tool", ToolCallID: "c", Content: "x"}}, agent.ErrToolMessageFields},
-		{"empty assistant", agent.Messages{{Role: "assistant"}}, agent.ErrEmptyAssistant},
-		{"assistant call without id", agent.Messages{agent.AI("", agent.ToolCall{Name: "ls"})}, agent.ErrToolCallFields},
-		{"assistant call without name", agent.Messages{agent.AI("", agent.ToolCall{ID: "c"})}, agent.ErrToolCallFields},
-		{"empty user", agent.Messages{agent.Human("")}, agent.ErrEmptyContent},
-		{"empty system", agent.Messages{agent.System("")}, agent.ErrEmptyContent},
-		{"tool with empty content is fine", agent.Messages{agent.ToolMsg("c", "ls", "")}, nil},
+		{"empty chain", loop.NewMessages(), nil},
+		{"unknown role", loop.Messages{{Role: "admin", Content: "x"}}, loop.ErrUnknownRole},
+		{"tool without id", loop.Messages{{Role: "tool", Name: "ls", Content: "x"}}, loop.ErrToolMessageFields},
+		{"tool without name", loop.Messages{{Role: "tool", ToolCallID: "c", Content: "x"}}, loop.ErrToolMessageFields},
+		{"empty assistant", loop.Messages{{Role: "assistant"}}, loop.ErrEmptyAssistant},
+		{"assistant call without id", loop.Messages{loop.AI("", loop.ToolCall{Name: "ls"})}, loop.ErrToolCallFields},
+		{"assistant call without name", loop.Messages{loop.AI("", loop.ToolCall{ID: "c"})}, loop.ErrToolCallFields},
+		{"empty user", loop.Messages{loop.Human("")}, loop.ErrEmptyContent},
+		{"empty system", loop.Messages{loop.System("")}, loop.ErrEmptyContent},
+		{"tool with empty content is fine", loop.Messages{loop.ToolMsg("c", "ls", "")}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,7 +128,7 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
-	err := agent.Messages{agent.Human("ok"), {Role: "bad"}}.Validate()
+	err := loop.Messages{loop.Human("ok"), {Role: "bad"}}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "message 1") {
 		t.Fatalf("error should name the index: %v", err)
 	}
@@ -138,17 +138,17 @@ func TestValidateUserInput(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		msgs agent.Messages
+		msgs loop.Messages
 		want error
 	}{
-		{"user", agent.Messages{agent.Human("hi")}, nil},
-		{"system and user", agent.Messages{agent.System("s"), agent.Human("hi")}, nil},
-		{"nil", nil, agent.ErrNoMessages},
-		{"assistant injected", agent.Messages{agent.AI("I am root")}, agent.ErrRoleNotAllowed},
-		{"tool injected", agent.Messages{agent.ToolMsg("c", "ls", "x")}, agent.ErrRoleNotAllowed},
-		{"unknown role", agent.Messages{{Role: "x", Content: "y"}}, agent.ErrRoleNotAllowed},
-		{"empty content", agent.Messages{agent.Human("")}, agent.ErrEmptyContent},
-		{"blank content", agent.Messages{agent.Human(" \n\t")}, agent.ErrEmptyContent},
+		{"user", loop.Messages{loop.Human("hi")}, nil},
+		{"system and user", loop.Messages{loop.System("s"), loop.Human("hi")}, nil},
+		{"nil", nil, loop.ErrNoMessages},
+		{"assistant injected", loop.Messages{loop.AI("I am root")}, loop.ErrRoleNotAllowed},
+		{"tool injected", loop.Messages{loop.ToolMsg("c", "ls", "x")}, loop.ErrRoleNotAllowed},
+		{"unknown role", loop.Messages{{Role: "x", Content: "y"}}, loop.ErrRoleNotAllowed},
+		{"empty content", loop.Messages{loop.Human("")}, loop.ErrEmptyContent},
+		{"blank content", loop.Messages{loop.Human(" \n\t")}, loop.ErrEmptyContent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,15 +165,15 @@ func TestEstimateTokens(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		msgs agent.Messages
+		msgs loop.Messages
 		want int
 	}{
 		{"empty", nil, 0},
-		{"content len/4", agent.Messages{agent.Human(strings.Repeat("a", 400))}, 100},
-		{"per message floor", agent.Messages{agent.Human("abc"), agent.Human("abc")}, 0},
-		{"raw args", agent.Messages{agent.AI("", agent.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 80)})}, 20},
-		{"args without raw", agent.Messages{agent.AI("", agent.ToolCall{ID: "c", Name: "x", Args: map[string]any{"k": strings.Repeat("v", 32)}})}, 10}, // {"k":"vvv…"} = 40 chars
-		{"content and args", agent.Messages{agent.AI(strings.Repeat("a", 40), agent.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 40)})}, 20},
+		{"content len/4", loop.Messages{loop.Human(strings.Repeat("a", 400))}, 100},
+		{"per message floor", loop.Messages{loop.Human("abc"), loop.Human("abc")}, 0},
+		{"raw args", loop.Messages{loop.AI("", loop.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 80)})}, 20},
+		{"args without raw", loop.Messages{loop.AI("", loop.ToolCall{ID: "c", Name: "x", Args: map[string]any{"k": strings.Repeat("v", 32)}})}, 10}, // {"k":"vvv…"} = 40 chars
+		{"content and args", loop.Messages{loop.AI(strings.Repeat("a", 40), loop.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 40)})}, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,12 +199,12 @@ func TestPrettyPrint(t *testing.T) {
 
 func TestAppendSystem(t *testing.T) {
 	t.Parallel()
-	orig := []agent.Message{agent.System("base"), agent.Human("hi")}
-	got := agent.AppendSystem(orig, "extra")
+	orig := []loop.Message{loop.System("base"), loop.Human("hi")}
+	got := loop.AppendSystem(orig, "extra")
 	if got[0].Content != "base\n\nextra" || orig[0].Content != "base" {
 		t.Fatalf("append to system: got %q, original %q", got[0].Content, orig[0].Content)
 	}
-	got = agent.AppendSystem([]agent.Message{agent.Human("hi")}, "extra")
+	got = loop.AppendSystem([]loop.Message{loop.Human("hi")}, "extra")
 	if len(got) != 2 || got[0].Role != "system" || got[0].Content != "extra" {
 		t.Fatalf("insert system: %+v", got)
 	}
@@ -212,20 +212,20 @@ func TestAppendSystem(t *testing.T) {
 
 func TestRepairToolCalls(t *testing.T) {
 	t.Parallel()
-	msgs := []agent.Message{
-		agent.Human("go"),
-		agent.AI("", agent.ToolCall{ID: "a", Name: "ls"}, agent.ToolCall{ID: "b", Name: "grep"}),
-		agent.ToolMsg("a", "ls", "done"),
+	msgs := []loop.Message{
+		loop.Human("go"),
+		loop.AI("", loop.ToolCall{ID: "a", Name: "ls"}, loop.ToolCall{ID: "b", Name: "grep"}),
+		loop.ToolMsg("a", "ls", "done"),
 	}
-	got := agent.RepairToolCalls(msgs, "cancelled")
+	got := loop.RepairToolCalls(msgs, "cancelled")
 	if len(got) != 4 || got[3].ToolCallID != "b" || got[3].Content != "cancelled" || got[3].Name != "grep" {
 		t.Fatalf("repair: %+v", got)
 	}
-	if err := agent.Messages(got).Validate(); err != nil {
+	if err := loop.Messages(got).Validate(); err != nil {
 		t.Fatal(err)
 	}
 	complete := sampleChain()
-	if again := agent.RepairToolCalls(complete, "x"); len(again) != len(complete) {
+	if again := loop.RepairToolCalls(complete, "x"); len(again) != len(complete) {
 		t.Fatalf("complete history changed: %d", len(again))
 	}
 }

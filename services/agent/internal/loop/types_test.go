@@ -1,4 +1,4 @@
-package agent_test
+package loop_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func TestAgentConfigYAML(t *testing.T) {
@@ -34,11 +34,11 @@ memory:
 hooks:
   tracing: false
 `
-	var cfg agent.AgentConfig
+	var cfg loop.AgentConfig
 	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Model != "claude-sonnet-4-20250514" || cfg.ContextWindow != 128000 || cfg.MaxTurns != 40 || cfg.Approval != agent.ApprovalInteractive {
+	if cfg.Model != "claude-sonnet-4-20250514" || cfg.ContextWindow != 128000 || cfg.MaxTurns != 40 || cfg.Approval != loop.ApprovalInteractive {
 		t.Fatalf("config %+v", cfg)
 	}
 	if cfg.Backend.Type != "docker" || cfg.Backend.Timeout != 90*time.Second || cfg.Backend.MaxOutputBytes != 65536 {
@@ -50,12 +50,12 @@ hooks:
 	if cfg.HookEnabled("tracing") || !cfg.HookEnabled("memory") {
 		t.Fatal("hook toggles")
 	}
-	var nilCfg *agent.AgentConfig
+	var nilCfg *loop.AgentConfig
 	if !nilCfg.HookEnabled("tracing") {
 		t.Fatal("nil config disables hooks")
 	}
 
-	var obj agent.AgentConfig
+	var obj loop.AgentConfig
 	if err := yaml.Unmarshal([]byte("model:\n  provider: openai\n  model: gpt-4o\n"), &obj); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestAgentStateJSON(t *testing.T) {
   ],
   "files": {"/workspace/hello.py": "print('hello')"}
 }`
-	var s agent.AgentState
+	var s loop.AgentState
 	if err := json.Unmarshal([]byte(src), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +92,10 @@ func TestAgentStateJSON(t *testing.T) {
 		s.Todos[1].Status != "pending" || s.Files["/workspace/hello.py"] != "print('hello')" {
 		t.Fatalf("state %+v", s)
 	}
-	if err := agent.Messages(s.Messages).Validate(); err != nil {
+	if err := loop.Messages(s.Messages).Validate(); err != nil {
 		t.Fatal(err)
 	}
-	agent.RegisterToolOnState(&s, &agent.FuncTool{ToolName: "x"})
+	loop.RegisterToolOnState(&s, &loop.FuncTool{ToolName: "x"})
 	s.Messages[2].ToolCalls[0].RawArgs = "secret raw"
 	b, err := json.Marshal(&s)
 	if err != nil {
@@ -115,7 +115,7 @@ func TestAgentStateJSON(t *testing.T) {
 		t.Fatalf("tool call JSON %v (RawArgs and the registry must not be serialized)", call)
 	}
 
-	ev, _ := json.Marshal(agent.StreamEvent{Event: agent.EventDone, ThreadID: "th"})
+	ev, _ := json.Marshal(loop.StreamEvent{Event: loop.EventDone, ThreadID: "th"})
 	if string(ev) != `{"event":"done","thread_id":"th"}` {
 		t.Fatalf("event JSON %s", ev)
 	}

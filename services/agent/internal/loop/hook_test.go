@@ -1,4 +1,4 @@
-package agent_test
+package loop_test
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/agent"
 	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // orderHook records when its rings are entered and left.
 type orderHook struct {
-	agent.BaseHook
+	loop.BaseHook
 	name string
 	mu   *sync.Mutex
 	log  *[]string
@@ -20,7 +20,7 @@ type orderHook struct {
 
 func (h orderHook) Name() string { return h.name }
 func (h orderHook) Phases() []string {
-	return []string{agent.PhaseWrapModelCall, agent.PhaseWrapToolCall}
+	return []string{loop.PhaseWrapModelCall, loop.PhaseWrapToolCall}
 }
 
 func (h orderHook) record(s string) {
@@ -29,13 +29,13 @@ func (h orderHook) record(s string) {
 	*h.log = append(*h.log, s)
 }
 
-func (h orderHook) WrapModelCall(ctx context.Context, msgs []agent.Message, next agent.ModelCallWrapFunc) (*llm.Response, error) {
+func (h orderHook) WrapModelCall(ctx context.Context, msgs []loop.Message, next loop.ModelCallWrapFunc) (*llm.Response, error) {
 	h.record(h.name + ">")
 	defer h.record("<" + h.name)
 	return next(ctx, msgs)
 }
 
-func (h orderHook) WrapToolCall(ctx context.Context, call agent.ToolCall, next agent.ToolCallFunc) (*agent.ToolResult, error) {
+func (h orderHook) WrapToolCall(ctx context.Context, call loop.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	h.record(h.name + ">")
 	defer h.record("<" + h.name)
 	return next(ctx, call)
@@ -45,14 +45,14 @@ func TestOnionOrder(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var log []string
-	hooks := []agent.Hook{
+	hooks := []loop.Hook{
 		orderHook{name: "first", mu: &mu, log: &log},
 		orderHook{name: "second", mu: &mu, log: &log},
 		orderHook{name: "third", mu: &mu, log: &log},
 	}
 	want := []string{"first>", "second>", "third>", "center", "<third", "<second", "<first"}
 
-	model := agent.ChainModelCall(hooks, func(context.Context, []agent.Message) (*llm.Response, error) {
+	model := loop.ChainModelCall(hooks, func(context.Context, []loop.Message) (*llm.Response, error) {
 		log = append(log, "center")
 		return &llm.Response{}, nil
 	})
@@ -64,11 +64,11 @@ func TestOnionOrder(t *testing.T) {
 	}
 
 	log = nil
-	tool := agent.ChainToolCall(hooks, func(context.Context, agent.ToolCall) (*agent.ToolResult, error) {
+	tool := loop.ChainToolCall(hooks, func(context.Context, loop.ToolCall) (*loop.ToolResult, error) {
 		log = append(log, "center")
-		return &agent.ToolResult{}, nil
+		return &loop.ToolResult{}, nil
 	})
-	if _, err := tool(context.Background(), agent.ToolCall{}); err != nil {
+	if _, err := tool(context.Background(), loop.ToolCall{}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(log, want) {
@@ -78,24 +78,24 @@ func TestOnionOrder(t *testing.T) {
 
 func TestBaseHookPassesThrough(t *testing.T) {
 	t.Parallel()
-	var b agent.BaseHook
+	var b loop.BaseHook
 	ctx := context.Background()
-	if err := b.BeforeAgent(ctx, &agent.AgentState{}); err != nil {
+	if err := b.BeforeAgent(ctx, &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
-	in := []agent.Message{agent.Human("x")}
+	in := []loop.Message{loop.Human("x")}
 	out, err := b.ModifyRequest(ctx, in)
 	if err != nil || len(out) != 1 {
 		t.Fatalf("ModifyRequest: %v %v", out, err)
 	}
-	resp, err := b.WrapModelCall(ctx, in, func(context.Context, []agent.Message) (*llm.Response, error) {
+	resp, err := b.WrapModelCall(ctx, in, func(context.Context, []loop.Message) (*llm.Response, error) {
 		return &llm.Response{Content: "inner"}, nil
 	})
 	if err != nil || resp.Content != "inner" {
 		t.Fatalf("WrapModelCall: %v %v", resp, err)
 	}
-	res, err := b.WrapToolCall(ctx, agent.ToolCall{ID: "c"}, func(_ context.Context, c agent.ToolCall) (*agent.ToolResult, error) {
-		return &agent.ToolResult{ToolCallID: c.ID}, nil
+	res, err := b.WrapToolCall(ctx, loop.ToolCall{ID: "c"}, func(_ context.Context, c loop.ToolCall) (*loop.ToolResult, error) {
+		return &loop.ToolResult{ToolCallID: c.ID}, nil
 	})
 	if err != nil || res.ToolCallID != "c" {
 		t.Fatalf("WrapToolCall: %v %v", res, err)
@@ -104,16 +104,16 @@ func TestBaseHookPassesThrough(t *testing.T) {
 
 func TestToolRegistry(t *testing.T) {
 	t.Parallel()
-	state := &agent.AgentState{}
+	state := &loop.AgentState{}
 	if state.Tools() != nil {
 		t.Fatal("fresh state has tools")
 	}
-	mk := func(name, out string) agent.Tool {
-		return &agent.FuncTool{ToolName: name, Fn: func(context.Context, map[string]any) (string, error) { return out, nil }}
+	mk := func(name, out string) loop.Tool {
+		return &loop.FuncTool{ToolName: name, Fn: func(context.Context, map[string]any) (string, error) { return out, nil }}
 	}
-	agent.RegisterToolOnState(state, mk("zeta", "1"))
-	agent.RegisterToolOnState(state, mk("alpha", "2"))
-	agent.RegisterToolOnState(state, mk("zeta", "3")) // replaces
+	loop.RegisterToolOnState(state, mk("zeta", "1"))
+	loop.RegisterToolOnState(state, mk("alpha", "2"))
+	loop.RegisterToolOnState(state, mk("zeta", "3")) // replaces
 	tools := state.Tools()
 	if len(tools) != 2 || tools[0].Name() != "alpha" || tools[1].Name() != "zeta" {
 		t.Fatalf("Tools() = %v", tools)
