@@ -1,0 +1,189 @@
+// Package archtest checks the shape of the whole tree: rules that hold by
+// design rather than by habit, so that a change which breaks one fails here
+// instead of in a reviewer's memory.
+package archtest
+
+import (
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	pathpkg "path"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// modulePath is the import path every package of this repository starts with.
+const modulePath = "github.com/wick-agent/wick"
+
+// checkImport says why a file of the package in directory dir (relative to
+// the repository root, slash-separated; test says whether it is a _test.go
+// file) may not import path, or returns nil.
+// Imports flow one way: cmd → services → domain packages → platform, wickfs,
+// llm and gen. Only the daemon itself and the sandbox service, which drives
+// it, may see the daemon's packages.
+func checkImport(dir string, test bool, path string) error {
+	if !strings.HasPrefix(path, modulePath+"/") {
+		return nil // the standard library and third-party modules
+	}
+	if pathpkg.Clean(path) != path {
+		return fmt.Errorf("%s imports %q: not a clean package path", dir, path)
+	}
+	to := strings.TrimPrefix(path, modulePath+"/")
+	from := area(dir)
+	target := area(to)
+	switch {
+	case from == target:
+		return nil
+	case target == "e2e" || target == "internal":
+		return fmt.Errorf("%s imports %s: nothing imports a test package", dir, to)
+	case target == "cmd" && from != "e2e":
+		return fmt.Errorf("%s imports %s: only the end-to-end tests import a binary's packages", dir, to)
+	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e":
+		return fmt.Errorf("%s imports %s: a service is imported only by cmd and e2e, never by another service or a lower layer", dir, to)
+	case isDaemon(to) && from != "daemon" && from != "services/sandbox":
+		return fmt.Errorf("%s imports %s: only daemon/ and the sandbox service (its client) see the daemon's packages", dir, to)
+	case strings.HasPrefix(to, "daemon/server") && from != "daemon" && !test:
+		return fmt.Errorf("%s imports %s: the daemon's server runs inside a container; outside daemon/ only tests run it in-process", dir, to)
+	case target == "daemon" && from != "services/sandbox":
+		return fmt.Errorf("%s imports %s: the daemon is a binary of its own; only the sandbox service drives it", dir, to)
+	case isBase(from) && !isBase(target):
+		return fmt.Errorf("%s imports %s: platform, wickfs, llm and gen sit at the bottom and import nothing above them", dir, to)
+	case from == "gen" && target != "gen":
+		return fmt.Errorf("%s imports %s: generated code imports only generated code", dir, to)
+	}
+	return nil
+}
+
+// area is the unit a rule speaks of: a service, or a top-level directory.
+func area(dir string) string {
+	parts := strings.Split(dir, "/")
+	if parts[0] == "services" && len(parts) > 1 {
+		return "services/" + parts[1]
+	}
+	return parts[0]
+}
+
+func isDaemon(p string) bool {
+	return p == "daemon" || strings.HasPrefix(p, "daemon/") || strings.HasPrefix(p, "gen/wick/daemon/")
+}
+
+func isBase(a string) bool {
+	switch a {
+	case "platform", "wickfs", "llm", "gen":
+		return true
+	}
+	return false
+}
+
+func TestCheckImport(t *testing.T) {
+	t.Parallel()
+	ok := []struct {
+		dir  string
+		test bool
+		path string
+	}{
+		{"cmd/wick/suite", false, modulePath + "/services/agent"},
+		{"services/agent/internal/loop", false, modulePath + "/wickfs"},
+		{"services/agent", false, modulePath + "/services/agent/internal/loop"},
+		{"services/sandbox", false, modulePath + "/gen/wick/daemon/v1"},
+		{"services/sandbox", false, modulePath + "/daemon/daemonfs"},
+		{"services/sandbox", true, modulePath + "/daemon/server"},
+		{"daemon/server", false, modulePath + "/gen/wick/daemon/v1"},
+		{"daemon/server", false, modulePath + "/wickfs"},
+		{"wickfs", false, modulePath + "/platform/testenv"},
+		{"e2e", false, modulePath + "/services/gateway"},
+		{"e2e", false, modulePath + "/cmd/wick/suite"},
+		{"platform/server", false, "google.golang.org/grpc"},
+	}
+	for _, tc := range ok {
+		if err := checkImport(tc.dir, tc.test, tc.path); err != nil {
+			t.Errorf("checkImport(%q, %v, %q) = %v, want nil", tc.dir, tc.test, tc.path, err)
+		}
+	}
+	bad := []struct {
+		dir  string
+		test bool
+		path string
+	}{
+		{"services/agent", false, modulePath + "/services/sandbox"},
+		{"services/gateway", false, modulePath + "/cmd/wick/suite"},
+		{"services/agent", false, modulePath + "/gen/wick/daemon/v1"},
+		{"services/agent/internal/sandboxfs", false, modulePath + "/daemon/server"},
+		{"services/sandbox", false, modulePath + "/services/sandbox/../agent"},
+		{"services/sandbox", false, modulePath + "/daemon/server"},
+		{"platform/dial", false, modulePath + "/services/llmgw"},
+		{"wickfs", false, modulePath + "/daemon/daemonfs"},
+		{"llm", false, modulePath + "/services/agent/internal/loop"},
+		{"platform/testenv", false, modulePath + "/e2e"},
+		{"gen/wick/agent/v1", false, modulePath + "/platform/identity"},
+		{"cmd/wick", false, modulePath + "/gen/wick/daemon/v1"},
+	}
+	for _, tc := range bad {
+		if err := checkImport(tc.dir, tc.test, tc.path); err == nil {
+			t.Errorf("checkImport(%q, %v, %q) = nil, want a violation", tc.dir, tc.test, tc.path)
+		}
+	}
+}
+
+// TestLayering reads the imports of every Go file in the repository (tests
+// included) and fails on each one that runs against the layering.
+func TestLayering(t *testing.T) {
+	t.Parallel()
+	root := repoRoot(t)
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "testdata", "third_party", "bin":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		rel, _ := filepath.Rel(root, filepath.Dir(p))
+		rel = filepath.ToSlash(rel)
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if err := checkImport(rel, strings.HasSuffix(p, "_test.go"), path); err != nil {
+				t.Errorf("%s: %v", fset.Position(imp.Pos()), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A walk that found nothing would pass vacuously.
+	if files < 200 {
+		t.Fatalf("read %d Go files; the walk did not find the repository", files)
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller information")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil {
+		t.Fatalf("repository root not found from %s: %v", file, err)
+	}
+	return root
+}
