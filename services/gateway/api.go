@@ -125,7 +125,9 @@ func recordRoute(next runtime.HandlerFunc) runtime.HandlerFunc {
 	}
 }
 
-// streamRoutes are the server-streaming endpoints, served as SSE.
+// isStreamRoute reports whether r is one of the server-streaming routes
+// (a run's stream, a run's re-join, the agent events feed), which are served
+// as SSE rather than as one JSON body.
 func isStreamRoute(r *http.Request) bool {
 	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
