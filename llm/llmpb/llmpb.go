@@ -71,6 +71,11 @@ func ToolCallToProto(c llm.ToolCall) (*llmv1.ToolCall, error) {
 	if c.ArgsErr != "" {
 		return tc, nil
 	}
+	if c.Args == nil {
+		// A call without arguments has an empty arguments object.
+		tc.Arguments = &structpb.Struct{}
+		return tc, nil
+	}
 	args, err := Struct(c.Args)
 	if err != nil {
 		return nil, err
