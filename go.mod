@@ -57,6 +57,7 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/wick-agent/wick/daemon v0.0.0 // indirect
+	github.com/wick-agent/wick/llm v0.0.0 // indirect
 	github.com/wick-agent/wick/wickfs v0.0.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0 // indirect
@@ -80,6 +81,7 @@ require (
 replace (
 	github.com/wick-agent/wick/daemon v0.0.0 => ./daemon
 	github.com/wick-agent/wick/gen v0.0.0 => ./gen
+	github.com/wick-agent/wick/llm v0.0.0 => ./llm
 	github.com/wick-agent/wick/platform v0.0.0 => ./platform
 	github.com/wick-agent/wick/services/agent v0.0.0 => ./services/agent
 	github.com/wick-agent/wick/services/gateway v0.0.0 => ./services/gateway

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
@@ -45,7 +46,7 @@ func structOf(m map[string]any) *structpb.Struct {
 	return s
 }
 
-func toolCallsToProto(calls []loop.ToolCall, redacted bool) []*agentv1.ToolCall {
+func toolCallsToProto(calls []llm.ToolCall, redacted bool) []*agentv1.ToolCall {
 	var out []*agentv1.ToolCall
 	for _, c := range calls {
 		args := c.Args
@@ -57,7 +58,7 @@ func toolCallsToProto(calls []loop.ToolCall, redacted bool) []*agentv1.ToolCall 
 	return out
 }
 
-func messagesToProto(msgs []loop.Message) []*agentv1.Message {
+func messagesToProto(msgs []llm.Message) []*agentv1.Message {
 	out := make([]*agentv1.Message, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, &agentv1.Message{
@@ -68,12 +69,12 @@ func messagesToProto(msgs []loop.Message) []*agentv1.Message {
 	return out
 }
 
-func messagesFromProto(msgs []*agentv1.Message) []loop.Message {
-	out := make([]loop.Message, 0, len(msgs))
+func messagesFromProto(msgs []*agentv1.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(msgs))
 	for _, m := range msgs {
-		cm := loop.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
+		cm := llm.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
 		for _, tc := range m.GetToolCalls() {
-			cm.ToolCalls = append(cm.ToolCalls, loop.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: tc.GetArgs().AsMap()})
+			cm.ToolCalls = append(cm.ToolCalls, llm.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: tc.GetArgs().AsMap()})
 		}
 		out = append(out, cm)
 	}

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/goccy/go-json v0.12.0
 	github.com/wick-agent/wick/gen v0.0.0
+	github.com/wick-agent/wick/llm v0.0.0
 	github.com/wick-agent/wick/platform v0.0.0
 	google.golang.org/grpc v1.85.0
 )
@@ -59,6 +60,7 @@ require (
 
 replace (
 	github.com/wick-agent/wick/gen v0.0.0 => ../../gen
+	github.com/wick-agent/wick/llm v0.0.0 => ../../llm
 	github.com/wick-agent/wick/platform v0.0.0 => ../../platform
 )
 

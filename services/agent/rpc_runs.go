@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -51,7 +52,7 @@ func (s *Service) Invoke(ctx context.Context, req *agentv1.InvokeRequest) (*agen
 		added := st.Messages[from:]
 		resp.Messages = messagesToProto(added)
 		for i := len(added) - 1; i >= 0; i-- {
-			if added[i].Role == loop.RoleAssistant && added[i].Content != "" {
+			if added[i].Role == llm.RoleAssistant && added[i].Content != "" {
 				resp.Content = resp.Messages[i].Content
 				break
 			}

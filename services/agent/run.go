@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
@@ -67,11 +68,11 @@ func (r *localRun) record() *runs.Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := *r.rec
-	c.Pending = append([]loop.ToolCall(nil), r.rec.Pending...)
+	c.Pending = append([]llm.ToolCall(nil), r.rec.Pending...)
 	return &c
 }
 
-func (r *localRun) setStatus(ctx context.Context, status string, pending []loop.ToolCall, msg string) {
+func (r *localRun) setStatus(ctx context.Context, status string, pending []llm.ToolCall, msg string) {
 	r.mu.Lock()
 	r.rec.Status, r.rec.Pending = status, pending
 	if msg != "" {
@@ -88,7 +89,7 @@ func (r *localRun) setStatus(ctx context.Context, status string, pending []loop.
 type runRequest struct {
 	agentID  string
 	threadID string
-	input    []loop.Message
+	input    []llm.Message
 	enqueue  bool
 }
 
@@ -301,7 +302,7 @@ func (r *localRun) save(ctx context.Context, st *loop.AgentState) error {
 
 // execute runs the loop and closes the run: status, final event, end of the
 // log, lock release.
-func (r *localRun) execute(runner *loop.Runner, state *loop.AgentState, input []loop.Message) {
+func (r *localRun) execute(runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
 	s := r.s
 	defer close(r.done)
 	defer func() {
@@ -388,7 +389,7 @@ func (r *localRun) decisionNudge() chan struct{} { return r.decide }
 
 // Approve implements loop.Approver for interactive agents: the run waits,
 // as "waiting_approval", for decisions that ResumeRun stores on any replica.
-func (r *localRun) Approve(ctx context.Context, _ string, calls []loop.ToolCall) ([]loop.Decision, error) {
+func (r *localRun) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
 	r.setStatus(ctx, runs.StatusWaiting, calls, "")
 	select {
 	case r.waiting <- struct{}{}:
@@ -421,7 +422,7 @@ func (r *localRun) Approve(ctx context.Context, _ string, calls []loop.ToolCall)
 
 // completeDecisions gives every pending call a decision: a call the user
 // did not decide is rejected.
-func completeDecisions(calls []loop.ToolCall, d []loop.Decision) []loop.Decision {
+func completeDecisions(calls []llm.ToolCall, d []loop.Decision) []loop.Decision {
 	byID := map[string]loop.Decision{}
 	for _, x := range d {
 		byID[x.ToolCallID] = x

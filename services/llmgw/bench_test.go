@@ -20,10 +20,10 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // Defaults of the gateway's configuration.
@@ -77,7 +77,7 @@ func DefaultConfig() Config {
 		Timeout:             DefaultTimeout,
 		Retry:               router.DefaultPolicy(),
 		AllowRequestBaseURL: true,
-		MaxResponseBytes:    llm.DefaultMaxResponseBytes,
+		MaxResponseBytes:    upstream.DefaultMaxResponseBytes,
 		MaxHTTPBodyBytes:    DefaultMaxHTTPBodyBytes,
 	}
 }

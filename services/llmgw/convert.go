@@ -7,11 +7,13 @@ import (
 	"time"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmpb"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
 )
 
-// fromProto validates a request and turns it into the gateway's terms.
+// fromProto validates a request and turns it into the gateway's terms. The
+// checks are the gateway's, here at its edge; the conversion is llm/llmpb's.
 func fromProto(models []*llmv1.ModelSpec, msgs []*llmv1.Message, tools []*llmv1.ToolSchema, system string, maxTokens int32, temp *float64, timeout time.Duration) (call, error) {
 	var c call
 	if len(models) > MaxChain {
@@ -36,32 +38,28 @@ func fromProto(models []*llmv1.ModelSpec, msgs []*llmv1.Message, tools []*llmv1.
 	if len(msgs) == 0 {
 		return c, errors.New("messages: at least one message is needed")
 	}
+	// Validate first, then convert each message once (llm/llmpb).
 	for i, m := range msgs {
-		lm := llm.Message{Role: m.GetRole(), Content: m.GetContent(), ToolCallID: m.GetToolCallId(), Name: m.GetName()}
-		switch lm.Role {
+		switch m.GetRole() {
 		case llm.RoleSystem, llm.RoleUser:
 		case llm.RoleAssistant:
 			for j, tc := range m.GetToolCalls() {
 				if tc.GetId() == "" || tc.GetName() == "" {
 					return c, fmt.Errorf("messages[%d].tool_calls[%d]: id and name are required", i, j)
 				}
-				args := tc.GetArguments().AsMap()
-				lm.ToolCalls = append(lm.ToolCalls, llm.ToolCall{ID: tc.GetId(), Name: tc.GetName(), Args: args})
 			}
 		case llm.RoleTool:
-			if lm.ToolCallID == "" {
+			if m.GetToolCallId() == "" {
 				return c, fmt.Errorf("messages[%d]: a tool message needs tool_call_id", i)
 			}
 		default:
-			return c, fmt.Errorf("messages[%d]: unknown role %q (system, user, assistant or tool)", i, lm.Role)
+			return c, fmt.Errorf("messages[%d]: unknown role %q (system, user, assistant or tool)", i, m.GetRole())
 		}
-		c.req.Messages = append(c.req.Messages, lm)
 	}
 	for i, t := range tools {
 		if t.GetName() == "" {
 			return c, fmt.Errorf("tools[%d]: name is required", i)
 		}
-		c.req.Tools = append(c.req.Tools, llm.ToolSchema{Name: t.GetName(), Description: t.GetDescription(), Parameters: t.GetParameters().AsMap()})
 	}
 	if maxTokens < 0 {
 		return c, errors.New("max_tokens must not be negative")
@@ -72,6 +70,15 @@ func fromProto(models []*llmv1.ModelSpec, msgs []*llmv1.Message, tools []*llmv1.
 	if timeout < 0 {
 		return c, errors.New("timeout must not be negative")
 	}
+	c.req.Messages = llmpb.MessagesFromProto(msgs)
+	for i := range c.req.Messages {
+		// Only an assistant message calls tools; the gateway has always
+		// ignored tool calls sent on any other message.
+		if c.req.Messages[i].Role != llm.RoleAssistant {
+			c.req.Messages[i].ToolCalls = nil
+		}
+	}
+	c.req.Tools = llmpb.ToolSchemasFromProto(tools)
 	c.req.SystemPrompt = system
 	c.req.MaxTokens = int(maxTokens)
 	c.req.Temperature = temp

@@ -6,6 +6,7 @@ require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/wick-agent/wick/gen v0.0.0
+	github.com/wick-agent/wick/llm v0.0.0
 	github.com/wick-agent/wick/platform v0.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -52,5 +53,6 @@ require (
 
 replace (
 	github.com/wick-agent/wick/gen v0.0.0 => ../../gen
+	github.com/wick-agent/wick/llm v0.0.0 => ../../llm
 	github.com/wick-agent/wick/platform v0.0.0 => ../../platform
 )

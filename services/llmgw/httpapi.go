@@ -16,9 +16,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // HTTPHandler serves the OpenAI-compatible API: POST /v1/chat/completions
@@ -188,7 +189,7 @@ func (cr *chatRequest) toCall() (call, error) {
 					return c, fmt.Errorf("messages[%d].tool_calls[%d]: id and function.name are required", i, j)
 				}
 				call := llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, RawArgs: tc.Function.Arguments}
-				call.Args, call.ArgsErr = llm.ParseArguments(tc.Function.Arguments)
+				call.Args, call.ArgsErr = upstream.ParseArguments(tc.Function.Arguments)
 				lm.ToolCalls = append(lm.ToolCalls, call)
 			}
 		case llm.RoleTool:

@@ -12,12 +12,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/anthropic"
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // keyEnvName is what a key variable's name must look like; it keeps names
@@ -155,7 +156,7 @@ func (s *Service) resolve(models []requestSpec) ([]resolved, error) {
 		if m.str != "" {
 			p, err := spec.Parse(m.str)
 			if err != nil {
-				return nil, llm.Errorf(llm.KindBadSpec, "model %d: %v", i, err)
+				return nil, upstream.Errorf(upstream.KindBadSpec, "model %d: %v", i, err)
 			}
 			p.MaxTokens, p.ContextWindow = m.obj.MaxTokens, m.obj.ContextWindow
 			sp = p
@@ -165,7 +166,7 @@ func (s *Service) resolve(models []requestSpec) ([]resolved, error) {
 		explicitKey := sp.APIKeyEnv != ""
 		n, err := spec.Normalize(sp)
 		if err != nil {
-			return nil, llm.Errorf(llm.KindBadSpec, "model %d: %v", i, err)
+			return nil, upstream.Errorf(upstream.KindBadSpec, "model %d: %v", i, err)
 		}
 		if err := s.allowed(n, explicitKey); err != nil {
 			return nil, err
@@ -177,7 +178,7 @@ func (s *Service) resolve(models []requestSpec) ([]resolved, error) {
 		out = append(out, resolved{name: name, spec: n})
 	}
 	if len(out) > MaxChain {
-		return nil, llm.Errorf(llm.KindBadSpec, "a fallback chain has at most %d models, got %d", MaxChain, len(out))
+		return nil, upstream.Errorf(upstream.KindBadSpec, "a fallback chain has at most %d models, got %d", MaxChain, len(out))
 	}
 	return out, nil
 }
@@ -191,16 +192,16 @@ func (s *Service) allowed(n spec.Spec, explicitKey bool) error {
 	}
 	custom := strings.TrimRight(n.BaseURL, "/") != spec.DefaultBaseURL(n.Provider)
 	if custom && !s.cfg.AllowRequestBaseURL {
-		return llm.Errorf(llm.KindForbidden, "this gateway does not accept a base_url in requests; configure the model in its models file")
+		return upstream.Errorf(upstream.KindForbidden, "this gateway does not accept a base_url in requests; configure the model in its models file")
 	}
 	if n.APIKeyEnv == "" {
 		return nil
 	}
 	if explicitKey && !s.reg.keyEnvs[n.APIKeyEnv] {
-		return llm.Errorf(llm.KindForbidden, "api_key_env %q is not one the gateway allows (allowed: %s)", n.APIKeyEnv, strings.Join(s.allowedKeyEnvs(), ", "))
+		return upstream.Errorf(upstream.KindForbidden, "api_key_env %q is not one the gateway allows (allowed: %s)", n.APIKeyEnv, strings.Join(s.allowedKeyEnvs(), ", "))
 	}
 	if custom && !s.reg.keyPairs[[2]string{strings.TrimRight(n.BaseURL, "/"), n.APIKeyEnv}] {
-		return llm.Errorf(llm.KindForbidden, "the key in %s is only sent to %s's own API or to a base_url configured with it in the models file, not to %s", n.APIKeyEnv, n.Provider, n.BaseURL)
+		return upstream.Errorf(upstream.KindForbidden, "the key in %s is only sent to %s's own API or to a base_url configured with it in the models file, not to %s", n.APIKeyEnv, n.Provider, n.BaseURL)
 	}
 	return nil
 }
@@ -257,7 +258,7 @@ func (s *Service) provider(r resolved) (llm.Provider, error) {
 	if sp.APIKeyEnv != "" {
 		v, ok := s.lookupKey(sp.APIKeyEnv)
 		if !ok {
-			return nil, llm.Errorf(llm.KindMissingKey, "the API key variable %s is not set (set it in the gateway's environment or as a file in its secrets directory)", sp.APIKeyEnv)
+			return nil, upstream.Errorf(upstream.KindMissingKey, "the API key variable %s is not set (set it in the gateway's environment or as a file in its secrets directory)", sp.APIKeyEnv)
 		}
 		key = v
 	}
@@ -286,23 +287,23 @@ func (s *Service) scriptProvider(model string) (llm.Provider, error) {
 	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
 		sc, err := script.Parse([]byte(t))
 		if err != nil {
-			return nil, llm.Errorf(llm.KindBadSpec, "%v", err)
+			return nil, upstream.Errorf(upstream.KindBadSpec, "%v", err)
 		}
 		return script.New(sc, -1), nil
 	}
 	name, delay, err := script.SplitName(t)
 	if err != nil {
-		return nil, llm.Errorf(llm.KindBadSpec, "%v", err)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "%v", err)
 	}
 	if name == script.DemoName {
 		return script.New(s.demo, delay), nil
 	}
 	if s.cfg.ScriptDir == "" {
-		return nil, llm.Errorf(llm.KindBadSpec, "script %q: no script directory is configured (-script-dir); use script:demo or an inline script", name)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "script %q: no script directory is configured (-script-dir); use script:demo or an inline script", name)
 	}
 	root, err := os.OpenRoot(s.cfg.ScriptDir)
 	if err != nil {
-		return nil, llm.Errorf(llm.KindBadSpec, "script directory: %v", err)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "script directory: %v", err)
 	}
 	defer root.Close()
 	// os.Root refuses names that leave the directory, so a request cannot
@@ -310,18 +311,18 @@ func (s *Service) scriptProvider(model string) (llm.Provider, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, llm.Errorf(llm.KindBadSpec, "script %q does not exist in the script directory", name)
+			return nil, upstream.Errorf(upstream.KindBadSpec, "script %q does not exist in the script directory", name)
 		}
-		return nil, llm.Errorf(llm.KindBadSpec, "script %q: cannot be opened from the script directory", name)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "script %q: cannot be opened from the script directory", name)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, script.MaxScriptBytes+1))
 	if err != nil {
-		return nil, llm.Errorf(llm.KindBadSpec, "script %q: %v", name, err)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "script %q: %v", name, err)
 	}
 	sc, err := script.Parse(data)
 	if err != nil {
-		return nil, llm.Errorf(llm.KindBadSpec, "script %q: %v", name, err)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "script %q: %v", name, err)
 	}
 	return script.New(sc, delay), nil
 }

@@ -22,13 +22,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmpb"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // Trailer keys of the accounting the proto promises.
@@ -105,7 +106,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = llm.DefaultMaxResponseBytes
+		cfg.MaxResponseBytes = upstream.DefaultMaxResponseBytes
 	}
 	if cfg.MaxHTTPBodyBytes <= 0 {
 		cfg.MaxHTTPBodyBytes = DefaultMaxHTTPBodyBytes
@@ -187,7 +188,7 @@ func (s *Service) Call(ctx context.Context, req *llmv1.CallRequest) (*llmv1.Call
 		Content:      out.Result.Content,
 		ToolCalls:    toolCallsToProto(out.Result.ToolCalls),
 		FinishReason: out.Result.FinishReason,
-		Usage:        usageToProto(out.Result.Usage),
+		Usage:        llmpb.UsageToProto(out.Result.Usage),
 		Model:        out.Target.Model,
 		Provider:     out.Target.Provider,
 	}, nil
@@ -224,7 +225,7 @@ func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingSe
 	final := &llmv1.StreamResponse{
 		ToolCalls:    toolCallsToProto(out.Result.ToolCalls),
 		FinishReason: out.Result.FinishReason,
-		Usage:        usageToProto(out.Result.Usage),
+		Usage:        llmpb.UsageToProto(out.Result.Usage),
 	}
 	if first {
 		final.Model, final.Provider = out.Target.Model, out.Target.Provider
@@ -295,48 +296,42 @@ func trailer(a accounting) metadata.MD {
 // grpcError converts a provider or policy error to a status, once, here at
 // the edge.
 func grpcError(err error) error {
-	e := llm.AsError(err)
+	e := upstream.AsError(err)
 	return status.Error(grpcCode(e.Kind), e.Error())
 }
 
-func grpcCode(k llm.Kind) codes.Code {
+func grpcCode(k upstream.Kind) codes.Code {
 	switch k {
-	case llm.KindInvalid, llm.KindBadSpec:
+	case upstream.KindInvalid, upstream.KindBadSpec:
 		return codes.InvalidArgument
-	case llm.KindAuth, llm.KindMissingKey:
+	case upstream.KindAuth, upstream.KindMissingKey:
 		return codes.FailedPrecondition
-	case llm.KindNotFound:
+	case upstream.KindNotFound:
 		return codes.NotFound
-	case llm.KindRateLimited, llm.KindTooLarge:
+	case upstream.KindRateLimited, upstream.KindTooLarge:
 		return codes.ResourceExhausted
-	case llm.KindTimeout:
+	case upstream.KindTimeout:
 		return codes.DeadlineExceeded
-	case llm.KindCanceled:
+	case upstream.KindCanceled:
 		return codes.Canceled
-	case llm.KindForbidden:
+	case upstream.KindForbidden:
 		return codes.PermissionDenied
 	}
 	return codes.Unavailable
 }
 
-func usageToProto(u llm.Usage) *llmv1.Usage {
-	return &llmv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
-}
-
+// toolCallsToProto converts a reply's tool calls. Arguments that cannot be
+// represented travel as arguments_error, like arguments that did not parse,
+// so the caller can tell the model.
 func toolCallsToProto(calls []llm.ToolCall) []*llmv1.ToolCall {
 	if len(calls) == 0 {
 		return nil
 	}
 	out := make([]*llmv1.ToolCall, 0, len(calls))
 	for _, c := range calls {
-		tc := &llmv1.ToolCall{Id: c.ID, Name: c.Name, ArgumentsError: c.ArgsErr}
-		if c.ArgsErr == "" {
-			st, err := structpb.NewStruct(c.Args)
-			if err != nil {
-				tc.ArgumentsError = "tool arguments cannot be represented: " + err.Error()
-			} else {
-				tc.Arguments = st
-			}
+		tc, err := llmpb.ToolCallToProto(c)
+		if err != nil {
+			tc = &llmv1.ToolCall{Id: c.ID, Name: c.Name, ArgumentsError: "tool arguments cannot be represented: " + err.Error()}
 		}
 		out = append(out, tc)
 	}

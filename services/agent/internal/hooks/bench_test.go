@@ -9,8 +9,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -18,11 +18,11 @@ import (
 // results are in the request, then a text reply.
 type instantModel struct{ toolTurns int }
 
-func (m instantModel) Call(context.Context, llm.Request) (*llm.Response, error) {
-	return &llm.Response{Content: "summary"}, nil
+func (m instantModel) Call(context.Context, llm.Request) (*llm.Result, error) {
+	return &llm.Result{Content: "summary"}, nil
 }
 
-func (m instantModel) Stream(_ context.Context, req llm.Request, ch chan<- llm.StreamChunk) error {
+func (m instantModel) Stream(_ context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	results := 0
 	for _, msg := range req.Messages {
 		if msg.Role == llm.RoleTool {
@@ -30,16 +30,19 @@ func (m instantModel) Stream(_ context.Context, req llm.Request, ch chan<- llm.S
 		}
 	}
 	if results < m.toolTurns {
-		ch <- llm.StreamChunk{Delta: "Let me check."}
-		ch <- llm.StreamChunk{
-			ToolCalls: []llm.ToolCallResult{{ID: fmt.Sprintf("call_%d", results), Name: "echo", Args: map[string]any{"text": "hi"}}},
-			Usage:     &llm.Usage{InputTokens: 100, OutputTokens: 10},
+		if err := emit(llm.Event{Delta: "Let me check."}); err != nil {
+			return llm.Result{}, err
 		}
-		return nil
+		return llm.Result{
+			Content:   "Let me check.",
+			ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("call_%d", results), Name: "echo", Args: map[string]any{"text": "hi"}}},
+			Usage:     llm.Usage{InputTokens: 100, OutputTokens: 10},
+		}, nil
 	}
-	ch <- llm.StreamChunk{Delta: "Done."}
-	ch <- llm.StreamChunk{Usage: &llm.Usage{InputTokens: 100, OutputTokens: 2}}
-	return nil
+	if err := emit(llm.Event{Delta: "Done."}); err != nil {
+		return llm.Result{}, err
+	}
+	return llm.Result{Content: "Done.", Usage: llm.Usage{InputTokens: 100, OutputTokens: 2}}, nil
 }
 
 // BenchmarkLoopTurn measures the loop's own cost per turn (one model call
@@ -87,7 +90,7 @@ func BenchmarkLoopTurn(b *testing.B) {
 				start := time.Now()
 				r := loop.NewRunner(cfg, model, c.hooks(), []loop.Tool{echo})
 				state := &loop.AgentState{ThreadID: "th_bench"}
-				if err := r.Run(ctx, "run", state, []loop.Message{loop.Human("go")}, emit, save); err != nil {
+				if err := r.Run(ctx, "run", state, []llm.Message{loop.Human("go")}, emit, save); err != nil {
 					b.Fatal(err)
 				}
 				perTurn = append(perTurn, time.Since(start)/turns)

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 

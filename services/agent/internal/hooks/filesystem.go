@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -427,7 +428,7 @@ func FormatExec(res *wickfs.ExecResult) string {
 
 // WrapToolCall evicts results over the threshold to their head and tail,
 // except for the seed's exempt tools.
-func (h *FilesystemHook) WrapToolCall(ctx context.Context, call loop.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
+func (h *FilesystemHook) WrapToolCall(ctx context.Context, call llm.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	res, err := next(ctx, call)
 	if err != nil || res == nil || evictionExempt[call.Name] {
 		return res, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
@@ -227,34 +228,34 @@ func TestEviction(t *testing.T) {
 	big := strings.Repeat("a", hooks.DefaultEvictKeepChars) + strings.Repeat("m", 80_000) + strings.Repeat("z", hooks.DefaultEvictKeepChars)
 	h := hooks.NewFilesystemHook(newMemFS(nil))
 	next := func(out string) loop.ToolCallFunc {
-		return func(_ context.Context, c loop.ToolCall) (*loop.ToolResult, error) {
+		return func(_ context.Context, c llm.ToolCall) (*loop.ToolResult, error) {
 			return &loop.ToolResult{ToolCallID: c.ID, Name: c.Name, Output: out}, nil
 		}
 	}
 	wantEvicted := strings.Repeat("a", 2000) + "\n\n... (truncated 80000 characters) ...\n\n" + strings.Repeat("z", 2000)
 	for _, name := range []string{"execute", "my_custom_tool"} {
-		res, err := h.WrapToolCall(context.Background(), loop.ToolCall{ID: "c", Name: name}, next(big))
+		res, err := h.WrapToolCall(context.Background(), llm.ToolCall{ID: "c", Name: name}, next(big))
 		if err != nil || res.Output != wantEvicted {
 			t.Fatalf("%s: not evicted as the seed says (len %d)", name, len(res.Output))
 		}
 	}
 	for _, name := range []string{"ls", "glob", "grep", "read_file", "edit_file", "write_file"} {
-		res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{ID: "c", Name: name}, next(big))
+		res, _ := h.WrapToolCall(context.Background(), llm.ToolCall{ID: "c", Name: name}, next(big))
 		if res.Output != big {
 			t.Fatalf("%s: exempt tool evicted", name)
 		}
 	}
 	atLimit := strings.Repeat("x", hooks.DefaultMaxResultChars)
-	if res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{Name: "execute"}, next(atLimit)); res.Output != atLimit {
+	if res, _ := h.WrapToolCall(context.Background(), llm.ToolCall{Name: "execute"}, next(atLimit)); res.Output != atLimit {
 		t.Fatal("a result of exactly 80,000 chars was evicted")
 	}
 	over := atLimit + "y"
-	if res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{Name: "execute"}, next(over)); !strings.Contains(res.Output, "(truncated 76001 characters)") {
+	if res, _ := h.WrapToolCall(context.Background(), llm.ToolCall{Name: "execute"}, next(over)); !strings.Contains(res.Output, "(truncated 76001 characters)") {
 		t.Fatalf("80,001 chars not evicted: len %d", len(res.Output))
 	}
 	// Characters, not bytes: multi-byte text under the limit stays whole.
 	wide := strings.Repeat("é", 50_000)
-	if res, _ := h.WrapToolCall(context.Background(), loop.ToolCall{Name: "execute"}, next(wide)); res.Output != wide {
+	if res, _ := h.WrapToolCall(context.Background(), llm.ToolCall{Name: "execute"}, next(wide)); res.Output != wide {
 		t.Fatal("50,000 two-byte characters were evicted")
 	}
 	if got := hooks.Evict("abcdefghij", 5, 2); got != "ab\n\n... (truncated 6 characters) ...\n\nij" {

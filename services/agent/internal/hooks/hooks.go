@@ -8,7 +8,6 @@
 package hooks
 
 import (
-	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -81,7 +80,7 @@ func Describe(cfg *loop.AgentConfig, hasBackend bool) []Status {
 // Build returns the agent's hooks in the seed's registration order, applying
 // the seed's activation rules and cfg.Hooks toggles. fs is nil when the agent
 // has no backend. Hooks keep per-run state, so build them for each run.
-func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model llm.Client) []loop.Hook {
+func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model Caller) []loop.Hook {
 	if cfg == nil {
 		cfg = &loop.AgentConfig{}
 	}

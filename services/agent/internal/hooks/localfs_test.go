@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
-	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -37,8 +37,8 @@ func TestHooksOverLocalFS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := func(id, name string, args map[string]any) llm.ToolCallResult {
-		return llm.ToolCallResult{ID: id, Name: name, Args: args}
+	c := func(id, name string, args map[string]any) llm.ToolCall {
+		return llm.ToolCall{ID: id, Name: name, Args: args}
 	}
 	model := llmtest.New(
 		llmtest.Call(c("w", "write_file", map[string]any{"path": "/workspace/app/main.py", "content": "print('a')\nprint('b')\nprint('c')\n"})),
@@ -60,7 +60,7 @@ func TestHooksOverLocalFS(t *testing.T) {
 	}
 	r := loop.NewRunner(cfg, model, hooks.Build(cfg, fs, model), nil)
 	state := &loop.AgentState{ThreadID: "th"}
-	if err := r.Run(context.Background(), "r", state, []loop.Message{loop.Human("build it")}, nil, nil); err != nil {
+	if err := r.Run(context.Background(), "r", state, []llm.Message{loop.Human("build it")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 

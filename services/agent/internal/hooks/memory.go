@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -96,7 +97,7 @@ func (h *MemoryHook) Content() string {
 }
 
 // ModifyRequest appends <agent_memory> and the guidelines to the system message.
-func (h *MemoryHook) ModifyRequest(_ context.Context, msgs []loop.Message) ([]loop.Message, error) {
+func (h *MemoryHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
 	content := h.Content()
 	if content == "" {
 		return msgs, nil

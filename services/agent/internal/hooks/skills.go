@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -93,7 +94,7 @@ func (h *SkillsHook) Skills() []SkillEntry {
 }
 
 // ModifyRequest appends the catalog to the system message.
-func (h *SkillsHook) ModifyRequest(_ context.Context, msgs []loop.Message) ([]loop.Message, error) {
+func (h *SkillsHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
 	skills := h.Skills()
 	if len(skills) == 0 {
 		return msgs, nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -51,7 +52,7 @@ func TestSkillsHookInjectsCatalog(t *testing.T) {
 	if err := h.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := h.ModifyRequest(context.Background(), []loop.Message{loop.System("You are a coding assistant."), loop.Human("hi")})
+	msgs, err := h.ModifyRequest(context.Background(), []llm.Message{loop.System("You are a coding assistant."), loop.Human("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestSkillsHookInjectsCatalog(t *testing.T) {
 	if err := empty.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
-	in := []loop.Message{loop.Human("hi")}
+	in := []llm.Message{loop.Human("hi")}
 	if out, _ := empty.ModifyRequest(context.Background(), in); len(out) != 1 {
 		t.Fatal("empty catalog injected")
 	}
@@ -80,7 +81,7 @@ func TestMemoryHook(t *testing.T) {
 	if c := h.Content(); c != "# Project notes\n- Using FastAPI\n\n---\n\n- Tabs, not spaces\n" {
 		t.Fatalf("content %q", c)
 	}
-	msgs, _ := h.ModifyRequest(context.Background(), []loop.Message{loop.System("You are a coding assistant."), loop.Human("hi")})
+	msgs, _ := h.ModifyRequest(context.Background(), []llm.Message{loop.System("You are a coding assistant."), loop.Human("hi")})
 	want := "You are a coding assistant.\n\n<agent_memory>\n# Project notes\n- Using FastAPI\n\n---\n\n- Tabs, not spaces\n\n</agent_memory>\n\n" +
 		"Guidelines for agent memory:\n" +
 		"- This memory persists across conversations\n" +
@@ -94,7 +95,7 @@ func TestMemoryHook(t *testing.T) {
 	if err := none.BeforeAgent(context.Background(), &loop.AgentState{}); err != nil {
 		t.Fatal("missing memory file must be skipped, got", err)
 	}
-	if out, _ := none.ModifyRequest(context.Background(), []loop.Message{loop.Human("x")}); len(out) != 1 {
+	if out, _ := none.ModifyRequest(context.Background(), []llm.Message{loop.Human("x")}); len(out) != 1 {
 		t.Fatal("empty memory injected")
 	}
 	capped := hooks.NewMemoryHook(newMemFS(skillFiles), []string{"/workspace/AGENTS.md"}, hooks.WithMaxMemoryChars(10))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -34,11 +34,17 @@ const (
 	transcriptBudget = 0.75
 )
 
+// Caller is the model the summarization hook asks for a whole reply at
+// once; the agent's gateway client implements it with the gateway's Call.
+type Caller interface {
+	Call(ctx context.Context, req llm.Request) (*llm.Result, error)
+}
+
 // SummarizationHook compresses old messages when the conversation nears the
 // context window. It never separates an assistant tool call from its results.
 type SummarizationHook struct {
 	loop.BaseHook
-	model         llm.Client
+	model         Caller
 	window        int
 	triggerRatio  float64
 	keepRatio     float64
@@ -99,7 +105,7 @@ func WithSummarizationLogger(l *slog.Logger) SummarizationOption {
 
 // NewSummarizationHook returns the summarization hook; contextWindow ≤ 0
 // means DefaultContextWindow.
-func NewSummarizationHook(model llm.Client, contextWindow int, opts ...SummarizationOption) *SummarizationHook {
+func NewSummarizationHook(model Caller, contextWindow int, opts ...SummarizationOption) *SummarizationHook {
 	if contextWindow <= 0 {
 		contextWindow = DefaultContextWindow
 	}
@@ -132,7 +138,7 @@ func (h *SummarizationHook) Threshold() int { return int(float64(h.window) * h.t
 // WrapModelCall summarizes old messages when the estimate is over the
 // threshold and passes the shorter conversation on. If summarizing fails the
 // messages pass through unchanged.
-func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []loop.Message, next loop.ModelCallWrapFunc) (*llm.Response, error) {
+func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []llm.Message, next loop.ModelCallWrapFunc) (*llm.Result, error) {
 	threshold := h.Threshold()
 	if loop.Messages(msgs).EstimateTokens() <= threshold {
 		return next(ctx, msgs)
@@ -174,41 +180,41 @@ func (h *SummarizationHook) WrapModelCall(ctx context.Context, msgs []loop.Messa
 // SafeCut moves a cut index back so that the kept part msgs[cut:] never
 // starts with tool results whose assistant call would be summarized away; an
 // assistant call and its results stay on the same side.
-func SafeCut(msgs []loop.Message, cut int) int {
+func SafeCut(msgs []llm.Message, cut int) int {
 	if cut <= 0 {
 		return 0
 	}
 	if cut > len(msgs) {
 		cut = len(msgs)
 	}
-	for cut > 0 && cut < len(msgs) && msgs[cut].Role == loop.RoleTool {
+	for cut > 0 && cut < len(msgs) && msgs[cut].Role == llm.RoleTool {
 		cut--
 	}
 	return cut
 }
 
 // splitLead separates the leading system messages, which are never summarized.
-func splitLead(msgs []loop.Message) ([]loop.Message, []loop.Message) {
+func splitLead(msgs []llm.Message) ([]llm.Message, []llm.Message) {
 	i := 0
-	for i < len(msgs) && msgs[i].Role == loop.RoleSystem {
+	for i < len(msgs) && msgs[i].Role == llm.RoleSystem {
 		i++
 	}
 	return msgs[:i], msgs[i:]
 }
 
-func compose(lead []loop.Message, summary string, recent []loop.Message) []loop.Message {
-	out := make([]loop.Message, 0, len(lead)+1+len(recent))
+func compose(lead []llm.Message, summary string, recent []llm.Message) []llm.Message {
+	out := make([]llm.Message, 0, len(lead)+1+len(recent))
 	out = append(out, lead...)
 	out = append(out, loop.Human(SummaryPrefix+summary))
 	return append(out, recent...)
 }
 
-func fingerprint(msgs []loop.Message) [32]byte {
+func fingerprint(msgs []llm.Message) [32]byte {
 	b, _ := json.Marshal(msgs)
 	return sha256.Sum256(b)
 }
 
-func (h *SummarizationHook) cached(body []loop.Message) *summaryCache {
+func (h *SummarizationHook) cached(body []llm.Message) *summaryCache {
 	h.mu.Lock()
 	c := h.cache
 	h.mu.Unlock()
@@ -218,7 +224,7 @@ func (h *SummarizationHook) cached(body []loop.Message) *summaryCache {
 	return c
 }
 
-func (h *SummarizationHook) store(prefix []loop.Message, summary string) {
+func (h *SummarizationHook) store(prefix []llm.Message, summary string) {
 	c := &summaryCache{n: len(prefix), fp: fingerprint(prefix), summary: summary}
 	h.mu.Lock()
 	h.cache = c
@@ -227,7 +233,7 @@ func (h *SummarizationHook) store(prefix []loop.Message, summary string) {
 
 var errEmptySummary = errors.New("the model returned an empty summary")
 
-func (h *SummarizationHook) summarize(ctx context.Context, prev string, old []loop.Message) (string, error) {
+func (h *SummarizationHook) summarize(ctx context.Context, prev string, old []llm.Message) (string, error) {
 	transcript := loop.Messages(TruncateFileArgs(old, h.fileArgChars)).PrettyPrint()
 	budget := int(float64(h.window)*transcriptBudget) * 4 // chars, by the len/4 heuristic
 	if len(transcript) > budget {
@@ -268,14 +274,14 @@ func SummaryInstructions(maxWords int) string {
 
 // TruncateFileArgs returns msgs with the string arguments of write_file and
 // edit_file calls cut to max characters. msgs is not modified.
-func TruncateFileArgs(msgs []loop.Message, max int) []loop.Message {
-	out := make([]loop.Message, len(msgs))
+func TruncateFileArgs(msgs []llm.Message, max int) []llm.Message {
+	out := make([]llm.Message, len(msgs))
 	copy(out, msgs)
 	for i, m := range out {
-		if m.Role != loop.RoleAssistant || len(m.ToolCalls) == 0 {
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
 			continue
 		}
-		var calls []loop.ToolCall
+		var calls []llm.ToolCall
 		for j, c := range m.ToolCalls {
 			if c.Name != ToolWriteFile && c.Name != ToolEditFile {
 				continue
@@ -295,7 +301,7 @@ func TruncateFileArgs(msgs []loop.Message, max int) []loop.Message {
 				continue
 			}
 			if calls == nil {
-				calls = append([]loop.ToolCall(nil), m.ToolCalls...)
+				calls = append([]llm.ToolCall(nil), m.ToolCalls...)
 			}
 			calls[j].Args = args
 			calls[j].RawArgs = ""

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
-	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -23,18 +23,18 @@ type summarizer struct {
 	err   error
 }
 
-func (s *summarizer) Call(_ context.Context, req llm.Request) (*llm.Response, error) {
+func (s *summarizer) Call(_ context.Context, req llm.Request) (*llm.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, req)
 	if s.err != nil {
 		return nil, s.err
 	}
-	return &llm.Response{Content: s.reply}, nil
+	return &llm.Result{Content: s.reply}, nil
 }
 
-func (s *summarizer) Stream(context.Context, llm.Request, chan<- llm.StreamChunk) error {
-	return errors.New("not used")
+func (s *summarizer) Stream(context.Context, llm.Request, llm.Emit) (llm.Result, error) {
+	return llm.Result{}, errors.New("not used")
 }
 
 func (s *summarizer) count() int {
@@ -44,16 +44,16 @@ func (s *summarizer) count() int {
 }
 
 // capture is a next function that records what it was given.
-func capture(got *[]loop.Message) loop.ModelCallWrapFunc {
-	return func(_ context.Context, msgs []loop.Message) (*llm.Response, error) {
+func capture(got *[]llm.Message) loop.ModelCallWrapFunc {
+	return func(_ context.Context, msgs []llm.Message) (*llm.Result, error) {
 		*got = msgs
-		return &llm.Response{Content: "ok"}, nil
+		return &llm.Result{Content: "ok"}, nil
 	}
 }
 
 // conversation is a system message and n user/assistant messages of size chars each.
-func conversation(n, size int) []loop.Message {
-	msgs := []loop.Message{loop.System("sys")}
+func conversation(n, size int) []llm.Message {
+	msgs := []llm.Message{loop.System("sys")}
 	for i := range n {
 		text := fmt.Sprintf("%03d", i) + strings.Repeat("x", size-3)
 		if i%2 == 0 {
@@ -72,8 +72,8 @@ func TestSummarizationThreshold(t *testing.T) {
 	if h.Threshold() != 850 {
 		t.Fatalf("threshold %d", h.Threshold())
 	}
-	at := []loop.Message{loop.Human(strings.Repeat("a", 3400))}
-	var got []loop.Message
+	at := []llm.Message{loop.Human(strings.Repeat("a", 3400))}
+	var got []llm.Message
 	if _, err := h.WrapModelCall(context.Background(), at, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
@@ -101,14 +101,14 @@ func TestSummarizationCompresses(t *testing.T) {
 			model := &summarizer{reply: "the gist"}
 			h := hooks.NewSummarizationHook(model, 1000)
 			msgs := conversation(tt.messages, 200) // 20×200/4 = 1000 tokens > 850
-			var got []loop.Message
+			var got []llm.Message
 			if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 				t.Fatal(err)
 			}
 			if len(got) != 2+tt.wantKept {
 				t.Fatalf("got %d messages, want system + summary + %d", len(got), tt.wantKept)
 			}
-			if got[0].Content != "sys" || got[1].Role != loop.RoleUser || got[1].Content != hooks.SummaryPrefix+"the gist" {
+			if got[0].Content != "sys" || got[1].Role != llm.RoleUser || got[1].Content != hooks.SummaryPrefix+"the gist" {
 				t.Fatalf("head %+v", got[:2])
 			}
 			if got[len(got)-1].Content != msgs[len(msgs)-1].Content || got[2].Content != msgs[len(msgs)-tt.wantKept].Content {
@@ -129,14 +129,14 @@ func TestSummarizationKeepsToolCallsWithResults(t *testing.T) {
 	t.Parallel()
 	msgs := conversation(16, 250)
 	msgs = append(msgs,
-		loop.AI("", loop.ToolCall{ID: "a", Name: "ls", Args: map[string]any{"path": "/"}}, loop.ToolCall{ID: "b", Name: "grep", Args: map[string]any{"pattern": "x"}}),
+		loop.AI("", llm.ToolCall{ID: "a", Name: "ls", Args: map[string]any{"path": "/"}}, llm.ToolCall{ID: "b", Name: "grep", Args: map[string]any{"pattern": "x"}}),
 		loop.ToolMsg("a", "ls", "[]"),
 		loop.ToolMsg("b", "grep", "{}"),
 	)
 	// 19 body messages → keep 2 → the cut lands on tool "a"; it must move back
 	// to the assistant message so call and results stay together.
 	h := hooks.NewSummarizationHook(&summarizer{reply: "S"}, 1000)
-	var got []loop.Message
+	var got []llm.Message
 	if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +150,14 @@ func TestSummarizationKeepsToolCallsWithResults(t *testing.T) {
 
 func TestSafeCut(t *testing.T) {
 	t.Parallel()
-	body := []loop.Message{
+	body := []llm.Message{
 		loop.Human("q"), // 0
-		loop.AI("", loop.ToolCall{ID: "a", Name: "x"}),                                    // 1
-		loop.ToolMsg("a", "x", "r"),                                                       // 2
-		loop.AI("", loop.ToolCall{ID: "b", Name: "x"}, loop.ToolCall{ID: "c", Name: "x"}), // 3
-		loop.ToolMsg("b", "x", "r"),                                                       // 4
-		loop.ToolMsg("c", "x", "r"),                                                       // 5
-		loop.AI("done"),                                                                   // 6
+		loop.AI("", llm.ToolCall{ID: "a", Name: "x"}),                                   // 1
+		loop.ToolMsg("a", "x", "r"),                                                     // 2
+		loop.AI("", llm.ToolCall{ID: "b", Name: "x"}, llm.ToolCall{ID: "c", Name: "x"}), // 3
+		loop.ToolMsg("b", "x", "r"),                                                     // 4
+		loop.ToolMsg("c", "x", "r"),                                                     // 5
+		loop.AI("done"),                                                                 // 6
 	}
 	for cut, want := range map[int]int{0: 0, 1: 1, 2: 1, 3: 3, 4: 3, 5: 3, 6: 6, 7: 7, 9: 7, -1: 0} {
 		if got := hooks.SafeCut(body, cut); got != want {
@@ -172,7 +172,7 @@ func TestSafeCut(t *testing.T) {
 			for _, c := range m.ToolCalls {
 				calls[c.ID] = true
 			}
-			if m.Role == loop.RoleTool && !calls[m.ToolCallID] {
+			if m.Role == llm.RoleTool && !calls[m.ToolCallID] {
 				t.Fatalf("cut %d keeps result %s without its call", cut, m.ToolCallID)
 			}
 		}
@@ -183,13 +183,13 @@ func TestSummarizationTruncatesFileContent(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("w", 5000)
 	cmd := strings.Repeat("c", 5000)
-	msgs := []loop.Message{
+	msgs := []llm.Message{
 		loop.Human("write it"),
-		loop.AI("", loop.ToolCall{ID: "w", Name: "write_file", Args: map[string]any{"path": "/a", "content": big}}),
+		loop.AI("", llm.ToolCall{ID: "w", Name: "write_file", Args: map[string]any{"path": "/a", "content": big}}),
 		loop.ToolMsg("w", "write_file", "ok"),
-		loop.AI("", loop.ToolCall{ID: "e", Name: "edit_file", Args: map[string]any{"path": "/a", "old_text": big, "new_text": "y"}}),
+		loop.AI("", llm.ToolCall{ID: "e", Name: "edit_file", Args: map[string]any{"path": "/a", "old_text": big, "new_text": "y"}}),
 		loop.ToolMsg("e", "edit_file", "ok"),
-		loop.AI("", loop.ToolCall{ID: "x", Name: "execute", Args: map[string]any{"command": cmd}}),
+		loop.AI("", llm.ToolCall{ID: "x", Name: "execute", Args: map[string]any{"command": cmd}}),
 		loop.ToolMsg("x", "execute", "ok"),
 	}
 	out := hooks.TruncateFileArgs(msgs, 2000)
@@ -208,7 +208,7 @@ func TestSummarizationTruncatesFileContent(t *testing.T) {
 
 	model := &summarizer{reply: "S"}
 	h := hooks.NewSummarizationHook(model, 1000, hooks.WithMinKeep(1))
-	var got []loop.Message
+	var got []llm.Message
 	if _, err := h.WrapModelCall(context.Background(), append(msgs, loop.Human("next")), capture(&got)); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestSummarizationFailurePassesThrough(t *testing.T) {
 	for _, m := range []*summarizer{{err: errors.New("gateway down")}, {reply: "  "}} {
 		h := hooks.NewSummarizationHook(m, 1000)
 		msgs := conversation(20, 200)
-		var got []loop.Message
+		var got []llm.Message
 		if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestSummarizationReusesSummary(t *testing.T) {
 	model := &summarizer{reply: "S"}
 	h := hooks.NewSummarizationHook(model, 1000)
 	msgs := conversation(20, 200)
-	var got []loop.Message
+	var got []llm.Message
 	if _, err := h.WrapModelCall(context.Background(), msgs, capture(&got)); err != nil {
 		t.Fatal(err)
 	}
@@ -262,14 +262,14 @@ func TestSummarizationReusesSummary(t *testing.T) {
 func TestSummarizationInLoop(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Text("answer"))
-	model.CallFn = func(context.Context, llm.Request) (*llm.Response, error) {
-		return &llm.Response{Content: "condensed"}, nil
+	model.CallFn = func(context.Context, llm.Request) (*llm.Result, error) {
+		return &llm.Result{Content: "condensed"}, nil
 	}
 	history := conversation(30, 200)[1:]
-	state := &loop.AgentState{Messages: append([]loop.Message(nil), history...)}
+	state := &loop.AgentState{Messages: append([]llm.Message(nil), history...)}
 	r := loop.NewRunner(&loop.AgentConfig{SystemPrompt: "sys", ContextWindow: 1000}, model,
 		hooks.Build(&loop.AgentConfig{ContextWindow: 1000}, nil, model), nil)
-	if err := r.Run(context.Background(), "r", state, []loop.Message{loop.Human("latest")}, nil, nil); err != nil {
+	if err := r.Run(context.Background(), "r", state, []llm.Message{loop.Human("latest")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := model.Requests()[0]

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
-	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -84,15 +84,15 @@ func TestTodoValidation(t *testing.T) {
 func TestTodoListInLoopEmitsAndSaves(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(
-		llmtest.Call(llm.ToolCallResult{ID: "t1", Name: "write_todos", Args: map[string]any{"todos": []any{map[string]any{"id": "1", "title": "plan", "status": "in_progress"}}}}),
-		llmtest.Call(llm.ToolCallResult{ID: "t2", Name: "write_todos", Args: map[string]any{"todos": []any{map[string]any{"id": "1", "title": "plan", "status": "bogus"}}}}),
+		llmtest.Call(llm.ToolCall{ID: "t1", Name: "write_todos", Args: map[string]any{"todos": []any{map[string]any{"id": "1", "title": "plan", "status": "in_progress"}}}}),
+		llmtest.Call(llm.ToolCall{ID: "t2", Name: "write_todos", Args: map[string]any{"todos": []any{map[string]any{"id": "1", "title": "plan", "status": "bogus"}}}}),
 		llmtest.Text("ok"),
 	)
 	r := loop.NewRunner(nil, model, []loop.Hook{hooks.NewTodoListHook()}, nil)
 	var events []loop.StreamEvent
 	var saved []int
 	state := &loop.AgentState{}
-	err := r.Run(context.Background(), "r", state, []loop.Message{loop.Human("go")},
+	err := r.Run(context.Background(), "r", state, []llm.Message{loop.Human("go")},
 		func(ev loop.StreamEvent) { events = append(events, ev) },
 		func(_ context.Context, s *loop.AgentState) error { saved = append(saved, len(s.Todos)); return nil })
 	if err != nil {

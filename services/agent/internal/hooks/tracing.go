@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -66,7 +66,7 @@ func (h *TracingHook) Name() string { return NameTracing }
 func (h *TracingHook) Phases() []string { return phasesOf(NameTracing) }
 
 // WrapModelCall records an "llm.call" span.
-func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []loop.Message, next loop.ModelCallWrapFunc) (*llm.Response, error) {
+func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []llm.Message, next loop.ModelCallWrapFunc) (*llm.Result, error) {
 	ctx, span := h.tracer.Start(ctx, SpanLLMCall)
 	defer span.End()
 	if !span.IsRecording() {
@@ -98,7 +98,7 @@ func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []loop.Message, ne
 }
 
 // WrapToolCall records a "tool.call" span.
-func (h *TracingHook) WrapToolCall(ctx context.Context, call loop.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
+func (h *TracingHook) WrapToolCall(ctx context.Context, call llm.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	ctx, span := h.tracer.Start(ctx, SpanToolCall)
 	defer span.End()
 	if !span.IsRecording() {

@@ -11,8 +11,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -36,9 +36,9 @@ func TestTracingModelSpan(t *testing.T) {
 	t.Parallel()
 	h, exp := newTracing(t)
 	long := strings.Repeat("c", 600)
-	_, err := h.WrapModelCall(context.Background(), []loop.Message{loop.Human("a"), loop.Human("b")},
-		func(context.Context, []loop.Message) (*llm.Response, error) {
-			return &llm.Response{Content: long, ToolCalls: []llm.ToolCallResult{{ID: "1", Name: "ls"}, {ID: "2", Name: "grep"}}}, nil
+	_, err := h.WrapModelCall(context.Background(), []llm.Message{loop.Human("a"), loop.Human("b")},
+		func(context.Context, []llm.Message) (*llm.Result, error) {
+			return &llm.Result{Content: long, ToolCalls: []llm.ToolCall{{ID: "1", Name: "ls"}, {ID: "2", Name: "grep"}}}, nil
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestTracingModelSpan(t *testing.T) {
 	}
 
 	exp.Reset()
-	_, err = h.WrapModelCall(context.Background(), nil, func(context.Context, []loop.Message) (*llm.Response, error) {
+	_, err = h.WrapModelCall(context.Background(), nil, func(context.Context, []llm.Message) (*llm.Result, error) {
 		return nil, errors.New("rate limited")
 	})
 	if err == nil {
@@ -72,8 +72,8 @@ func TestTracingToolSpan(t *testing.T) {
 	t.Parallel()
 	h, exp := newTracing(t)
 	out := strings.Repeat("o", 700)
-	call := loop.ToolCall{ID: "call_abc123", Name: "read_file", Args: map[string]any{"path": "/workspace/main.py"}}
-	_, err := h.WrapToolCall(context.Background(), call, func(context.Context, loop.ToolCall) (*loop.ToolResult, error) {
+	call := llm.ToolCall{ID: "call_abc123", Name: "read_file", Args: map[string]any{"path": "/workspace/main.py"}}
+	_, err := h.WrapToolCall(context.Background(), call, func(context.Context, llm.ToolCall) (*loop.ToolResult, error) {
 		return &loop.ToolResult{Output: out}, nil
 	})
 	if err != nil {
@@ -87,7 +87,7 @@ func TestTracingToolSpan(t *testing.T) {
 	}
 
 	exp.Reset()
-	_, _ = h.WrapToolCall(context.Background(), call, func(context.Context, loop.ToolCall) (*loop.ToolResult, error) {
+	_, _ = h.WrapToolCall(context.Background(), call, func(context.Context, llm.ToolCall) (*loop.ToolResult, error) {
 		return &loop.ToolResult{Error: "old_text not found in file"}, nil
 	})
 	s = exp.GetSpans()[0]

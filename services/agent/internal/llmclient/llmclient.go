@@ -1,21 +1,20 @@
-// Package llmclient is the agent loop's llm.Client over the LLM gateway's
+// Package llmclient is the agent loop's llm.Provider over the LLM gateway's
 // gRPC API, bound to one agent's model specs (a fallback chain).
 package llmclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmpb"
 )
 
 // Client calls the LLM gateway with fixed model specs.
@@ -40,28 +39,17 @@ func New(api llmv1.LLMServiceClient, models []*llmv1.ModelSpec, opts ...Option) 
 	return c
 }
 
-var _ llm.Client = (*Client)(nil)
+var _ llm.Provider = (*Client)(nil)
 
+// request converts req for the wire: each message once, here.
 func (c *Client) request(req llm.Request) (*llmv1.StreamRequest, error) {
-	msgs := make([]*llmv1.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		pm := &llmv1.Message{Role: m.Role, Content: m.Content, ToolCallId: m.ToolCallID, Name: m.Name}
-		for _, tc := range m.ToolCalls {
-			args, err := toStruct(tc.Args)
-			if err != nil {
-				return nil, fmt.Errorf("message %d: tool call %s: %w", i, tc.ID, err)
-			}
-			pm.ToolCalls = append(pm.ToolCalls, &llmv1.ToolCall{Id: tc.ID, Name: tc.Name, Arguments: args})
-		}
-		msgs[i] = pm
+	msgs, err := llmpb.MessagesToProto(req.Messages)
+	if err != nil {
+		return nil, err
 	}
-	var tools []*llmv1.ToolSchema
-	for _, t := range req.Tools {
-		params, err := toStruct(t.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("tool %s: parameters: %w", t.Name, err)
-		}
-		tools = append(tools, &llmv1.ToolSchema{Name: t.Name, Description: t.Description, Parameters: params})
+	tools, err := llmpb.ToolSchemasToProto(req.Tools)
+	if err != nil {
+		return nil, err
 	}
 	out := &llmv1.StreamRequest{
 		Models: c.models, Messages: msgs, Tools: tools,
@@ -73,48 +61,8 @@ func (c *Client) request(req llm.Request) (*llmv1.StreamRequest, error) {
 	return out, nil
 }
 
-// toStruct converts a JSON-shaped map that may hold typed Go values (a
-// schema's []string "required") by a JSON round trip.
-func toStruct(m map[string]any) (*structpb.Struct, error) {
-	if m == nil {
-		return nil, nil
-	}
-	s, err := structpb.NewStruct(m)
-	if err == nil {
-		return s, nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	s = &structpb.Struct{}
-	if err := protojson.Unmarshal(b, s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func toolCalls(in []*llmv1.ToolCall) []llm.ToolCallResult {
-	var out []llm.ToolCallResult
-	for _, tc := range in {
-		args := tc.GetArguments().AsMap()
-		if args == nil {
-			args = map[string]any{}
-		}
-		out = append(out, llm.ToolCallResult{ID: tc.GetId(), Name: tc.GetName(), Args: args})
-	}
-	return out
-}
-
-func usage(u *llmv1.Usage) *llm.Usage {
-	if u == nil {
-		return nil
-	}
-	return &llm.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens()}
-}
-
-// Call implements llm.Client.
-func (c *Client) Call(ctx context.Context, req llm.Request) (*llm.Response, error) {
+// Call returns the whole reply at once, through the gateway's Call.
+func (c *Client) Call(ctx context.Context, req llm.Request) (*llm.Result, error) {
 	sr, err := c.request(req)
 	if err != nil {
 		return nil, err
@@ -126,58 +74,52 @@ func (c *Client) Call(ctx context.Context, req llm.Request) (*llm.Response, erro
 	if err != nil {
 		return nil, fmt.Errorf("llm call: %w", err)
 	}
-	out := &llm.Response{Content: resp.GetContent(), ToolCalls: toolCalls(resp.GetToolCalls()), FinishReason: resp.GetFinishReason()}
-	if u := usage(resp.GetUsage()); u != nil {
-		out.Usage = *u
-	}
-	return out, nil
+	return &llm.Result{
+		Content: resp.GetContent(), ToolCalls: llmpb.ToolCallsFromProto(resp.GetToolCalls()),
+		FinishReason: resp.GetFinishReason(), Usage: llmpb.UsageFromProto(resp.GetUsage()),
+	}, nil
 }
 
-// Stream implements llm.Client: text deltas go out as they come; tool-call
-// fragments are not forwarded, since the gateway sends the complete calls
-// with the last message, which becomes the final chunk.
-func (c *Client) Stream(ctx context.Context, req llm.Request, ch chan<- llm.StreamChunk) error {
+// Stream implements llm.Provider: text deltas go to emit as they come;
+// tool-call fragments are not forwarded, since the gateway sends the complete
+// calls with its last message, which completes the result.
+func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	sr, err := c.request(req)
 	if err != nil {
-		return err
+		return llm.Result{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.api.Stream(ctx, sr)
 	if err != nil {
-		return fmt.Errorf("llm stream: %w", err)
+		return llm.Result{}, fmt.Errorf("llm stream: %w", err)
 	}
-	send := func(chunk llm.StreamChunk) error {
-		select {
-		case ch <- chunk:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	final := llm.StreamChunk{}
+	var res llm.Result
+	var content strings.Builder
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("llm stream: %w", err)
+			return llm.Result{}, fmt.Errorf("llm stream: %w", err)
 		}
 		if d := resp.GetDelta(); d != "" {
-			if err := send(llm.StreamChunk{Delta: d}); err != nil {
-				return err
+			content.WriteString(d)
+			if err := emit(llm.Event{Delta: d}); err != nil {
+				return llm.Result{}, err
 			}
 		}
 		if tcs := resp.GetToolCalls(); len(tcs) > 0 {
-			final.ToolCalls = append(final.ToolCalls, toolCalls(tcs)...)
+			res.ToolCalls = append(res.ToolCalls, llmpb.ToolCallsFromProto(tcs)...)
 		}
 		if fr := resp.GetFinishReason(); fr != "" {
-			final.FinishReason = fr
+			res.FinishReason = fr
 		}
-		if u := usage(resp.GetUsage()); u != nil {
-			final.Usage = u
+		if u := resp.GetUsage(); u != nil {
+			res.Usage = llmpb.UsageFromProto(u)
 		}
 	}
-	return send(final)
+	res.Content = content.String()
+	return res, nil
 }

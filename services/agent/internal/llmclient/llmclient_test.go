@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 )
 
 type gateway struct {
@@ -70,7 +70,7 @@ func request() llm.Request {
 	return llm.Request{
 		Messages: []llm.Message{
 			{Role: "user", Content: "list"},
-			{Role: "assistant", ToolCalls: []llm.ToolCallResult{{ID: "c0", Name: "ls", Args: map[string]any{"path": "/"}}}},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "c0", Name: "ls", Args: map[string]any{"path": "/"}}}},
 			{Role: "tool", Content: "[]", ToolCallID: "c0", Name: "ls"},
 		},
 		// A schema as Go code writes it, with []string: it must still convert.
@@ -83,21 +83,19 @@ func TestStream(t *testing.T) {
 	t.Parallel()
 	g := &gateway{}
 	c := client(t, g)
-	ch := make(chan llm.StreamChunk, 16)
-	if err := c.Stream(context.Background(), request(), ch); err != nil {
+	var events []llm.Event
+	final, err := c.Stream(context.Background(), request(), func(ev llm.Event) error {
+		events = append(events, ev)
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	close(ch)
-	var chunks []llm.StreamChunk
-	for ch := range ch {
-		chunks = append(chunks, ch)
+	if len(events) != 2 || events[0].Delta != "Hel" || events[1].Delta != "lo" || final.Content != "Hello" {
+		t.Fatalf("events = %+v, content %q", events, final.Content)
 	}
-	if len(chunks) != 3 || chunks[0].Delta != "Hel" || chunks[1].Delta != "lo" {
-		t.Fatalf("chunks = %+v", chunks)
-	}
-	final := chunks[2]
 	if final.FinishReason != "tool_calls" || len(final.ToolCalls) != 1 || final.ToolCalls[0].Args["path"] != "/workspace" || final.Usage.InputTokens != 7 {
-		t.Fatalf("final chunk = %+v", final)
+		t.Fatalf("final result = %+v", final)
 	}
 	if len(g.got.GetModels()) != 2 || g.got.GetSystemPrompt() != "sys" || g.got.GetTemperature() != 0.2 || g.got.GetTimeout().AsDuration() != time.Minute {
 		t.Fatalf("request = %v", g.got)
@@ -119,7 +117,7 @@ func TestCallAndErrors(t *testing.T) {
 		t.Fatalf("Call = %+v, %v", resp, err)
 	}
 	g.fail = true
-	err = c.Stream(context.Background(), request(), make(chan llm.StreamChunk, 16))
+	_, err = c.Stream(context.Background(), request(), func(llm.Event) error { return nil })
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("Stream of a failing gateway = %v, want Unavailable kept", err)
 	}

@@ -3,7 +3,7 @@ package loop
 import (
 	"context"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 )
 
 // Phase names, as Hook.Phases reports them.
@@ -16,11 +16,11 @@ const (
 
 // ModelCallWrapFunc is the "next" function a model-call wrapper receives;
 // calling it passes the call through.
-type ModelCallWrapFunc func(ctx context.Context, msgs []Message) (*llm.Response, error)
+type ModelCallWrapFunc func(ctx context.Context, msgs []llm.Message) (*llm.Result, error)
 
 // ToolCallFunc is the "next" function a tool-call wrapper receives; calling
 // it executes the tool.
-type ToolCallFunc func(ctx context.Context, call ToolCall) (*ToolResult, error)
+type ToolCallFunc func(ctx context.Context, call llm.ToolCall) (*ToolResult, error)
 
 // Hook is agent middleware. Hooks compose as an onion: the first registered
 // is the outermost ring of WrapModelCall and WrapToolCall; BeforeAgent and
@@ -29,9 +29,9 @@ type Hook interface {
 	Name() string
 	Phases() []string
 	BeforeAgent(ctx context.Context, state *AgentState) error
-	WrapModelCall(ctx context.Context, msgs []Message, next ModelCallWrapFunc) (*llm.Response, error)
-	WrapToolCall(ctx context.Context, call ToolCall, next ToolCallFunc) (*ToolResult, error)
-	ModifyRequest(ctx context.Context, msgs []Message) ([]Message, error)
+	WrapModelCall(ctx context.Context, msgs []llm.Message, next ModelCallWrapFunc) (*llm.Result, error)
+	WrapToolCall(ctx context.Context, call llm.ToolCall, next ToolCallFunc) (*ToolResult, error)
+	ModifyRequest(ctx context.Context, msgs []llm.Message) ([]llm.Message, error)
 }
 
 // BaseHook gives no-op defaults; hooks embed it and override their phases.
@@ -41,17 +41,17 @@ type BaseHook struct{}
 func (BaseHook) BeforeAgent(context.Context, *AgentState) error { return nil }
 
 // WrapModelCall passes through.
-func (BaseHook) WrapModelCall(ctx context.Context, msgs []Message, next ModelCallWrapFunc) (*llm.Response, error) {
+func (BaseHook) WrapModelCall(ctx context.Context, msgs []llm.Message, next ModelCallWrapFunc) (*llm.Result, error) {
 	return next(ctx, msgs)
 }
 
 // WrapToolCall passes through.
-func (BaseHook) WrapToolCall(ctx context.Context, call ToolCall, next ToolCallFunc) (*ToolResult, error) {
+func (BaseHook) WrapToolCall(ctx context.Context, call llm.ToolCall, next ToolCallFunc) (*ToolResult, error) {
 	return next(ctx, call)
 }
 
 // ModifyRequest passes through.
-func (BaseHook) ModifyRequest(_ context.Context, msgs []Message) ([]Message, error) {
+func (BaseHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
 	return msgs, nil
 }
 
@@ -61,7 +61,7 @@ func ChainModelCall(hooks []Hook, base ModelCallWrapFunc) ModelCallWrapFunc {
 	fn := base
 	for i := len(hooks) - 1; i >= 0; i-- {
 		h, next := hooks[i], fn
-		fn = func(ctx context.Context, msgs []Message) (*llm.Response, error) {
+		fn = func(ctx context.Context, msgs []llm.Message) (*llm.Result, error) {
 			return h.WrapModelCall(ctx, msgs, next)
 		}
 	}
@@ -74,7 +74,7 @@ func ChainToolCall(hooks []Hook, base ToolCallFunc) ToolCallFunc {
 	fn := base
 	for i := len(hooks) - 1; i >= 0; i-- {
 		h, next := hooks[i], fn
-		fn = func(ctx context.Context, call ToolCall) (*ToolResult, error) {
+		fn = func(ctx context.Context, call llm.ToolCall) (*ToolResult, error) {
 			return h.WrapToolCall(ctx, call, next)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -29,13 +29,13 @@ func (h orderHook) record(s string) {
 	*h.log = append(*h.log, s)
 }
 
-func (h orderHook) WrapModelCall(ctx context.Context, msgs []loop.Message, next loop.ModelCallWrapFunc) (*llm.Response, error) {
+func (h orderHook) WrapModelCall(ctx context.Context, msgs []llm.Message, next loop.ModelCallWrapFunc) (*llm.Result, error) {
 	h.record(h.name + ">")
 	defer h.record("<" + h.name)
 	return next(ctx, msgs)
 }
 
-func (h orderHook) WrapToolCall(ctx context.Context, call loop.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
+func (h orderHook) WrapToolCall(ctx context.Context, call llm.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	h.record(h.name + ">")
 	defer h.record("<" + h.name)
 	return next(ctx, call)
@@ -52,9 +52,9 @@ func TestOnionOrder(t *testing.T) {
 	}
 	want := []string{"first>", "second>", "third>", "center", "<third", "<second", "<first"}
 
-	model := loop.ChainModelCall(hooks, func(context.Context, []loop.Message) (*llm.Response, error) {
+	model := loop.ChainModelCall(hooks, func(context.Context, []llm.Message) (*llm.Result, error) {
 		log = append(log, "center")
-		return &llm.Response{}, nil
+		return &llm.Result{}, nil
 	})
 	if _, err := model(context.Background(), nil); err != nil {
 		t.Fatal(err)
@@ -64,11 +64,11 @@ func TestOnionOrder(t *testing.T) {
 	}
 
 	log = nil
-	tool := loop.ChainToolCall(hooks, func(context.Context, loop.ToolCall) (*loop.ToolResult, error) {
+	tool := loop.ChainToolCall(hooks, func(context.Context, llm.ToolCall) (*loop.ToolResult, error) {
 		log = append(log, "center")
 		return &loop.ToolResult{}, nil
 	})
-	if _, err := tool(context.Background(), loop.ToolCall{}); err != nil {
+	if _, err := tool(context.Background(), llm.ToolCall{}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(log, want) {
@@ -83,18 +83,18 @@ func TestBaseHookPassesThrough(t *testing.T) {
 	if err := b.BeforeAgent(ctx, &loop.AgentState{}); err != nil {
 		t.Fatal(err)
 	}
-	in := []loop.Message{loop.Human("x")}
+	in := []llm.Message{loop.Human("x")}
 	out, err := b.ModifyRequest(ctx, in)
 	if err != nil || len(out) != 1 {
 		t.Fatalf("ModifyRequest: %v %v", out, err)
 	}
-	resp, err := b.WrapModelCall(ctx, in, func(context.Context, []loop.Message) (*llm.Response, error) {
-		return &llm.Response{Content: "inner"}, nil
+	resp, err := b.WrapModelCall(ctx, in, func(context.Context, []llm.Message) (*llm.Result, error) {
+		return &llm.Result{Content: "inner"}, nil
 	})
 	if err != nil || resp.Content != "inner" {
 		t.Fatalf("WrapModelCall: %v %v", resp, err)
 	}
-	res, err := b.WrapToolCall(ctx, loop.ToolCall{ID: "c"}, func(_ context.Context, c loop.ToolCall) (*loop.ToolResult, error) {
+	res, err := b.WrapToolCall(ctx, llm.ToolCall{ID: "c"}, func(_ context.Context, c llm.ToolCall) (*loop.ToolResult, error) {
 		return &loop.ToolResult{ToolCallID: c.ID}, nil
 	})
 	if err != nil || res.ToolCallID != "c" {

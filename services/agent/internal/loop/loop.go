@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 )
 
 // Defaults of the loop; each is configurable.
@@ -66,7 +66,7 @@ var (
 // Approver decides pending tool calls of interactive agents. Approve blocks
 // until the user has decided every call or ctx ends.
 type Approver interface {
-	Approve(ctx context.Context, runID string, calls []ToolCall) ([]Decision, error)
+	Approve(ctx context.Context, runID string, calls []llm.ToolCall) ([]Decision, error)
 }
 
 // Decision is the user's decision on one tool call.
@@ -81,7 +81,7 @@ type Decision struct {
 // states, provided its hooks are (Build's hooks are built per run).
 type Runner struct {
 	cfg         *AgentConfig
-	model       llm.Client
+	model       llm.Provider
 	hooks       []Hook
 	tools       []Tool
 	maxTurns    int
@@ -131,7 +131,7 @@ func WithMaxTokens(n int) RunnerOption { return func(r *Runner) { r.maxTokens = 
 
 // NewRunner builds a runner for cfg. tools are the agent's own tools (builtins,
 // HTTP callbacks, custom); hooks register more on the state each run.
-func NewRunner(cfg *AgentConfig, model llm.Client, hooks []Hook, tools []Tool, opts ...RunnerOption) *Runner {
+func NewRunner(cfg *AgentConfig, model llm.Provider, hooks []Hook, tools []Tool, opts ...RunnerOption) *Runner {
 	if cfg == nil {
 		cfg = &AgentConfig{}
 	}
@@ -163,8 +163,10 @@ type run struct {
 	emitMu sync.Mutex
 	emitFn func(StreamEvent)
 	save   func(context.Context, *AgentState) error
-	tools  map[string]Tool
-	schema []llm.ToolSchema
+	// toolsByName is this run's tool set: the runner's tools merged with
+	// those hooks registered on the state.
+	toolsByName map[string]Tool
+	schema      []llm.ToolSchema
 }
 
 func (r *run) emit(ev StreamEvent) {
@@ -184,7 +186,7 @@ func (r *run) emit(ev StreamEvent) {
 // cancelled — so a crash loses at most the round in flight, and the saved
 // state never holds a tool call without its result. On cancellation Run
 // returns ctx.Err().
-func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input []Message, emit func(StreamEvent), save func(context.Context, *AgentState) error) error {
+func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input []llm.Message, emit func(StreamEvent), save func(context.Context, *AgentState) error) error {
 	if err := Messages(input).ValidateUserInput(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
@@ -316,60 +318,86 @@ func (r *run) finishCancelled(ctx context.Context) error {
 // buildTools merges the runner's tools with those hooks registered on the
 // state (state tools win on a name clash) and builds their schemas.
 func (r *run) buildTools() {
-	r.tools = make(map[string]Tool, len(r.Runner.tools))
-	for _, t := range r.Runner.tools {
-		r.tools[t.Name()] = t
+	r.toolsByName = make(map[string]Tool, len(r.tools))
+	for _, t := range r.tools {
+		r.toolsByName[t.Name()] = t
 	}
 	for _, t := range r.state.Tools() {
-		r.tools[t.Name()] = t
+		r.toolsByName[t.Name()] = t
 	}
-	names := make([]string, 0, len(r.tools))
-	for n := range r.tools {
+	names := make([]string, 0, len(r.toolsByName))
+	for n := range r.toolsByName {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	r.schema = make([]llm.ToolSchema, 0, len(names))
 	for _, n := range names {
-		t := r.tools[n]
+		t := r.toolsByName[n]
 		r.schema = append(r.schema, llm.ToolSchema{Name: n, Description: t.Description(), Parameters: t.Parameters()})
 	}
 }
 
 // requestMessages is the configured system prompt followed by the thread.
-func (r *run) requestMessages() []Message {
-	msgs := make([]Message, 0, len(r.state.Messages)+1)
-	if r.cfg.SystemPrompt != "" {
-		msgs = append(msgs, System(r.cfg.SystemPrompt))
+// Without a system prompt it is the thread itself, not a copy: hooks return a
+// new slice when they change the request (AppendSystem, the summary), and the
+// capacity is cut so that a hook's append cannot write into the thread's
+// spare capacity.
+func (r *run) requestMessages() []llm.Message {
+	if r.cfg.SystemPrompt == "" {
+		n := len(r.state.Messages)
+		return r.state.Messages[:n:n]
 	}
+	msgs := make([]llm.Message, 0, len(r.state.Messages)+1)
+	msgs = append(msgs, System(r.cfg.SystemPrompt))
 	return append(msgs, r.state.Messages...)
 }
 
+// streamed is what the model's Stream returned.
+type streamed struct {
+	res llm.Result
+	err error
+}
+
 // callModel is the center of the model-call onion: a streamed LLM call whose
-// deltas become on_chat_model_stream events.
-func (r *run) callModel(ctx context.Context, msgs []Message) (*llm.Response, error) {
-	req := llm.Request{Messages: ToLLMMessages(msgs), Tools: r.schema, MaxTokens: r.maxTokens}
+// deltas become on_chat_model_stream events. The request's messages are msgs
+// as they are: no conversion happens between the loop and the client.
+func (r *run) callModel(ctx context.Context, msgs []llm.Message) (*llm.Result, error) {
+	req := llm.Request{Messages: msgs, Tools: r.schema, MaxTokens: r.maxTokens}
 	if m, ok := r.cfg.Model.(string); ok {
 		req.Model = m
 	}
 	// The system prompt travels as the leading system message(s); clients
 	// that need it apart lift it out.
-	ch := make(chan llm.StreamChunk, streamBuffer)
-	errc := make(chan error, 1)
+	//
+	// Stream runs apart from the loop, handing deltas over a channel, so that
+	// a client which ignores ctx cannot keep a cancelled run alive.
+	deltas := make(chan string, streamBuffer)
+	done := make(chan streamed, 1)
 	go func() {
-		defer close(ch)
-		errc <- r.model.Stream(ctx, req, ch)
+		defer close(deltas)
+		res, err := r.model.Stream(ctx, req, func(ev llm.Event) error {
+			if ev.Delta == "" {
+				return nil
+			}
+			select {
+			case deltas <- ev.Delta:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		done <- streamed{res, err}
 	}()
 
-	resp := &llm.Response{}
-	var content []byte
 	for {
 		select {
-		case c, ok := <-ch:
+		case d, ok := <-deltas:
 			if !ok {
-				if err := <-errc; err != nil {
-					return nil, err
+				out := <-done
+				if out.err != nil {
+					return nil, out.err
 				}
-				resp.Content = string(content)
+				resp := &out.res
 				if resp.FinishReason == "" {
 					resp.FinishReason = llm.FinishStop
 					if len(resp.ToolCalls) > 0 {
@@ -383,23 +411,12 @@ func (r *run) callModel(ctx context.Context, msgs []Message) (*llm.Response, err
 				}
 				return resp, nil
 			}
-			if c.Delta != "" {
-				content = append(content, c.Delta...)
-				r.emit(StreamEvent{Event: EventChatModelStream, Data: map[string]any{"delta": c.Delta}})
-			}
-			resp.ToolCalls = append(resp.ToolCalls, c.ToolCalls...)
-			if c.FinishReason != "" {
-				resp.FinishReason = c.FinishReason
-			}
-			if c.Usage != nil {
-				resp.Usage.InputTokens += c.Usage.InputTokens
-				resp.Usage.OutputTokens += c.Usage.OutputTokens
-			}
+			r.emit(StreamEvent{Event: EventChatModelStream, Data: map[string]any{"delta": d}})
 		case <-ctx.Done():
 			// A client that ignores ctx must not keep the run alive: drain
-			// its channel in the background and leave.
+			// its deltas in the background and leave.
 			go func() {
-				for range ch {
+				for range deltas {
 				}
 			}()
 			return nil, ctx.Err()
@@ -409,8 +426,8 @@ func (r *run) callModel(ctx context.Context, msgs []Message) (*llm.Response, err
 
 // assistantMessage maps the model's reply onto an assistant message, naming
 // calls the model left without an id.
-func (r *run) assistantMessage(resp *llm.Response, turn int) Message {
-	ai := Message{Role: RoleAssistant, Content: resp.Content}
+func (r *run) assistantMessage(resp *llm.Result, turn int) llm.Message {
+	ai := llm.Message{Role: llm.RoleAssistant, Content: resp.Content}
 	for i, c := range resp.ToolCalls {
 		id := c.ID
 		if id == "" {
@@ -421,17 +438,18 @@ func (r *run) assistantMessage(resp *llm.Response, turn int) Message {
 			args = map[string]any{}
 		}
 		// RawArgs is kept for the run so token estimates and spans do not
-		// re-encode the arguments on every turn.
-		ai.ToolCalls = append(ai.ToolCalls, ToolCall{ID: id, Name: c.Name, Args: args, RawArgs: argsJSON(args)})
+		// re-encode the arguments on every turn. ArgsErr (arguments the
+		// gateway could not parse) is kept on the call as reported.
+		ai.ToolCalls = append(ai.ToolCalls, llm.ToolCall{ID: id, Name: c.Name, Args: args, RawArgs: argsJSON(args), ArgsErr: c.ArgsErr})
 	}
 	return ai
 }
 
 // execTool is the center of the tool-call onion. Tool failures become a
 // result with Error set, never a Go error.
-func (r *run) execTool(ctx context.Context, call ToolCall) (res *ToolResult, err error) {
+func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult, err error) {
 	res = &ToolResult{ToolCallID: call.ID, Name: call.Name}
-	t, ok := r.tools[call.Name]
+	t, ok := r.toolsByName[call.Name]
 	if !ok {
 		res.Error = fmt.Sprintf("unknown tool %q", call.Name)
 		return res, nil
@@ -465,7 +483,7 @@ type indexedResult struct {
 // interactive agents) in parallel and appends their results in call order.
 // It returns ctx.Err() when cancelled, leaving unfinished calls unanswered
 // for finishCancelled.
-func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []ToolCall) error {
+func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.ToolCall) error {
 	results := make([]*ToolResult, len(calls))
 	toRun := make([]int, 0, len(calls))
 	if r.cfg.Approval == ApprovalInteractive {
@@ -523,7 +541,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []ToolCa
 
 // runOne runs one call through the tool onion; a hook's error becomes the
 // call's error result.
-func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call ToolCall) *ToolResult {
+func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call llm.ToolCall) *ToolResult {
 	ctx = WithCallInfo(ctx, CallInfo{ToolCallID: call.ID, ThreadID: r.state.ThreadID, RunID: r.id})
 	res, err := toolFn(ctx, call)
 	if res == nil {
@@ -539,7 +557,7 @@ func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call ToolCall) *T
 // approve asks the approver about the calls. Rejected calls get their result
 // in results; it returns the indexes of the calls to run, with edited
 // arguments applied to calls.
-func (r *run) approve(ctx context.Context, calls []ToolCall, results []*ToolResult) ([]int, error) {
+func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*ToolResult) ([]int, error) {
 	r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(calls)}})
 	decisions, err := r.approver.Approve(ctx, r.id, calls)
 	if err != nil {
@@ -552,18 +570,18 @@ func (r *run) approve(ctx context.Context, calls []ToolCall, results []*ToolResu
 	for _, d := range decisions {
 		byID[d.ToolCallID] = d
 	}
-	var run []int
+	var toRun []int
 	for i := range calls {
 		d, ok := byID[calls[i].ID]
 		switch {
 		case ok && d.Action == ActionApprove:
-			run = append(run, i)
+			toRun = append(toRun, i)
 		case ok && d.Action == ActionEdit:
 			if d.Args != nil {
 				calls[i].Args = d.Args
 				calls[i].RawArgs = ""
 			}
-			run = append(run, i)
+			toRun = append(toRun, i)
 		default:
 			msg := RejectedToolResult
 			if ok && d.Message != "" {
@@ -577,14 +595,14 @@ func (r *run) approve(ctx context.Context, calls []ToolCall, results []*ToolResu
 	}
 	// Edited arguments must be what the thread records as called.
 	r.updateLastCalls(calls)
-	return run, nil
+	return toRun, nil
 }
 
 // updateLastCalls writes (possibly edited) calls back into the last
 // assistant message.
-func (r *run) updateLastCalls(calls []ToolCall) {
+func (r *run) updateLastCalls(calls []llm.ToolCall) {
 	for i := len(r.state.Messages) - 1; i >= 0; i-- {
-		if r.state.Messages[i].Role == RoleAssistant {
+		if r.state.Messages[i].Role == llm.RoleAssistant {
 			r.state.Messages[i].ToolCalls = calls
 			return
 		}
@@ -593,7 +611,7 @@ func (r *run) updateLastCalls(calls []ToolCall) {
 
 // toolMessage is the tool message for a result; errors are spelled out so
 // the model can react to them.
-func toolMessage(call ToolCall, res *ToolResult) Message {
+func toolMessage(call llm.ToolCall, res *ToolResult) llm.Message {
 	content := res.Output
 	if res.Error != "" {
 		content = "Error: " + res.Error
@@ -607,17 +625,17 @@ func toolMessage(call ToolCall, res *ToolResult) Message {
 // RepairToolCalls gives every assistant tool call without a tool result a
 // result with the given text, placed right after the call's existing
 // results, so providers accept the history.
-func RepairToolCalls(msgs []Message, text string) []Message {
+func RepairToolCalls(msgs []llm.Message, text string) []llm.Message {
 	answered := make(map[string]bool)
 	missing := 0
 	for _, m := range msgs {
-		if m.Role == RoleTool {
+		if m.Role == llm.RoleTool {
 			answered[m.ToolCallID] = true
 		}
 	}
 	for _, m := range msgs {
 		for _, c := range m.ToolCalls {
-			if m.Role == RoleAssistant && !answered[c.ID] {
+			if m.Role == llm.RoleAssistant && !answered[c.ID] {
 				missing++
 			}
 		}
@@ -625,14 +643,14 @@ func RepairToolCalls(msgs []Message, text string) []Message {
 	if missing == 0 {
 		return msgs
 	}
-	out := make([]Message, 0, len(msgs)+missing)
+	out := make([]llm.Message, 0, len(msgs)+missing)
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
 		out = append(out, m)
-		if m.Role != RoleAssistant || len(m.ToolCalls) == 0 {
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
 			continue
 		}
-		for i+1 < len(msgs) && msgs[i+1].Role == RoleTool {
+		for i+1 < len(msgs) && msgs[i+1].Role == llm.RoleTool {
 			i++
 			out = append(out, msgs[i])
 		}
@@ -642,22 +660,6 @@ func RepairToolCalls(msgs []Message, text string) []Message {
 				answered[c.ID] = true
 			}
 		}
-	}
-	return out
-}
-
-// ToLLMMessages maps agent messages onto the LLM client's shape.
-func ToLLMMessages(msgs []Message) []llm.Message {
-	out := make([]llm.Message, len(msgs))
-	for i, m := range msgs {
-		lm := llm.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
-		if len(m.ToolCalls) > 0 {
-			lm.ToolCalls = make([]llm.ToolCallResult, len(m.ToolCalls))
-			for j, c := range m.ToolCalls {
-				lm.ToolCalls[j] = llm.ToolCallResult{ID: c.ID, Name: c.Name, Args: c.Args}
-			}
-		}
-		out[i] = lm
 	}
 	return out
 }

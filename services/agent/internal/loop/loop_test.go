@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
-	"github.com/wick-agent/wick/services/agent/internal/llm/llmtest"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -75,8 +75,8 @@ func (r *recorder) last() loop.StreamEvent {
 	return ev[len(ev)-1]
 }
 
-func call(id, name string, args map[string]any) llm.ToolCallResult {
-	return llm.ToolCallResult{ID: id, Name: name, Args: args}
+func call(id, name string, args map[string]any) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Args: args}
 }
 
 func tool(name string, fn func(ctx context.Context, args map[string]any) (string, error)) loop.Tool {
@@ -97,7 +97,7 @@ func assertNoDangling(t *testing.T, s loop.AgentState) {
 	}
 	results := map[string]bool{}
 	for _, m := range s.Messages {
-		if m.Role == loop.RoleTool {
+		if m.Role == llm.RoleTool {
 			results[m.ToolCallID] = true
 		}
 	}
@@ -122,7 +122,7 @@ func TestRunStreamsAndFinishes(t *testing.T) {
 	r := loop.NewRunner(&loop.AgentConfig{SystemPrompt: "be nice", Model: "scripted"}, model, nil, nil)
 	rec := &recorder{}
 	state := &loop.AgentState{ThreadID: "th_1"}
-	if err := r.Run(testCtx(t), "run_1", state, []loop.Message{loop.Human("hi")}, rec.emit, rec.save); err != nil {
+	if err := r.Run(testCtx(t), "run_1", state, []llm.Message{loop.Human("hi")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := rec.names(), []string{"on_chat_model_stream", "on_chat_model_stream", "on_usage", "done"}; !slices.Equal(got, want) {
@@ -138,7 +138,7 @@ func TestRunStreamsAndFinishes(t *testing.T) {
 	if done := rec.last(); done.ThreadID != "th_1" {
 		t.Fatalf("done event %+v", done)
 	}
-	if len(state.Messages) != 2 || state.Messages[1].Content != "Hello" || state.Messages[1].Role != loop.RoleAssistant {
+	if len(state.Messages) != 2 || state.Messages[1].Content != "Hello" || state.Messages[1].Role != llm.RoleAssistant {
 		t.Fatalf("state %+v", state.Messages)
 	}
 	req := model.Requests()[0]
@@ -154,7 +154,7 @@ func TestRunRejectsInvalidInput(t *testing.T) {
 	t.Parallel()
 	r := loop.NewRunner(nil, llmtest.New(), nil, nil)
 	state := &loop.AgentState{}
-	for _, in := range [][]loop.Message{nil, {loop.AI("I decide")}, {loop.ToolMsg("c", "x", "y")}, {loop.Human("")}} {
+	for _, in := range [][]llm.Message{nil, {loop.AI("I decide")}, {loop.ToolMsg("c", "x", "y")}, {loop.Human("")}} {
 		err := r.Run(testCtx(t), "r", state, in, nil, nil)
 		if !errors.Is(err, loop.ErrInvalidInput) {
 			t.Fatalf("input %+v: err %v", in, err)
@@ -191,7 +191,7 @@ func TestRunParallelToolCalls(t *testing.T) {
 	r := loop.NewRunner(nil, model, nil, []loop.Tool{barrier("slow_a"), barrier("slow_b")})
 	rec := &recorder{}
 	state := &loop.AgentState{ThreadID: "th"}
-	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	msgs := state.Messages
@@ -225,7 +225,7 @@ func TestRunToolErrorsBecomeResults(t *testing.T) {
 	r := loop.NewRunner(nil, model, nil, []loop.Tool{failing, panicking, echoTool()})
 	rec := &recorder{}
 	state := &loop.AgentState{}
-	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -260,7 +260,7 @@ func TestRunToolErrorsBecomeResults(t *testing.T) {
 func TestRunMaxTurns(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New()
-	model.Repeat = &llmtest.Turn{ToolCalls: []llm.ToolCallResult{call("", "echo", map[string]any{"text": "again"})}}
+	model.Repeat = &llmtest.Turn{ToolCalls: []llm.ToolCall{call("", "echo", map[string]any{"text": "again"})}}
 	tests := []struct {
 		name string
 		cfg  *loop.AgentConfig
@@ -277,7 +277,7 @@ func TestRunMaxTurns(t *testing.T) {
 			r := loop.NewRunner(tt.cfg, m, nil, []loop.Tool{echoTool()}, tt.opts...)
 			rec := &recorder{}
 			state := &loop.AgentState{ThreadID: "th"}
-			err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("loop")}, rec.emit, rec.save)
+			err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("loop")}, rec.emit, rec.save)
 			if !errors.Is(err, loop.ErrMaxTurns) {
 				t.Fatalf("err = %v", err)
 			}
@@ -345,7 +345,7 @@ func TestRunCancelMidTool(t *testing.T) {
 	}()
 	rec := &recorder{}
 	state = &loop.AgentState{ThreadID: "th"}
-	err := r.Run(ctx, "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save)
+	err := r.Run(ctx, "r", state, []llm.Message{loop.Human("go")}, rec.emit, rec.save)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -357,7 +357,7 @@ func TestRunCancelMidTool(t *testing.T) {
 	assertNoDangling(t, saved)
 	got := map[string]string{}
 	for _, m := range saved.Messages {
-		if m.Role == loop.RoleTool {
+		if m.Role == llm.RoleTool {
 			got[m.ToolCallID] = m.Content
 		}
 	}
@@ -384,7 +384,7 @@ func TestRunCancelDuringModelCall(t *testing.T) {
 	go func() { <-started; cancel() }()
 	rec := &recorder{}
 	state := &loop.AgentState{}
-	if err := r.Run(ctx, "r", state, []loop.Message{loop.Human("hi")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
+	if err := r.Run(ctx, "r", state, []llm.Message{loop.Human("hi")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 	saves := rec.Saves()
@@ -396,12 +396,11 @@ func TestRunCancelDuringModelCall(t *testing.T) {
 // stuckClient ignores its context entirely.
 type stuckClient struct{ release chan struct{} }
 
-func (s stuckClient) Call(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }
-func (s stuckClient) Stream(_ context.Context, _ llm.Request, ch chan<- llm.StreamChunk) error {
-	ch <- llm.StreamChunk{Delta: "x"}
+func (s stuckClient) Stream(_ context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
+	_ = emit(llm.Event{Delta: "x"})
 	<-s.release
-	ch <- llm.StreamChunk{Delta: "late"}
-	return nil
+	_ = emit(llm.Event{Delta: "late"})
+	return llm.Result{Content: "xlate"}, nil
 }
 
 func TestRunCancelWithClientIgnoringContext(t *testing.T) {
@@ -417,7 +416,7 @@ func TestRunCancelWithClientIgnoringContext(t *testing.T) {
 			cancel()
 		}
 	}
-	if err := r.Run(ctx, "r", &loop.AgentState{}, []loop.Message{loop.Human("hi")}, emit, rec.save); !errors.Is(err, context.Canceled) {
+	if err := r.Run(ctx, "r", &loop.AgentState{}, []llm.Message{loop.Human("hi")}, emit, rec.save); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -428,7 +427,7 @@ func TestRunModelError(t *testing.T) {
 	r := loop.NewRunner(nil, model, nil, nil)
 	rec := &recorder{}
 	state := &loop.AgentState{ThreadID: "th"}
-	err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("hi")}, rec.emit, rec.save)
+	err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("hi")}, rec.emit, rec.save)
 	if err == nil || !strings.Contains(err.Error(), "provider down") {
 		t.Fatalf("err %v", err)
 	}
@@ -445,11 +444,11 @@ func TestRunRepairsInterruptedHistory(t *testing.T) {
 	t.Parallel()
 	model := llmtest.New(llmtest.Text("ok"))
 	r := loop.NewRunner(nil, model, nil, nil)
-	state := &loop.AgentState{Messages: []loop.Message{
+	state := &loop.AgentState{Messages: []llm.Message{
 		loop.Human("first"),
-		loop.AI("", loop.ToolCall{ID: "old", Name: "execute"}),
+		loop.AI("", llm.ToolCall{ID: "old", Name: "execute"}),
 	}}
-	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("again")}, nil, nil); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("again")}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if m := state.Messages[2]; m.ToolCallID != "old" || m.Content != loop.InterruptedToolResult || state.Messages[3].Content != "again" {
@@ -460,10 +459,10 @@ func TestRunRepairsInterruptedHistory(t *testing.T) {
 // fakeApprover returns fixed decisions and records what it was asked.
 type fakeApprover struct {
 	decisions []loop.Decision
-	asked     []loop.ToolCall
+	asked     []llm.ToolCall
 }
 
-func (f *fakeApprover) Approve(_ context.Context, _ string, calls []loop.ToolCall) ([]loop.Decision, error) {
+func (f *fakeApprover) Approve(_ context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
 	f.asked = slices.Clone(calls)
 	return f.decisions, nil
 }
@@ -496,7 +495,7 @@ func TestRunInteractiveApproval(t *testing.T) {
 	r := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, []loop.Tool{rec}, loop.WithApprover(approver))
 	events := &recorder{}
 	state := &loop.AgentState{}
-	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, events.emit, events.save); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("go")}, events.emit, events.save); err != nil {
 		t.Fatal(err)
 	}
 	if len(approver.asked) != 4 {
@@ -528,12 +527,12 @@ func TestRunInteractiveApproval(t *testing.T) {
 	}
 
 	misspelt := loop.NewRunner(&loop.AgentConfig{Approval: "Interactive"}, model, nil, nil, loop.WithApprover(approver))
-	if err := misspelt.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("x")}, nil, nil); !errors.Is(err, loop.ErrInvalidConfig) {
+	if err := misspelt.Run(testCtx(t), "r", &loop.AgentState{}, []llm.Message{loop.Human("x")}, nil, nil); !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatalf("err %v", err)
 	}
 
 	noApprover := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, nil)
-	if err := noApprover.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("x")}, nil, nil); !errors.Is(err, loop.ErrNoApprover) {
+	if err := noApprover.Run(testCtx(t), "r", &loop.AgentState{}, []llm.Message{loop.Human("x")}, nil, nil); !errors.Is(err, loop.ErrNoApprover) {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -556,7 +555,7 @@ func (h stateHook) BeforeAgent(_ context.Context, s *loop.AgentState) error {
 	}))
 	return nil
 }
-func (h stateHook) ModifyRequest(_ context.Context, msgs []loop.Message) ([]loop.Message, error) {
+func (h stateHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
 	return loop.AppendSystem(msgs, h.tag), nil
 }
 
@@ -575,7 +574,7 @@ func TestRunHookPhases(t *testing.T) {
 	r := loop.NewRunner(&loop.AgentConfig{SystemPrompt: "base"}, model, hooks, nil)
 	rec := &recorder{}
 	state := &loop.AgentState{ThreadID: "th9"}
-	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	req := model.Requests()[0]
@@ -592,13 +591,13 @@ func TestRunHookPhases(t *testing.T) {
 		t.Fatalf("tool event not emitted: %v", rec.names())
 	}
 	// The system prompt is not stored in the thread.
-	if state.Messages[0].Role != loop.RoleUser {
+	if state.Messages[0].Role != llm.RoleUser {
 		t.Fatalf("thread starts with %+v", state.Messages[0])
 	}
 
 	bad := loop.NewRunner(nil, llmtest.New(), []loop.Hook{failingHook{}}, nil)
 	rec = &recorder{}
-	err := bad.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit, rec.save)
+	err := bad.Run(testCtx(t), "r", &loop.AgentState{}, []llm.Message{loop.Human("go")}, rec.emit, rec.save)
 	if err == nil || !strings.Contains(err.Error(), "cannot start") || rec.last().Event != loop.EventError {
 		t.Fatalf("err %v, last %+v", err, rec.last())
 	}
@@ -613,7 +612,7 @@ func TestRunSaveFailureStops(t *testing.T) {
 	r := loop.NewRunner(nil, model, nil, []loop.Tool{echoTool()})
 	conflict := errors.New("version conflict")
 	rec := &recorder{}
-	err := r.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit,
+	err := r.Run(testCtx(t), "r", &loop.AgentState{}, []llm.Message{loop.Human("go")}, rec.emit,
 		func(context.Context, *loop.AgentState) error { return conflict })
 	if !errors.Is(err, conflict) || len(model.Requests()) != 1 {
 		t.Fatalf("err %v, requests %d", err, len(model.Requests()))
@@ -623,7 +622,7 @@ func TestRunSaveFailureStops(t *testing.T) {
 // blockingApprover waits for the run to be cancelled.
 type blockingApprover struct{ asked chan struct{} }
 
-func (b blockingApprover) Approve(ctx context.Context, _ string, _ []loop.ToolCall) ([]loop.Decision, error) {
+func (b blockingApprover) Approve(ctx context.Context, _ string, _ []llm.ToolCall) ([]loop.Decision, error) {
 	close(b.asked)
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -637,7 +636,7 @@ func TestRunCancelWhileAwaitingApproval(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	go func() { <-approver.asked; cancel() }()
 	rec := &recorder{}
-	if err := r.Run(ctx, "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
+	if err := r.Run(ctx, "r", &loop.AgentState{}, []llm.Message{loop.Human("go")}, rec.emit, rec.save); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
 	saves := rec.Saves()
@@ -650,20 +649,24 @@ func TestRunCancelWhileAwaitingApproval(t *testing.T) {
 	}
 }
 
-// chunkyClient sends tool calls spread over several chunks, with usage in two parts.
+// chunkyClient streams a delta and returns two tool calls, one without
+// arguments, and the usage in its result.
 type chunkyClient struct{ calls int }
 
-func (c *chunkyClient) Call(context.Context, llm.Request) (*llm.Response, error) { return nil, nil }
-func (c *chunkyClient) Stream(_ context.Context, _ llm.Request, ch chan<- llm.StreamChunk) error {
+func (c *chunkyClient) Stream(_ context.Context, _ llm.Request, emit llm.Emit) (llm.Result, error) {
 	c.calls++
 	if c.calls > 1 {
-		ch <- llm.StreamChunk{Delta: "end"}
-		return nil
+		return llm.Result{Content: "end"}, emit(llm.Event{Delta: "end"})
 	}
-	ch <- llm.StreamChunk{Delta: "a", Usage: &llm.Usage{InputTokens: 10}}
-	ch <- llm.StreamChunk{ToolCalls: []llm.ToolCallResult{{ID: "1", Name: "echo", Args: map[string]any{"text": "x"}}}}
-	ch <- llm.StreamChunk{ToolCalls: []llm.ToolCallResult{{ID: "2", Name: "echo"}}, FinishReason: llm.FinishToolCalls, Usage: &llm.Usage{OutputTokens: 5}}
-	return nil
+	if err := emit(llm.Event{Delta: "a"}); err != nil {
+		return llm.Result{}, err
+	}
+	return llm.Result{
+		Content:      "a",
+		ToolCalls:    []llm.ToolCall{{ID: "1", Name: "echo", Args: map[string]any{"text": "x"}}, {ID: "2", Name: "echo"}},
+		FinishReason: llm.FinishToolCalls,
+		Usage:        llm.Usage{InputTokens: 10, OutputTokens: 5},
+	}, nil
 }
 
 func TestRunCollectsChunkedToolCalls(t *testing.T) {
@@ -671,7 +674,7 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 	r := loop.NewRunner(nil, &chunkyClient{}, nil, []loop.Tool{echoTool()})
 	rec := &recorder{}
 	state := &loop.AgentState{}
-	if err := r.Run(testCtx(t), "r", state, []loop.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
+	if err := r.Run(testCtx(t), "r", state, []llm.Message{loop.Human("go")}, rec.emit, rec.save); err != nil {
 		t.Fatal(err)
 	}
 	ai := state.Messages[1]
@@ -691,7 +694,7 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 
 type failingApprover struct{}
 
-func (failingApprover) Approve(context.Context, string, []loop.ToolCall) ([]loop.Decision, error) {
+func (failingApprover) Approve(context.Context, string, []llm.ToolCall) ([]loop.Decision, error) {
 	return nil, errors.New("approval store down")
 }
 
@@ -700,7 +703,7 @@ func TestRunApprovalFailureLeavesNoDanglingCall(t *testing.T) {
 	model := llmtest.New(llmtest.Call(call("a", "echo", nil)))
 	r := loop.NewRunner(&loop.AgentConfig{Approval: loop.ApprovalInteractive}, model, nil, []loop.Tool{echoTool()}, loop.WithApprover(failingApprover{}))
 	rec := &recorder{}
-	err := r.Run(testCtx(t), "r", &loop.AgentState{}, []loop.Message{loop.Human("go")}, rec.emit, rec.save)
+	err := r.Run(testCtx(t), "r", &loop.AgentState{}, []llm.Message{loop.Human("go")}, rec.emit, rec.save)
 	if err == nil || !strings.Contains(err.Error(), "approval store down") {
 		t.Fatalf("err %v", err)
 	}

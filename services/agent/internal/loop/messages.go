@@ -4,14 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-)
 
-// Roles of Message.
-const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	RoleTool      = "tool"
+	"github.com/wick-agent/wick/llm"
 )
 
 // Validation errors; Validate wraps them with the offending message's index.
@@ -30,7 +24,7 @@ const prettyToolCallFormat = "  → tool_call: %s(id=%s, args=%v)\n"
 // ValidRole reports whether r is one of the four known roles.
 func ValidRole(r string) bool {
 	switch r {
-	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+	case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool:
 		return true
 	}
 	return false
@@ -39,29 +33,29 @@ func ValidRole(r string) bool {
 // UserInputRole reports whether r may appear in user-submitted messages; an
 // outside caller must never inject assistant turns or tool results.
 func UserInputRole(r string) bool {
-	return r == RoleUser || r == RoleSystem
+	return r == llm.RoleUser || r == llm.RoleSystem
 }
 
 // System builds a system message.
-func System(content string) Message { return Message{Role: RoleSystem, Content: content} }
+func System(content string) llm.Message { return llm.Message{Role: llm.RoleSystem, Content: content} }
 
 // Human builds a user message.
-func Human(content string) Message { return Message{Role: RoleUser, Content: content} }
+func Human(content string) llm.Message { return llm.Message{Role: llm.RoleUser, Content: content} }
 
 // AI builds an assistant message, optionally with tool calls.
-func AI(content string, calls ...ToolCall) Message {
-	return Message{Role: RoleAssistant, Content: content, ToolCalls: calls}
+func AI(content string, calls ...llm.ToolCall) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, Content: content, ToolCalls: calls}
 }
 
 // ToolMsg builds a tool result message.
-func ToolMsg(toolCallID, name, content string) Message {
-	return Message{Role: RoleTool, Content: content, ToolCallID: toolCallID, Name: name}
+func ToolMsg(toolCallID, name, content string) llm.Message {
+	return llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: toolCallID, Name: name}
 }
 
 // Messages is an ordered conversation with builder, filter and validation
 // methods. Builder methods return a new slice header; like append, they may
 // share the backing array with the receiver.
-type Messages []Message
+type Messages []llm.Message
 
 // NewMessages returns an empty chain.
 func NewMessages() Messages { return Messages{} }
@@ -73,7 +67,7 @@ func (m Messages) System(content string) Messages { return append(m, System(cont
 func (m Messages) Human(content string) Messages { return append(m, Human(content)) }
 
 // AI appends an assistant message.
-func (m Messages) AI(content string, calls ...ToolCall) Messages {
+func (m Messages) AI(content string, calls ...llm.ToolCall) Messages {
 	return append(m, AI(content, calls...))
 }
 
@@ -83,7 +77,7 @@ func (m Messages) Tool(toolCallID, name, content string) Messages {
 }
 
 // Add appends arbitrary messages.
-func (m Messages) Add(msgs ...Message) Messages { return append(m, msgs...) }
+func (m Messages) Add(msgs ...llm.Message) Messages { return append(m, msgs...) }
 
 // ByRole returns the messages with the given role.
 func (m Messages) ByRole(role string) Messages {
@@ -97,21 +91,21 @@ func (m Messages) ByRole(role string) Messages {
 }
 
 // UserMessages returns the user messages.
-func (m Messages) UserMessages() Messages { return m.ByRole(RoleUser) }
+func (m Messages) UserMessages() Messages { return m.ByRole(llm.RoleUser) }
 
 // AssistantMessages returns the assistant messages.
-func (m Messages) AssistantMessages() Messages { return m.ByRole(RoleAssistant) }
+func (m Messages) AssistantMessages() Messages { return m.ByRole(llm.RoleAssistant) }
 
 // ToolMessages returns the tool messages.
-func (m Messages) ToolMessages() Messages { return m.ByRole(RoleTool) }
+func (m Messages) ToolMessages() Messages { return m.ByRole(llm.RoleTool) }
 
 // SystemMessages returns the system messages.
-func (m Messages) SystemMessages() Messages { return m.ByRole(RoleSystem) }
+func (m Messages) SystemMessages() Messages { return m.ByRole(llm.RoleSystem) }
 
 // Last returns the last message, or the zero Message when empty.
-func (m Messages) Last() Message {
+func (m Messages) Last() llm.Message {
 	if len(m) == 0 {
-		return Message{}
+		return llm.Message{}
 	}
 	return m[len(m)-1]
 }
@@ -123,7 +117,7 @@ func (m Messages) LastContent() string { return m.Last().Content }
 func (m Messages) Len() int { return len(m) }
 
 // Slice returns the underlying slice.
-func (m Messages) Slice() []Message { return []Message(m) }
+func (m Messages) Slice() []llm.Message { return []llm.Message(m) }
 
 // Validate checks the whole chain: known roles, tool messages with
 // tool_call_id and name, assistant messages with content or tool calls whose
@@ -137,13 +131,13 @@ func (m Messages) Validate() error {
 	return nil
 }
 
-func validateMessage(msg Message) error {
+func validateMessage(msg llm.Message) error {
 	switch msg.Role {
-	case RoleTool:
+	case llm.RoleTool:
 		if msg.ToolCallID == "" || msg.Name == "" {
 			return ErrToolMessageFields
 		}
-	case RoleAssistant:
+	case llm.RoleAssistant:
 		if msg.Content == "" && len(msg.ToolCalls) == 0 {
 			return ErrEmptyAssistant
 		}
@@ -152,7 +146,7 @@ func validateMessage(msg Message) error {
 				return ErrToolCallFields
 			}
 		}
-	case RoleUser, RoleSystem:
+	case llm.RoleUser, llm.RoleSystem:
 		if msg.Content == "" {
 			return ErrEmptyContent
 		}
@@ -191,7 +185,7 @@ func (m Messages) EstimateTokens() int {
 }
 
 // EstimateMessageTokens estimates one message with the seed's heuristic.
-func EstimateMessageTokens(msg Message) int {
+func EstimateMessageTokens(msg llm.Message) int {
 	n := len(msg.Content) / 4
 	for _, c := range msg.ToolCalls {
 		raw := c.RawArgs
@@ -211,13 +205,13 @@ func (m Messages) PrettyPrint() string {
 			b.WriteString("\n")
 		}
 		switch msg.Role {
-		case RoleSystem:
+		case llm.RoleSystem:
 			b.WriteString("[System]\n")
-		case RoleUser:
+		case llm.RoleUser:
 			b.WriteString("[Human]\n")
-		case RoleAssistant:
+		case llm.RoleAssistant:
 			b.WriteString("[AI]\n")
-		case RoleTool:
+		case llm.RoleTool:
 			fmt.Fprintf(&b, "[Tool: %s (call_id=%s)]\n", msg.Name, msg.ToolCallID)
 		default:
 			fmt.Fprintf(&b, "[%s]\n", msg.Role)
@@ -236,10 +230,10 @@ func (m Messages) PrettyPrint() string {
 // AppendSystem returns msgs with text appended to the leading system message
 // (after a blank line), or with a system message holding text inserted first
 // when there is none. msgs itself is not modified.
-func AppendSystem(msgs []Message, text string) []Message {
-	out := make([]Message, len(msgs), len(msgs)+1)
+func AppendSystem(msgs []llm.Message, text string) []llm.Message {
+	out := make([]llm.Message, len(msgs), len(msgs)+1)
 	copy(out, msgs)
-	if len(out) > 0 && out[0].Role == RoleSystem {
+	if len(out) > 0 && out[0].Role == llm.RoleSystem {
 		if out[0].Content == "" {
 			out[0].Content = text
 		} else {
@@ -247,5 +241,5 @@ func AppendSystem(msgs []Message, text string) []Message {
 		}
 		return out
 	}
-	return append([]Message{System(text)}, out...)
+	return append([]llm.Message{System(text)}, out...)
 }

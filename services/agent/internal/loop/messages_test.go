@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -12,7 +13,7 @@ func sampleChain() loop.Messages {
 	return loop.NewMessages().
 		System("You are helpful.").
 		Human("What is 2+2?").
-		AI("", loop.ToolCall{ID: "call_1", Name: "calculate", Args: map[string]any{"expr": "2+2"}}).
+		AI("", llm.ToolCall{ID: "call_1", Name: "calculate", Args: map[string]any{"expr": "2+2"}}).
 		Tool("call_1", "calculate", "4").
 		AI("2+2 = 4")
 }
@@ -21,13 +22,13 @@ func TestBuilders(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		got  loop.Message
-		want loop.Message
+		got  llm.Message
+		want llm.Message
 	}{
-		{"system", loop.System("s"), loop.Message{Role: "system", Content: "s"}},
-		{"human", loop.Human("h"), loop.Message{Role: "user", Content: "h"}},
-		{"ai text", loop.AI("a"), loop.Message{Role: "assistant", Content: "a"}},
-		{"tool", loop.ToolMsg("c1", "ls", "out"), loop.Message{Role: "tool", Content: "out", ToolCallID: "c1", Name: "ls"}},
+		{"system", loop.System("s"), llm.Message{Role: "system", Content: "s"}},
+		{"human", loop.Human("h"), llm.Message{Role: "user", Content: "h"}},
+		{"ai text", loop.AI("a"), llm.Message{Role: "assistant", Content: "a"}},
+		{"tool", loop.ToolMsg("c1", "ls", "out"), llm.Message{Role: "tool", Content: "out", ToolCallID: "c1", Name: "ls"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +38,7 @@ func TestBuilders(t *testing.T) {
 			}
 		})
 	}
-	ai := loop.AI("", loop.ToolCall{ID: "c", Name: "n"})
+	ai := loop.AI("", llm.ToolCall{ID: "c", Name: "n"})
 	if len(ai.ToolCalls) != 1 || ai.ToolCalls[0].ID != "c" {
 		t.Fatalf("AI with call: %+v", ai)
 	}
@@ -113,8 +114,8 @@ func TestValidate(t *testing.T) {
 		{"tool without id", loop.Messages{{Role: "tool", Name: "ls", Content: "x"}}, loop.ErrToolMessageFields},
 		{"tool without name", loop.Messages{{Role: "tool", ToolCallID: "c", Content: "x"}}, loop.ErrToolMessageFields},
 		{"empty assistant", loop.Messages{{Role: "assistant"}}, loop.ErrEmptyAssistant},
-		{"assistant call without id", loop.Messages{loop.AI("", loop.ToolCall{Name: "ls"})}, loop.ErrToolCallFields},
-		{"assistant call without name", loop.Messages{loop.AI("", loop.ToolCall{ID: "c"})}, loop.ErrToolCallFields},
+		{"assistant call without id", loop.Messages{loop.AI("", llm.ToolCall{Name: "ls"})}, loop.ErrToolCallFields},
+		{"assistant call without name", loop.Messages{loop.AI("", llm.ToolCall{ID: "c"})}, loop.ErrToolCallFields},
 		{"empty user", loop.Messages{loop.Human("")}, loop.ErrEmptyContent},
 		{"empty system", loop.Messages{loop.System("")}, loop.ErrEmptyContent},
 		{"tool with empty content is fine", loop.Messages{loop.ToolMsg("c", "ls", "")}, nil},
@@ -171,9 +172,9 @@ func TestEstimateTokens(t *testing.T) {
 		{"empty", nil, 0},
 		{"content len/4", loop.Messages{loop.Human(strings.Repeat("a", 400))}, 100},
 		{"per message floor", loop.Messages{loop.Human("abc"), loop.Human("abc")}, 0},
-		{"raw args", loop.Messages{loop.AI("", loop.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 80)})}, 20},
-		{"args without raw", loop.Messages{loop.AI("", loop.ToolCall{ID: "c", Name: "x", Args: map[string]any{"k": strings.Repeat("v", 32)}})}, 10}, // {"k":"vvv…"} = 40 chars
-		{"content and args", loop.Messages{loop.AI(strings.Repeat("a", 40), loop.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 40)})}, 20},
+		{"raw args", loop.Messages{loop.AI("", llm.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 80)})}, 20},
+		{"args without raw", loop.Messages{loop.AI("", llm.ToolCall{ID: "c", Name: "x", Args: map[string]any{"k": strings.Repeat("v", 32)}})}, 10}, // {"k":"vvv…"} = 40 chars
+		{"content and args", loop.Messages{loop.AI(strings.Repeat("a", 40), llm.ToolCall{ID: "c", Name: "x", RawArgs: strings.Repeat("b", 40)})}, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,12 +200,12 @@ func TestPrettyPrint(t *testing.T) {
 
 func TestAppendSystem(t *testing.T) {
 	t.Parallel()
-	orig := []loop.Message{loop.System("base"), loop.Human("hi")}
+	orig := []llm.Message{loop.System("base"), loop.Human("hi")}
 	got := loop.AppendSystem(orig, "extra")
 	if got[0].Content != "base\n\nextra" || orig[0].Content != "base" {
 		t.Fatalf("append to system: got %q, original %q", got[0].Content, orig[0].Content)
 	}
-	got = loop.AppendSystem([]loop.Message{loop.Human("hi")}, "extra")
+	got = loop.AppendSystem([]llm.Message{loop.Human("hi")}, "extra")
 	if len(got) != 2 || got[0].Role != "system" || got[0].Content != "extra" {
 		t.Fatalf("insert system: %+v", got)
 	}
@@ -212,9 +213,9 @@ func TestAppendSystem(t *testing.T) {
 
 func TestRepairToolCalls(t *testing.T) {
 	t.Parallel()
-	msgs := []loop.Message{
+	msgs := []llm.Message{
 		loop.Human("go"),
-		loop.AI("", loop.ToolCall{ID: "a", Name: "ls"}, loop.ToolCall{ID: "b", Name: "grep"}),
+		loop.AI("", llm.ToolCall{ID: "a", Name: "ls"}, llm.ToolCall{ID: "b", Name: "grep"}),
 		loop.ToolMsg("a", "ls", "done"),
 	}
 	got := loop.RepairToolCalls(msgs, "cancelled")

@@ -5,25 +5,9 @@ package loop
 
 import (
 	"time"
+
+	"github.com/wick-agent/wick/llm"
 )
-
-// Message is one message of a conversation: a system prompt, a user input, an
-// assistant reply or a tool result.
-type Message struct {
-	Role       string     `json:"role"` // "system", "user", "assistant", "tool"
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // set when Role == "assistant" and the LLM wants tools
-	ToolCallID string     `json:"tool_call_id,omitempty"` // set when Role == "tool" (matches ToolCall.ID)
-	Name       string     `json:"name,omitempty"`         // tool name when Role == "tool"
-}
-
-// ToolCall is the LLM's request to invoke a tool.
-type ToolCall struct {
-	ID      string         `json:"id"`
-	Name    string         `json:"name"`
-	Args    map[string]any `json:"args"`
-	RawArgs string         `json:"-"` // raw JSON string from the LLM, not serialized
-}
 
 // ToolResult is the outcome of executing a tool; it becomes a "tool" message.
 type ToolResult struct {
@@ -52,7 +36,7 @@ const (
 type AgentState struct {
 	ThreadID string            `json:"thread_id"`
 	AgentID  string            `json:"agent_id,omitempty"`
-	Messages []Message         `json:"messages"`
+	Messages []llm.Message     `json:"messages"`
 	Todos    []Todo            `json:"todos,omitempty"`
 	Files    map[string]string `json:"files,omitempty"` // path → content of files written by the agent
 	// Version is the store's optimistic-concurrency version.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -80,7 +81,7 @@ func (r *memRun) notify() {
 
 func copyRun(r *Run) *Run {
 	c := *r
-	c.Pending = append([]loop.ToolCall(nil), r.Pending...)
+	c.Pending = append([]llm.ToolCall(nil), r.Pending...)
 	return &c
 }
 

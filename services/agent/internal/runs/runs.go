@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -47,13 +48,13 @@ func Terminal(status string) bool {
 
 // Run is a run's record.
 type Run struct {
-	ID        string          `json:"id"`
-	User      string          `json:"user"`
-	ThreadID  string          `json:"thread_id"`
-	AgentID   string          `json:"agent_id"`
-	Status    string          `json:"status"`
-	Pending   []loop.ToolCall `json:"pending,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
+	ID        string         `json:"id"`
+	User      string         `json:"user"`
+	ThreadID  string         `json:"thread_id"`
+	AgentID   string         `json:"agent_id"`
+	Status    string         `json:"status"`
+	Pending   []llm.ToolCall `json:"pending,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
 	// LeaseToken is the thread lock token the run holds: while the lock is
 	// held by another token (or nobody), a "running" run is dead.
 	LeaseToken string `json:"lease_token"`

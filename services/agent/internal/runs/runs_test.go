@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -115,7 +116,7 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("Get missing = %v", err)
 			}
 			r := &Run{ID: "r1", User: "u", ThreadID: "t", AgentID: "a", Status: StatusWaiting, CreatedAt: time.Now().UTC(),
-				Pending: []loop.ToolCall{{ID: "c1", Name: "ls", Args: map[string]any{"path": "/"}}}}
+				Pending: []llm.ToolCall{{ID: "c1", Name: "ls", Args: map[string]any{"path": "/"}}}}
 			if err := s.Put(ctx, r); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -20,7 +21,7 @@ func thread200() *loop.AgentState {
 		id := fmt.Sprintf("call_%d", i)
 		st.Messages = append(st.Messages,
 			loop.Human(fmt.Sprintf("step %d: %s", i, body)),
-			loop.AI("", loop.ToolCall{ID: id, Name: "read_file", Args: map[string]any{"path": fmt.Sprintf("/workspace/f%d.txt", i)}}),
+			loop.AI("", llm.ToolCall{ID: id, Name: "read_file", Args: map[string]any{"path": fmt.Sprintf("/workspace/f%d.txt", i)}}),
 			loop.ToolMsg(id, "read_file", body),
 			loop.AI("done: "+body))
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -119,7 +120,7 @@ func decode(data []byte, version int64) (*loop.AgentState, error) {
 	}
 	st.Version = version
 	if st.Messages == nil {
-		st.Messages = []loop.Message{}
+		st.Messages = []llm.Message{}
 	}
 	return &st, nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -84,5 +85,5 @@ type Locker interface {
 }
 
 func newState(threadID string) *loop.AgentState {
-	return &loop.AgentState{ThreadID: threadID, Messages: []loop.Message{}}
+	return &loop.AgentState{ThreadID: threadID, Messages: []llm.Message{}}
 }

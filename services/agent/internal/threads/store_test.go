@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -97,7 +98,7 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("bob List = %v", bobs)
 			}
 			// List, filtered by agent.
-			st2 := &loop.AgentState{ThreadID: "th2", AgentID: "a2", Messages: []loop.Message{loop.Human("x")}}
+			st2 := &loop.AgentState{ThreadID: "th2", AgentID: "a2", Messages: []llm.Message{loop.Human("x")}}
 			if err := s.Save(ctx, "alice", st2); err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // DefaultMaxTokens is sent when neither the request nor the model gives a
@@ -73,7 +74,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 	stream := p.svc.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	acc := llm.NewAccumulator(p.maxBytes)
+	acc := upstream.NewAccumulator(p.maxBytes)
 	var (
 		usage    llm.Usage
 		cacheIn  int64
@@ -134,7 +135,7 @@ loop:
 			case "input_json_delta":
 				i, ok := toolIdx[ev.Index]
 				if !ok {
-					return llm.Result{}, llm.Errorf(llm.KindBadResponse, "input_json_delta for content block %d, which is not a tool_use block", ev.Index)
+					return llm.Result{}, upstream.Errorf(upstream.KindBadResponse, "input_json_delta for content block %d, which is not a tool_use block", ev.Index)
 				}
 				if d.PartialJSON == "" {
 					continue
@@ -181,7 +182,7 @@ loop:
 		if err := ctx.Err(); err != nil {
 			return llm.Result{}, classify(ctx, err)
 		}
-		return llm.Result{}, llm.Errorf(llm.KindConnection, "stream ended before message_stop")
+		return llm.Result{}, upstream.Errorf(upstream.KindConnection, "stream ended before message_stop")
 	}
 	// Input tokens are reported in total, cached or not, as OpenAI's
 	// prompt_tokens are.
@@ -235,7 +236,7 @@ func (p *Provider) params(req llm.Request) (anthropic.MessageNewParams, error) {
 				if input == nil {
 					var err error
 					if input, err = parseRaw(tc.RawArgs); err != nil {
-						return params, llm.Errorf(llm.KindBadSpec, "message %d: tool call %s: %v", i, tc.ID, err)
+						return params, upstream.Errorf(upstream.KindBadSpec, "message %d: tool call %s: %v", i, tc.ID, err)
 					}
 				}
 				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, input, tc.Name))
@@ -249,7 +250,7 @@ func (p *Provider) params(req llm.Request) (anthropic.MessageNewParams, error) {
 			// consecutive results share one message.
 			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewToolResultBlock(m.ToolCallID, m.Content, false))
 		default:
-			return params, llm.Errorf(llm.KindBadSpec, "message %d: unknown role %q", i, m.Role)
+			return params, upstream.Errorf(upstream.KindBadSpec, "message %d: unknown role %q", i, m.Role)
 		}
 	}
 	for _, t := range req.Tools {
@@ -295,7 +296,7 @@ func appendBlocks(msgs []anthropic.MessageParam, role anthropic.MessageParamRole
 }
 
 func parseRaw(raw string) (map[string]any, error) {
-	m, msg := llm.ParseArguments(raw)
+	m, msg := upstream.ParseArguments(raw)
 	if msg != "" {
 		return nil, errors.New(msg)
 	}
@@ -304,34 +305,34 @@ func parseRaw(raw string) (map[string]any, error) {
 
 func classify(ctx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &llm.Error{Kind: llm.KindTimeout, Message: "the call's timeout passed", Err: err}
+		return &upstream.Error{Kind: upstream.KindTimeout, Message: "the call's timeout passed", Err: err}
 	}
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return &llm.Error{Kind: llm.KindCanceled, Message: "the call was canceled", Err: err}
+		return &upstream.Error{Kind: upstream.KindCanceled, Message: "the call was canceled", Err: err}
 	}
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		e := &llm.Error{Status: apiErr.StatusCode, Err: err}
+		e := &upstream.Error{Status: apiErr.StatusCode, Err: err}
 		// An `event: error` arrives inside a 200 response: its type says what
 		// it stands for (overloaded_error is a 529, rate_limit_error a 429).
-		if k, ok := llm.KindForErrorType(string(apiErr.Type())); ok && (apiErr.StatusCode < 300 || apiErr.StatusCode == 0) {
+		if k, ok := upstream.KindForErrorType(string(apiErr.Type())); ok && (apiErr.StatusCode < 300 || apiErr.StatusCode == 0) {
 			e.Kind = k
 		} else if apiErr.StatusCode >= 300 {
-			e.Kind = llm.KindForStatus(apiErr.StatusCode)
+			e.Kind = upstream.KindForStatus(apiErr.StatusCode)
 		} else {
-			e.Kind = llm.KindUnknown
+			e.Kind = upstream.KindUnknown
 		}
 		if apiErr.Response != nil {
-			e.RetryAfter = llm.RetryAfter(apiErr.Response.Header, time.Now())
+			e.RetryAfter = upstream.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		e.Message = errorMessage(apiErr)
 		return e
 	}
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		return &llm.Error{Kind: llm.KindBadResponse, Message: "provider sent an event that is not JSON: " + err.Error(), Err: err}
+		return &upstream.Error{Kind: upstream.KindBadResponse, Message: "provider sent an event that is not JSON: " + err.Error(), Err: err}
 	}
-	return &llm.Error{Kind: llm.KindConnection, Message: err.Error(), Err: err}
+	return &upstream.Error{Kind: upstream.KindConnection, Message: err.Error(), Err: err}
 }
 
 // errorMessage takes the provider's own message from the error body, without

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/anthropic"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 func start(t *testing.T, handlers ...http.HandlerFunc) (*fakellm.Server, string) {
@@ -162,28 +163,28 @@ func TestErrors(t *testing.T) {
 	tests := []struct {
 		name       string
 		handler    http.HandlerFunc
-		kind       llm.Kind
+		kind       upstream.Kind
 		status     int
 		retryAfter time.Duration
 		events     int
 	}{
-		{name: "429 with Retry-After", handler: fakellm.Status(429, map[string]string{"Retry-After": "2"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`), kind: llm.KindRateLimited, status: 429, retryAfter: 2 * time.Second},
-		{name: "529", handler: fakellm.Status(529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), kind: llm.KindOverloaded, status: 529},
-		{name: "400", handler: fakellm.Status(400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`), kind: llm.KindInvalid, status: 400},
-		{name: "401", handler: fakellm.Status(401, nil, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`), kind: llm.KindAuth, status: 401},
-		{name: "disconnect mid-stream", handler: fakellm.Cut([]byte(begun)), kind: llm.KindConnection, events: 1},
-		{name: "error event mid-stream", handler: fakellm.SSE([]byte(begun + event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))), kind: llm.KindOverloaded, status: 200, events: 1},
-		{name: "api_error event", handler: fakellm.SSE([]byte(event("error", `{"type":"error","error":{"type":"api_error","message":"Internal"}}`))), kind: llm.KindServer, status: 200},
-		{name: "json delta for a text block", handler: fakellm.SSE([]byte(event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", jsonDelta(0, "{")))), kind: llm.KindBadResponse},
+		{name: "429 with Retry-After", handler: fakellm.Status(429, map[string]string{"Retry-After": "2"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`), kind: upstream.KindRateLimited, status: 429, retryAfter: 2 * time.Second},
+		{name: "529", handler: fakellm.Status(529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), kind: upstream.KindOverloaded, status: 529},
+		{name: "400", handler: fakellm.Status(400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`), kind: upstream.KindInvalid, status: 400},
+		{name: "401", handler: fakellm.Status(401, nil, `{"type":"error","error":{"type":"authentication_error","message":"bad key"}}`), kind: upstream.KindAuth, status: 401},
+		{name: "disconnect mid-stream", handler: fakellm.Cut([]byte(begun)), kind: upstream.KindConnection, events: 1},
+		{name: "error event mid-stream", handler: fakellm.SSE([]byte(begun + event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))), kind: upstream.KindOverloaded, status: 200, events: 1},
+		{name: "api_error event", handler: fakellm.SSE([]byte(event("error", `{"type":"error","error":{"type":"api_error","message":"Internal"}}`))), kind: upstream.KindServer, status: 200},
+		{name: "json delta for a text block", handler: fakellm.SSE([]byte(event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", jsonDelta(0, "{")))), kind: upstream.KindBadResponse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, url := start(t, tt.handler)
 			_, rec, err := run(t, url, "sk-ant-test", hello)
-			var e *llm.Error
+			var e *upstream.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("err = %v (%T), want *llm.Error", err, err)
+				t.Fatalf("err = %v (%T), want *upstream.Error", err, err)
 			}
 			if e.Kind != tt.kind || e.Status != tt.status || e.RetryAfter != tt.retryAfter {
 				t.Errorf("err = kind %v status %d retry-after %v, want %v %d %v (%v)", e.Kind, e.Status, e.RetryAfter, tt.kind, tt.status, tt.retryAfter, e)

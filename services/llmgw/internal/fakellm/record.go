@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
 )
 
 // Recording is what a provider emitted during one streamed reply.

@@ -16,7 +16,8 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // Provider streams chat completions from one base URL with one key.
@@ -65,7 +66,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 	stream := p.svc.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	acc := llm.NewAccumulator(p.maxBytes)
+	acc := upstream.NewAccumulator(p.maxBytes)
 	var (
 		usage     llm.Usage
 		finish    string
@@ -135,7 +136,7 @@ loop:
 		if err := ctx.Err(); err != nil {
 			return llm.Result{}, classify(ctx, err)
 		}
-		return llm.Result{}, llm.Errorf(llm.KindConnection, "stream ended before a finish reason")
+		return llm.Result{}, upstream.Errorf(upstream.KindConnection, "stream ended before a finish reason")
 	}
 	return acc.Result(finishReason(finish, refusal, acc.HasToolCalls()), usage), nil
 }
@@ -168,7 +169,7 @@ func (p *Provider) params(req llm.Request) (openai.ChatCompletionNewParams, erro
 	for i, m := range req.Messages {
 		msg, err := message(m)
 		if err != nil {
-			return params, llm.Errorf(llm.KindBadSpec, "message %d: %v", i, err)
+			return params, upstream.Errorf(upstream.KindBadSpec, "message %d: %v", i, err)
 		}
 		params.Messages = append(params.Messages, msg)
 	}
@@ -253,16 +254,16 @@ type streamErrorBody struct {
 
 func classify(ctx context.Context, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &llm.Error{Kind: llm.KindTimeout, Message: "the call's timeout passed", Err: err}
+		return &upstream.Error{Kind: upstream.KindTimeout, Message: "the call's timeout passed", Err: err}
 	}
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return &llm.Error{Kind: llm.KindCanceled, Message: "the call was canceled", Err: err}
+		return &upstream.Error{Kind: upstream.KindCanceled, Message: "the call was canceled", Err: err}
 	}
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
-		e := &llm.Error{Kind: llm.KindForStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Err: err}
+		e := &upstream.Error{Kind: upstream.KindForStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Err: err}
 		if apiErr.Response != nil {
-			e.RetryAfter = llm.RetryAfter(apiErr.Response.Header, time.Now())
+			e.RetryAfter = upstream.RetryAfter(apiErr.Response.Header, time.Now())
 		}
 		e.Message = apiErr.Message
 		if e.Message == "" {
@@ -279,9 +280,9 @@ func classify(ctx context.Context, err error) error {
 	}
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
-		return &llm.Error{Kind: llm.KindBadResponse, Message: "provider sent an event that is not JSON: " + err.Error(), Err: err}
+		return &upstream.Error{Kind: upstream.KindBadResponse, Message: "provider sent an event that is not JSON: " + err.Error(), Err: err}
 	}
-	return &llm.Error{Kind: llm.KindConnection, Message: err.Error(), Err: err}
+	return &upstream.Error{Kind: upstream.KindConnection, Message: err.Error(), Err: err}
 }
 
 // classifyStreamError classifies an error data line by its type, then its
@@ -289,7 +290,7 @@ func classify(ctx context.Context, err error) error {
 // retried like the HTTP status it stands for.
 func classifyStreamError(data []byte, err error) error {
 	var body streamErrorBody
-	e := &llm.Error{Kind: llm.KindUnknown, Status: http.StatusOK, Err: err}
+	e := &upstream.Error{Kind: upstream.KindUnknown, Status: http.StatusOK, Err: err}
 	if json.Unmarshal(data, &body) != nil {
 		e.Message = "provider sent an error event"
 		return e
@@ -299,14 +300,14 @@ func classifyStreamError(data []byte, err error) error {
 	if json.Unmarshal(body.Error.Code, &s) == nil {
 		code = s
 	}
-	if k, ok := llm.KindForErrorType(body.Error.Type); ok {
+	if k, ok := upstream.KindForErrorType(body.Error.Type); ok {
 		e.Kind = k
-	} else if k, ok := llm.KindForErrorType(code); ok {
+	} else if k, ok := upstream.KindForErrorType(code); ok {
 		e.Kind = k
 	} else {
 		var n int
 		if json.Unmarshal(body.Error.Code, &n) == nil && n >= 400 {
-			e.Kind = llm.KindForStatus(n)
+			e.Kind = upstream.KindForStatus(n)
 		}
 	}
 	e.Message = body.Error.Message

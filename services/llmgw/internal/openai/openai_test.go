@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 func start(t *testing.T, handlers ...http.HandlerFunc) (*fakellm.Server, string) {
@@ -195,37 +196,37 @@ func TestErrors(t *testing.T) {
 	tests := []struct {
 		name       string
 		handler    http.HandlerFunc
-		kind       llm.Kind
+		kind       upstream.Kind
 		status     int
 		retryAfter time.Duration
 		events     int
 	}{
-		{name: "429 with Retry-After", handler: fakellm.Status(429, map[string]string{"Retry-After": "3"}, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`), kind: llm.KindRateLimited, status: 429, retryAfter: 3 * time.Second},
-		{name: "429 with retry-after-ms", handler: fakellm.Status(429, map[string]string{"retry-after-ms": "1500", "Retry-After": "9"}, `{"error":{"message":"slow down"}}`), kind: llm.KindRateLimited, status: 429, retryAfter: 1500 * time.Millisecond},
-		{name: "529", handler: fakellm.Status(529, nil, `{"error":{"message":"overloaded"}}`), kind: llm.KindOverloaded, status: 529},
-		{name: "500", handler: fakellm.Status(500, nil, `{"error":{"message":"boom"}}`), kind: llm.KindServer, status: 500},
-		{name: "408", handler: fakellm.Status(408, nil, `{}`), kind: llm.KindServer, status: 408},
-		{name: "409", handler: fakellm.Status(409, nil, `{}`), kind: llm.KindServer, status: 409},
-		{name: "400", handler: fakellm.Status(400, nil, `{"error":{"message":"bad","type":"invalid_request_error"}}`), kind: llm.KindInvalid, status: 400},
-		{name: "401", handler: fakellm.Status(401, nil, `{"error":{"message":"bad key"}}`), kind: llm.KindAuth, status: 401},
-		{name: "403", handler: fakellm.Status(403, nil, `{}`), kind: llm.KindAuth, status: 403},
-		{name: "404", handler: fakellm.Status(404, nil, `{}`), kind: llm.KindNotFound, status: 404},
-		{name: "422", handler: fakellm.Status(422, nil, `{}`), kind: llm.KindInvalid, status: 422},
-		{name: "disconnect mid-stream", handler: fakellm.Cut([]byte(chunkLine(`{"content":"Hel"}`, ""))), kind: llm.KindConnection, events: 1},
-		{name: "stream ends without finish", handler: fakellm.SSE([]byte(chunkLine(`{"content":"Hel"}`, ""))), kind: llm.KindConnection, events: 1},
-		{name: "error event mid-stream", handler: fakellm.SSE([]byte(chunkLine(`{"content":"Hel"}`, "") + `data: {"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}` + "\n\n")), kind: llm.KindServer, status: 200, events: 1},
-		{name: "overloaded error event", handler: fakellm.SSE([]byte(`data: {"error":{"message":"busy","type":"overloaded_error"}}` + "\n\n")), kind: llm.KindOverloaded, status: 200},
-		{name: "rate limit error event by code", handler: fakellm.SSE([]byte(`data: {"error":{"message":"slow","type":"","code":"rate_limit_exceeded"}}` + "\n\n")), kind: llm.KindRateLimited, status: 200},
-		{name: "not JSON", handler: fakellm.SSE([]byte("data: {not json\n\n")), kind: llm.KindBadResponse},
+		{name: "429 with Retry-After", handler: fakellm.Status(429, map[string]string{"Retry-After": "3"}, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`), kind: upstream.KindRateLimited, status: 429, retryAfter: 3 * time.Second},
+		{name: "429 with retry-after-ms", handler: fakellm.Status(429, map[string]string{"retry-after-ms": "1500", "Retry-After": "9"}, `{"error":{"message":"slow down"}}`), kind: upstream.KindRateLimited, status: 429, retryAfter: 1500 * time.Millisecond},
+		{name: "529", handler: fakellm.Status(529, nil, `{"error":{"message":"overloaded"}}`), kind: upstream.KindOverloaded, status: 529},
+		{name: "500", handler: fakellm.Status(500, nil, `{"error":{"message":"boom"}}`), kind: upstream.KindServer, status: 500},
+		{name: "408", handler: fakellm.Status(408, nil, `{}`), kind: upstream.KindServer, status: 408},
+		{name: "409", handler: fakellm.Status(409, nil, `{}`), kind: upstream.KindServer, status: 409},
+		{name: "400", handler: fakellm.Status(400, nil, `{"error":{"message":"bad","type":"invalid_request_error"}}`), kind: upstream.KindInvalid, status: 400},
+		{name: "401", handler: fakellm.Status(401, nil, `{"error":{"message":"bad key"}}`), kind: upstream.KindAuth, status: 401},
+		{name: "403", handler: fakellm.Status(403, nil, `{}`), kind: upstream.KindAuth, status: 403},
+		{name: "404", handler: fakellm.Status(404, nil, `{}`), kind: upstream.KindNotFound, status: 404},
+		{name: "422", handler: fakellm.Status(422, nil, `{}`), kind: upstream.KindInvalid, status: 422},
+		{name: "disconnect mid-stream", handler: fakellm.Cut([]byte(chunkLine(`{"content":"Hel"}`, ""))), kind: upstream.KindConnection, events: 1},
+		{name: "stream ends without finish", handler: fakellm.SSE([]byte(chunkLine(`{"content":"Hel"}`, ""))), kind: upstream.KindConnection, events: 1},
+		{name: "error event mid-stream", handler: fakellm.SSE([]byte(chunkLine(`{"content":"Hel"}`, "") + `data: {"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}` + "\n\n")), kind: upstream.KindServer, status: 200, events: 1},
+		{name: "overloaded error event", handler: fakellm.SSE([]byte(`data: {"error":{"message":"busy","type":"overloaded_error"}}` + "\n\n")), kind: upstream.KindOverloaded, status: 200},
+		{name: "rate limit error event by code", handler: fakellm.SSE([]byte(`data: {"error":{"message":"slow","type":"","code":"rate_limit_exceeded"}}` + "\n\n")), kind: upstream.KindRateLimited, status: 200},
+		{name: "not JSON", handler: fakellm.SSE([]byte("data: {not json\n\n")), kind: upstream.KindBadResponse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, url := start(t, tt.handler)
 			_, rec, err := run(t, url, "sk-test", hello)
-			var e *llm.Error
+			var e *upstream.Error
 			if !errors.As(err, &e) {
-				t.Fatalf("err = %v (%T), want *llm.Error", err, err)
+				t.Fatalf("err = %v (%T), want *upstream.Error", err, err)
 			}
 			if e.Kind != tt.kind || e.Status != tt.status || e.RetryAfter != tt.retryAfter {
 				t.Errorf("err = kind %v status %d retry-after %v, want %v %d %v (%v)", e.Kind, e.Status, e.RetryAfter, tt.kind, tt.status, tt.retryAfter, e)

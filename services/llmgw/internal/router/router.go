@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // Defaults of the retry policy.
@@ -74,7 +75,7 @@ type Outcome struct {
 func (p Policy) Run(ctx context.Context, targets []Target, req llm.Request, emit Emit) (Outcome, error) {
 	var out Outcome
 	var failures []string
-	var last *llm.Error
+	var last *upstream.Error
 	for i := range targets {
 		t := &targets[i]
 		out.Target = t
@@ -85,9 +86,9 @@ func (p Policy) Run(ctx context.Context, targets []Target, req llm.Request, emit
 		if err == nil {
 			return out, nil
 		}
-		e := llm.AsError(err)
-		if out.Started || e.Kind == llm.KindCanceled || e.Kind == llm.KindTimeout || ctx.Err() != nil {
-			if ctx.Err() != nil && e.Kind != llm.KindCanceled && e.Kind != llm.KindTimeout {
+		e := upstream.AsError(err)
+		if out.Started || e.Kind == upstream.KindCanceled || e.Kind == upstream.KindTimeout || ctx.Err() != nil {
+			if ctx.Err() != nil && e.Kind != upstream.KindCanceled && e.Kind != upstream.KindTimeout {
 				return out, contextError(ctx)
 			}
 			return out, err
@@ -97,11 +98,11 @@ func (p Policy) Run(ctx context.Context, targets []Target, req llm.Request, emit
 	}
 	if len(targets) == 1 || last == nil {
 		if last == nil {
-			return out, llm.Errorf(llm.KindBadSpec, "no model to call")
+			return out, upstream.Errorf(upstream.KindBadSpec, "no model to call")
 		}
 		return out, last
 	}
-	return out, &llm.Error{Kind: last.Kind, Status: last.Status, Message: "every model of the fallback chain failed: " + strings.Join(failures, "; "), Err: last}
+	return out, &upstream.Error{Kind: last.Kind, Status: last.Status, Message: "every model of the fallback chain failed: " + strings.Join(failures, "; "), Err: last}
 }
 
 func (p Policy) runTarget(ctx context.Context, t *Target, req llm.Request, emit Emit, out *Outcome) error {
@@ -128,7 +129,7 @@ func (p Policy) runTarget(ctx context.Context, t *Target, req llm.Request, emit 
 			out.Result = res
 			return nil
 		}
-		e := llm.AsError(err)
+		e := upstream.AsError(err)
 		if out.Started || !e.Retryable() || attempt >= p.MaxRetries || ctx.Err() != nil {
 			return err
 		}
@@ -143,7 +144,7 @@ func (p Policy) runTarget(ctx context.Context, t *Target, req llm.Request, emit 
 			return err // waiting would outlive the call; the next model may answer in time
 		}
 		s := time.Now()
-		if serr := llm.Sleep(ctx, wait); serr != nil {
+		if serr := upstream.Sleep(ctx, wait); serr != nil {
 			return contextError(ctx)
 		}
 		out.Backoff += time.Since(s)
@@ -167,7 +168,7 @@ func (p Policy) backoff(attempt int) time.Duration {
 
 func contextError(ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &llm.Error{Kind: llm.KindTimeout, Message: "the call's timeout passed", Err: ctx.Err()}
+		return &upstream.Error{Kind: upstream.KindTimeout, Message: "the call's timeout passed", Err: ctx.Err()}
 	}
-	return &llm.Error{Kind: llm.KindCanceled, Message: "the call was canceled", Err: ctx.Err()}
+	return &upstream.Error{Kind: upstream.KindCanceled, Message: "the call was canceled", Err: ctx.Err()}
 }

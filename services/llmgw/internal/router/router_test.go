@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // scripted fails with errs[i] on attempt i, then answers; when deltaFirst is
@@ -39,14 +40,14 @@ func target(name string, p llm.Provider) router.Target {
 
 var fast = router.Policy{MaxRetries: 2, BaseDelay: time.Microsecond, MaxDelay: 10 * time.Microsecond, MaxRetryAfter: time.Second}
 
-func kindErr(k llm.Kind) error { return &llm.Error{Kind: k, Message: k.String()} }
+func kindErr(k upstream.Kind) error { return &upstream.Error{Kind: k, Message: k.String()} }
 
 func TestRetryAndFallback(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name          string
 		first, second *scripted
-		wantErr       llm.Kind
+		wantErr       upstream.Kind
 		wantFirst     int32
 		wantSecond    int32
 		wantModel     string
@@ -54,13 +55,13 @@ func TestRetryAndFallback(t *testing.T) {
 		wantFallbacks int
 	}{
 		{name: "success", first: &scripted{}, second: &scripted{}, wantFirst: 1, wantModel: "a"},
-		{name: "429 retried then ok", first: &scripted{errs: []error{kindErr(llm.KindRateLimited)}}, second: &scripted{}, wantFirst: 2, wantModel: "a", wantRetries: 1},
-		{name: "529 retried then ok", first: &scripted{errs: []error{kindErr(llm.KindOverloaded), kindErr(llm.KindOverloaded)}}, second: &scripted{}, wantFirst: 3, wantModel: "a", wantRetries: 2},
-		{name: "retries exhausted, fallback", first: &scripted{errs: []error{kindErr(llm.KindServer), kindErr(llm.KindServer), kindErr(llm.KindServer)}}, second: &scripted{}, wantFirst: 3, wantSecond: 1, wantModel: "b", wantRetries: 2, wantFallbacks: 1},
-		{name: "400 not retried, fallback", first: &scripted{errs: []error{kindErr(llm.KindInvalid)}}, second: &scripted{}, wantFirst: 1, wantSecond: 1, wantModel: "b", wantFallbacks: 1},
-		{name: "401 not retried, fallback", first: &scripted{errs: []error{kindErr(llm.KindAuth)}}, second: &scripted{}, wantFirst: 1, wantSecond: 1, wantModel: "b", wantFallbacks: 1},
-		{name: "no fallback after first delta", first: &scripted{errs: []error{kindErr(llm.KindConnection)}, deltaFirst: true}, second: &scripted{}, wantErr: llm.KindConnection, wantFirst: 1, wantModel: "a"},
-		{name: "both fail", first: &scripted{errs: []error{kindErr(llm.KindNotFound)}}, second: &scripted{errs: []error{kindErr(llm.KindAuth)}}, wantErr: llm.KindAuth, wantFirst: 1, wantSecond: 1, wantModel: "b", wantFallbacks: 1},
+		{name: "429 retried then ok", first: &scripted{errs: []error{kindErr(upstream.KindRateLimited)}}, second: &scripted{}, wantFirst: 2, wantModel: "a", wantRetries: 1},
+		{name: "529 retried then ok", first: &scripted{errs: []error{kindErr(upstream.KindOverloaded), kindErr(upstream.KindOverloaded)}}, second: &scripted{}, wantFirst: 3, wantModel: "a", wantRetries: 2},
+		{name: "retries exhausted, fallback", first: &scripted{errs: []error{kindErr(upstream.KindServer), kindErr(upstream.KindServer), kindErr(upstream.KindServer)}}, second: &scripted{}, wantFirst: 3, wantSecond: 1, wantModel: "b", wantRetries: 2, wantFallbacks: 1},
+		{name: "400 not retried, fallback", first: &scripted{errs: []error{kindErr(upstream.KindInvalid)}}, second: &scripted{}, wantFirst: 1, wantSecond: 1, wantModel: "b", wantFallbacks: 1},
+		{name: "401 not retried, fallback", first: &scripted{errs: []error{kindErr(upstream.KindAuth)}}, second: &scripted{}, wantFirst: 1, wantSecond: 1, wantModel: "b", wantFallbacks: 1},
+		{name: "no fallback after first delta", first: &scripted{errs: []error{kindErr(upstream.KindConnection)}, deltaFirst: true}, second: &scripted{}, wantErr: upstream.KindConnection, wantFirst: 1, wantModel: "a"},
+		{name: "both fail", first: &scripted{errs: []error{kindErr(upstream.KindNotFound)}}, second: &scripted{errs: []error{kindErr(upstream.KindAuth)}}, wantErr: upstream.KindAuth, wantFirst: 1, wantSecond: 1, wantModel: "b", wantFallbacks: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestRetryAndFallback(t *testing.T) {
 				return nil
 			})
 			if tt.wantErr != 0 || err != nil {
-				var e *llm.Error
+				var e *upstream.Error
 				if !errors.As(err, &e) || e.Kind != tt.wantErr {
 					t.Fatalf("err = %v, want kind %v", err, tt.wantErr)
 				}
@@ -98,7 +99,7 @@ func TestRetryAndFallback(t *testing.T) {
 
 func TestRetryAfterTooLongMovesOn(t *testing.T) {
 	t.Parallel()
-	first := &scripted{errs: []error{&llm.Error{Kind: llm.KindRateLimited, RetryAfter: time.Hour}}}
+	first := &scripted{errs: []error{&upstream.Error{Kind: upstream.KindRateLimited, RetryAfter: time.Hour}}}
 	second := &scripted{}
 	out, err := fast.Run(context.Background(), []router.Target{target("a", first), target("b", second)}, llm.Request{}, func(*router.Target, llm.Event) error { return nil })
 	if err != nil || out.Target.Name != "b" || first.calls.Load() != 1 {
@@ -108,7 +109,7 @@ func TestRetryAfterTooLongMovesOn(t *testing.T) {
 
 func TestRetryAfterHonoured(t *testing.T) {
 	t.Parallel()
-	first := &scripted{errs: []error{&llm.Error{Kind: llm.KindRateLimited, RetryAfter: 2 * time.Millisecond}}}
+	first := &scripted{errs: []error{&upstream.Error{Kind: upstream.KindRateLimited, RetryAfter: 2 * time.Millisecond}}}
 	out, err := fast.Run(context.Background(), []router.Target{target("a", first)}, llm.Request{}, func(*router.Target, llm.Event) error { return nil })
 	if err != nil || out.Retries != 1 {
 		t.Fatalf("err %v retries %d", err, out.Retries)
@@ -122,11 +123,11 @@ func TestCanceledIsNotRetried(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	first := &scripted{errs: []error{&llm.Error{Kind: llm.KindCanceled}}}
+	first := &scripted{errs: []error{&upstream.Error{Kind: upstream.KindCanceled}}}
 	second := &scripted{}
 	_, err := fast.Run(ctx, []router.Target{target("a", first), target("b", second)}, llm.Request{}, func(*router.Target, llm.Event) error { return nil })
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindCanceled || second.calls.Load() != 0 {
+	var e *upstream.Error
+	if !errors.As(err, &e) || e.Kind != upstream.KindCanceled || second.calls.Load() != 0 {
 		t.Fatalf("err %v second calls %d", err, second.calls.Load())
 	}
 }
@@ -134,7 +135,7 @@ func TestCanceledIsNotRetried(t *testing.T) {
 func TestOpenFailureFallsBack(t *testing.T) {
 	t.Parallel()
 	missing := router.Target{Name: "a", Open: func() (llm.Provider, error) {
-		return nil, llm.Errorf(llm.KindMissingKey, "the API key variable X_API_KEY is not set")
+		return nil, upstream.Errorf(upstream.KindMissingKey, "the API key variable X_API_KEY is not set")
 	}}
 	second := &scripted{}
 	out, err := fast.Run(context.Background(), []router.Target{missing, target("b", second)}, llm.Request{}, func(*router.Target, llm.Event) error { return nil })

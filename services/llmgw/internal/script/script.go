@@ -15,7 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 // DemoName is the name of the embedded demo script ("script:demo").
@@ -123,7 +124,7 @@ func Parse(data []byte) (*Script, error) {
 			if len(tc.Arguments) == 0 {
 				continue
 			}
-			if _, msg := llm.ParseArguments(string(tc.Arguments)); msg != "" {
+			if _, msg := upstream.ParseArguments(string(tc.Arguments)); msg != "" {
 				return nil, fmt.Errorf("script: turn %d tool call %d (%s): %s", i, j, tc.Name, msg)
 			}
 		}
@@ -153,12 +154,12 @@ func New(s *Script, delay time.Duration) *Provider {
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	n := 0
-	var in int64 = llm.EstimateTokens(req.SystemPrompt)
+	var in int64 = upstream.EstimateTokens(req.SystemPrompt)
 	for _, m := range req.Messages {
 		if m.Role == llm.RoleAssistant {
 			n++
 		}
-		in += llm.EstimateTokens(m.Content)
+		in += upstream.EstimateTokens(m.Content)
 	}
 	turn := Turn{Text: p.script.EndText}
 	if n < len(p.script.Turns) {
@@ -169,12 +170,12 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 		if msg == "" {
 			msg = fmt.Sprintf("scripted error for turn %d", n)
 		}
-		return llm.Result{}, &llm.Error{Kind: llm.KindForStatus(e.Status), Status: e.Status, Message: msg}
+		return llm.Result{}, &upstream.Error{Kind: upstream.KindForStatus(e.Status), Status: e.Status, Message: msg}
 	}
-	acc := llm.NewAccumulator(0)
+	acc := upstream.NewAccumulator(0)
 	var out int64
 	for _, tok := range tokens(turn.Text) {
-		if err := llm.Sleep(ctx, p.delay); err != nil {
+		if err := upstream.Sleep(ctx, p.delay); err != nil {
 			return llm.Result{}, ctxError(err)
 		}
 		if err := acc.Text(tok); err != nil {
@@ -184,7 +185,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 			return llm.Result{}, err
 		}
 	}
-	out += llm.EstimateTokens(turn.Text)
+	out += upstream.EstimateTokens(turn.Text)
 	for i, tc := range turn.ToolCalls {
 		id := tc.ID
 		if id == "" {
@@ -192,11 +193,11 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 		}
 		args, err := compact(tc.Arguments)
 		if err != nil {
-			return llm.Result{}, llm.Errorf(llm.KindBadSpec, "script turn %d tool call %d: %v", n, i, err)
+			return llm.Result{}, upstream.Errorf(upstream.KindBadSpec, "script turn %d tool call %d: %v", n, i, err)
 		}
-		out += llm.EstimateTokens(args) + llm.EstimateTokens(tc.Name)
+		out += upstream.EstimateTokens(args) + upstream.EstimateTokens(tc.Name)
 		first := llm.ToolCallDelta{Index: i, ID: id, Name: tc.Name}
-		if err := llm.Sleep(ctx, p.delay); err != nil {
+		if err := upstream.Sleep(ctx, p.delay); err != nil {
 			return llm.Result{}, ctxError(err)
 		}
 		if err := acc.Tool(first); err != nil {
@@ -206,7 +207,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 			return llm.Result{}, err
 		}
 		for _, piece := range chunks(args, argumentChunk) {
-			if err := llm.Sleep(ctx, p.delay); err != nil {
+			if err := upstream.Sleep(ctx, p.delay); err != nil {
 				return llm.Result{}, ctxError(err)
 			}
 			d := llm.ToolCallDelta{Index: i, ArgumentsDelta: piece}
@@ -230,9 +231,9 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 
 func ctxError(err error) error {
 	if err == context.DeadlineExceeded {
-		return &llm.Error{Kind: llm.KindTimeout, Message: "the call's timeout passed", Err: err}
+		return &upstream.Error{Kind: upstream.KindTimeout, Message: "the call's timeout passed", Err: err}
 	}
-	return &llm.Error{Kind: llm.KindCanceled, Message: "the call was canceled", Err: err}
+	return &upstream.Error{Kind: upstream.KindCanceled, Message: "the call was canceled", Err: err}
 }
 
 func compact(raw json.RawMessage) (string, error) {

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 func play(t *testing.T, p *script.Provider, assistants int) (llm.Result, []llm.Event) {
@@ -106,8 +107,8 @@ func TestErrorTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = script.New(s, 0).Stream(context.Background(), llm.Request{}, func(llm.Event) error { return nil })
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindRateLimited || e.Message != "slow down" {
+	var e *upstream.Error
+	if !errors.As(err, &e) || e.Kind != upstream.KindRateLimited || e.Message != "slow down" {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -123,8 +124,8 @@ func TestDelayHonoursCancel(t *testing.T) {
 	}()
 	cancel()
 	err := <-done
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Kind != llm.KindCanceled {
+	var e *upstream.Error
+	if !errors.As(err, &e) || e.Kind != upstream.KindCanceled {
 		t.Fatalf("err = %v", err)
 	}
 }

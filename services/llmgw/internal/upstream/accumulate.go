@@ -1,4 +1,4 @@
-package llm
+package upstream
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/wick-agent/wick/llm"
 )
 
 // DefaultMaxResponseBytes bounds the text plus tool arguments of one reply.
@@ -55,7 +57,7 @@ func (a *Accumulator) Text(s string) error {
 
 // Tool adds a tool-call fragment. The id and name are kept from the first
 // fragment that carries them.
-func (a *Accumulator) Tool(d ToolCallDelta) error {
+func (a *Accumulator) Tool(d llm.ToolCallDelta) error {
 	if err := a.grow(len(d.ArgumentsDelta) + len(d.ID) + len(d.Name)); err != nil {
 		return err
 	}
@@ -85,16 +87,16 @@ func (a *Accumulator) Content() string { return a.content.String() }
 func (a *Accumulator) HasToolCalls() bool { return len(a.calls) > 0 }
 
 // ToolCalls returns the complete calls in index order, arguments parsed.
-func (a *Accumulator) ToolCalls() []ToolCall {
+func (a *Accumulator) ToolCalls() []llm.ToolCall {
 	if len(a.calls) == 0 {
 		return nil
 	}
 	idx := append([]int(nil), a.order...)
 	sort.Ints(idx)
-	out := make([]ToolCall, 0, len(idx))
+	out := make([]llm.ToolCall, 0, len(idx))
 	for _, i := range idx {
 		c := a.calls[i]
-		tc := ToolCall{ID: c.id, Name: c.name, RawArgs: c.args.String()}
+		tc := llm.ToolCall{ID: c.id, Name: c.name, RawArgs: c.args.String()}
 		if tc.ID == "" {
 			// Some OpenAI-compatible servers send no id; the caller needs one
 			// to link the tool result back to the call.
@@ -107,8 +109,8 @@ func (a *Accumulator) ToolCalls() []ToolCall {
 }
 
 // Result returns the assembled reply.
-func (a *Accumulator) Result(finish string, usage Usage) Result {
-	return Result{Content: a.Content(), ToolCalls: a.ToolCalls(), FinishReason: finish, Usage: usage}
+func (a *Accumulator) Result(finish string, usage llm.Usage) llm.Result {
+	return llm.Result{Content: a.Content(), ToolCalls: a.ToolCalls(), FinishReason: finish, Usage: usage}
 }
 
 // ParseArguments parses a tool call's arguments text into an object. Empty

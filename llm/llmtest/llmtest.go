@@ -1,14 +1,16 @@
-// Package llmtest provides a scripted llm.Client for tests of the agent loop
-// and its hooks.
+// Package llmtest provides a scripted model for tests of code that calls an
+// llm.Provider (the agent loop, its hooks): it replays turns in order and
+// records the requests it received.
 package llmtest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
-	"github.com/wick-agent/wick/services/agent/internal/llm"
+	"github.com/wick-agent/wick/llm"
 )
 
 // ErrScriptEnded is returned when the model is called more often than scripted.
@@ -18,7 +20,7 @@ var ErrScriptEnded = errors.New("llmtest: script ended")
 type Turn struct {
 	// Deltas are streamed in order; Content of the reply is their concatenation.
 	Deltas    []string
-	ToolCalls []llm.ToolCallResult
+	ToolCalls []llm.ToolCall
 	Usage     *llm.Usage
 	// Err fails the call.
 	Err error
@@ -32,11 +34,11 @@ type Turn struct {
 func Text(s string) Turn { return Turn{Deltas: []string{s}} }
 
 // Call is a reply requesting the given tool calls.
-func Call(calls ...llm.ToolCallResult) Turn { return Turn{ToolCalls: calls} }
+func Call(calls ...llm.ToolCall) Turn { return Turn{ToolCalls: calls} }
 
-// Script is an llm.Client replaying turns in order. Streamed calls consume
-// the script; Call (used by the summarizer) uses CallFn when set, or the
-// script otherwise.
+// Script is an llm.Provider replaying turns in order, with the Call method
+// (a whole reply at once) the agent's summarizer uses. Streamed calls consume
+// the script; Call uses CallFn when set, or the script otherwise.
 type Script struct {
 	mu       sync.Mutex
 	turns    []Turn
@@ -47,8 +49,10 @@ type Script struct {
 	// Repeat, when set, is replayed forever once the script has ended.
 	Repeat *Turn
 	// CallFn answers Call requests.
-	CallFn func(ctx context.Context, req llm.Request) (*llm.Response, error)
+	CallFn func(ctx context.Context, req llm.Request) (*llm.Result, error)
 }
+
+var _ llm.Provider = (*Script)(nil)
 
 // New returns a script of the given turns.
 func New(turns ...Turn) *Script { return &Script{turns: turns} }
@@ -82,8 +86,8 @@ func (s *Script) Calls() []llm.Request {
 	return append([]llm.Request(nil), s.calls...)
 }
 
-// Call implements llm.Client.
-func (s *Script) Call(ctx context.Context, req llm.Request) (*llm.Response, error) {
+// Call returns the whole reply of the next turn (or of CallFn).
+func (s *Script) Call(ctx context.Context, req llm.Request) (*llm.Result, error) {
 	s.mu.Lock()
 	s.calls = append(s.calls, req)
 	fn := s.CallFn
@@ -95,36 +99,15 @@ func (s *Script) Call(ctx context.Context, req llm.Request) (*llm.Response, erro
 	if err != nil {
 		return nil, err
 	}
-	return t.response(ctx)
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	res := t.result()
+	return &res, nil
 }
 
-func (t Turn) response(ctx context.Context) (*llm.Response, error) {
-	if t.Started != nil {
-		close(t.Started)
-	}
-	if t.Block {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	if t.Err != nil {
-		return nil, t.Err
-	}
-	resp := &llm.Response{ToolCalls: t.ToolCalls}
-	for _, d := range t.Deltas {
-		resp.Content += d
-	}
-	if t.Usage != nil {
-		resp.Usage = *t.Usage
-	}
-	return resp, nil
-}
-
-// Stream implements llm.Client.
-func (s *Script) Stream(ctx context.Context, req llm.Request, ch chan<- llm.StreamChunk) error {
-	t, err := s.take(req)
-	if err != nil {
-		return err
-	}
+// begin signals Started, then blocks or fails as the turn says.
+func (t Turn) begin(ctx context.Context) error {
 	if t.Started != nil {
 		close(t.Started)
 	}
@@ -132,25 +115,37 @@ func (s *Script) Stream(ctx context.Context, req llm.Request, ch chan<- llm.Stre
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	if t.Err != nil {
-		return t.Err
+	return t.Err
+}
+
+func (t Turn) result() llm.Result {
+	res := llm.Result{Content: strings.Join(t.Deltas, ""), ToolCalls: t.ToolCalls, FinishReason: llm.FinishStop}
+	if len(t.ToolCalls) > 0 {
+		res.FinishReason = llm.FinishToolCalls
 	}
-	send := func(c llm.StreamChunk) error {
-		select {
-		case ch <- c:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if t.Usage != nil {
+		res.Usage = *t.Usage
+	}
+	return res
+}
+
+// Stream implements llm.Provider: the turn's deltas go to emit, then the
+// whole reply is returned.
+func (s *Script) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	t, err := s.take(req)
+	if err != nil {
+		return llm.Result{}, err
+	}
+	if err := t.begin(ctx); err != nil {
+		return llm.Result{}, err
 	}
 	for _, d := range t.Deltas {
-		if err := send(llm.StreamChunk{Delta: d}); err != nil {
-			return err
+		if err := ctx.Err(); err != nil {
+			return llm.Result{}, err
+		}
+		if err := emit(llm.Event{Delta: d}); err != nil {
+			return llm.Result{}, err
 		}
 	}
-	final := llm.StreamChunk{ToolCalls: t.ToolCalls, Usage: t.Usage, FinishReason: llm.FinishStop}
-	if len(t.ToolCalls) > 0 {
-		final.FinishReason = llm.FinishToolCalls
-	}
-	return send(final)
+	return t.result(), nil
 }

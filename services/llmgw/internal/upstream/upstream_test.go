@@ -1,4 +1,4 @@
-package llm_test
+package upstream_test
 
 import (
 	"net/http"
@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/services/llmgw/internal/llm"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -28,7 +29,7 @@ func TestRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := llm.RetryAfter(tt.h, now); got != tt.want {
+			if got := upstream.RetryAfter(tt.h, now); got != tt.want {
 				t.Fatalf("RetryAfter = %v, want %v", got, tt.want)
 			}
 		})
@@ -50,7 +51,7 @@ func TestParseArguments(t *testing.T) {
 		{raw: strings.Repeat("x", 1000), wantErr: "1000 bytes"},
 	}
 	for _, tt := range tests {
-		m, msg := llm.ParseArguments(tt.raw)
+		m, msg := upstream.ParseArguments(tt.raw)
 		if tt.wantErr == "" && (msg != "" || m == nil) {
 			t.Errorf("ParseArguments(%q) = %v, %q", tt.raw, m, msg)
 		}
@@ -62,12 +63,12 @@ func TestParseArguments(t *testing.T) {
 
 func TestAccumulatorLimit(t *testing.T) {
 	t.Parallel()
-	a := llm.NewAccumulator(10)
+	a := upstream.NewAccumulator(10)
 	if err := a.Text("12345"); err != nil {
 		t.Fatal(err)
 	}
 	err := a.Tool(llm.ToolCallDelta{ArgumentsDelta: "123456"})
-	if e, ok := err.(*llm.Error); !ok || e.Kind != llm.KindTooLarge {
+	if e, ok := err.(*upstream.Error); !ok || e.Kind != upstream.KindTooLarge {
 		t.Fatalf("err = %v, want too large", err)
 	}
 }
@@ -77,7 +78,7 @@ func TestKindForStatus(t *testing.T) {
 	retry := map[int]bool{408: true, 409: true, 429: true, 500: true, 502: true, 503: true, 504: true, 529: true,
 		400: false, 401: false, 403: false, 404: false, 422: false}
 	for status, want := range retry {
-		e := &llm.Error{Kind: llm.KindForStatus(status)}
+		e := &upstream.Error{Kind: upstream.KindForStatus(status)}
 		if e.Retryable() != want {
 			t.Errorf("status %d retryable = %v, want %v", status, e.Retryable(), want)
 		}
@@ -86,7 +87,7 @@ func TestKindForStatus(t *testing.T) {
 
 func TestAccumulatorFillsMissingIDs(t *testing.T) {
 	t.Parallel()
-	a := llm.NewAccumulator(0)
+	a := upstream.NewAccumulator(0)
 	_ = a.Tool(llm.ToolCallDelta{Index: 3, Name: "ls", ArgumentsDelta: `{"path":"/"}`})
 	_ = a.Tool(llm.ToolCallDelta{Index: 1, ID: "x", Name: "grep"})
 	calls := a.ToolCalls()
