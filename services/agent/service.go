@@ -27,7 +27,6 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
-	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -133,23 +132,17 @@ type Deps struct {
 }
 
 type options struct {
-	templates       map[string]*loop.AgentConfig
-	defaultModel    string
-	defaultBackend  string
-	defaultImage    string
-	maxTransfer     int64
-	maxTextFile     int64
-	approvalTimeout time.Duration
-	pollInterval    time.Duration
-	joinBlock       time.Duration
-	localRetention  time.Duration
-	maxInput        int
-	maxRunDuration  time.Duration
-	watchBuffer     int
-	httpClient      *http.Client
-	llmTimeout      time.Duration
-	runnerOptions   []loop.RunnerOption
-	agentsFile      string
+	templates      map[string]*loop.AgentConfig
+	defaultModel   string
+	defaultBackend string
+	defaultImage   string
+	maxTransfer    int64
+	maxTextFile    int64
+	watchBuffer    int
+	llmTimeout     time.Duration
+	agentsFile     string
+	// run configures the run executor: its limits, in the order given.
+	run []runexec.Option
 }
 
 // Option configures the service.
@@ -181,32 +174,37 @@ func WithMaxTransferBytes(n int64) Option { return func(o *options) { o.maxTrans
 func WithMaxTextFileBytes(n int64) Option { return func(o *options) { o.maxTextFile = n } }
 
 // WithApprovalTimeout bounds how long an interactive run waits for a decision.
-func WithApprovalTimeout(d time.Duration) Option { return func(o *options) { o.approvalTimeout = d } }
+func WithApprovalTimeout(d time.Duration) Option { return runOption(runexec.WithApprovalTimeout(d)) }
 
 // WithPollInterval sets how often run owners poll for cancel requests and decisions.
-func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
+func WithPollInterval(d time.Duration) Option { return runOption(runexec.WithPollInterval(d)) }
 
 // WithJoinBlock sets how long a re-join waits for events before checking the run's owner.
-func WithJoinBlock(d time.Duration) Option { return func(o *options) { o.joinBlock = d } }
+func WithJoinBlock(d time.Duration) Option { return runOption(runexec.WithJoinBlock(d)) }
 
 // WithMaxInputMessages bounds the input messages of a run.
-func WithMaxInputMessages(n int) Option { return func(o *options) { o.maxInput = n } }
+func WithMaxInputMessages(n int) Option { return runOption(runexec.WithMaxInputMessages(n)) }
 
 // WithMaxRunDuration bounds a run's wall time.
-func WithMaxRunDuration(d time.Duration) Option { return func(o *options) { o.maxRunDuration = d } }
+func WithMaxRunDuration(d time.Duration) Option { return runOption(runexec.WithMaxRunDuration(d)) }
 
 // WithWatchBuffer sets how far a WatchEvents subscriber may fall behind.
 func WithWatchBuffer(n int) Option { return func(o *options) { o.watchBuffer = n } }
 
 // WithHTTPClient sets the client of external HTTP callback tools.
-func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+func WithHTTPClient(c *http.Client) Option { return runOption(runexec.WithHTTPClient(c)) }
 
 // WithLLMTimeout bounds each model call at the gateway.
 func WithLLMTimeout(d time.Duration) Option { return func(o *options) { o.llmTimeout = d } }
 
 // WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
 func WithRunnerOptions(opts ...loop.RunnerOption) Option {
-	return func(o *options) { o.runnerOptions = append(o.runnerOptions, opts...) }
+	return runOption(runexec.WithRunnerOptions(opts...))
+}
+
+// runOption passes an option on to the run executor.
+func runOption(ro runexec.Option) Option {
+	return func(o *options) { o.run = append(o.run, ro) }
 }
 
 // Service implements agentv1.AgentServiceServer.
@@ -232,8 +230,6 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	cfg := options{
 		defaultModel: DefaultModel, defaultBackend: "local", defaultImage: DefaultImage,
 		maxTransfer: DefaultMaxTransferBytes, maxTextFile: DefaultMaxTextFileBytes,
-		approvalTimeout: DefaultApprovalTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
-		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration,
 		watchBuffer: registry.DefaultWatchBuffer,
 	}
 	for _, o := range opts {
@@ -256,9 +252,6 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.httpClient == nil {
-		cfg.httpClient = tools.SafeHTTPClient()
 	}
 	templates := cfg.templates
 	if templates == nil {
@@ -294,7 +287,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 	if s.cfg.llmTimeout > 0 {
 		lopts = append(lopts, llmclient.WithTimeout(s.cfg.llmTimeout))
 	}
-	return runexec.New(runexec.Deps{
+	deps := runexec.Deps{
 		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log,
 		Agents: s.registry, Tools: s.st.Agents,
 		Models: func(specs []*llmv1.ModelSpec) llm.Client { return llmclient.New(s.llm, specs, lopts...) },
@@ -302,17 +295,8 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 			return sandboxfs.New(s.sandbox, agentID, sandboxfs.Spec(b))
 		},
 		Logger: s.logger,
-	},
-		runexec.WithDefaultModel(s.cfg.defaultModel),
-		runexec.WithApprovalTimeout(s.cfg.approvalTimeout),
-		runexec.WithPollInterval(s.cfg.pollInterval),
-		runexec.WithJoinBlock(s.cfg.joinBlock),
-		runexec.WithLocalLogRetention(s.cfg.localRetention),
-		runexec.WithMaxInputMessages(s.cfg.maxInput),
-		runexec.WithMaxRunDuration(s.cfg.maxRunDuration),
-		runexec.WithHTTPClient(s.cfg.httpClient),
-		runexec.WithRunnerOptions(s.cfg.runnerOptions...),
-	)
+	}
+	return runexec.New(deps, append([]runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel)}, s.cfg.run...)...)
 }
 
 func defaultAgent(cfg options) *loop.AgentConfig {

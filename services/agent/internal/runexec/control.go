@@ -86,11 +86,8 @@ func (e *Executor) lastEventID(ctx context.Context, runID string) string {
 // Get returns the user's run. A run whose owner (another replica) died is
 // closed first, so its status never stays "running" for a run nobody runs.
 func (e *Executor) Get(ctx context.Context, user, runID string) (*Snapshot, error) {
-	rec, err := e.own(ctx, user, runID)
+	rec, err := e.current(ctx, user, runID)
 	if err != nil {
-		return nil, err
-	}
-	if rec, err = e.refresh(ctx, user, rec); err != nil {
 		return nil, err
 	}
 	return e.snapshot(ctx, rec), nil
@@ -100,11 +97,8 @@ func (e *Executor) Get(ctx context.Context, user, runID string) (*Snapshot, erro
 // replica running the run stops it, whichever it is; when it is this one,
 // Cancel waits for the run to end.
 func (e *Executor) Cancel(ctx context.Context, user, runID string) (*Snapshot, error) {
-	rec, err := e.own(ctx, user, runID)
+	rec, err := e.current(ctx, user, runID)
 	if err != nil {
-		return nil, err
-	}
-	if rec, err = e.refresh(ctx, user, rec); err != nil {
 		return nil, err
 	}
 	if !runs.Terminal(rec.Status) {
@@ -125,11 +119,12 @@ func (e *Executor) Cancel(ctx context.Context, user, runID string) (*Snapshot, e
 	return e.snapshot(ctx, rec), nil
 }
 
-// refresh reaps the run when its owner (another replica) died, and returns
-// its record as it is now.
-func (e *Executor) refresh(ctx context.Context, user string, rec *runs.Run) (*runs.Run, error) {
-	if runs.Terminal(rec.Status) || e.lookup(rec.ID) != nil {
-		return rec, nil
+// current returns the user's run record after reaping the run when its
+// owner (another replica) died.
+func (e *Executor) current(ctx context.Context, user, runID string) (*runs.Run, error) {
+	rec, err := e.own(ctx, user, runID)
+	if err != nil || runs.Terminal(rec.Status) || e.lookup(rec.ID) != nil {
+		return rec, err
 	}
 	if _, err := e.reapIfDead(ctx, user, rec.ID); err != nil {
 		return nil, err
