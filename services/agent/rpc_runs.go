@@ -9,8 +9,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 )
 
-// EventRunStart is the first event of every run, sent at once so that a
-// streaming client gets its response headers before the model answers.
+// EventRunStart is the first event of every run (see runexec.EventRunStart).
 const EventRunStart = runexec.EventRunStart
 
 // Invoke implements agentv1.AgentServiceServer.
