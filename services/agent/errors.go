@@ -11,6 +11,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
@@ -27,12 +28,13 @@ func rpcErr(err error) error {
 	}
 	msg := err.Error()
 	switch {
-	case errors.Is(err, registry.ErrNotFound), errors.Is(err, threads.ErrNotFound), errors.Is(err, runs.ErrNotFound):
+	case errors.Is(err, registry.ErrNotFound), errors.Is(err, threads.ErrNotFound), errors.Is(err, runs.ErrNotFound),
+		errors.Is(err, runexec.ErrNotFound):
 		return status.Error(codes.NotFound, msg)
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, tools.ErrInvalidToolDef), errors.Is(err, runs.ErrBadEventID),
-		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, errInvalid):
+		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, runexec.ErrInvalid), errors.Is(err, errInvalid):
 		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, threads.ErrBusy), errors.Is(err, errState):
+	case errors.Is(err, threads.ErrBusy), errors.Is(err, runexec.ErrNotWaiting), errors.Is(err, errState):
 		return status.Error(codes.FailedPrecondition, msg)
 	case errors.Is(err, threads.ErrConflict), errors.Is(err, threads.ErrLeaseLost):
 		return status.Error(codes.Aborted, msg)
@@ -42,6 +44,8 @@ func rpcErr(err error) error {
 		return status.Error(codes.PermissionDenied, msg)
 	case errors.Is(err, sandboxfs.ErrTooLarge), errors.Is(err, errTooLarge):
 		return status.Error(codes.ResourceExhausted, msg)
+	case errors.Is(err, runexec.ErrShutdown):
+		return status.Error(codes.Unavailable, msg)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, msg)
 	case errors.Is(err, context.DeadlineExceeded):

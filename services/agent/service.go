@@ -19,11 +19,14 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
-	"github.com/wick-agent/wick/services/agent/internal/tools"
+	"github.com/wick-agent/wick/wickfs"
 )
 
 // Defaults of the service; each has an option.
@@ -42,20 +45,20 @@ const (
 	// DefaultTransferChunk is the chunk size of DownloadFile.
 	DefaultTransferChunk = 256 << 10
 	// DefaultApprovalTimeout is how long an interactive run waits for a decision.
-	DefaultApprovalTimeout = 30 * time.Minute
+	DefaultApprovalTimeout = runexec.DefaultApprovalTimeout
 	// DefaultPollInterval is how often a run's owner checks for cancel
 	// requests and decisions that a lost pub/sub message did not announce.
-	DefaultPollInterval = time.Second
+	DefaultPollInterval = runexec.DefaultPollInterval
 	// DefaultJoinBlock is how long a JoinRun read waits for new events before
 	// it checks that the run's owner is still alive.
-	DefaultJoinBlock = 2 * time.Second
+	DefaultJoinBlock = runexec.DefaultJoinBlock
 	// DefaultLocalLogRetention is how long this replica keeps its own copy of
 	// a finished run's events for fast re-joins.
-	DefaultLocalLogRetention = time.Minute
+	DefaultLocalLogRetention = runexec.DefaultLocalLogRetention
 	// DefaultMaxInputMessages bounds the messages of one Invoke or Stream.
-	DefaultMaxInputMessages = 100
+	DefaultMaxInputMessages = runexec.DefaultMaxInputMessages
 	// DefaultMaxRunDuration bounds a run's wall time.
-	DefaultMaxRunDuration = 2 * time.Hour
+	DefaultMaxRunDuration = runexec.DefaultMaxRunDuration
 )
 
 // Stores are where the service keeps its state: in memory for one process,
@@ -128,23 +131,17 @@ type Deps struct {
 }
 
 type options struct {
-	templates       map[string]*loop.AgentConfig
-	defaultModel    string
-	defaultBackend  string
-	defaultImage    string
-	maxTransfer     int64
-	maxTextFile     int64
-	approvalTimeout time.Duration
-	pollInterval    time.Duration
-	joinBlock       time.Duration
-	localRetention  time.Duration
-	maxInput        int
-	maxRunDuration  time.Duration
-	watchBuffer     int
-	httpClient      *http.Client
-	llmTimeout      time.Duration
-	runnerOptions   []loop.RunnerOption
-	agentsFile      string
+	templates      map[string]*loop.AgentConfig
+	defaultModel   string
+	defaultBackend string
+	defaultImage   string
+	maxTransfer    int64
+	maxTextFile    int64
+	watchBuffer    int
+	llmTimeout     time.Duration
+	agentsFile     string
+	// run configures the run executor: its limits, in the order given.
+	run []runexec.Option
 }
 
 // Option configures the service.
@@ -176,32 +173,37 @@ func WithMaxTransferBytes(n int64) Option { return func(o *options) { o.maxTrans
 func WithMaxTextFileBytes(n int64) Option { return func(o *options) { o.maxTextFile = n } }
 
 // WithApprovalTimeout bounds how long an interactive run waits for a decision.
-func WithApprovalTimeout(d time.Duration) Option { return func(o *options) { o.approvalTimeout = d } }
+func WithApprovalTimeout(d time.Duration) Option { return runOption(runexec.WithApprovalTimeout(d)) }
 
 // WithPollInterval sets how often run owners poll for cancel requests and decisions.
-func WithPollInterval(d time.Duration) Option { return func(o *options) { o.pollInterval = d } }
+func WithPollInterval(d time.Duration) Option { return runOption(runexec.WithPollInterval(d)) }
 
 // WithJoinBlock sets how long a re-join waits for events before checking the run's owner.
-func WithJoinBlock(d time.Duration) Option { return func(o *options) { o.joinBlock = d } }
+func WithJoinBlock(d time.Duration) Option { return runOption(runexec.WithJoinBlock(d)) }
 
 // WithMaxInputMessages bounds the input messages of a run.
-func WithMaxInputMessages(n int) Option { return func(o *options) { o.maxInput = n } }
+func WithMaxInputMessages(n int) Option { return runOption(runexec.WithMaxInputMessages(n)) }
 
 // WithMaxRunDuration bounds a run's wall time.
-func WithMaxRunDuration(d time.Duration) Option { return func(o *options) { o.maxRunDuration = d } }
+func WithMaxRunDuration(d time.Duration) Option { return runOption(runexec.WithMaxRunDuration(d)) }
 
 // WithWatchBuffer sets how far a WatchEvents subscriber may fall behind.
 func WithWatchBuffer(n int) Option { return func(o *options) { o.watchBuffer = n } }
 
 // WithHTTPClient sets the client of external HTTP callback tools.
-func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+func WithHTTPClient(c *http.Client) Option { return runOption(runexec.WithHTTPClient(c)) }
 
 // WithLLMTimeout bounds each model call at the gateway.
 func WithLLMTimeout(d time.Duration) Option { return func(o *options) { o.llmTimeout = d } }
 
 // WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
 func WithRunnerOptions(opts ...loop.RunnerOption) Option {
-	return func(o *options) { o.runnerOptions = append(o.runnerOptions, opts...) }
+	return runOption(runexec.WithRunnerOptions(opts...))
+}
+
+// runOption passes an option on to the run executor.
+func runOption(ro runexec.Option) Option {
+	return func(o *options) { o.run = append(o.run, ro) }
 }
 
 // Service implements agentv1.AgentServiceServer.
@@ -211,18 +213,14 @@ type Service struct {
 	llm      llmv1.LLMServiceClient
 	sandbox  sandboxv1.SandboxServiceClient
 	st       Stores
-	local    *runs.Memory // this replica's copy of its runs' events
 	registry *registry.Registry
 	hub      *registry.Hub
+	exec     *runexec.Executor
 	logger   *slog.Logger
 	cfg      options
 
-	base   context.Context
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	active map[string]*localRun
-	closed bool
+	stop      context.CancelFunc
+	closeOnce sync.Once
 }
 
 // New returns the service and starts its background work (pub/sub
@@ -231,8 +229,6 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	cfg := options{
 		defaultModel: DefaultModel, defaultBackend: "local", defaultImage: DefaultImage,
 		maxTransfer: DefaultMaxTransferBytes, maxTextFile: DefaultMaxTextFileBytes,
-		approvalTimeout: DefaultApprovalTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
-		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration,
 		watchBuffer: registry.DefaultWatchBuffer,
 	}
 	for _, o := range opts {
@@ -256,9 +252,6 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.httpClient == nil {
-		cfg.httpClient = tools.SafeHTTPClient()
-	}
 	templates := cfg.templates
 	if templates == nil {
 		templates = map[string]*loop.AgentConfig{registry.DefaultAgentID: defaultAgent(cfg)}
@@ -271,29 +264,38 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	base, stop := context.WithCancel(context.Background())
 	s := &Service{
 		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents),
-		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg,
-		base: base, stop: stop, active: map[string]*localRun{},
-	}
-	if mem, ok := st.Log.(*runs.Memory); ok {
-		s.local = mem
-	} else {
-		s.local = runs.NewMemory(runs.WithMemoryRetention(cfg.localRetention))
+		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
 	}
 	if err := s.hub.Start(base); err != nil {
 		stop()
 		return nil, err
 	}
-	nudges, err := st.Runs.Nudges(base)
+	exec, err := s.newExecutor()
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.dispatchNudges(nudges)
-	}()
+	s.exec = exec
 	return s, nil
+}
+
+// newExecutor builds the run executor over the service's stores, with the
+// LLM gateway and the sandbox service behind its factories.
+func (s *Service) newExecutor() (*runexec.Executor, error) {
+	var lopts []llmclient.Option
+	if s.cfg.llmTimeout > 0 {
+		lopts = append(lopts, llmclient.WithTimeout(s.cfg.llmTimeout))
+	}
+	deps := runexec.Deps{
+		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log,
+		Agents: s.registry, Tools: s.st.Agents,
+		Models: func(specs []*llmv1.ModelSpec) runexec.Model { return llmclient.New(s.llm, specs, lopts...) },
+		Sandboxes: func(agentID string, b *loop.BackendCfg) wickfs.FileSystem {
+			return sandboxfs.New(s.sandbox, agentID, sandboxfs.Spec(b))
+		},
+		Logger: s.logger,
+	}
+	return runexec.New(deps, append([]runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel)}, s.cfg.run...)...)
 }
 
 func defaultAgent(cfg options) *loop.AgentConfig {
@@ -318,50 +320,15 @@ func (s *Service) Register(r grpc.ServiceRegistrar) { agentv1.RegisterAgentServi
 // them, and stops background work. Stores it was given are not closed,
 // except those MemoryStores made.
 func (s *Service) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	active := make([]*localRun, 0, len(s.active))
-	for _, r := range s.active {
-		active = append(active, r)
-	}
-	s.mu.Unlock()
-	for _, r := range active {
-		r.cancel(errShutdown)
-	}
-	for _, r := range active {
-		<-r.done
-	}
-	s.stop()
-	s.wg.Wait()
-	if s.st.close != nil {
-		return s.st.close()
-	}
-	return nil
-}
-
-var errShutdown = errors.New("the agent service is shutting down")
-
-func (s *Service) dispatchNudges(ch <-chan string) {
-	for {
-		select {
-		case <-s.base.Done():
-			return
-		case id := <-ch:
-			s.mu.Lock()
-			r := s.active[id]
-			s.mu.Unlock()
-			if r != nil {
-				select {
-				case r.nudge <- struct{}{}:
-				default:
-				}
-			}
+	var err error
+	s.closeOnce.Do(func() {
+		s.exec.Close()
+		s.stop()
+		if s.st.close != nil {
+			err = s.st.close()
 		}
-	}
+	})
+	return err
 }
 
 // TemplateCount is the number of agent templates (for health reporting).

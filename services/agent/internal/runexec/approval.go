@@ -1,0 +1,112 @@
+package runexec
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+)
+
+// approver is the loop.Approver of an interactive run: the run waits, as
+// "waiting_approval", for decisions that Resume stores on any replica.
+type approver struct{ r *Run }
+
+// Approve implements loop.Approver.
+func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
+	r := a.r
+	r.setStatus(ctx, runs.StatusWaiting, calls, "")
+	signal(r.waiting)
+	timeout := time.NewTimer(r.cfg.approvalTimeout)
+	defer timeout.Stop()
+	poll := time.NewTicker(r.cfg.pollInterval)
+	defer poll.Stop()
+	for {
+		d, err := r.runs.TakeDecisions(ctx, r.rec.ID)
+		if err != nil {
+			r.logger.Warn("read approval decisions", "run_id", r.rec.ID, "error", err)
+		}
+		if d != nil {
+			r.setStatus(ctx, runs.StatusRunning, nil, "")
+			return completeDecisions(calls, d), nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timeout.C:
+			r.cancel(errApprovalTimeout)
+			return nil, errApprovalTimeout
+		case <-r.decide:
+		case <-poll.C:
+		}
+	}
+}
+
+// completeDecisions gives every pending call a decision: a call the user
+// did not decide is rejected.
+func completeDecisions(calls []llm.ToolCall, d []loop.Decision) []loop.Decision {
+	byID := map[string]loop.Decision{}
+	for _, x := range d {
+		byID[x.ToolCallID] = x
+	}
+	out := make([]loop.Decision, 0, len(calls))
+	for _, c := range calls {
+		if x, ok := byID[c.ID]; ok {
+			out = append(out, x)
+		} else {
+			out = append(out, loop.Decision{ToolCallID: c.ID, Action: loop.ActionReject, Message: "no decision was given for this call"})
+		}
+	}
+	return out
+}
+
+// Resume stores the user's decisions on the pending tool calls of a run
+// waiting for approval and wakes the run when this replica executes it;
+// its owner, on any replica, picks them up. The snapshot is the record as
+// it was before the decisions.
+func (e *Executor) Resume(ctx context.Context, user, runID string, decisions []loop.Decision) (*Snapshot, error) {
+	rec, err := e.own(ctx, user, runID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status != runs.StatusWaiting {
+		return nil, fmt.Errorf("run %s is %s, %w", rec.ID, rec.Status, ErrNotWaiting)
+	}
+	if err := checkDecisions(rec, decisions); err != nil {
+		return nil, err
+	}
+	if err := e.runs.PutDecisions(ctx, rec.ID, decisions); err != nil {
+		return nil, fmt.Errorf("store decisions of run %s: %w", rec.ID, err)
+	}
+	if r := e.lookup(rec.ID); r != nil {
+		signal(r.decide)
+	}
+	return e.snapshot(ctx, rec), nil
+}
+
+// checkDecisions accepts decisions on the run's pending calls only, each
+// with a known action; an edit carries the new arguments.
+func checkDecisions(rec *runs.Run, decisions []loop.Decision) error {
+	pending := map[string]bool{}
+	for _, c := range rec.Pending {
+		pending[c.ID] = true
+	}
+	for i, d := range decisions {
+		field := fmt.Sprintf("decisions[%d]", i)
+		if !pending[d.ToolCallID] {
+			return invalid(field+".tool_call_id", fmt.Sprintf("%q is not a pending tool call of run %s", d.ToolCallID, rec.ID))
+		}
+		switch d.Action {
+		case loop.ActionApprove, loop.ActionReject:
+		case loop.ActionEdit:
+			if d.Args == nil {
+				return invalid(field+".args", `required when action is "edit"`)
+			}
+		default:
+			return invalid(field+".action", fmt.Sprintf(`%q must be "approve", "reject" or "edit"`, d.Action))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package runexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
+)
+
+// Snapshot is a run's record with the id of its latest event, after which
+// a client re-joins.
+type Snapshot struct {
+	Run         *runs.Run
+	LastEventID string
+}
+
+// Outcome is what Await saw when the run ended or paused for approval.
+type Outcome struct {
+	Run *runs.Run
+	// Thread is the thread as saved; nil when a new thread has no save yet
+	// (its run paused for approval before its first tool round).
+	Thread *loop.AgentState
+	// Added are the messages the run added to the thread after its input.
+	Added []llm.Message
+}
+
+// Await waits until the run ends or waits for approval. A caller that goes
+// away first cancels the run. A run that failed returns the loop's error.
+func (e *Executor) Await(ctx context.Context, r *Run) (*Outcome, error) {
+	select {
+	case <-r.done:
+	case <-r.waiting:
+	case <-ctx.Done():
+		r.cancel(errClientGone)
+		return nil, ctx.Err()
+	}
+	rec := r.Record()
+	if rec.Status == runs.StatusFailed && r.err != nil {
+		return nil, r.err
+	}
+	out := &Outcome{Run: rec}
+	st, err := e.threads.Get(ctx, r.user, rec.ThreadID)
+	if errors.Is(err, threads.ErrNotFound) && rec.Status == runs.StatusWaiting {
+		return out, nil // a new thread is first saved after its first tool round
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load thread %s: %w", rec.ThreadID, err)
+	}
+	out.Thread = st
+	if from := r.baseLen + r.inputLen; from < len(st.Messages) {
+		out.Added = st.Messages[from:]
+	}
+	return out, nil
+}
+
+// own returns the user's run; another user's run is not found.
+func (e *Executor) own(ctx context.Context, user, runID string) (*runs.Run, error) {
+	if err := checkID("run_id", runID); err != nil {
+		return nil, err
+	}
+	rec, err := e.runs.Get(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.User != user {
+		return nil, fmt.Errorf("run %s %w", runID, ErrNotFound)
+	}
+	return rec, nil
+}
+
+func (e *Executor) snapshot(ctx context.Context, rec *runs.Run) *Snapshot {
+	return &Snapshot{Run: rec, LastEventID: e.lastEventID(ctx, rec.ID)}
+}
+
+func (e *Executor) lastEventID(ctx context.Context, runID string) string {
+	if id, err := e.local.Last(ctx, runID); err == nil && id != "" {
+		return id
+	}
+	id, _ := e.log.Last(ctx, runID)
+	return id
+}
+
+// Get returns the user's run. A run whose owner (another replica) died is
+// closed first, so its status never stays "running" for a run nobody runs.
+func (e *Executor) Get(ctx context.Context, user, runID string) (*Snapshot, error) {
+	rec, err := e.current(ctx, user, runID)
+	if err != nil {
+		return nil, err
+	}
+	return e.snapshot(ctx, rec), nil
+}
+
+// Cancel stops the user's run. The request is stored and announced, so the
+// replica running the run stops it, whichever it is; when it is this one,
+// Cancel waits for the run to end.
+func (e *Executor) Cancel(ctx context.Context, user, runID string) (*Snapshot, error) {
+	rec, err := e.current(ctx, user, runID)
+	if err != nil {
+		return nil, err
+	}
+	if !runs.Terminal(rec.Status) {
+		if err := e.runs.RequestCancel(ctx, rec.ID); err != nil {
+			return nil, fmt.Errorf("request cancel of run %s: %w", rec.ID, err)
+		}
+		if r := e.lookup(rec.ID); r != nil {
+			r.cancel(errCancelRequested)
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+			}
+		}
+		if rec, err = e.runs.Get(ctx, rec.ID); err != nil {
+			return nil, err
+		}
+	}
+	return e.snapshot(ctx, rec), nil
+}
+
+// current returns the user's run record after reaping the run when its
+// owner (another replica) died.
+func (e *Executor) current(ctx context.Context, user, runID string) (*runs.Run, error) {
+	rec, err := e.own(ctx, user, runID)
+	if err != nil || runs.Terminal(rec.Status) || e.lookup(rec.ID) != nil {
+		return rec, err
+	}
+	if _, err := e.reapIfDead(ctx, user, rec.ID); err != nil {
+		return nil, err
+	}
+	return e.runs.Get(ctx, rec.ID)
+}
+
+// Follow sends the events of a run this replica started, from its first,
+// until its log ends.
+func (e *Executor) Follow(ctx context.Context, r *Run, send func(loop.StreamEvent) error) error {
+	return e.follow(ctx, r.user, r.rec.ID, "", send)
+}
+
+// Join sends the events of the user's run after the event id after ("":
+// from the first) until the run's log ends, whichever replica runs it.
+func (e *Executor) Join(ctx context.Context, user, runID, after string, send func(loop.StreamEvent) error) error {
+	if _, err := e.own(ctx, user, runID); err != nil {
+		return err
+	}
+	if err := runs.CheckEventID(after); err != nil {
+		return invalid("after_event_id", err.Error())
+	}
+	err := e.follow(ctx, user, runID, after, send)
+	if errors.Is(err, runs.ErrBadEventID) {
+		return invalid("after_event_id", err.Error())
+	}
+	return err
+}
+
+// readLog reads the run's events from this replica's copy when it has
+// one, and from the shared log otherwise; both carry the same ids. local
+// reports which it read.
+func (e *Executor) readLog(ctx context.Context, runID, after string) (evs []loop.StreamEvent, ended, local bool, err error) {
+	evs, ended, err = e.local.Read(ctx, runID, after, followBatch, e.cfg.joinBlock)
+	if err == nil || !errors.Is(err, runs.ErrNotFound) || !e.sharedLog() {
+		return evs, ended, true, err
+	}
+	evs, ended, err = e.log.Read(ctx, runID, after, followBatch, e.cfg.joinBlock)
+	return evs, ended, false, err
+}
+
+// follow sends a run's events after the id after until the log ends. When
+// another replica runs it and stops logging, follow checks that replica is
+// alive (it still holds the thread's lease); a dead run is closed with an
+// error event so every follower ends.
+func (e *Executor) follow(ctx context.Context, user, runID, after string, send func(loop.StreamEvent) error) error {
+	for {
+		evs, ended, local, err := e.readLog(ctx, runID, after)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := send(ev); err != nil {
+				return err
+			}
+			after = ev.ID
+		}
+		if ended {
+			return nil
+		}
+		if len(evs) > 0 || local {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		over, err := e.reapIfDead(ctx, user, runID)
+		if err != nil {
+			return err
+		}
+		if over {
+			// The record says the run ended but its log has no end marker
+			// (its owner died between the two): send what is left and stop.
+			evs, _, err := e.log.Read(ctx, runID, after, followBatch, 0)
+			if err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				if err := send(ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+}
+
+// reapIfDead closes a run whose owner no longer holds its thread's lease.
+// It reports whether the run is over without an end marker to wait for.
+func (e *Executor) reapIfDead(ctx context.Context, user, runID string) (bool, error) {
+	rec, err := e.runs.Get(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	if runs.Terminal(rec.Status) {
+		// Every event was logged before the status was written.
+		return true, nil
+	}
+	holder, err := e.locker.Holder(ctx, user, rec.ThreadID)
+	if err != nil {
+		return false, fmt.Errorf("lock holder of thread %s: %w", rec.ThreadID, err)
+	}
+	if holder == rec.LeaseToken {
+		return false, nil
+	}
+	won, err := e.runs.Finish(ctx, runID, runs.StatusFailed, "lost")
+	if err != nil || !won {
+		return false, err
+	}
+	e.logger.Warn("run lost its replica", "run_id", runID, "thread_id", rec.ThreadID)
+	if _, err := e.log.AppendClosing(ctx, runID, loop.StreamEvent{Event: loop.EventError, RunID: runID, ThreadID: rec.ThreadID, Data: map[string]any{
+		"message": "the replica running this run stopped; every completed tool round is saved in the thread",
+		"code":    "lost",
+	}}); err != nil {
+		return false, err
+	}
+	return false, e.log.End(ctx, runID)
+}

@@ -1,0 +1,44 @@
+package runexec
+
+import (
+	"errors"
+
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+)
+
+// Errors the edge turns into status codes. A busy thread is threads.ErrBusy
+// (wrapped with the thread's id); a lost lease is threads.ErrLeaseLost.
+var (
+	// ErrInvalid marks input the caller must change; the message names the field.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotFound marks a run or an agent the caller cannot see.
+	ErrNotFound = errors.New("not found")
+	// ErrNotWaiting means decisions came for a run that is not waiting for approval.
+	ErrNotWaiting = errors.New("not waiting for approval")
+	// ErrShutdown means the executor is closing: try another replica.
+	ErrShutdown = errors.New("the agent service is shutting down")
+)
+
+// Causes of a run's cancellation besides ErrShutdown.
+var (
+	errCancelRequested = errors.New("run was cancelled")
+	errClientGone      = errors.New("the client went away")
+	errApprovalTimeout = errors.New("no approval decision came in time")
+)
+
+// inputError is an ErrInvalid whose message is only what the caller must
+// fix, naming the field.
+type inputError struct{ msg string }
+
+func (e *inputError) Error() string        { return e.msg }
+func (e *inputError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, why string) error { return &inputError{msg: field + ": " + why} }
+
+// checkID validates a client-chosen id, naming the field.
+func checkID(field, v string) error {
+	if err := ids.Check(field, v); err != nil {
+		return &inputError{msg: err.Error()}
+	}
+	return nil
+}

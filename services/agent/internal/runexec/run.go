@@ -1,0 +1,230 @@
+package runexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/redact"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
+)
+
+// Run is a run this replica executes.
+type Run struct {
+	*env
+	user    string
+	rec     *runs.Run // guarded by mu
+	mu      sync.Mutex
+	lease   threads.Lease
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timeout context.CancelFunc
+	done    chan struct{}
+	nudge   chan struct{}
+	// decide wakes approve when decisions may have arrived.
+	decide chan struct{}
+	// waiting is signalled each time the run starts waiting for approval.
+	waiting chan struct{}
+	// baseLen is the number of thread messages before the run's input.
+	baseLen  int
+	inputLen int
+	// final is the loop's "done" or "error" event, held back until the
+	// thread lock is released; closing is set while it is logged.
+	final   *loop.StreamEvent
+	closing bool
+	logFail error
+	// err is the loop's error, set before done is closed.
+	err error
+}
+
+// ID is the run's id.
+func (r *Run) ID() string { return r.rec.ID } // never changes
+
+// Done is closed when the run has ended and its log is complete.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Record returns a copy of the run's record.
+func (r *Run) Record() *runs.Run {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := *r.rec
+	c.Pending = append([]llm.ToolCall(nil), r.rec.Pending...)
+	return &c
+}
+
+// CancelWith cancels the run when ctx ends before the run does: a streaming
+// client that goes away takes its run with it.
+func (r *Run) CancelWith(ctx context.Context) {
+	go func() {
+		select {
+		case <-ctx.Done():
+			r.cancel(errClientGone)
+		case <-r.done:
+		}
+	}()
+}
+
+func (r *Run) setStatus(ctx context.Context, runStatus string, pending []llm.ToolCall, msg string) {
+	r.mu.Lock()
+	r.rec.Status, r.rec.Pending = runStatus, pending
+	if msg != "" {
+		r.rec.Error = msg
+	}
+	rec := *r.rec
+	r.mu.Unlock()
+	if err := r.runs.Put(ctx, &rec); err != nil {
+		r.logger.Warn("save run record", "run_id", rec.ID, "error", err)
+	}
+}
+
+// emit logs one event: first in the shared log, which gives it its id, then
+// in this replica's copy. Data is redacted once, here.
+func (r *Run) emit(ev loop.StreamEvent) {
+	rec := r.rec // ID and ThreadID never change
+	ev.RunID, ev.ThreadID = rec.ID, rec.ThreadID
+	if ev.Data != nil {
+		ev.Data = redact.Value(loop.JSONValue(ev.Data))
+	}
+	if ev.Event == loop.EventError {
+		ev.Data = withErrorCode(ev.Data)
+	}
+	if (ev.Event == loop.EventDone || ev.Event == loop.EventError) && !r.closing {
+		// The run's last event goes out only after the thread lock is
+		// released (see execute), so a client that sends its next message as
+		// soon as it sees "done" never finds the thread busy.
+		r.final = &ev
+		return
+	}
+	ctx := context.WithoutCancel(r.ctx)
+	id, err := r.log.Append(ctx, rec.ID, ev)
+	if err != nil {
+		// A run whose events cannot be logged cannot be followed: stop it.
+		r.logger.Error("append run event", "run_id", rec.ID, "error", err)
+		r.logFail = err
+		r.cancel(fmt.Errorf("event log unavailable: %w", err))
+		return
+	}
+	if r.sharedLog() {
+		ev.ID = id
+		if _, err := r.local.Append(ctx, rec.ID, ev); err != nil {
+			r.logger.Warn("append local run event", "run_id", rec.ID, "error", err)
+		}
+	}
+}
+
+// withErrorCode gives an error event the data.code the API documents,
+// taken from the loop's stop_reason when it has none.
+func withErrorCode(data any) any {
+	m, ok := data.(map[string]any)
+	if !ok {
+		m = map[string]any{}
+	}
+	if _, has := m["code"]; !has {
+		code := "failed"
+		if sr, ok := m["stop_reason"].(string); ok && sr != "" {
+			code = sr
+		}
+		m["code"] = code
+	}
+	return m
+}
+
+// save is the loop's save callback: a versioned save that stops once the
+// thread's lease is lost, so a run that lost its thread never overwrites it.
+func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
+	select {
+	case <-r.lease.Lost():
+		return threads.ErrLeaseLost
+	default:
+	}
+	if err := r.threads.Save(ctx, r.user, st); err != nil {
+		return fmt.Errorf("save thread %s: %w", st.ThreadID, err)
+	}
+	return nil
+}
+
+// execute runs the loop and closes the run: status, final event, end of the
+// log, lock release.
+func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
+	watchDone := make(chan struct{})
+	go r.watch(watchDone)
+
+	err := runner.Run(r.ctx, r.rec.ID, state, input, r.emit, r.save)
+	close(watchDone)
+	r.err = err
+
+	final := context.WithoutCancel(r.ctx)
+	endStatus, msg, code := r.outcome(err)
+	if err := r.lease.Release(final); err != nil {
+		r.logger.Warn("release thread lock", "run_id", r.rec.ID, "error", err)
+	}
+	if r.logFail == nil {
+		r.closing = true
+		switch {
+		case r.final != nil:
+			r.emit(*r.final)
+		case endStatus == runs.StatusDone:
+			r.emit(loop.StreamEvent{Event: loop.EventDone})
+		default:
+			r.emit(loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": msg, "code": code}})
+		}
+	}
+	r.setStatus(final, endStatus, nil, msg)
+	if err := r.log.End(final, r.rec.ID); err != nil {
+		r.logger.Warn("end run log", "run_id", r.rec.ID, "error", err)
+	}
+	if r.sharedLog() {
+		_ = r.local.End(final, r.rec.ID)
+	}
+}
+
+// outcome is the final status of a run whose loop returned err, with the
+// message and the code of its error event.
+func (r *Run) outcome(err error) (endStatus, msg, code string) {
+	if err == nil {
+		return runs.StatusDone, "", ""
+	}
+	cause := context.Cause(r.ctx)
+	switch {
+	case r.ctx.Err() != nil && (errors.Is(cause, errCancelRequested) || errors.Is(cause, errClientGone) || errors.Is(cause, ErrShutdown)):
+		return runs.StatusCancelled, cause.Error(), "cancelled"
+	case r.ctx.Err() != nil && cause != nil:
+		return runs.StatusFailed, cause.Error(), "aborted"
+	default:
+		return runs.StatusFailed, err.Error(), "failed"
+	}
+}
+
+// watch cancels the run when its lease is lost or a cancel request comes in
+// (announced by a nudge, or found by polling).
+func (r *Run) watch(stop <-chan struct{}) {
+	t := time.NewTicker(r.cfg.pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-r.lease.Lost():
+			r.cancel(threads.ErrLeaseLost)
+			return
+		case <-r.nudge:
+		case <-t.C:
+		}
+		if ok, err := r.runs.CancelRequested(r.ctx, r.rec.ID); err == nil && ok {
+			r.cancel(errCancelRequested)
+			return
+		}
+		r.mu.Lock()
+		waiting := r.rec.Status == runs.StatusWaiting
+		r.mu.Unlock()
+		if waiting {
+			// approve polls decisions itself; pass the nudge on.
+			signal(r.decide)
+		}
+	}
+}

@@ -1,0 +1,280 @@
+// Package runexec executes runs: it starts an agent's loop on a thread under
+// the thread's run lock, logs the run's events so any replica can follow
+// them, waits for approval decisions of interactive agents, and cancels,
+// resumes and reaps runs, on this replica or on one that died. It knows
+// nothing of gRPC: the agent service converts its requests and errors at the
+// edge.
+package runexec
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+	"github.com/wick-agent/wick/wickfs"
+)
+
+// Defaults of the executor; each has an option.
+const (
+	// DefaultApprovalTimeout is how long an interactive run waits for a decision.
+	DefaultApprovalTimeout = 30 * time.Minute
+	// DefaultPollInterval is how often a run's owner checks for cancel
+	// requests and decisions that a lost pub/sub message did not announce.
+	DefaultPollInterval = time.Second
+	// DefaultJoinBlock is how long a follower's read waits for new events
+	// before it checks that the run's owner is still alive.
+	DefaultJoinBlock = 2 * time.Second
+	// DefaultLocalLogRetention is how long this replica keeps its own copy of
+	// a finished run's events for fast re-joins.
+	DefaultLocalLogRetention = time.Minute
+	// DefaultMaxInputMessages bounds the input messages of one run.
+	DefaultMaxInputMessages = 100
+	// DefaultMaxRunDuration bounds a run's wall time.
+	DefaultMaxRunDuration = 2 * time.Hour
+)
+
+// followBatch is how many events one log read returns.
+const followBatch = 256
+
+// ThreadStore is the slice of threads.Store that runs use.
+type ThreadStore interface {
+	LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error)
+	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
+	Save(ctx context.Context, user string, state *loop.AgentState) error
+}
+
+// Agents resolves the agent a user names (registry.Registry implements it).
+type Agents interface {
+	Get(ctx context.Context, user, agentID string) (*registry.Entry, error)
+}
+
+// ToolDefs resolves a user's external HTTP tools by name (registry.Store
+// implements it).
+type ToolDefs interface {
+	GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error)
+}
+
+// ModelFactory returns the model client of one run, for the agent's
+// resolved model specs (empty: the gateway's default).
+type ModelFactory func(specs []*llmv1.ModelSpec) Model
+
+// Model is what a run asks of its model: the loop streams from it, the
+// summarization hook calls it.
+type Model interface {
+	llm.Provider
+	hooks.Caller
+}
+
+// SandboxFactory returns the file system of an agent's sandbox; it is only
+// called for agents with a backend.
+type SandboxFactory func(agentID string, backend *loop.BackendCfg) wickfs.FileSystem
+
+// Deps are the executor's dependencies.
+type Deps struct {
+	// Threads keeps the conversations runs load and save.
+	Threads ThreadStore
+	// Locker gives each thread one run at a time, across replicas.
+	Locker threads.Locker
+	// Runs keeps run records and the requests addressed to a run's owner.
+	Runs runs.Store
+	// Log is the event log every replica reads.
+	Log runs.Log
+	// Agents resolves the agent of a run.
+	Agents Agents
+	// Tools resolves the external tools an agent names.
+	Tools ToolDefs
+	// Models builds each run's model client.
+	Models ModelFactory
+	// Sandboxes builds each run's sandbox file system.
+	Sandboxes SandboxFactory
+	// Logger logs; nil discards.
+	Logger *slog.Logger
+}
+
+type config struct {
+	defaultModel    string
+	approvalTimeout time.Duration
+	pollInterval    time.Duration
+	joinBlock       time.Duration
+	localRetention  time.Duration
+	maxInput        int
+	maxRunDuration  time.Duration
+	httpClient      *http.Client
+	runnerOptions   []loop.RunnerOption
+}
+
+// Option configures an Executor.
+type Option func(*config)
+
+// WithDefaultModel sets the model of agents that name none; without it the
+// LLM gateway picks its default.
+func WithDefaultModel(spec string) Option { return func(c *config) { c.defaultModel = spec } }
+
+// WithApprovalTimeout bounds how long an interactive run waits for a decision.
+func WithApprovalTimeout(d time.Duration) Option { return func(c *config) { c.approvalTimeout = d } }
+
+// WithPollInterval sets how often run owners poll for cancel requests and decisions.
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.pollInterval = d } }
+
+// WithJoinBlock sets how long a follower waits for events before checking the run's owner.
+func WithJoinBlock(d time.Duration) Option { return func(c *config) { c.joinBlock = d } }
+
+// WithLocalLogRetention sets how long this replica keeps its copy of a
+// finished run's events (when the shared log is not already in memory).
+func WithLocalLogRetention(d time.Duration) Option { return func(c *config) { c.localRetention = d } }
+
+// WithMaxInputMessages bounds the input messages of a run.
+func WithMaxInputMessages(n int) Option { return func(c *config) { c.maxInput = n } }
+
+// WithMaxRunDuration bounds a run's wall time.
+func WithMaxRunDuration(d time.Duration) Option { return func(c *config) { c.maxRunDuration = d } }
+
+// WithHTTPClient sets the client of external HTTP callback tools (default
+// tools.SafeHTTPClient).
+func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
+func WithRunnerOptions(opts ...loop.RunnerOption) Option {
+	return func(c *config) { c.runnerOptions = append(c.runnerOptions, opts...) }
+}
+
+// env is what a run uses of its executor; none of it changes after New.
+type env struct {
+	threads ThreadStore
+	runs    runs.Store
+	log     runs.Log
+	local   *runs.Memory // this replica's copy of its runs' events
+	logger  *slog.Logger
+	cfg     config
+}
+
+// Executor starts and controls runs. Runs it started live on this replica;
+// runs of other replicas are reached through the shared stores.
+type Executor struct {
+	*env
+	locker    threads.Locker
+	agents    Agents
+	tools     ToolDefs
+	models    ModelFactory
+	sandboxes SandboxFactory
+
+	base   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[string]*Run
+	closed bool
+}
+
+// New returns an executor and starts listening for cancel requests and
+// decisions addressed to its runs; Close stops it.
+func New(deps Deps, opts ...Option) (*Executor, error) {
+	if deps.Threads == nil || deps.Locker == nil || deps.Runs == nil || deps.Log == nil ||
+		deps.Agents == nil || deps.Tools == nil || deps.Models == nil || deps.Sandboxes == nil {
+		return nil, errors.New("runexec: every dependency but Logger is required")
+	}
+	cfg := config{
+		approvalTimeout: DefaultApprovalTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
+		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.httpClient == nil {
+		cfg.httpClient = tools.SafeHTTPClient()
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	en := &env{threads: deps.Threads, runs: deps.Runs, log: deps.Log, logger: logger, cfg: cfg}
+	if mem, ok := deps.Log.(*runs.Memory); ok {
+		en.local = mem
+	} else {
+		en.local = runs.NewMemory(runs.WithMemoryRetention(cfg.localRetention))
+	}
+	base, stop := context.WithCancel(context.Background())
+	e := &Executor{
+		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, models: deps.Models, sandboxes: deps.Sandboxes,
+		base: base, stop: stop, active: map[string]*Run{},
+	}
+	nudges, err := deps.Runs.Nudges(base)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.dispatchNudges(nudges)
+	}()
+	return e, nil
+}
+
+// sharedLog reports whether the shared log is another store than this
+// replica's copy, so that events go to both.
+func (en *env) sharedLog() bool { return en.log != runs.Log(en.local) }
+
+// Close cancels this replica's runs (each saves its thread first), waits for
+// them, and stops listening for requests. Runs started after Close fail
+// with ErrShutdown.
+func (e *Executor) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	active := make([]*Run, 0, len(e.active))
+	for _, r := range e.active {
+		active = append(active, r)
+	}
+	e.mu.Unlock()
+	for _, r := range active {
+		r.cancel(ErrShutdown)
+	}
+	for _, r := range active {
+		<-r.done
+	}
+	e.stop()
+	e.wg.Wait()
+}
+
+// lookup returns the run with this id when this replica executes it.
+func (e *Executor) lookup(runID string) *Run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active[runID]
+}
+
+func (e *Executor) dispatchNudges(ch <-chan string) {
+	for {
+		select {
+		case <-e.base.Done():
+			return
+		case id := <-ch:
+			if r := e.lookup(id); r != nil {
+				signal(r.nudge)
+			}
+		}
+	}
+}
+
+// signal wakes the receiver of a one-slot channel without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,239 @@
+package runexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/registry"
+	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+	"github.com/wick-agent/wick/wickfs"
+)
+
+// EventRunStart is the first event of every run, sent at once so that a
+// streaming client gets its response headers before the model answers.
+const EventRunStart = "on_run_start"
+
+// Request asks for a run of an agent on a thread.
+type Request struct {
+	AgentID string
+	// ThreadID is the thread to continue; empty starts a new thread.
+	ThreadID string
+	// Input are the new messages: role and content only.
+	Input []llm.Message
+	// Enqueue waits for a busy thread instead of failing with threads.ErrBusy.
+	Enqueue bool
+}
+
+// Start validates the request, takes the thread's run lock and starts the
+// run in the background. The run's first event is logged before Start
+// returns. The run outlives ctx; see Await and CancelWith.
+func (e *Executor) Start(ctx context.Context, user string, req Request) (*Run, error) {
+	req, err := e.validate(req)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := e.agent(ctx, user, req.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	lease, err := e.lockThread(ctx, user, req)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			_ = lease.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	state, err := e.loadState(ctx, user, req)
+	if err != nil {
+		return nil, err
+	}
+	build, err := e.buildRunner(ctx, user, entry)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.register(ctx, user, req, lease, len(state.Messages))
+	if err != nil {
+		return nil, err
+	}
+	started = true
+	e.launch(r, build(r), state, req.Input)
+	return r, nil
+}
+
+// validate checks what the caller sent and gives a new thread its id.
+func (e *Executor) validate(req Request) (Request, error) {
+	if err := checkID("agent_id", req.AgentID); err != nil {
+		return req, err
+	}
+	if len(req.Input) > e.cfg.maxInput {
+		return req, invalid("messages", fmt.Sprintf("at most %d messages per request", e.cfg.maxInput))
+	}
+	if err := loop.Messages(req.Input).ValidateUserInput(); err != nil {
+		return req, invalid("messages", err.Error())
+	}
+	for i, m := range req.Input {
+		if len(m.ToolCalls) > 0 || m.ToolCallID != "" || m.Name != "" {
+			return req, invalid(fmt.Sprintf("messages[%d]", i), "input messages carry only role and content")
+		}
+	}
+	if req.ThreadID == "" {
+		req.ThreadID = ids.New("th_")
+	} else if err := checkID("thread_id", req.ThreadID); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// agent returns the user's agent.
+func (e *Executor) agent(ctx context.Context, user, agentID string) (*registry.Entry, error) {
+	entry, err := e.agents.Get(ctx, user, agentID)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, fmt.Errorf("agent %s %w", agentID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", agentID, err)
+	}
+	return entry, nil
+}
+
+// lockThread takes the thread's run lock, waiting for it when the request
+// says to enqueue.
+func (e *Executor) lockThread(ctx context.Context, user string, req Request) (threads.Lease, error) {
+	lease, err := e.locker.Acquire(ctx, user, req.ThreadID, req.Enqueue)
+	if errors.Is(err, threads.ErrBusy) {
+		return nil, fmt.Errorf("%w: thread %s (set enqueue to wait for it)", err, req.ThreadID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock thread %s: %w", req.ThreadID, err)
+	}
+	return lease, nil
+}
+
+// loadState loads the thread (or a new one) and binds it to the agent: a
+// thread belongs to the agent of its first run.
+func (e *Executor) loadState(ctx context.Context, user string, req Request) (*loop.AgentState, error) {
+	state, err := e.threads.LoadOrCreate(ctx, user, req.ThreadID)
+	if err != nil {
+		return nil, fmt.Errorf("load thread %s: %w", req.ThreadID, err)
+	}
+	if state.AgentID != "" && state.AgentID != req.AgentID {
+		return nil, invalid("thread_id", fmt.Sprintf("thread %s belongs to agent %s", req.ThreadID, state.AgentID))
+	}
+	state.AgentID = req.AgentID
+	return state, nil
+}
+
+// buildRunner builds the agent's loop for one run: its model, its sandbox
+// file system, its hooks and its tools. The approver is bound per run.
+func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry.Entry) (func(*Run) *loop.Runner, error) {
+	cfg := entry.Config
+	specs, err := registry.ModelSpecs(cfg.Model, e.cfg.defaultModel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: model: %w", registry.ErrInvalid, err)
+	}
+	model := e.models(specs)
+	var fs wickfs.FileSystem
+	if cfg.Backend != nil {
+		fs = e.sandboxes(entry.ID, cfg.Backend)
+	}
+	agentHooks := hooks.Build(cfg, fs, model)
+	builtins := tools.Builtins()
+	var agentTools []loop.Tool
+	for _, name := range cfg.Tools {
+		if t, ok := builtins[name]; ok {
+			agentTools = append(agentTools, t)
+			continue
+		}
+		def, err := e.tools.GetTool(ctx, user, name)
+		if errors.Is(err, registry.ErrNotFound) {
+			e.logger.Warn("agent names a tool that is not registered", "agent_id", entry.ID, "tool", name)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", name, err)
+		}
+		t, err := tools.NewHTTPTool(*def, e.cfg.httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", name, err)
+		}
+		agentTools = append(agentTools, t)
+	}
+	return func(r *Run) *loop.Runner {
+		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger)}, e.cfg.runnerOptions...)
+		if cfg.Approval == loop.ApprovalInteractive {
+			opts = append(opts, loop.WithApprover(approver{r}))
+		}
+		return loop.NewRunner(cfg, model, agentHooks, agentTools, opts...)
+	}, nil
+}
+
+// register records the run and makes it this replica's, then logs its
+// first event. baseLen is the number of thread messages before the input.
+func (e *Executor) register(ctx context.Context, user string, req Request, lease threads.Lease, baseLen int) (*Run, error) {
+	rec := &runs.Run{
+		ID: ids.New("run_"), User: user, ThreadID: req.ThreadID, AgentID: req.AgentID,
+		Status: runs.StatusRunning, CreatedAt: time.Now().UTC(), LeaseToken: lease.Token(),
+	}
+	if err := e.runs.Put(ctx, rec); err != nil {
+		return nil, fmt.Errorf("save run record: %w", err)
+	}
+	// The run outlives the request (background runs, approvals), so its
+	// context comes from the executor; it keeps the user and the trace.
+	runCtx := identity.WithUser(e.base, user)
+	runCtx = trace.ContextWithSpanContext(runCtx, trace.SpanContextFromContext(ctx))
+	runCtx, cancelTimeout := context.WithTimeout(runCtx, e.cfg.maxRunDuration)
+	runCtx, cancel := context.WithCancelCause(runCtx)
+	r := &Run{
+		env: e.env, user: user, rec: rec, lease: lease, ctx: runCtx,
+		cancel:  func(cause error) { cancel(cause) },
+		timeout: cancelTimeout,
+		done:    make(chan struct{}), nudge: make(chan struct{}, 1), decide: make(chan struct{}, 1), waiting: make(chan struct{}, 1),
+		baseLen: baseLen, inputLen: len(req.Input),
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		cancel(ErrShutdown)
+		cancelTimeout()
+		return nil, ErrShutdown
+	}
+	e.active[rec.ID] = r
+	e.wg.Add(1)
+	e.mu.Unlock()
+	r.emit(loop.StreamEvent{Event: EventRunStart, Name: req.AgentID, Data: map[string]any{
+		"run_id": rec.ID, "thread_id": req.ThreadID, "agent_id": req.AgentID,
+	}})
+	return r, nil
+}
+
+// launch executes a registered run in the background; it leaves this
+// replica's runs before its done channel closes.
+func (e *Executor) launch(r *Run, runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
+	go func() {
+		defer e.wg.Done()
+		defer r.timeout()
+		defer close(r.done)
+		defer e.forget(r)
+		r.execute(runner, state, input)
+	}()
+}
+
+func (e *Executor) forget(r *Run) {
+	e.mu.Lock()
+	delete(e.active, r.rec.ID)
+	e.mu.Unlock()
+}
