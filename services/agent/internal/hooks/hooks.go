@@ -1,7 +1,3 @@
-// Dependencies added by CORE to services/agent/go.mod: github.com/wick-agent/wick/wickfs
-// (require + replace => ../../wickfs), gopkg.in/yaml.v3 and go.opentelemetry.io/otel
-// (direct). `GOWORK=off GOFLAGS=-mod=mod go mod tidy` in services/agent keeps them.
-
 // Package hooks holds the agent's built-in hooks (tracing, todo list,
 // filesystem, skills, memory, summarization) and Build, which assembles them
 // for an agent in the seed's registration order.
