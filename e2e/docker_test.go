@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/wick-agent/wick/cmd/wick/suite"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/sandbox/sandboximage"
@@ -89,14 +90,14 @@ func TestDockerConversation(t *testing.T) {
 		}
 	})
 	env := startWick(t, func(c *suite.Config) {
-		c.Backend = suite.BackendDocker
+		c.Backend = backend.Docker
 		c.Sandbox.ManagerID = manager
 		c.Sandbox.DaemonBin, c.Sandbox.WickfsBin = daemonBin, wickfsBin
 		c.Sandbox.DefaultImage = image
 		c.Sandbox.Labels = map[string]string{e2eLabel: "1"}
 		c.AgentOptions = append(c.AgentOptions, agent.WithDefaultImage(image))
 	})
-	if env.suite.Backend != suite.BackendDocker {
+	if env.suite.Backend != backend.Docker {
 		t.Fatalf("backend %q, want docker", env.suite.Backend)
 	}
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/wick-agent/wick/cmd/wick/suite"
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/gateway"
@@ -107,7 +108,7 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 	cfg := suite.Config{
 		HTTPAddr: "127.0.0.1:0",
 		Model:    e2eModel,
-		Backend:  suite.BackendLocal,
+		Backend:  backend.Local,
 		LLM:      &llmCfg,
 		Gateway: gateway.Config{
 			Tokens:         map[string]string{aliceToken: "alice", bobToken: "bob"},

@@ -14,6 +14,7 @@ import (
 	"github.com/wick-agent/wick/cmd/wick/suite"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/platform/testenv"
@@ -101,7 +102,7 @@ func startReplica(t *testing.T, env *wickEnv, redisAddr string) string {
 		Sandbox: sandboxv1.NewSandboxServiceClient(sbConn),
 		Stores:  agent.RedisStores(rdb, agent.RedisOptions{}),
 		Logger:  quietLogger(),
-	}, agent.WithDefaultModel(e2eModel), agent.WithDefaultBackend(suite.BackendLocal))
+	}, agent.WithDefaultModel(e2eModel), agent.WithDefaultBackend(backend.Local))
 	if err != nil {
 		t.Fatal(err)
 	}

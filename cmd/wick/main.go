@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/wick-agent/wick/cmd/wick/suite"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/config"
 	"github.com/wick-agent/wick/platform/logging"
 	"github.com/wick-agent/wick/platform/telemetry"
@@ -47,7 +48,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.LLMAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", "", "Redis for threads, runs and agents (default: in memory)")
 	fs.StringVar(&cfg.Model, "model", "", "default agent's model (default: from OPENAI_API_KEY / ANTHROPIC_API_KEY, else "+suite.DemoModel+")")
-	fs.StringVar(&cfg.Backend, "sandbox", suite.BackendAuto, "sandbox backend: auto (Docker when an engine answers), docker or local")
+	fs.StringVar(&cfg.Backend, "sandbox", backend.Auto, "sandbox backend: "+backend.Auto+" (Docker when an engine answers), "+backend.Docker+" or "+backend.Local)
 	fs.StringVar(&cfg.Sandbox.StateDir, "sandbox-state-dir", "", "sandbox state directory (default: a temporary one)")
 	fs.StringVar(&cfg.Sandbox.DaemonBin, "daemon-bin", "", "static wick-daemon binary for Docker sandboxes (WICK_DAEMON_BIN; default: next to wick)")
 	fs.StringVar(&cfg.Sandbox.WickfsBin, "wickfs-bin", "", "static wickfs binary for Docker sandboxes (WICK_WICKFS_BIN; default: next to wick)")

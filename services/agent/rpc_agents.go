@@ -16,6 +16,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -195,16 +196,16 @@ func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendR
 	var next *loop.BackendCfg
 	prev := e.Config.Backend
 	switch req.GetMode() {
-	case "local":
+	case backend.Local:
 		if url != "" {
 			return nil, invalid("sandbox_url", `only a "remote" backend has a sandbox_url`)
 		}
-		next = &loop.BackendCfg{Type: "local"}
+		next = &loop.BackendCfg{Type: backend.Local}
 	case "remote":
 		if url != "" && !strings.HasPrefix(url, "tcp://") {
 			return nil, invalid("sandbox_url", fmt.Sprintf("%q must be a tcp:// Docker engine URL, or empty for the local engine", url))
 		}
-		next = &loop.BackendCfg{Type: "docker", SandboxURL: url, Image: s.cfg.defaultImage}
+		next = &loop.BackendCfg{Type: backend.Docker, SandboxURL: url, Image: s.cfg.defaultImage}
 		if prev != nil && prev.Image != "" {
 			next.Image = prev.Image
 		}

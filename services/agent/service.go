@@ -19,6 +19,7 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
@@ -34,9 +35,6 @@ const (
 	// DefaultModel is used by agents without a model when none is configured:
 	// the LLM gateway's scripted demo model, which needs no provider key.
 	DefaultModel = "script:demo"
-	// DefaultImage is the container image of agents switched to Docker
-	// without one.
-	DefaultImage = "wick-sandbox:latest"
 	// DefaultMaxTransferBytes bounds DownloadFile and UploadFile.
 	DefaultMaxTransferBytes = 1 << 30
 	// DefaultMaxTextFileBytes bounds ReadFile and WriteFile, which carry the
@@ -159,11 +157,12 @@ func WithAgentsFile(path string) Option { return func(o *options) { o.agentsFile
 // WithDefaultModel sets the model of agents that name none.
 func WithDefaultModel(spec string) Option { return func(o *options) { o.defaultModel = spec } }
 
-// WithDefaultBackend sets the backend type ("local", "docker" or "none") of
-// the built-in default agent.
+// WithDefaultBackend sets the backend (backend.Local, backend.Docker or
+// backend.None) of the built-in default agent.
 func WithDefaultBackend(t string) Option { return func(o *options) { o.defaultBackend = t } }
 
-// WithDefaultImage sets the image used when an agent switches to Docker without one.
+// WithDefaultImage sets the image used when an agent switches to Docker
+// without one (default backend.DefaultImage).
 func WithDefaultImage(img string) Option { return func(o *options) { o.defaultImage = img } }
 
 // WithMaxTransferBytes bounds DownloadFile and UploadFile.
@@ -227,12 +226,17 @@ type Service struct {
 // subscriptions), which Close stops.
 func New(deps Deps, opts ...Option) (*Service, error) {
 	cfg := options{
-		defaultModel: DefaultModel, defaultBackend: "local", defaultImage: DefaultImage,
+		defaultModel: DefaultModel, defaultBackend: backend.Local, defaultImage: backend.DefaultImage,
 		maxTransfer: DefaultMaxTransferBytes, maxTextFile: DefaultMaxTextFileBytes,
 		watchBuffer: registry.DefaultWatchBuffer,
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	switch cfg.defaultBackend {
+	case backend.Local, backend.Docker, backend.None:
+	default:
+		return nil, fmt.Errorf("agent: default backend %q must be %q, %q or %q", cfg.defaultBackend, backend.Local, backend.Docker, backend.None)
 	}
 	if cfg.agentsFile != "" {
 		t, err := registry.LoadFile(cfg.agentsFile)
@@ -305,10 +309,10 @@ func defaultAgent(cfg options) *loop.AgentConfig {
 		Tools:        []string{"calculate", "datetime"},
 	}
 	switch cfg.defaultBackend {
-	case "local":
-		c.Backend = &loop.BackendCfg{Type: "local"}
-	case "docker":
-		c.Backend = &loop.BackendCfg{Type: "docker", Image: cfg.defaultImage}
+	case backend.Local:
+		c.Backend = &loop.BackendCfg{Type: backend.Local}
+	case backend.Docker:
+		c.Backend = &loop.BackendCfg{Type: backend.Docker, Image: cfg.defaultImage}
 	}
 	return c
 }

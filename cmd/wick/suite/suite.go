@@ -22,6 +22,7 @@ import (
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/server"
@@ -30,13 +31,6 @@ import (
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/services/sandbox/sandboximage"
-)
-
-// Sandbox backends.
-const (
-	BackendAuto   = "auto"
-	BackendDocker = "docker"
-	BackendLocal  = "local"
 )
 
 // Models chosen from the environment when none is configured.
@@ -69,8 +63,8 @@ type Config struct {
 	RedisAddr string
 	// Model is the default agent's model; empty chooses from the environment.
 	Model string
-	// Backend is "auto" (Docker when an engine answers and the daemon
-	// binaries are found, else local), "docker" or "local".
+	// Backend is backend.Auto (Docker when an engine answers and the daemon
+	// binaries are found, else local), backend.Docker or backend.Local.
 	Backend string
 	// Sandbox configures the sandbox service (state dir, binaries, image…).
 	Sandbox sandbox.Config
@@ -216,13 +210,13 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	// Sandbox service.
 	sbCfg := cfg.Sandbox
 	if sbCfg.DefaultImage == "" {
-		sbCfg.DefaultImage = sandbox.DefaultImage
+		sbCfg.DefaultImage = backend.DefaultImage
 	}
 	s.Backend = chooseBackend(ctx, cfg.Backend, &sbCfg, log)
 	sbCfg.DefaultType = s.Backend
 	// A request for Docker when no engine answers is served locally rather
 	// than failed, as the single-process default promises to just work.
-	sbCfg.LocalFallback = sbCfg.LocalFallback || s.Backend == BackendLocal
+	sbCfg.LocalFallback = sbCfg.LocalFallback || s.Backend == backend.Local
 	if sbCfg.StateDir == "" {
 		dir, err := os.MkdirTemp("", "wick-sandbox-")
 		if err != nil {
@@ -375,32 +369,32 @@ func (s *Suite) Wait() error {
 // this executable) and the image is present (so that start-up never waits
 // for a pull), else local.
 func chooseBackend(ctx context.Context, want string, cfg *sandbox.Config, log *slog.Logger) string {
-	if want == BackendLocal {
+	if want == backend.Local {
 		return want
 	}
 	findBinaries(cfg)
-	if want == BackendDocker {
+	if want == backend.Docker {
 		return want
 	}
 	if cfg.DaemonBin == "" || cfg.WickfsBin == "" {
 		log.Info("sandbox: wick-daemon or wickfs binary not found; using the local backend")
-		return BackendLocal
+		return backend.Local
 	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
-		return BackendLocal
+		return backend.Local
 	}
 	defer cli.Close()
 	pctx, cancel := context.WithTimeout(ctx, dockerProbeTimeout)
 	defer cancel()
 	if _, err := cli.Ping(pctx); err != nil {
 		log.Info("sandbox: no Docker engine answers; using the local backend", "error", err)
-		return BackendLocal
+		return backend.Local
 	}
 	if _, err := cli.ImageInspect(pctx, cfg.DefaultImage); err != nil {
-		if cfg.DefaultImage != sandbox.DefaultImage {
+		if cfg.DefaultImage != backend.DefaultImage {
 			log.Info("sandbox: image not present; using the local backend (pull it, or pass -sandbox docker)", "image", cfg.DefaultImage)
-			return BackendLocal
+			return backend.Local
 		}
 		// No registry may be reachable: build the small busybox image from
 		// the machine's static busybox rather than give up on containers.
@@ -409,12 +403,12 @@ func chooseBackend(ctx context.Context, want string, cfg *sandbox.Config, log *s
 		img, err := sandboximage.Build(bctx, cli, map[string]string{"wick.image": "busybox"})
 		if err != nil {
 			log.Info("sandbox: image not present and the busybox image could not be built; using the local backend", "image", cfg.DefaultImage, "error", err)
-			return BackendLocal
+			return backend.Local
 		}
 		log.Info("sandbox: default image not present; using the busybox image built from this machine's static busybox", "missing", cfg.DefaultImage, "image", img)
 		cfg.DefaultImage = img
 	}
-	return BackendDocker
+	return backend.Docker
 }
 
 func findBinaries(cfg *sandbox.Config) {

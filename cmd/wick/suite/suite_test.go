@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox"
 )
 
@@ -41,7 +42,7 @@ func TestStartFailsCleanlyOnBusyPort(t *testing.T) {
 	t.Cleanup(func() { busy.Close() })
 	_, err = Start(context.Background(), Config{
 		HTTPAddr:        busy.Addr().String(),
-		Backend:         BackendLocal,
+		Backend:         backend.Local,
 		Sandbox:         sandbox.Config{StateDir: t.TempDir()},
 		Logger:          slog.New(slog.DiscardHandler),
 		LookupEnv:       func(string) (string, bool) { return "", false },
@@ -57,7 +58,7 @@ func TestStartAndStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Start(ctx, Config{
 		HTTPAddr:        "127.0.0.1:0",
-		Backend:         BackendLocal,
+		Backend:         backend.Local,
 		Sandbox:         sandbox.Config{StateDir: t.TempDir()},
 		Logger:          slog.New(slog.DiscardHandler),
 		LookupEnv:       func(string) (string, bool) { return "", false },
@@ -66,7 +67,7 @@ func TestStartAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Anonymous || s.Model != DemoModel || s.Backend != BackendLocal || len(s.Addrs) != 4 {
+	if !s.Anonymous || s.Model != DemoModel || s.Backend != backend.Local || len(s.Addrs) != 4 {
 		t.Fatalf("suite = %+v", s)
 	}
 	resp, err := http.Get(s.HTTPURL + "/health")

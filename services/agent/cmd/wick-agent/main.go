@@ -13,6 +13,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/app"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/services/agent"
 )
@@ -29,8 +30,8 @@ func main() {
 		fs.StringVar(&redisAddr, "redis-addr", "", "Redis address(es), comma-separated, shared by replicas; empty keeps state in memory")
 		fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates; empty registers one default agent")
 		fs.StringVar(&defaultModel, "default-model", agent.DefaultModel, "model of agents that name none")
-		fs.StringVar(&defaultBackend, "default-backend", "local", `backend of the built-in default agent: "local", "docker" or "none"`)
-		fs.StringVar(&defaultImage, "default-image", agent.DefaultImage, "container image of agents switched to Docker without one")
+		fs.StringVar(&defaultBackend, "default-backend", backend.Local, "backend of the built-in default agent: "+backend.Local+", "+backend.Docker+" or "+backend.None)
+		fs.StringVar(&defaultImage, "default-image", backend.DefaultImage, "container image of agents switched to Docker without one")
 		fs.DurationVar(&leaseDur, "run-lease", 15*time.Second, "lease of a thread's run lock (Redis); a crashed replica frees its threads after this")
 		fs.DurationVar(&threadTTL, "thread-ttl", time.Hour, "sliding TTL of idle threads")
 		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -122,9 +123,9 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 	}
 	if b := cfg.Backend; b != nil {
 		switch b.Type {
-		case "local", "docker":
+		case backend.Local, backend.Docker:
 		default:
-			return fail(`backend.type %q must be "local" or "docker"`, b.Type)
+			return fail("backend.type %q must be %q or %q", b.Type, backend.Local, backend.Docker)
 		}
 		switch b.Network {
 		case "", "none", "bridge":
