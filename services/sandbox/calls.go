@@ -283,7 +283,7 @@ func execOut(m *daemonv1.ExecResponse) *sandboxv1.ExecResponse {
 	case *daemonv1.ExecResponse_Stderr:
 		return &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stderr{Stderr: o.Stderr}}
 	case *daemonv1.ExecResponse_Exit:
-		return &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: o.Exit}}
+		return &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: exitStatus(o.Exit)}}
 	}
 	return &sandboxv1.ExecResponse{}
 }
@@ -331,7 +331,7 @@ func (s *Service) execFallback(ctx context.Context, v view, r *daemonv1.ExecRequ
 				return err
 			}
 		}
-		return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{
+		return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &sandboxv1.ExitStatus{
 			ExitCode: int32(res.ExitCode), TimedOut: res.TimedOut, Truncated: res.Truncated, Duration: durationpb.New(time.Since(start))}}})
 	}
 	dir, err := containerDir(v.set.Params.Workdir, r.GetWorkdir())
@@ -362,7 +362,7 @@ func (s *Service) execFallback(ctx context.Context, v view, r *daemonv1.ExecRequ
 	if err != nil && !timedOut {
 		return err
 	}
-	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{
+	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &sandboxv1.ExitStatus{
 		ExitCode: int32(code), TimedOut: timedOut, Truncated: truncated, Duration: durationpb.New(time.Since(start))}}})
 }
 
@@ -384,7 +384,11 @@ func (s *Service) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandboxv1.
 	if v.onDaemon() {
 		r, err := v.daemon.Ls(ctx, &daemonv1.LsRequest{Path: req.GetPath()})
 		if err == nil {
-			return &sandboxv1.LsResponse{Entries: r.GetEntries()}, nil
+			out := &sandboxv1.LsResponse{}
+			for _, e := range r.GetEntries() {
+				out.Entries = append(out.Entries, &sandboxv1.DirEntry{Name: e.GetName(), Type: e.GetType(), Size: e.GetSize()})
+			}
+			return out, nil
 		}
 		if !s.takeFallback(v, "ls", err) {
 			return nil, err
@@ -396,7 +400,7 @@ func (s *Service) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandboxv1.
 	}
 	out := &sandboxv1.LsResponse{}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, &daemonv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
+		out.Entries = append(out.Entries, &sandboxv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
 	}
 	return out, nil
 }
@@ -595,7 +599,11 @@ func (s *Service) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*sandbo
 	if v.onDaemon() {
 		r, err := v.daemon.Grep(ctx, &daemonv1.GrepRequest{Pattern: req.GetPattern(), Path: req.GetPath(), MaxMatches: req.GetMaxMatches()})
 		if err == nil {
-			return &sandboxv1.GrepResponse{Matches: r.GetMatches(), Truncated: r.GetTruncated()}, nil
+			out := &sandboxv1.GrepResponse{Truncated: r.GetTruncated()}
+			for _, m := range r.GetMatches() {
+				out.Matches = append(out.Matches, &sandboxv1.GrepMatch{File: m.GetFile(), Line: m.GetLine(), Text: m.GetText()})
+			}
+			return out, nil
 		}
 		if !s.takeFallback(v, "grep", err) {
 			return nil, err
@@ -611,7 +619,7 @@ func (s *Service) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*sandbo
 			out.Truncated = true
 			break
 		}
-		out.Matches = append(out.Matches, &daemonv1.GrepMatch{File: m.File, Line: int32(m.Line), Text: m.Text})
+		out.Matches = append(out.Matches, &sandboxv1.GrepMatch{File: m.File, Line: int32(m.Line), Text: m.Text})
 	}
 	return out, nil
 }
@@ -640,4 +648,8 @@ func (s *Service) Glob(ctx context.Context, req *sandboxv1.GlobRequest) (*sandbo
 		out.Files, out.Truncated = out.Files[:n], true
 	}
 	return out, nil
+}
+
+func exitStatus(e *daemonv1.ExitStatus) *sandboxv1.ExitStatus {
+	return &sandboxv1.ExitStatus{ExitCode: e.GetExitCode(), TimedOut: e.GetTimedOut(), Truncated: e.GetTruncated(), Duration: e.GetDuration()}
 }

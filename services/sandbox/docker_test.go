@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
@@ -455,11 +454,11 @@ func TestTerminal(t *testing.T) {
 				}
 			}
 			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Start{Start: &sandboxv1.TerminalStart{
-				AgentId: "term", Size: &daemonv1.TerminalSize{Rows: 24, Cols: 80}}}})
-			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Resize{Resize: &daemonv1.TerminalSize{Rows: 40, Cols: 100}}})
+				AgentId: "term", Size: &sandboxv1.TerminalSize{Rows: 24, Cols: 80}}}})
+			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Resize{Resize: &sandboxv1.TerminalSize{Rows: 40, Cols: 100}}})
 			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Input{Input: []byte("echo tty-$((6*7)); stty size; exit 3\n")}})
 			var out strings.Builder
-			var exit *daemonv1.ExitStatus
+			var exit *sandboxv1.ExitStatus
 			for exit == nil {
 				m, err := st.Recv()
 				if err != nil {

@@ -22,7 +22,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
@@ -213,7 +212,7 @@ func (h *harness) ensure(ctx context.Context, agent string, spec *sandboxv1.Sand
 // execResult is a collected Exec stream.
 type execResult struct {
 	stdout, stderr string
-	exit           *daemonv1.ExitStatus
+	exit           *sandboxv1.ExitStatus
 }
 
 func (h *harness) exec(ctx context.Context, agent, cmd string) (execResult, error) {

@@ -57,7 +57,7 @@ func (s *Service) terminalDaemon(ctx context.Context, v view, start *sandboxv1.T
 		return err
 	}
 	if err := dst.Send(&daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Start{Start: &daemonv1.TerminalStart{
-		Command: start.GetCommand(), Size: start.GetSize()}}}); err != nil && err != io.EOF {
+		Command: start.GetCommand(), Size: &daemonv1.TerminalSize{Rows: start.GetSize().GetRows(), Cols: start.GetSize().GetCols()}}}}); err != nil && err != io.EOF {
 		return err
 	}
 	go func() {
@@ -76,7 +76,7 @@ func (s *Service) terminalDaemon(ctx context.Context, v view, start *sandboxv1.T
 			case m.GetInput() != nil:
 				out = &daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Input{Input: m.GetInput()}}
 			case m.GetResize() != nil:
-				out = &daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Resize{Resize: m.GetResize()}}
+				out = &daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Resize{Resize: &daemonv1.TerminalSize{Rows: m.GetResize().GetRows(), Cols: m.GetResize().GetCols()}}}
 			default:
 				continue
 			}
@@ -96,7 +96,7 @@ func (s *Service) terminalDaemon(ctx context.Context, v view, start *sandboxv1.T
 		var out *sandboxv1.TerminalResponse
 		switch {
 		case m.GetExit() != nil:
-			out = &sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: m.GetExit()}}
+			out = &sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: exitStatus(m.GetExit())}}
 		default:
 			out = &sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Output{Output: m.GetOutput()}}
 		}
@@ -153,5 +153,5 @@ func (s *Service) terminalExec(ctx context.Context, v view, start *sandboxv1.Ter
 	if err != nil {
 		return err
 	}
-	return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: &daemonv1.ExitStatus{ExitCode: int32(code)}}})
+	return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: &sandboxv1.ExitStatus{ExitCode: int32(code)}}})
 }
