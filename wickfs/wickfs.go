@@ -61,6 +61,11 @@ type LinesResult struct {
 	Offset int `json:"offset"`
 	// MoreLines is true when lines remain after the window.
 	MoreLines bool `json:"more_lines"`
+	// Size is the whole file's size in bytes, so a caller can tell how much
+	// of it the window covers.
+	Size int64 `json:"size,omitempty"`
+	// Mode is the file's permission bits; 0 when the file system cannot tell.
+	Mode uint32 `json:"mode,omitempty"`
 }
 
 // WriteResult reports a write.
@@ -123,6 +128,8 @@ type ExecOptions struct {
 	MaxOutputBytes int64
 	Workdir        string
 	Env            map[string]string
+	// Stdin is written to the command's standard input, which is then closed.
+	Stdin []byte
 }
 
 // ExecOption sets an ExecOptions field.
