@@ -130,7 +130,7 @@ func (l *LocalFS) ExecStream(ctx context.Context, command string, stdout, stderr
 	}
 	return &ExitStatus{
 		ExitCode:  cmd.ProcessState.ExitCode(),
-		TimedOut:  errors.Is(cctx.Err(), context.DeadlineExceeded) ,
+		TimedOut:  errors.Is(cctx.Err(), context.DeadlineExceeded),
 		Truncated: lim.Truncated(),
 		Duration:  time.Since(start),
 	}, nil
