@@ -18,6 +18,8 @@ const (
 	MaxGrepMatches = 200
 	// MaxGlobFiles is the default cap on Glob results.
 	MaxGlobFiles = 100
+	// MaxResults is the ceiling on the Grep or Glob cap a caller may ask for.
+	MaxResults = 10_000
 )
 
 // FileSystem is the interface for workspace filesystem operations. It is the

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -303,10 +304,15 @@ func (f *FS) EditFile(ctx context.Context, path, oldText, newText string, opts .
 
 // Grep searches file contents.
 func (f *FS) Grep(ctx context.Context, pattern, path string) (*wickfs.GrepResult, error) {
+	return f.GrepN(ctx, pattern, path, 0)
+}
+
+// GrepN is Grep with a match cap; max 0 means the daemon's default.
+func (f *FS) GrepN(ctx context.Context, pattern, path string, max int) (*wickfs.GrepResult, error) {
 	if err := checkUTF8("path", path, "pattern", pattern); err != nil {
 		return nil, err
 	}
-	res, err := f.c.Grep(ctx, &daemonv1.GrepRequest{Pattern: pattern, Path: path})
+	res, err := f.c.Grep(ctx, &daemonv1.GrepRequest{Pattern: pattern, Path: path, MaxMatches: int32(min(max, math.MaxInt32))})
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -319,10 +325,15 @@ func (f *FS) Grep(ctx context.Context, pattern, path string) (*wickfs.GrepResult
 
 // Glob finds files by pattern.
 func (f *FS) Glob(ctx context.Context, pattern, path string) (*wickfs.GlobResult, error) {
+	return f.GlobN(ctx, pattern, path, 0)
+}
+
+// GlobN is Glob with a result cap; max 0 means the daemon's default.
+func (f *FS) GlobN(ctx context.Context, pattern, path string, max int) (*wickfs.GlobResult, error) {
 	if err := checkUTF8("path", path, "pattern", pattern); err != nil {
 		return nil, err
 	}
-	res, err := f.c.Glob(ctx, &daemonv1.GlobRequest{Pattern: pattern, Path: path})
+	res, err := f.c.Glob(ctx, &daemonv1.GlobRequest{Pattern: pattern, Path: path, MaxFiles: int32(min(max, math.MaxInt32))})
 	if err != nil {
 		return nil, fromStatus(err)
 	}

@@ -32,7 +32,7 @@ const (
 	// in-memory limit because the stream never holds the file in memory.
 	DefaultMaxWriteBytes = wickfs.DefaultMaxUploadBytes
 	// DefaultMaxResults is the ceiling on a Grep or Glob caller's own cap.
-	DefaultMaxResults = 10_000
+	DefaultMaxResults = wickfs.MaxResults
 	// DefaultShell is the terminal's program when a session names none.
 	DefaultShell = "sh"
 	// DefaultTerm is TERM in a terminal unless the session sets it.
