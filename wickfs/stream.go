@@ -170,3 +170,26 @@ func (s *serialWriter) failed() error {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// ChunkReader reads a stream of chunks, such as the data messages of a gRPC
+// stream, as one byte stream. next returns the next chunk, or an error (io.EOF
+// at the end) that every later Read then returns.
+func ChunkReader(next func() ([]byte, error)) io.Reader { return &chunkReader{next: next} }
+
+type chunkReader struct {
+	next func() ([]byte, error)
+	buf  []byte
+	err  error
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		r.buf, r.err = r.next()
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}

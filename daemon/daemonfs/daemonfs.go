@@ -245,39 +245,29 @@ func (f *FS) OpenFile(ctx context.Context, path string) (*wickfs.FileReader, err
 		}
 		return nil, fromStatus(err)
 	}
-	r := &fileStream{stream: stream, cancel: cancel, buf: first.GetData()}
-	return &wickfs.FileReader{ReadCloser: r, Size: first.GetSize(), Mode: fs.FileMode(first.GetMode()).Perm()}, nil
+	pending := first.GetData()
+	r := wickfs.ChunkReader(func() ([]byte, error) {
+		if pending != nil {
+			b := pending
+			pending = nil
+			return b, nil
+		}
+		msg, err := stream.Recv()
+		if err != nil && !errors.Is(err, io.EOF) {
+			err = fromStatus(err)
+		}
+		return msg.GetData(), err
+	})
+	return &wickfs.FileReader{ReadCloser: fileStream{r, cancel}, Size: first.GetSize(), Mode: fs.FileMode(first.GetMode()).Perm()}, nil
 }
 
-// fileStream reads the chunks of a ReadFile stream.
+// fileStream reads the chunks of a ReadFile stream; Close ends the call.
 type fileStream struct {
-	stream grpc.ServerStreamingClient[daemonv1.ReadFileResponse]
+	io.Reader
 	cancel context.CancelFunc
-	buf    []byte
-	err    error
 }
 
-func (r *fileStream) Read(p []byte) (int, error) {
-	for len(r.buf) == 0 {
-		if r.err != nil {
-			return 0, r.err
-		}
-		msg, err := r.stream.Recv()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				err = fromStatus(err)
-			}
-			r.err = err
-			continue
-		}
-		r.buf = msg.GetData()
-	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	return n, nil
-}
-
-func (r *fileStream) Close() error { r.cancel(); return nil }
+func (r fileStream) Close() error { r.cancel(); return nil }
 
 // Download streams path into w and returns the byte count.
 func (f *FS) Download(ctx context.Context, path string, w io.Writer) (int64, error) {

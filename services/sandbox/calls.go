@@ -23,8 +23,8 @@ import (
 	"github.com/wick-agent/wick/wickfs"
 )
 
-// rpcErr converts an error to a gRPC status, once, at the edge. Statuses the
-// daemon returned pass through unchanged.
+// rpcErr converts an error to a gRPC status, once, at the edge. A status the
+// daemon returned, which daemonfs wraps, passes through unchanged.
 func rpcErr(err error) error {
 	if err == nil {
 		return nil
@@ -48,8 +48,9 @@ func rpcErr(err error) error {
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	default:
-		if st, ok := status.FromError(err); ok {
-			return st.Err()
+		var se interface{ GRPCStatus() *status.Status }
+		if errors.As(err, &se) && se.GRPCStatus().Code() != codes.OK {
+			return se.GRPCStatus().Err()
 		}
 	}
 	return status.Error(code, err.Error())
@@ -373,38 +374,22 @@ func (s *Service) WriteFile(stream grpc.ClientStreamingServer[sandboxv1.WriteFil
 	if h.GetMode() > 0o777 {
 		return status.Errorf(codes.InvalidArgument, "mode %#o has bits beyond the permission bits", h.GetMode())
 	}
-	r, err := s.workspace(v).Upload(ctx, h.GetPath(), fs.FileMode(h.GetMode()), &uploadReader{stream: stream})
+	r, err := s.workspace(v).Upload(ctx, h.GetPath(), fs.FileMode(h.GetMode()), uploadData(stream))
 	if err != nil {
 		return rpcErr(err)
 	}
 	return stream.SendAndClose(&sandboxv1.WriteFileResponse{Path: r.Path, BytesWritten: int64(r.BytesWritten)})
 }
 
-// uploadReader reads the data messages that follow a WriteFile header.
-type uploadReader struct {
-	stream grpc.ClientStreamingServer[sandboxv1.WriteFileRequest, sandboxv1.WriteFileResponse]
-	buf    []byte
-	err    error
-}
-
-func (u *uploadReader) Read(p []byte) (int, error) {
-	for len(u.buf) == 0 {
-		if u.err != nil {
-			return 0, u.err
+// uploadData reads the data messages that follow a WriteFile header.
+func uploadData(stream grpc.ClientStreamingServer[sandboxv1.WriteFileRequest, sandboxv1.WriteFileResponse]) io.Reader {
+	return wickfs.ChunkReader(func() ([]byte, error) {
+		m, err := stream.Recv()
+		if err == nil && m.GetHeader() != nil {
+			err = fmt.Errorf("%w: WriteFile carries one header, first", errInvalid)
 		}
-		m, err := u.stream.Recv()
-		switch {
-		case err != nil:
-			u.err = err
-		case m.GetHeader() != nil:
-			u.err = fmt.Errorf("%w: WriteFile carries one header, first", errInvalid)
-		default:
-			u.buf = m.GetData()
-		}
-	}
-	n := copy(p, u.buf)
-	u.buf = u.buf[n:]
-	return n, nil
+		return m.GetData(), err
+	})
 }
 
 // EditFile replaces exact text in a file.

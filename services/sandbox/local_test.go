@@ -153,30 +153,5 @@ func TestLocalTerminal(t *testing.T) {
 	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: TypeLocal}}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := cli.Terminal(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []*sandboxv1.TerminalRequest{
-		{Msg: &sandboxv1.TerminalRequest_Start{Start: &sandboxv1.TerminalStart{AgentId: "dev", Size: &sandboxv1.TerminalSize{Rows: 24, Cols: 80}}}},
-		{Msg: &sandboxv1.TerminalRequest_Resize{Resize: &sandboxv1.TerminalSize{Rows: 40, Cols: 100}}},
-		{Msg: &sandboxv1.TerminalRequest_Input{Input: []byte("echo tty-$((6*7)); stty size; exit 3\n")}},
-	} {
-		if err := st.Send(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out strings.Builder
-	var exit *sandboxv1.ExitStatus
-	for exit == nil {
-		m, err := st.Recv()
-		if err != nil {
-			t.Fatalf("terminal: %v (output %q)", err, out.String())
-		}
-		out.Write(m.GetOutput())
-		exit = m.GetExit()
-	}
-	if !strings.Contains(out.String(), "tty-42") || !strings.Contains(out.String(), "40 100") || exit.GetExitCode() != 3 {
-		t.Fatalf("terminal output %q exit %v", out.String(), exit)
-	}
+	terminalRoundTrip(ctx, t, cli, "dev")
 }
