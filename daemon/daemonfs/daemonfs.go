@@ -393,6 +393,11 @@ func (f *FS) ExecStream(ctx context.Context, command string, stdout, stderr io.W
 		case *daemonv1.ExecResponse_Stderr:
 			_, err = werr.Write(m.Stderr)
 		case *daemonv1.ExecResponse_Exit:
+			// The exit status is the daemon's last message: reading on to the
+			// end finishes the call here (and its trace span) rather than
+			// in the background when ctx is cancelled.
+			for stream.RecvMsg(new(daemonv1.ExecResponse)) == nil {
+			}
 			return &wickfs.ExitStatus{
 				ExitCode:  int(m.Exit.GetExitCode()),
 				TimedOut:  m.Exit.GetTimedOut(),

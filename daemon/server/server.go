@@ -1,7 +1,7 @@
 // Package server is the wick-daemon gRPC service: workspace files through a
-// wickfs.LocalFS, commands with streamed output, and PTY terminals. It keeps
-// no global state, so one process can host several (the sandbox service runs
-// one per local workspace).
+// wickfs.LocalFS, commands with streamed output, and PTY terminals (both from
+// the LocalFS too). It keeps no global state, so one process can host
+// several (tests run them in-process).
 package server
 
 import (
