@@ -96,31 +96,17 @@ func KillGroup(pid int) error {
 // exit, a timeout and truncated output are results, not errors; the command's
 // process group is killed at the timeout or when ctx ends.
 func (l *LocalFS) Exec(ctx context.Context, command string, opts ...ExecOption) (*ExecResult, error) {
-	o := ApplyExec(opts)
-	timeout, max := l.ExecLimits(o)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd, err := l.Command(cctx, command, o)
+	var stdout, stderr bytes.Buffer
+	st, err := l.ExecStream(ctx, command, &stdout, &stderr, opts...)
 	if err != nil {
 		return nil, err
-	}
-	var stdout, stderr bytes.Buffer
-	lim := NewOutputLimit(max)
-	cmd.Stdout = lim.Writer(&stdout)
-	cmd.Stderr = lim.Writer(&stderr)
-	err = cmd.Run()
-	if cmd.ProcessState == nil {
-		return nil, fmt.Errorf("exec: start %s: %w", l.cfg.shell, err)
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
 	}
 	return &ExecResult{
 		Stdout:    TextOutput(stdout.Bytes()),
 		Stderr:    TextOutput(stderr.Bytes()),
-		ExitCode:  cmd.ProcessState.ExitCode(),
-		TimedOut:  errors.Is(cctx.Err(), context.DeadlineExceeded),
-		Truncated: lim.Truncated(),
+		ExitCode:  st.ExitCode,
+		TimedOut:  st.TimedOut,
+		Truncated: st.Truncated,
 	}, nil
 }
 

@@ -55,6 +55,7 @@ type localOptions struct {
 	maxOutputBytes int64
 	maxReadBytes   int64
 	maxWriteBytes  int64
+	maxUploadBytes int64
 	maxLineBytes   int
 	maxGrepMatches int
 	maxGlobFiles   int
@@ -86,6 +87,11 @@ func WithMaxReadBytes(n int64) LocalOption { return func(o *localOptions) { o.ma
 // WithMaxWriteBytes sets the largest content WriteFile and EditFile write.
 func WithMaxWriteBytes(n int64) LocalOption {
 	return func(o *localOptions) { o.maxWriteBytes = n }
+}
+
+// WithMaxUploadBytes sets the largest file one streamed Upload writes.
+func WithMaxUploadBytes(n int64) LocalOption {
+	return func(o *localOptions) { o.maxUploadBytes = n }
 }
 
 // WithMaxLineBytes sets where a Grep result line is cut.
@@ -130,6 +136,7 @@ func NewLocalFS(root string, opts ...LocalOption) (*LocalFS, error) {
 		maxOutputBytes: DefaultMaxOutputBytes,
 		maxReadBytes:   DefaultMaxReadBytes,
 		maxWriteBytes:  DefaultMaxWriteBytes,
+		maxUploadBytes: DefaultMaxUploadBytes,
 		maxLineBytes:   DefaultMaxLineBytes,
 		maxGrepMatches: MaxGrepMatches,
 		maxGlobFiles:   MaxGlobFiles,
@@ -366,7 +373,7 @@ func (l *LocalFS) ReadLines(ctx context.Context, p string, offset, limit int) (*
 	if limit == 0 {
 		limit = DefaultReadLinesLimit
 	}
-	f, _, err := l.OpenRead(p)
+	f, st, err := l.OpenRead(p)
 	if err != nil {
 		return nil, err
 	}
@@ -376,6 +383,7 @@ func (l *LocalFS) ReadLines(ctx context.Context, p string, offset, limit int) (*
 	if err != nil {
 		return nil, opError("read", agent, err)
 	}
+	res.Size, res.Mode = st.Size(), uint32(st.Mode().Perm())
 	return res, ctx.Err()
 }
 

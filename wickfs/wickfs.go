@@ -18,6 +18,8 @@ const (
 	MaxGrepMatches = 200
 	// MaxGlobFiles is the default cap on Glob results.
 	MaxGlobFiles = 100
+	// MaxResults is the ceiling on the Grep or Glob cap a caller may ask for.
+	MaxResults = 10_000
 )
 
 // FileSystem is the interface for workspace filesystem operations. It is the
@@ -61,6 +63,11 @@ type LinesResult struct {
 	Offset int `json:"offset"`
 	// MoreLines is true when lines remain after the window.
 	MoreLines bool `json:"more_lines"`
+	// Size is the whole file's size in bytes, so a caller can tell how much
+	// of it the window covers.
+	Size int64 `json:"size,omitempty"`
+	// Mode is the file's permission bits; 0 when the file system cannot tell.
+	Mode uint32 `json:"mode,omitempty"`
 }
 
 // WriteResult reports a write.
@@ -123,6 +130,8 @@ type ExecOptions struct {
 	MaxOutputBytes int64
 	Workdir        string
 	Env            map[string]string
+	// Stdin is written to the command's standard input, which is then closed.
+	Stdin []byte
 }
 
 // ExecOption sets an ExecOptions field.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -70,8 +71,8 @@ func New(client daemonv1.DaemonClient, opts ...Option) *FS {
 	return &FS{c: client, cfg: cfg}
 }
 
-// Client is the underlying daemon client, for streaming calls FileSystem does
-// not cover (live Exec output, Terminal, large file transfers).
+// Client is the underlying daemon client, for calls FileSystem does not
+// cover (Health).
 func (f *FS) Client() daemonv1.DaemonClient { return f.c }
 
 // Ls lists a directory.
@@ -144,6 +145,7 @@ func (f *FS) ReadLines(ctx context.Context, path string, offset, limit int) (*wi
 	}
 	var b strings.Builder
 	res := &wickfs.LinesResult{Offset: offset, Lines: []string{}}
+	first := true
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -151,6 +153,10 @@ func (f *FS) ReadLines(ctx context.Context, path string, offset, limit int) (*wi
 		}
 		if err != nil {
 			return nil, fromStatus(err)
+		}
+		if first {
+			first = false
+			res.Size, res.Mode = msg.GetSize(), msg.GetMode()
 		}
 		if int64(b.Len()+len(msg.GetData())) > f.cfg.maxReadBytes {
 			return nil, wickfs.NewError(wickfs.ErrTooLarge, fmt.Sprintf("read %s: the lines asked for exceed the %d-byte limit", path, f.cfg.maxReadBytes))
@@ -167,16 +173,12 @@ func (f *FS) ReadLines(ctx context.Context, path string, offset, limit int) (*wi
 // WriteFile uploads content in chunks; the daemon replaces the file only
 // when every chunk has arrived.
 func (f *FS) WriteFile(ctx context.Context, path, content string) (*wickfs.WriteResult, error) {
-	res, err := f.Upload(ctx, path, 0, strings.NewReader(content))
-	if err != nil {
-		return nil, err
-	}
-	return &wickfs.WriteResult{Path: res.GetPath(), BytesWritten: int(res.GetBytesWritten())}, nil
+	return f.Upload(ctx, path, 0, strings.NewReader(content))
 }
 
 // Upload streams r into path (mode 0 means the daemon's default for a new
 // file); nothing is replaced unless r is read to its end.
-func (f *FS) Upload(ctx context.Context, path string, mode fs.FileMode, r io.Reader) (*daemonv1.WriteFileResponse, error) {
+func (f *FS) Upload(ctx context.Context, path string, mode fs.FileMode, r io.Reader) (*wickfs.WriteResult, error) {
 	if err := checkUTF8("path", path); err != nil {
 		return nil, err
 	}
@@ -210,7 +212,7 @@ func (f *FS) Upload(ctx context.Context, path string, mode fs.FileMode, r io.Rea
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	return res, nil
+	return &wickfs.WriteResult{Path: res.GetPath(), BytesWritten: int(res.GetBytesWritten())}, nil
 }
 
 // sendErr fetches the daemon's own error when a Send failed because the
@@ -222,30 +224,59 @@ func (f *FS) sendErr(stream grpc.ClientStreamingClient[daemonv1.WriteFileRequest
 	return fromStatus(err)
 }
 
-// Download streams path into w and returns the byte count.
-func (f *FS) Download(ctx context.Context, path string, w io.Writer) (int64, error) {
+// OpenFile opens a file to be streamed whole. The first message has arrived
+// when it returns, so an error here means no byte of the file moved; the
+// caller closes the reader, which ends the call.
+func (f *FS) OpenFile(ctx context.Context, path string) (*wickfs.FileReader, error) {
 	if err := checkUTF8("path", path); err != nil {
-		return 0, err
+		return nil, err
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	stream, err := f.c.ReadFile(ctx, &daemonv1.ReadFileRequest{Path: path})
 	if err != nil {
-		return 0, fromStatus(err)
+		cancel()
+		return nil, fromStatus(err)
 	}
-	var n int64
-	for {
-		msg, err := stream.Recv()
+	first, err := stream.Recv()
+	if err != nil {
+		cancel()
 		if errors.Is(err, io.EOF) {
-			return n, nil
+			return nil, errors.New("read: the daemon ended the stream without the file's metadata")
 		}
-		if err != nil {
-			return n, fromStatus(err)
-		}
-		k, err := w.Write(msg.GetData())
-		n += int64(k)
-		if err != nil {
-			return n, err
-		}
+		return nil, fromStatus(err)
 	}
+	pending := first.GetData()
+	r := wickfs.ChunkReader(func() ([]byte, error) {
+		if pending != nil {
+			b := pending
+			pending = nil
+			return b, nil
+		}
+		msg, err := stream.Recv()
+		if err != nil && !errors.Is(err, io.EOF) {
+			err = fromStatus(err)
+		}
+		return msg.GetData(), err
+	})
+	return &wickfs.FileReader{ReadCloser: fileStream{r, cancel}, Size: first.GetSize(), Mode: fs.FileMode(first.GetMode()).Perm()}, nil
+}
+
+// fileStream reads the chunks of a ReadFile stream; Close ends the call.
+type fileStream struct {
+	io.Reader
+	cancel context.CancelFunc
+}
+
+func (r fileStream) Close() error { r.cancel(); return nil }
+
+// Download streams path into w and returns the byte count.
+func (f *FS) Download(ctx context.Context, path string, w io.Writer) (int64, error) {
+	r, err := f.OpenFile(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return io.Copy(w, r)
 }
 
 // EditFile edits a file.
@@ -263,10 +294,15 @@ func (f *FS) EditFile(ctx context.Context, path, oldText, newText string, opts .
 
 // Grep searches file contents.
 func (f *FS) Grep(ctx context.Context, pattern, path string) (*wickfs.GrepResult, error) {
+	return f.GrepN(ctx, pattern, path, 0)
+}
+
+// GrepN is Grep with a match cap; max 0 means the daemon's default.
+func (f *FS) GrepN(ctx context.Context, pattern, path string, max int) (*wickfs.GrepResult, error) {
 	if err := checkUTF8("path", path, "pattern", pattern); err != nil {
 		return nil, err
 	}
-	res, err := f.c.Grep(ctx, &daemonv1.GrepRequest{Pattern: pattern, Path: path})
+	res, err := f.c.Grep(ctx, &daemonv1.GrepRequest{Pattern: pattern, Path: path, MaxMatches: int32(min(max, math.MaxInt32))})
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -279,10 +315,15 @@ func (f *FS) Grep(ctx context.Context, pattern, path string) (*wickfs.GrepResult
 
 // Glob finds files by pattern.
 func (f *FS) Glob(ctx context.Context, pattern, path string) (*wickfs.GlobResult, error) {
+	return f.GlobN(ctx, pattern, path, 0)
+}
+
+// GlobN is Glob with a result cap; max 0 means the daemon's default.
+func (f *FS) GlobN(ctx context.Context, pattern, path string, max int) (*wickfs.GlobResult, error) {
 	if err := checkUTF8("path", path, "pattern", pattern); err != nil {
 		return nil, err
 	}
-	res, err := f.c.Glob(ctx, &daemonv1.GlobRequest{Pattern: pattern, Path: path})
+	res, err := f.c.Glob(ctx, &daemonv1.GlobRequest{Pattern: pattern, Path: path, MaxFiles: int32(min(max, math.MaxInt32))})
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -295,6 +336,24 @@ func (f *FS) Glob(ctx context.Context, pattern, path string) (*wickfs.GlobResult
 
 // Exec runs a command and gathers its streamed output.
 func (f *FS) Exec(ctx context.Context, command string, opts ...wickfs.ExecOption) (*wickfs.ExecResult, error) {
+	var stdout, stderr bytes.Buffer
+	st, err := f.ExecStream(ctx, command, &stdout, &stderr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &wickfs.ExecResult{
+		Stdout:    wickfs.TextOutput(stdout.Bytes()),
+		Stderr:    wickfs.TextOutput(stderr.Bytes()),
+		ExitCode:  st.ExitCode,
+		TimedOut:  st.TimedOut,
+		Truncated: st.Truncated,
+	}, nil
+}
+
+// ExecStream runs a command in the daemon and writes its output to stdout
+// and stderr as it arrives, within the client's own output cap whatever the
+// daemon sends. A failed write ends the call and is returned.
+func (f *FS) ExecStream(ctx context.Context, command string, stdout, stderr io.Writer, opts ...wickfs.ExecOption) (*wickfs.ExitStatus, error) {
 	o := wickfs.ApplyExec(opts)
 	if err := checkUTF8("command", command, "workdir", o.Workdir); err != nil {
 		return nil, err
@@ -304,7 +363,7 @@ func (f *FS) Exec(ctx context.Context, command string, opts ...wickfs.ExecOption
 			return nil, err
 		}
 	}
-	req := &daemonv1.ExecRequest{Command: command, Workdir: o.Workdir, Env: o.Env, MaxOutputBytes: o.MaxOutputBytes}
+	req := &daemonv1.ExecRequest{Command: command, Workdir: o.Workdir, Env: o.Env, MaxOutputBytes: o.MaxOutputBytes, Stdin: o.Stdin}
 	if o.Timeout > 0 {
 		req.Timeout = durationpb.New(o.Timeout)
 	}
@@ -314,13 +373,12 @@ func (f *FS) Exec(ctx context.Context, command string, opts ...wickfs.ExecOption
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	var stdout, stderr bytes.Buffer
 	max := f.cfg.maxOutputBytes
 	if o.MaxOutputBytes > 0 {
 		max = min(max, o.MaxOutputBytes)
 	}
 	lim := wickfs.NewOutputLimit(max)
-	wout, werr := lim.Writer(&stdout), lim.Writer(&stderr)
+	wout, werr := lim.Writer(stdout), lim.Writer(stderr)
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -331,17 +389,80 @@ func (f *FS) Exec(ctx context.Context, command string, opts ...wickfs.ExecOption
 		}
 		switch m := msg.GetOutput().(type) {
 		case *daemonv1.ExecResponse_Stdout:
-			_, _ = wout.Write(m.Stdout)
+			_, err = wout.Write(m.Stdout)
 		case *daemonv1.ExecResponse_Stderr:
-			_, _ = werr.Write(m.Stderr)
+			_, err = werr.Write(m.Stderr)
 		case *daemonv1.ExecResponse_Exit:
-			return &wickfs.ExecResult{
-				Stdout:    wickfs.TextOutput(stdout.Bytes()),
-				Stderr:    wickfs.TextOutput(stderr.Bytes()),
+			// The exit status is the daemon's last message: reading on to the
+			// end finishes the call here (and its trace span) rather than
+			// in the background when ctx is cancelled.
+			for stream.RecvMsg(new(daemonv1.ExecResponse)) == nil {
+			}
+			return &wickfs.ExitStatus{
 				ExitCode:  int(m.Exit.GetExitCode()),
 				TimedOut:  m.Exit.GetTimedOut(),
 				Truncated: m.Exit.GetTruncated() || lim.Truncated(),
+				Duration:  m.Exit.GetDuration().AsDuration(),
 			}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Terminal runs a terminal session in the daemon with LocalFS.Terminal's
+// contract: output goes to send as it arrives, recv's messages go to the
+// daemon, and the exit status is returned when the shell exits; nil, nil when
+// recv reports io.EOF (the daemon's side is closed and the session ends).
+func (f *FS) Terminal(ctx context.Context, o wickfs.TerminalOptions, recv func() (wickfs.TerminalInput, error), send func([]byte) error) (*wickfs.ExitStatus, error) {
+	if err := checkUTF8("command", o.Command, "workdir", o.Workdir); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := f.c.Terminal(ctx)
+	if err != nil {
+		return nil, fromStatus(err)
+	}
+	start := &daemonv1.TerminalStart{Command: o.Command, Workdir: o.Workdir, Env: o.Env,
+		Size: &daemonv1.TerminalSize{Rows: o.Rows, Cols: o.Cols}}
+	if err := stream.Send(&daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Start{Start: start}}); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fromStatus(err)
+	}
+	go func() {
+		for {
+			in, err := recv()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					_ = stream.CloseSend()
+				} else {
+					cancel()
+				}
+				return
+			}
+			m := &daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Input{Input: in.Data}}
+			if in.Resize {
+				m.Msg = &daemonv1.TerminalRequest_Resize{Resize: &daemonv1.TerminalSize{Rows: in.Rows, Cols: in.Cols}}
+			}
+			if err := stream.Send(m); err != nil {
+				return
+			}
+		}
+	}()
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fromStatus(err)
+		}
+		if e := m.GetExit(); e != nil {
+			return &wickfs.ExitStatus{ExitCode: int(e.GetExitCode()), Duration: e.GetDuration().AsDuration()}, nil
+		}
+		if err := send(m.GetOutput()); err != nil {
+			return nil, err
 		}
 	}
 }

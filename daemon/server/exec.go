@@ -1,15 +1,7 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"sync"
-	"time"
-
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
@@ -23,57 +15,25 @@ func (s *Server) Exec(req *daemonv1.ExecRequest, stream grpc.ServerStreamingServ
 	if req.GetTimeout().AsDuration() < 0 || req.GetMaxOutputBytes() < 0 {
 		return invalidf("timeout and max_output_bytes must not be negative")
 	}
-	o := wickfs.ExecOptions{
-		Timeout:        req.GetTimeout().AsDuration(),
-		MaxOutputBytes: req.GetMaxOutputBytes(),
-		Workdir:        req.GetWorkdir(),
-		Env:            req.GetEnv(),
-	}
-	timeout, max := s.fs.ExecLimits(o)
-	ctx, cancel := context.WithTimeout(stream.Context(), timeout)
-	defer cancel()
-	cmd, err := s.fs.Command(ctx, req.GetCommand(), o)
+	st, err := s.fs.ExecStream(stream.Context(), req.GetCommand(),
+		execWriter{stream, false}, execWriter{stream, true},
+		wickfs.WithTimeout(req.GetTimeout().AsDuration()), wickfs.WithMaxOutput(req.GetMaxOutputBytes()),
+		wickfs.WithWorkdir(req.GetWorkdir()), wickfs.WithEnv(req.GetEnv()), wickfs.WithStdin(req.GetStdin()))
 	if err != nil {
 		return toStatus(err)
 	}
-	if len(req.GetStdin()) > 0 {
-		cmd.Stdin = bytes.NewReader(req.GetStdin())
-	}
-	out := &execSender{stream: stream}
-	lim := wickfs.NewOutputLimit(max)
-	cmd.Stdout = lim.Writer(execWriter{out, false})
-	cmd.Stderr = lim.Writer(execWriter{out, true})
-	start := time.Now()
-	err = cmd.Run()
-	if cmd.ProcessState == nil {
-		if cerr := stream.Context().Err(); cerr != nil {
-			return toStatus(cerr)
-		}
-		return status.Errorf(codes.Internal, "exec: start: %v", err)
-	}
-	if err := stream.Context().Err(); err != nil {
-		return toStatus(err)
-	}
-	if out.err != nil {
-		return out.err
-	}
 	return stream.Send(&daemonv1.ExecResponse{Output: &daemonv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{
-		ExitCode:  int32(cmd.ProcessState.ExitCode()),
-		TimedOut:  errors.Is(ctx.Err(), context.DeadlineExceeded),
-		Truncated: lim.Truncated(),
-		Duration:  durationpb.New(time.Since(start)),
+		ExitCode:  int32(st.ExitCode),
+		TimedOut:  st.TimedOut,
+		Truncated: st.Truncated,
+		Duration:  durationpb.New(st.Duration),
 	}}})
 }
 
-// execSender serialises the stdout and stderr copiers' sends on one stream.
-type execSender struct {
-	mu     sync.Mutex
-	stream grpc.ServerStreamingServer[daemonv1.ExecResponse]
-	err    error
-}
-
+// execWriter sends one output stream's chunks; ExecStream never writes the
+// two streams at once.
 type execWriter struct {
-	s      *execSender
+	stream grpc.ServerStreamingServer[daemonv1.ExecResponse]
 	stderr bool
 }
 
@@ -84,13 +44,7 @@ func (w execWriter) Write(b []byte) (int, error) {
 	} else {
 		msg.Output = &daemonv1.ExecResponse_Stdout{Stdout: b}
 	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if w.s.err != nil {
-		return 0, w.s.err
-	}
-	if err := w.s.stream.Send(msg); err != nil {
-		w.s.err = err
+	if err := w.stream.Send(msg); err != nil {
 		return 0, err
 	}
 	return len(b), nil

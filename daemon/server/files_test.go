@@ -37,7 +37,7 @@ func TestStreamLargeFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.GetBytesWritten() != size || res.GetPath() != "/workspace/big/blob.bin" {
+	if res.BytesWritten != size || res.Path != "/workspace/big/blob.bin" {
 		t.Fatalf("upload = %v", res)
 	}
 	st, err := os.Stat(filepath.Join(d.dir, "big/blob.bin"))

@@ -1,7 +1,7 @@
 // Package server is the wick-daemon gRPC service: workspace files through a
-// wickfs.LocalFS, commands with streamed output, and PTY terminals. It keeps
-// no global state, so one process can host several (the sandbox service runs
-// one per local workspace).
+// wickfs.LocalFS, commands with streamed output, and PTY terminals (both from
+// the LocalFS too). It keeps no global state, so one process can host
+// several (tests run them in-process).
 package server
 
 import (
@@ -30,13 +30,13 @@ const (
 	DefaultChunkSize = 256 << 10
 	// DefaultMaxWriteBytes caps a streamed WriteFile; larger than LocalFS's
 	// in-memory limit because the stream never holds the file in memory.
-	DefaultMaxWriteBytes int64 = 8 << 30
+	DefaultMaxWriteBytes = wickfs.DefaultMaxUploadBytes
 	// DefaultMaxResults is the ceiling on a Grep or Glob caller's own cap.
-	DefaultMaxResults = 10_000
+	DefaultMaxResults = wickfs.MaxResults
 	// DefaultShell is the terminal's program when a session names none.
 	DefaultShell = "sh"
 	// DefaultTerm is TERM in a terminal unless the session sets it.
-	DefaultTerm = "xterm-256color"
+	DefaultTerm = wickfs.DefaultTerm
 	// WindowSize is the HTTP/2 flow-control window the daemon and daemonfs
 	// use. gRPC's 64 KiB default keeps a file upload waiting on window
 	// updates; the connection is local, so a large window costs nothing.

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/dial"
@@ -213,7 +212,7 @@ func (f *fakeSandbox) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandbo
 	}
 	out := &sandboxv1.LsResponse{}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, &daemonv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
+		out.Entries = append(out.Entries, &sandboxv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
 	}
 	return out, nil
 }
@@ -312,7 +311,7 @@ func (f *fakeSandbox) Exec(req *sandboxv1.ExecRequest, stream sandboxv1.SandboxS
 			return err
 		}
 	}
-	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{ExitCode: int32(res.ExitCode)}}})
+	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &sandboxv1.ExitStatus{ExitCode: int32(res.ExitCode)}}})
 }
 
 func (f *fakeSandbox) Terminal(stream sandboxv1.SandboxService_TerminalServer) error {
@@ -331,7 +330,7 @@ func (f *fakeSandbox) Terminal(stream sandboxv1.SandboxService_TerminalServer) e
 		}
 		in := msg.GetInput()
 		if string(in) == "exit\n" {
-			return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: &daemonv1.ExitStatus{ExitCode: 7}}})
+			return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: &sandboxv1.ExitStatus{ExitCode: 7}}})
 		}
 		if len(in) > 0 {
 			if err := stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Output{Output: append([]byte("echo:"), in...)}}); err != nil {

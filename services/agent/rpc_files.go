@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
@@ -277,9 +276,9 @@ func (s *Service) Terminal(stream agentv1.AgentService_TerminalServer) error {
 	}
 }
 
-func termSize(t *agentv1.TerminalSize) *daemonv1.TerminalSize {
+func termSize(t *agentv1.TerminalSize) *sandboxv1.TerminalSize {
 	if t == nil {
 		return nil
 	}
-	return &daemonv1.TerminalSize{Rows: t.GetRows(), Cols: t.GetCols()}
+	return &sandboxv1.TerminalSize{Rows: t.GetRows(), Cols: t.GetCols()}
 }

@@ -15,9 +15,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/daemon/daemonfs"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/wickfs"
 )
 
 // Sandbox states and transports, as the API reports them.
@@ -67,7 +68,8 @@ type box struct {
 	cuser       dockerbox.User
 	engine      dockerbox.Engine
 	conn        *grpc.ClientConn
-	daemon      daemonv1.DaemonClient
+	// daemon is the daemon-backed file system while a daemon is connected.
+	daemon      *daemonfs.FS
 	version     string
 	lastUsed    time.Time
 	expires     time.Time
@@ -79,7 +81,8 @@ type box struct {
 	// reinjectAfter and backoff pace re-injection after failures.
 	reinjectAfter time.Time
 	backoff       time.Duration
-	local         *localHost
+	// local is the workdir of a local sandbox.
+	local *wickfs.LocalFS
 }
 
 // view is a consistent snapshot of a box for one call.
@@ -91,14 +94,15 @@ type view struct {
 	containerID string
 	cuser       dockerbox.User
 	engine      dockerbox.Engine
-	daemon      daemonv1.DaemonClient
+	daemon      *daemonfs.FS
+	local       *wickfs.LocalFS
 }
 
 func (b *box) view() view {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return view{b: b, set: b.set, state: b.state, transport: b.transport, containerID: b.containerID,
-		cuser: b.cuser, engine: b.engine, daemon: b.daemon}
+		cuser: b.cuser, engine: b.engine, daemon: b.daemon, local: b.local}
 }
 
 func (b *box) proto() *sandboxv1.Sandbox {
@@ -130,14 +134,14 @@ func (b *box) proto() *sandboxv1.Sandbox {
 
 func (b *box) disconnect() {
 	b.mu.Lock()
-	conn, lh := b.conn, b.local
+	conn, local := b.conn, b.local
 	b.conn, b.daemon, b.local = nil, nil, nil
 	b.mu.Unlock()
 	if conn != nil {
 		conn.Close()
 	}
-	if lh != nil {
-		lh.close()
+	if local != nil {
+		local.Close()
 	}
 }
 

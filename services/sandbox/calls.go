@@ -3,14 +3,13 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"io/fs"
+	"math"
 	"sort"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -24,8 +23,8 @@ import (
 	"github.com/wick-agent/wick/wickfs"
 )
 
-// rpcErr converts an error to a gRPC status, once, at the edge. Statuses the
-// daemon returned pass through unchanged.
+// rpcErr converts an error to a gRPC status, once, at the edge. A status the
+// daemon returned, which daemonfs wraps, passes through unchanged.
 func rpcErr(err error) error {
 	if err == nil {
 		return nil
@@ -49,25 +48,12 @@ func rpcErr(err error) error {
 	case errors.Is(err, context.Canceled):
 		code = codes.Canceled
 	default:
-		if st, ok := status.FromError(err); ok {
-			return st.Err()
+		var se interface{ GRPCStatus() *status.Status }
+		if errors.As(err, &se) && se.GRPCStatus().Code() != codes.OK {
+			return se.GRPCStatus().Err()
 		}
 	}
 	return status.Error(code, err.Error())
-}
-
-func daemonDown(err error) bool { return status.Code(err) == codes.Unavailable }
-
-// takeFallback decides where a daemon call that failed with err goes next. A
-// daemon that did not answer sends the call to Docker exec (recorded, and the
-// daemon re-injected in the background); any other error, and any error of a
-// local sandbox, which has no fallback, is the call's answer.
-func (s *Service) takeFallback(v view, op string, err error) bool {
-	if !daemonDown(err) || v.transport == transportLocal {
-		return false
-	}
-	s.fallback(v.b, op)
-	return true
 }
 
 // use resolves the caller's running sandbox for a call. A sandbox the reaper
@@ -108,16 +94,27 @@ func (s *Service) use(ctx context.Context, agent string) (view, error) {
 // onDaemon reports whether a call should try the daemon first.
 func (v view) onDaemon() bool { return v.daemon != nil && v.transport != transportExec }
 
-// remoteFS is the fallback: the wickfs CLI run through Docker exec.
-func (s *Service) remoteFS(v view) *wickfs.RemoteFS {
-	wd := v.set.Params.Workdir
-	x := &dockerbox.Executor{
-		Engine: v.engine, Container: v.containerID, User: v.cuser.Name, Workdir: wd,
-		Env: []string{"WICKFS_ROOT=" + wd, "WICKFS_PREFIX=" + wd},
-		// Replies are JSON with base64 for binary files: room for the encoding.
-		MaxOutput: s.cfg.FallbackMaxBytes*4/3 + 64<<10,
+// workspace is the file system a call of the sandbox v goes through: the
+// confined local directory, the daemon with Docker exec as its fallback, or
+// Docker exec alone while the daemon is known to be down or out of reach.
+func (s *Service) workspace(v view) *workspace {
+	switch {
+	case v.local != nil:
+		return &workspace{primary: v.local}
+	case v.onDaemon():
+		return &workspace{
+			primary:  v.daemon,
+			fallback: func() workspaceFS { return s.execFS(v) },
+			down:     func(op string) { s.fallback(v.b, op) },
+			probe: func(ctx context.Context) error {
+				hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+				defer cancel()
+				_, err := v.daemon.Client().Health(hc, &daemonv1.HealthRequest{})
+				return err
+			},
+		}
 	}
-	return wickfs.NewRemoteFS(x, wickfs.WithBinary(path.Join(dockerbox.BinDir, dockerbox.WickfsBinary)))
+	return &workspace{primary: s.execFS(v)}
 }
 
 // EnsureSandbox creates or returns the caller's sandbox.
@@ -227,7 +224,7 @@ func (s *Service) DeleteSandbox(ctx context.Context, req *sandboxv1.DeleteSandbo
 	return &sandboxv1.DeleteSandboxResponse{}, nil
 }
 
-// Exec runs a command, through the daemon or, when it does not answer, Docker exec.
+// Exec runs a command and streams its output, then its exit status.
 func (s *Service) Exec(req *sandboxv1.ExecRequest, stream grpc.ServerStreamingServer[sandboxv1.ExecResponse]) error {
 	ctx := stream.Context()
 	v, err := s.use(ctx, req.GetAgentId())
@@ -248,122 +245,27 @@ func (s *Service) Exec(req *sandboxv1.ExecRequest, stream grpc.ServerStreamingSe
 	if maxOut > s.cfg.MaxOutputCap {
 		return status.Errorf(codes.InvalidArgument, "max_output_bytes %d is more than the %d limit", maxOut, s.cfg.MaxOutputCap)
 	}
-	dreq := &daemonv1.ExecRequest{Command: req.GetCommand(), Workdir: req.GetWorkdir(), Timeout: durationpb.New(timeout),
-		MaxOutputBytes: maxOut, Env: req.GetEnv(), Stdin: req.GetStdin()}
-	if v.onDaemon() {
-		st, err := v.daemon.Exec(ctx, dreq)
-		sent := false
-		for err == nil {
-			var m *daemonv1.ExecResponse
-			m, err = st.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				break
-			}
-			sent = true
-			if err := stream.Send(execOut(m)); err != nil {
-				return err
-			}
-		}
-		// Only a call that never reached the daemon is retried: one that
-		// started must not run twice.
-		if sent || !s.takeFallback(v, "exec", err) {
-			return err
-		}
-	}
-	return rpcErr(s.execFallback(ctx, v, dreq, stream))
-}
-
-func execOut(m *daemonv1.ExecResponse) *sandboxv1.ExecResponse {
-	switch o := m.GetOutput().(type) {
-	case *daemonv1.ExecResponse_Stdout:
-		return &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stdout{Stdout: o.Stdout}}
-	case *daemonv1.ExecResponse_Stderr:
-		return &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stderr{Stderr: o.Stderr}}
-	case *daemonv1.ExecResponse_Exit:
-		return &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: o.Exit}}
-	}
-	return &sandboxv1.ExecResponse{}
-}
-
-// containerDir maps an agent-facing working directory to the container,
-// refusing one outside the workspace.
-func containerDir(workdir, dir string) (string, error) {
-	if dir == "" {
-		return workdir, nil
-	}
-	if !path.IsAbs(dir) {
-		dir = path.Join(workdir, dir)
-	}
-	dir = path.Clean(dir)
-	if dir != workdir && !strings.HasPrefix(dir, workdir+"/") {
-		return "", fmt.Errorf("%w: workdir %q is outside the workspace", errInvalid, dir)
-	}
-	return dir, nil
-}
-
-// execFallback runs the command with Docker exec: through `wickfs exec`,
-// which enforces timeout and output cap inside the container, or, when the
-// call carries stdin, as `sh -c` with the output streamed.
-func (s *Service) execFallback(ctx context.Context, v view, r *daemonv1.ExecRequest, stream grpc.ServerStreamingServer[sandboxv1.ExecResponse]) error {
-	start := time.Now()
-	timeout := r.GetTimeout().AsDuration()
-	if len(r.GetStdin()) == 0 {
-		// The CLI kills the command at its timeout; the outer bound only
-		// covers a wedged engine.
-		cctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
-		defer cancel()
-		res, err := s.remoteFS(v).Exec(cctx, r.GetCommand(), wickfs.WithTimeout(timeout),
-			wickfs.WithMaxOutput(r.GetMaxOutputBytes()), wickfs.WithWorkdir(r.GetWorkdir()), wickfs.WithEnv(r.GetEnv()))
-		if err != nil {
-			return err
-		}
-		for _, out := range []*sandboxv1.ExecResponse{
-			{Output: &sandboxv1.ExecResponse_Stdout{Stdout: []byte(res.Stdout)}},
-			{Output: &sandboxv1.ExecResponse_Stderr{Stderr: []byte(res.Stderr)}},
-		} {
-			if len(out.GetStdout())+len(out.GetStderr()) == 0 {
-				continue
-			}
-			if err := stream.Send(out); err != nil {
-				return err
-			}
-		}
-		return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{
-			ExitCode: int32(res.ExitCode), TimedOut: res.TimedOut, Truncated: res.Truncated, Duration: durationpb.New(time.Since(start))}}})
-	}
-	dir, err := containerDir(v.set.Params.Workdir, r.GetWorkdir())
-	if err != nil {
-		return err
-	}
-	env := make([]string, 0, len(r.GetEnv()))
-	for k, val := range r.GetEnv() {
-		env = append(env, k+"="+val)
-	}
-	sort.Strings(env)
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	send := func(stdout bool) io.Writer {
+	send := func(stderr bool) io.Writer {
 		return writer(func(p []byte) error {
-			m := &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stderr{Stderr: bytes.Clone(p)}}
-			if stdout {
-				m.Output = &sandboxv1.ExecResponse_Stdout{Stdout: bytes.Clone(p)}
+			m := &sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stdout{Stdout: p}}
+			if stderr {
+				m.Output = &sandboxv1.ExecResponse_Stderr{Stderr: p}
 			}
-			return stream.Send(m)
+			return stream.Send(m) // Send marshals p before it returns
 		})
 	}
-	code, truncated, err := dockerbox.Stream(cctx, v.engine, v.containerID, dockerbox.RunOptions{
-		User: v.cuser.Name, Cmd: []string{"sh", "-c", r.GetCommand()}, Env: env, WorkingDir: dir,
-		Stdin: bytes.NewReader(r.GetStdin()), MaxOutput: r.GetMaxOutputBytes(), KillOnCancel: v.set.DockerHost == "",
-	}, send(true), send(false))
-	timedOut := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
-	if err != nil && !timedOut {
-		return err
+	st, err := s.workspace(v).ExecStream(ctx, req.GetCommand(), send(false), send(true),
+		wickfs.WithTimeout(timeout), wickfs.WithMaxOutput(maxOut), wickfs.WithWorkdir(req.GetWorkdir()),
+		wickfs.WithEnv(req.GetEnv()), wickfs.WithStdin(req.GetStdin()))
+	if err != nil {
+		return rpcErr(err)
 	}
-	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{
-		ExitCode: int32(code), TimedOut: timedOut, Truncated: truncated, Duration: durationpb.New(time.Since(start))}}})
+	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: exitStatus(st)}})
+}
+
+func exitStatus(st *wickfs.ExitStatus) *sandboxv1.ExitStatus {
+	return &sandboxv1.ExitStatus{ExitCode: int32(st.ExitCode), TimedOut: st.TimedOut, Truncated: st.Truncated,
+		Duration: durationpb.New(st.Duration)}
 }
 
 type writer func([]byte) error
@@ -381,27 +283,18 @@ func (s *Service) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandboxv1.
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	if v.onDaemon() {
-		r, err := v.daemon.Ls(ctx, &daemonv1.LsRequest{Path: req.GetPath()})
-		if err == nil {
-			return &sandboxv1.LsResponse{Entries: r.GetEntries()}, nil
-		}
-		if !s.takeFallback(v, "ls", err) {
-			return nil, err
-		}
-	}
-	entries, err := s.remoteFS(v).Ls(ctx, req.GetPath())
+	entries, err := s.workspace(v).Ls(ctx, req.GetPath())
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	out := &sandboxv1.LsResponse{}
-	for _, e := range entries {
-		out.Entries = append(out.Entries, &daemonv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
+	out := &sandboxv1.LsResponse{Entries: make([]*sandboxv1.DirEntry, len(entries))}
+	for i, e := range entries {
+		out.Entries[i] = &sandboxv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size}
 	}
 	return out, nil
 }
 
-// ReadFile streams a workspace file.
+// ReadFile streams a workspace file, or a window of its lines.
 func (s *Service) ReadFile(req *sandboxv1.ReadFileRequest, stream grpc.ServerStreamingServer[sandboxv1.ReadFileResponse]) error {
 	ctx := stream.Context()
 	v, err := s.use(ctx, req.GetAgentId())
@@ -411,76 +304,56 @@ func (s *Service) ReadFile(req *sandboxv1.ReadFileRequest, stream grpc.ServerStr
 	if req.GetOffset() < 0 || req.GetLimit() < 0 {
 		return status.Error(codes.InvalidArgument, "offset and limit must not be negative")
 	}
-	if v.onDaemon() {
-		st, err := v.daemon.ReadFile(ctx, &daemonv1.ReadFileRequest{Path: req.GetPath(), Offset: req.GetOffset(), Limit: req.GetLimit()})
-		sent := false
-		for err == nil {
-			var m *daemonv1.ReadFileResponse
-			m, err = st.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				break
-			}
-			sent = true
-			if err := stream.Send(&sandboxv1.ReadFileResponse{Data: m.GetData(), Size: m.GetSize(), Mode: m.GetMode(), MoreLines: m.GetMoreLines()}); err != nil {
-				return err
-			}
-		}
-		if sent || !s.takeFallback(v, "read", err) {
-			return err
-		}
-	}
-	data, more, err := s.readFallback(ctx, v, req)
-	if err != nil {
-		return rpcErr(err)
-	}
-	first := true
-	for first || len(data) > 0 {
-		n := min(len(data), ReadChunk)
-		m := &sandboxv1.ReadFileResponse{Data: data[:n]}
-		if first {
-			m.Size = int64(len(data))
-			first = false
-		}
-		data = data[n:]
-		if len(data) == 0 {
-			m.MoreLines = more
-		}
-		if err := stream.Send(m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Service) readFallback(ctx context.Context, v view, req *sandboxv1.ReadFileRequest) ([]byte, bool, error) {
-	fs := s.remoteFS(v)
+	ws := s.workspace(v)
 	if req.GetOffset() > 0 || req.GetLimit() > 0 {
-		r, err := fs.ReadLines(ctx, req.GetPath(), int(req.GetOffset()), int(req.GetLimit()))
+		limit := req.GetLimit()
+		if limit == 0 || limit > math.MaxInt32 {
+			limit = math.MaxInt32 // the rest of the file, bounded by the read limit
+		}
+		res, err := ws.ReadLines(ctx, req.GetPath(), int(min(req.GetOffset(), math.MaxInt32)), int(limit))
 		if err != nil {
-			return nil, false, err
+			return rpcErr(err)
 		}
 		var b bytes.Buffer
-		for _, l := range r.Lines {
+		for _, l := range res.Lines {
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}
-		return b.Bytes(), r.MoreLines, nil
+		return rpcErr(sendFile(stream, &b, res.Size, res.Mode, res.MoreLines))
 	}
-	content, err := fs.ReadFile(ctx, req.GetPath())
+	f, err := ws.OpenFile(ctx, req.GetPath())
 	if err != nil {
-		return nil, false, err
+		return rpcErr(err)
 	}
-	if enc, ok := strings.CutPrefix(content, "base64:"); ok {
-		data, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil {
-			return nil, false, fmt.Errorf("decode wickfs read: %w", err)
+	defer f.Close()
+	return rpcErr(sendFile(stream, f, f.Size, uint32(f.Mode), false))
+}
+
+// sendFile streams r in chunks of ReadChunk: the first message carries size
+// and mode (and goes out even for an empty file), the last one more.
+func sendFile(stream grpc.ServerStreamingServer[sandboxv1.ReadFileResponse], r io.Reader, size int64, mode uint32, more bool) error {
+	buf := make([]byte, ReadChunk)
+	msg := &sandboxv1.ReadFileResponse{Size: size, Mode: mode}
+	first := true
+	for {
+		n, err := io.ReadFull(r, buf)
+		done := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !done {
+			return err
 		}
-		return data, false, nil
+		if n > 0 || first || (done && more) {
+			msg.Data = buf[:n]
+			msg.MoreLines = done && more
+			// Send marshals before it returns, so buf can be reused.
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+			msg, first = &sandboxv1.ReadFileResponse{}, false
+		}
+		if done {
+			return nil
+		}
 	}
-	return []byte(content), false, nil
 }
 
 // WriteFile receives a header and chunks and writes the file atomically.
@@ -498,66 +371,25 @@ func (s *Service) WriteFile(stream grpc.ClientStreamingServer[sandboxv1.WriteFil
 	if err != nil {
 		return rpcErr(err)
 	}
-	if v.onDaemon() {
-		dst, err := v.daemon.WriteFile(ctx)
-		if err == nil {
-			err = dst.Send(&daemonv1.WriteFileRequest{Msg: &daemonv1.WriteFileRequest_Header{Header: &daemonv1.WriteFileHeader{Path: h.GetPath(), Mode: h.GetMode()}}})
-			if err == io.EOF {
-				_, err = dst.CloseAndRecv()
-			}
-		}
-		if err == nil {
-			return s.forwardWrite(stream, dst)
-		}
-		if !s.takeFallback(v, "write", err) {
-			return err
-		}
+	if h.GetMode() > 0o777 {
+		return status.Errorf(codes.InvalidArgument, "mode %#o has bits beyond the permission bits", h.GetMode())
 	}
-	var buf bytes.Buffer
-	for {
-		m, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if int64(buf.Len()+len(m.GetData())) > s.cfg.FallbackMaxBytes {
-			return status.Errorf(codes.ResourceExhausted, "file is more than the %d bytes the Docker-exec fallback can move; retry when the daemon is back", s.cfg.FallbackMaxBytes)
-		}
-		buf.Write(m.GetData())
-	}
-	r, err := s.remoteFS(v).WriteFile(ctx, h.GetPath(), buf.String())
+	r, err := s.workspace(v).Upload(ctx, h.GetPath(), fs.FileMode(h.GetMode()), uploadData(stream))
 	if err != nil {
 		return rpcErr(err)
 	}
 	return stream.SendAndClose(&sandboxv1.WriteFileResponse{Path: r.Path, BytesWritten: int64(r.BytesWritten)})
 }
 
-func (s *Service) forwardWrite(stream grpc.ClientStreamingServer[sandboxv1.WriteFileRequest, sandboxv1.WriteFileResponse], dst grpc.ClientStreamingClient[daemonv1.WriteFileRequest, daemonv1.WriteFileResponse]) error {
-	for {
+// uploadData reads the data messages that follow a WriteFile header.
+func uploadData(stream grpc.ClientStreamingServer[sandboxv1.WriteFileRequest, sandboxv1.WriteFileResponse]) io.Reader {
+	return wickfs.ChunkReader(func() ([]byte, error) {
 		m, err := stream.Recv()
-		if err == io.EOF {
-			break
+		if err == nil && m.GetHeader() != nil {
+			err = fmt.Errorf("%w: WriteFile carries one header, first", errInvalid)
 		}
-		if err != nil {
-			return err
-		}
-		if m.GetHeader() != nil {
-			return status.Error(codes.InvalidArgument, "WriteFile carries one header, first")
-		}
-		if err := dst.Send(&daemonv1.WriteFileRequest{Msg: &daemonv1.WriteFileRequest_Data{Data: m.GetData()}}); err != nil {
-			if err == io.EOF {
-				_, err = dst.CloseAndRecv()
-			}
-			return err
-		}
-	}
-	r, err := dst.CloseAndRecv()
-	if err != nil {
-		return err
-	}
-	return stream.SendAndClose(&sandboxv1.WriteFileResponse{Path: r.GetPath(), BytesWritten: r.GetBytesWritten()})
+		return m.GetData(), err
+	})
 }
 
 // EditFile replaces exact text in a file.
@@ -566,24 +398,26 @@ func (s *Service) EditFile(ctx context.Context, req *sandboxv1.EditFileRequest) 
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	if v.onDaemon() {
-		r, err := v.daemon.EditFile(ctx, &daemonv1.EditFileRequest{Path: req.GetPath(), OldText: req.GetOldText(), NewText: req.GetNewText(), ReplaceAll: req.GetReplaceAll()})
-		if err == nil {
-			return &sandboxv1.EditFileResponse{Path: r.GetPath(), Replacements: r.GetReplacements()}, nil
-		}
-		if !s.takeFallback(v, "edit", err) {
-			return nil, err
-		}
-	}
 	var opts []wickfs.EditOption
 	if req.GetReplaceAll() {
 		opts = append(opts, wickfs.ReplaceAll())
 	}
-	r, err := s.remoteFS(v).EditFile(ctx, req.GetPath(), req.GetOldText(), req.GetNewText(), opts...)
+	r, err := s.workspace(v).EditFile(ctx, req.GetPath(), req.GetOldText(), req.GetNewText(), opts...)
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	return &sandboxv1.EditFileResponse{Path: r.Path, Replacements: int32(r.Replacements)}, nil
+	return &sandboxv1.EditFileResponse{Path: r.Path, Replacements: int32(min(r.Replacements, math.MaxInt32))}, nil
+}
+
+// resultCap checks a caller's Grep or Glob cap against the ceiling.
+func resultCap(n int32, what string) (int, error) {
+	if n < 0 {
+		return 0, fmt.Errorf("%w: %s must not be negative (got %d)", errInvalid, what, n)
+	}
+	if n > wickfs.MaxResults {
+		return 0, fmt.Errorf("%w: %s %d is above the ceiling of %d", errInvalid, what, n, wickfs.MaxResults)
+	}
+	return int(n), nil
 }
 
 // Grep searches workspace files.
@@ -592,26 +426,17 @@ func (s *Service) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*sandbo
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	if v.onDaemon() {
-		r, err := v.daemon.Grep(ctx, &daemonv1.GrepRequest{Pattern: req.GetPattern(), Path: req.GetPath(), MaxMatches: req.GetMaxMatches()})
-		if err == nil {
-			return &sandboxv1.GrepResponse{Matches: r.GetMatches(), Truncated: r.GetTruncated()}, nil
-		}
-		if !s.takeFallback(v, "grep", err) {
-			return nil, err
-		}
-	}
-	r, err := s.remoteFS(v).Grep(ctx, req.GetPattern(), req.GetPath())
+	max, err := resultCap(req.GetMaxMatches(), "max_matches")
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	out := &sandboxv1.GrepResponse{Truncated: r.Truncated}
-	for _, m := range r.Matches {
-		if n := req.GetMaxMatches(); n > 0 && len(out.Matches) >= int(n) {
-			out.Truncated = true
-			break
-		}
-		out.Matches = append(out.Matches, &daemonv1.GrepMatch{File: m.File, Line: int32(m.Line), Text: m.Text})
+	r, err := s.workspace(v).GrepN(ctx, req.GetPattern(), req.GetPath(), max)
+	if err != nil {
+		return nil, rpcErr(err)
+	}
+	out := &sandboxv1.GrepResponse{Truncated: r.Truncated, Matches: make([]*sandboxv1.GrepMatch, len(r.Matches))}
+	for i, m := range r.Matches {
+		out.Matches[i] = &sandboxv1.GrepMatch{File: m.File, Line: int32(min(m.Line, math.MaxInt32)), Text: m.Text}
 	}
 	return out, nil
 }
@@ -622,22 +447,13 @@ func (s *Service) Glob(ctx context.Context, req *sandboxv1.GlobRequest) (*sandbo
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	if v.onDaemon() {
-		r, err := v.daemon.Glob(ctx, &daemonv1.GlobRequest{Pattern: req.GetPattern(), Path: req.GetPath(), MaxFiles: req.GetMaxFiles()})
-		if err == nil {
-			return &sandboxv1.GlobResponse{Files: r.GetFiles(), Truncated: r.GetTruncated()}, nil
-		}
-		if !s.takeFallback(v, "glob", err) {
-			return nil, err
-		}
-	}
-	r, err := s.remoteFS(v).Glob(ctx, req.GetPattern(), req.GetPath())
+	max, err := resultCap(req.GetMaxFiles(), "max_files")
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	out := &sandboxv1.GlobResponse{Files: r.Files, Truncated: r.Truncated}
-	if n := int(req.GetMaxFiles()); n > 0 && len(out.Files) > n {
-		out.Files, out.Truncated = out.Files[:n], true
+	r, err := s.workspace(v).GlobN(ctx, req.GetPattern(), req.GetPath(), max)
+	if err != nil {
+		return nil, rpcErr(err)
 	}
-	return out, nil
+	return &sandboxv1.GlobResponse{Files: r.Files, Truncated: r.Truncated}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/wick-agent/wick/daemon/daemonfs"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
@@ -64,7 +65,7 @@ func (s *Service) connect(ctx context.Context, b *box, sock string) error {
 				}
 				b.mu.Lock()
 				old := b.conn
-				b.conn, b.daemon, b.version = conn, cli, h.GetVersion()
+				b.conn, b.daemon, b.version = conn, daemonfs.New(cli, daemonfs.WithMaxOutputBytes(s.cfg.MaxOutputCap)), h.GetVersion()
 				b.state, b.transport = stateRunning, transportDaemon
 				b.mu.Unlock()
 				if old != nil {

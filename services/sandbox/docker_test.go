@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
@@ -445,32 +444,7 @@ func TestTerminal(t *testing.T) {
 			if path == transportExec {
 				h.killDaemon(ctx, sb.GetContainerId())
 			}
-			st, err := h.cli.Terminal(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			send := func(m *sandboxv1.TerminalRequest) {
-				if err := st.Send(m); err != nil {
-					t.Fatal(err)
-				}
-			}
-			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Start{Start: &sandboxv1.TerminalStart{
-				AgentId: "term", Size: &daemonv1.TerminalSize{Rows: 24, Cols: 80}}}})
-			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Resize{Resize: &daemonv1.TerminalSize{Rows: 40, Cols: 100}}})
-			send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Input{Input: []byte("echo tty-$((6*7)); stty size; exit 3\n")}})
-			var out strings.Builder
-			var exit *daemonv1.ExitStatus
-			for exit == nil {
-				m, err := st.Recv()
-				if err != nil {
-					t.Fatalf("terminal: %v (output %q)", err, out.String())
-				}
-				out.Write(m.GetOutput())
-				exit = m.GetExit()
-			}
-			if !strings.Contains(out.String(), "tty-42") || !strings.Contains(out.String(), "40 100") || exit.GetExitCode() != 3 {
-				t.Fatalf("terminal output %q exit %v", out.String(), exit)
-			}
+			terminalRoundTrip(ctx, t, h.cli, "term")
 		})
 	}
 }

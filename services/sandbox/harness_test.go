@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
@@ -213,7 +213,7 @@ func (h *harness) ensure(ctx context.Context, agent string, spec *sandboxv1.Sand
 // execResult is a collected Exec stream.
 type execResult struct {
 	stdout, stderr string
-	exit           *daemonv1.ExitStatus
+	exit           *sandboxv1.ExitStatus
 }
 
 func (h *harness) exec(ctx context.Context, agent, cmd string) (execResult, error) {
@@ -316,4 +316,37 @@ func (h *harness) inspect(name string) (container.InspectResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return h.docker.ContainerInspect(ctx, name)
+}
+
+// terminalRoundTrip opens a 24x80 terminal on agent's sandbox, resizes it to
+// 40x100, runs a line that prints and exits 3, and checks the output and the
+// exit status.
+func terminalRoundTrip(ctx context.Context, t *testing.T, cli sandboxv1.SandboxServiceClient, agent string) {
+	t.Helper()
+	st, err := cli.Terminal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*sandboxv1.TerminalRequest{
+		{Msg: &sandboxv1.TerminalRequest_Start{Start: &sandboxv1.TerminalStart{AgentId: agent, Size: &sandboxv1.TerminalSize{Rows: 24, Cols: 80}}}},
+		{Msg: &sandboxv1.TerminalRequest_Resize{Resize: &sandboxv1.TerminalSize{Rows: 40, Cols: 100}}},
+		{Msg: &sandboxv1.TerminalRequest_Input{Input: []byte("echo tty-$((6*7)); stty size; exit 3\n")}},
+	} {
+		if err := st.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	var exit *sandboxv1.ExitStatus
+	for exit == nil {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatalf("terminal: %v (output %q)", err, out.String())
+		}
+		out.Write(m.GetOutput())
+		exit = m.GetExit()
+	}
+	if !strings.Contains(out.String(), "tty-42") || !strings.Contains(out.String(), "40 100") || exit.GetExitCode() != 3 {
+		t.Fatalf("terminal output %q exit %v", out.String(), exit)
+	}
 }

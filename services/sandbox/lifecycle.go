@@ -254,7 +254,7 @@ func (s *Service) alive(ctx context.Context, b *box) bool {
 	}
 	if v.daemon != nil && v.transport == transportDaemon {
 		hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
-		_, err := v.daemon.Health(hc, &daemonv1.HealthRequest{})
+		_, err := v.daemon.Client().Health(hc, &daemonv1.HealthRequest{})
 		cancel()
 		if err == nil {
 			return true

@@ -1,38 +1,18 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 
-	"google.golang.org/grpc"
-
-	daemonserver "github.com/wick-agent/wick/daemon/server"
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/daemon"
 	"github.com/wick-agent/wick/wickfs"
 )
 
-// localHost serves one local sandbox's workdir with the daemon's own gRPC
-// server on a Unix socket under the state dir, so local and Docker sandboxes
-// are reached through the same daemonv1 client code.
-type localHost struct {
-	srv  *grpc.Server
-	fs   *wickfs.LocalFS
-	done chan struct{}
-}
-
-func (h *localHost) close() {
-	h.srv.Stop()
-	<-h.done
-	h.fs.Close()
-}
-
-// startLocal brings up a local sandbox; b.life is held.
+// startLocal brings up a local sandbox: its workdir under the state dir,
+// served in-process by a wickfs.LocalFS confined to it. b.life is held.
 func (s *Service) startLocal(b *box) error {
-	dir := filepath.Join(s.cfg.StateDir, "local", b.key)
-	ws := filepath.Join(dir, "workspace")
+	ws := filepath.Join(s.cfg.StateDir, "local", b.key, "workspace")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return fmt.Errorf("local workdir: %w", err)
 	}
@@ -44,36 +24,10 @@ func (s *Service) startLocal(b *box) error {
 	if err != nil {
 		return fmt.Errorf("local workdir: %w", err)
 	}
-	sock := filepath.Join(dir, "daemon.sock")
-	_ = os.Remove(sock)
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		fs.Close()
-		return fmt.Errorf("local sandbox socket: %w", err)
-	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(32 << 20))
-	daemonserver.New(fs).Register(srv)
-	h := &localHost{srv: srv, fs: fs, done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		_ = srv.Serve(lis)
-	}()
-	conn, err := dialSocket(sock)
-	if err != nil {
-		h.close()
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HealthTimeout)
-	defer cancel()
-	cli := daemonv1.NewDaemonClient(conn)
-	hr, err := cli.Health(ctx, &daemonv1.HealthRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		conn.Close()
-		h.close()
-		return fmt.Errorf("local sandbox: %w", err)
-	}
 	b.mu.Lock()
-	b.local, b.conn, b.daemon, b.version = h, conn, cli, hr.GetVersion()
+	// The local backend runs the daemon's own code (wickfs) in-process, so it
+	// reports the daemon version this service was built with.
+	b.local, b.version = fs, daemon.Version
 	b.state, b.transport, b.containerID = stateRunning, transportLocal, ""
 	b.mu.Unlock()
 	return nil

@@ -142,3 +142,16 @@ func TestValidation(t *testing.T) {
 		t.Fatalf("local disabled: %v", err)
 	}
 }
+
+// TestLocalTerminal runs a terminal on the local backend, which has no daemon
+// to host it: the PTY comes from the confined local file system itself.
+func TestLocalTerminal(t *testing.T) {
+	t.Parallel()
+	_, cli := newLocal(t, Config{AllowLocal: true})
+	ctx, cancel := context.WithTimeout(as("alice"), time.Minute)
+	defer cancel()
+	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: TypeLocal}}); err != nil {
+		t.Fatal(err)
+	}
+	terminalRoundTrip(ctx, t, cli, "dev")
+}

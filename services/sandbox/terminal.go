@@ -1,27 +1,17 @@
 package sandbox
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"io"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
-	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/wickfs"
 )
 
-// defaultTerm is TERM for fallback terminals.
-const defaultTerm = "xterm-256color"
-
-type terminalStream = grpc.BidiStreamingServer[sandboxv1.TerminalRequest, sandboxv1.TerminalResponse]
-
-// Terminal is an interactive shell in the sandbox.
-func (s *Service) Terminal(stream terminalStream) error {
+// Terminal is an interactive shell in the sandbox: the daemon's PTY, the
+// local directory's, or docker exec with a TTY when the daemon does not answer.
+func (s *Service) Terminal(stream grpc.BidiStreamingServer[sandboxv1.TerminalRequest, sandboxv1.TerminalResponse]) error {
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
@@ -35,123 +25,32 @@ func (s *Service) Terminal(stream terminalStream) error {
 	if err != nil {
 		return rpcErr(err)
 	}
-	if v.onDaemon() {
-		// A terminal may print nothing for a long time, so whether the daemon
-		// answers is asked up front rather than read from the first output.
-		hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
-		_, herr := v.daemon.Health(hc, &daemonv1.HealthRequest{})
-		cancel()
-		if herr == nil || v.transport == transportLocal {
-			return s.terminalDaemon(ctx, v, start, stream)
-		}
-		s.fallback(v.b, "terminal")
-	}
-	return rpcErr(s.terminalExec(ctx, v, start, stream))
-}
-
-func (s *Service) terminalDaemon(ctx context.Context, v view, start *sandboxv1.TerminalStart, stream terminalStream) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	dst, err := v.daemon.Terminal(ctx)
-	if err != nil {
-		return err
-	}
-	if err := dst.Send(&daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Start{Start: &daemonv1.TerminalStart{
-		Command: start.GetCommand(), Size: start.GetSize()}}}); err != nil && err != io.EOF {
-		return err
-	}
-	go func() {
+	recv := func() (wickfs.TerminalInput, error) {
 		for {
 			m, err := stream.Recv()
 			if err != nil {
-				if err == io.EOF {
-					_ = dst.CloseSend()
-				} else {
-					cancel()
-				}
-				return
+				return wickfs.TerminalInput{}, err
 			}
-			var out *daemonv1.TerminalRequest
 			switch {
 			case m.GetInput() != nil:
-				out = &daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Input{Input: m.GetInput()}}
+				return wickfs.TerminalInput{Data: m.GetInput()}, nil
 			case m.GetResize() != nil:
-				out = &daemonv1.TerminalRequest{Msg: &daemonv1.TerminalRequest_Resize{Resize: m.GetResize()}}
-			default:
-				continue
-			}
-			if err := dst.Send(out); err != nil {
-				return
+				return wickfs.TerminalInput{Resize: true, Rows: m.GetResize().GetRows(), Cols: m.GetResize().GetCols()}, nil
 			}
 		}
-	}()
-	for {
-		m, err := dst.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var out *sandboxv1.TerminalResponse
-		switch {
-		case m.GetExit() != nil:
-			out = &sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: m.GetExit()}}
-		default:
-			out = &sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Output{Output: m.GetOutput()}}
-		}
-		if err := stream.Send(out); err != nil {
-			return err
-		}
 	}
-}
-
-// terminalExec is the fallback terminal: docker exec with a TTY.
-func (s *Service) terminalExec(ctx context.Context, v view, start *sandboxv1.TerminalStart, stream terminalStream) error {
-	cmd := []string{"sh"}
-	if c := start.GetCommand(); c != "" {
-		cmd = []string{"sh", "-c", c}
+	send := func(b []byte) error {
+		// Send marshals b before it returns, so the caller may reuse it.
+		return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Output{Output: b}})
 	}
-	tty, err := dockerbox.OpenTTY(ctx, v.engine, v.containerID, dockerbox.RunOptions{
-		User: v.cuser.Name, Cmd: cmd, Env: []string{"TERM=" + defaultTerm}, WorkingDir: v.set.Params.Workdir,
-	}, uint(start.GetSize().GetRows()), uint(start.GetSize().GetCols()))
+	exit, err := s.workspace(v).Terminal(ctx, wickfs.TerminalOptions{
+		Command: start.GetCommand(), Rows: start.GetSize().GetRows(), Cols: start.GetSize().GetCols(),
+	}, recv, send)
 	if err != nil {
-		return err
+		return rpcErr(err)
 	}
-	defer tty.Close()
-	go func() {
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					tty.Close()
-				}
-				return
-			}
-			if in := m.GetInput(); in != nil {
-				if _, err := tty.Write(in); err != nil {
-					return
-				}
-			} else if r := m.GetResize(); r != nil {
-				_ = tty.Resize(ctx, uint(r.GetRows()), uint(r.GetCols()))
-			}
-		}
-	}()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := tty.Read(buf)
-		if n > 0 {
-			if serr := stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Output{Output: bytes.Clone(buf[:n])}}); serr != nil {
-				return serr
-			}
-		}
-		if err != nil {
-			break
-		}
+	if exit == nil {
+		return nil // the client closed its side
 	}
-	code, err := tty.ExitCode(ctx)
-	if err != nil {
-		return err
-	}
-	return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: &daemonv1.ExitStatus{ExitCode: int32(code)}}})
+	return stream.Send(&sandboxv1.TerminalResponse{Msg: &sandboxv1.TerminalResponse_Exit{Exit: exitStatus(exit)}})
 }

@@ -7,7 +7,6 @@
 package sandboxv1
 
 import (
-	v1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -1073,7 +1072,7 @@ func (x *ExecResponse) GetStderr() []byte {
 	return nil
 }
 
-func (x *ExecResponse) GetExit() *v1.ExitStatus {
+func (x *ExecResponse) GetExit() *ExitStatus {
 	if x != nil {
 		if x, ok := x.Output.(*ExecResponse_Exit); ok {
 			return x.Exit
@@ -1098,7 +1097,7 @@ type ExecResponse_Stderr struct {
 
 type ExecResponse_Exit struct {
 	// exit is the final message.
-	Exit *v1.ExitStatus `protobuf:"bytes,3,opt,name=exit,proto3,oneof"`
+	Exit *ExitStatus `protobuf:"bytes,3,opt,name=exit,proto3,oneof"`
 }
 
 func (*ExecResponse_Stdout) isExecResponse_Output() {}
@@ -1106,6 +1105,79 @@ func (*ExecResponse_Stdout) isExecResponse_Output() {}
 func (*ExecResponse_Stderr) isExecResponse_Output() {}
 
 func (*ExecResponse_Exit) isExecResponse_Output() {}
+
+// ExitStatus ends a command or a terminal session.
+type ExitStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// exit_code is the process's exit code; -1 when a signal killed it.
+	ExitCode int32 `protobuf:"varint,1,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	// timed_out is true when the command was killed because its timeout passed.
+	TimedOut bool `protobuf:"varint,2,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	// truncated is true when output beyond max_output_bytes was dropped.
+	Truncated bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	// duration is how long the command ran.
+	Duration      *durationpb.Duration `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExitStatus) Reset() {
+	*x = ExitStatus{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExitStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExitStatus) ProtoMessage() {}
+
+func (x *ExitStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExitStatus.ProtoReflect.Descriptor instead.
+func (*ExitStatus) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExitStatus) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *ExitStatus) GetTimedOut() bool {
+	if x != nil {
+		return x.TimedOut
+	}
+	return false
+}
+
+func (x *ExitStatus) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+func (x *ExitStatus) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
+	}
+	return nil
+}
 
 // TerminalRequest is one client message of a terminal session.
 type TerminalRequest struct {
@@ -1124,7 +1196,7 @@ type TerminalRequest struct {
 
 func (x *TerminalRequest) Reset() {
 	*x = TerminalRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1208,7 @@ func (x *TerminalRequest) String() string {
 func (*TerminalRequest) ProtoMessage() {}
 
 func (x *TerminalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1221,7 @@ func (x *TerminalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalRequest.ProtoReflect.Descriptor instead.
 func (*TerminalRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TerminalRequest) GetMsg() isTerminalRequest_Msg {
@@ -1177,7 +1249,7 @@ func (x *TerminalRequest) GetInput() []byte {
 	return nil
 }
 
-func (x *TerminalRequest) GetResize() *v1.TerminalSize {
+func (x *TerminalRequest) GetResize() *TerminalSize {
 	if x != nil {
 		if x, ok := x.Msg.(*TerminalRequest_Resize); ok {
 			return x.Resize
@@ -1202,7 +1274,7 @@ type TerminalRequest_Input struct {
 
 type TerminalRequest_Resize struct {
 	// resize changes the terminal size.
-	Resize *v1.TerminalSize `protobuf:"bytes,3,opt,name=resize,proto3,oneof"`
+	Resize *TerminalSize `protobuf:"bytes,3,opt,name=resize,proto3,oneof"`
 }
 
 func (*TerminalRequest_Start) isTerminalRequest_Msg() {}
@@ -1219,14 +1291,14 @@ type TerminalStart struct {
 	// command is the program to run; empty means the default shell.
 	Command string `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
 	// size is the initial terminal size.
-	Size          *v1.TerminalSize `protobuf:"bytes,3,opt,name=size,proto3" json:"size,omitempty"`
+	Size          *TerminalSize `protobuf:"bytes,3,opt,name=size,proto3" json:"size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TerminalStart) Reset() {
 	*x = TerminalStart{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1310,7 @@ func (x *TerminalStart) String() string {
 func (*TerminalStart) ProtoMessage() {}
 
 func (x *TerminalStart) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1323,7 @@ func (x *TerminalStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalStart.ProtoReflect.Descriptor instead.
 func (*TerminalStart) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TerminalStart) GetAgentId() string {
@@ -1268,11 +1340,66 @@ func (x *TerminalStart) GetCommand() string {
 	return ""
 }
 
-func (x *TerminalStart) GetSize() *v1.TerminalSize {
+func (x *TerminalStart) GetSize() *TerminalSize {
 	if x != nil {
 		return x.Size
 	}
 	return nil
+}
+
+// TerminalSize is a terminal's size in character cells.
+type TerminalSize struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// rows is the number of lines; 0 leaves the default.
+	Rows uint32 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	// cols is the number of columns; 0 leaves the default.
+	Cols          uint32 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *TerminalSize) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetCols() uint32 {
+	if x != nil {
+		return x.Cols
+	}
+	return 0
 }
 
 // TerminalResponse is terminal output or the end of the session.
@@ -1291,7 +1418,7 @@ type TerminalResponse struct {
 
 func (x *TerminalResponse) Reset() {
 	*x = TerminalResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1430,7 @@ func (x *TerminalResponse) String() string {
 func (*TerminalResponse) ProtoMessage() {}
 
 func (x *TerminalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1443,7 @@ func (x *TerminalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalResponse.ProtoReflect.Descriptor instead.
 func (*TerminalResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TerminalResponse) GetMsg() isTerminalResponse_Msg {
@@ -1335,7 +1462,7 @@ func (x *TerminalResponse) GetOutput() []byte {
 	return nil
 }
 
-func (x *TerminalResponse) GetExit() *v1.ExitStatus {
+func (x *TerminalResponse) GetExit() *ExitStatus {
 	if x != nil {
 		if x, ok := x.Msg.(*TerminalResponse_Exit); ok {
 			return x.Exit
@@ -1355,7 +1482,7 @@ type TerminalResponse_Output struct {
 
 type TerminalResponse_Exit struct {
 	// exit ends the session.
-	Exit *v1.ExitStatus `protobuf:"bytes,2,opt,name=exit,proto3,oneof"`
+	Exit *ExitStatus `protobuf:"bytes,2,opt,name=exit,proto3,oneof"`
 }
 
 func (*TerminalResponse_Output) isTerminalResponse_Msg() {}
@@ -1375,7 +1502,7 @@ type LsRequest struct {
 
 func (x *LsRequest) Reset() {
 	*x = LsRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1514,7 @@ func (x *LsRequest) String() string {
 func (*LsRequest) ProtoMessage() {}
 
 func (x *LsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1527,7 @@ func (x *LsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LsRequest.ProtoReflect.Descriptor instead.
 func (*LsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LsRequest) GetAgentId() string {
@@ -1421,14 +1548,14 @@ func (x *LsRequest) GetPath() string {
 type LsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// entries are the directory's entries, sorted by name.
-	Entries       []*v1.DirEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	Entries       []*DirEntry `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LsResponse) Reset() {
 	*x = LsResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1567,7 @@ func (x *LsResponse) String() string {
 func (*LsResponse) ProtoMessage() {}
 
 func (x *LsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,14 +1580,78 @@ func (x *LsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LsResponse.ProtoReflect.Descriptor instead.
 func (*LsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
 }
 
-func (x *LsResponse) GetEntries() []*v1.DirEntry {
+func (x *LsResponse) GetEntries() []*DirEntry {
 	if x != nil {
 		return x.Entries
 	}
 	return nil
+}
+
+// DirEntry is one entry of a directory listing.
+type DirEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the entry's base name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// type is "file", "dir" or "symlink".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// size is the size in bytes (of the link itself for a symlink).
+	Size          int64 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirEntry) Reset() {
+	*x = DirEntry{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirEntry) ProtoMessage() {}
+
+func (x *DirEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
+func (*DirEntry) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DirEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DirEntry) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DirEntry) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
 }
 
 // ReadFileRequest reads a file.
@@ -1480,7 +1671,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1683,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1696,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReadFileRequest) GetAgentId() string {
@@ -1553,7 +1744,7 @@ type ReadFileResponse struct {
 
 func (x *ReadFileResponse) Reset() {
 	*x = ReadFileResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +1756,7 @@ func (x *ReadFileResponse) String() string {
 func (*ReadFileResponse) ProtoMessage() {}
 
 func (x *ReadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +1769,7 @@ func (x *ReadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileResponse.ProtoReflect.Descriptor instead.
 func (*ReadFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReadFileResponse) GetData() []byte {
@@ -1625,7 +1816,7 @@ type WriteFileRequest struct {
 
 func (x *WriteFileRequest) Reset() {
 	*x = WriteFileRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1828,7 @@ func (x *WriteFileRequest) String() string {
 func (*WriteFileRequest) ProtoMessage() {}
 
 func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1841,7 @@ func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileRequest.ProtoReflect.Descriptor instead.
 func (*WriteFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WriteFileRequest) GetMsg() isWriteFileRequest_Msg {
@@ -1711,7 +1902,7 @@ type WriteFileHeader struct {
 
 func (x *WriteFileHeader) Reset() {
 	*x = WriteFileHeader{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[24]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1914,7 @@ func (x *WriteFileHeader) String() string {
 func (*WriteFileHeader) ProtoMessage() {}
 
 func (x *WriteFileHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[24]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1927,7 @@ func (x *WriteFileHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileHeader.ProtoReflect.Descriptor instead.
 func (*WriteFileHeader) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *WriteFileHeader) GetAgentId() string {
@@ -1773,7 +1964,7 @@ type WriteFileResponse struct {
 
 func (x *WriteFileResponse) Reset() {
 	*x = WriteFileResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[25]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1976,7 @@ func (x *WriteFileResponse) String() string {
 func (*WriteFileResponse) ProtoMessage() {}
 
 func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[25]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1989,7 @@ func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileResponse.ProtoReflect.Descriptor instead.
 func (*WriteFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{25}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WriteFileResponse) GetPath() string {
@@ -1834,7 +2025,7 @@ type EditFileRequest struct {
 
 func (x *EditFileRequest) Reset() {
 	*x = EditFileRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[26]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +2037,7 @@ func (x *EditFileRequest) String() string {
 func (*EditFileRequest) ProtoMessage() {}
 
 func (x *EditFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[26]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +2050,7 @@ func (x *EditFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditFileRequest.ProtoReflect.Descriptor instead.
 func (*EditFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{26}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EditFileRequest) GetAgentId() string {
@@ -1910,7 +2101,7 @@ type EditFileResponse struct {
 
 func (x *EditFileResponse) Reset() {
 	*x = EditFileResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[27]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2113,7 @@ func (x *EditFileResponse) String() string {
 func (*EditFileResponse) ProtoMessage() {}
 
 func (x *EditFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[27]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2126,7 @@ func (x *EditFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EditFileResponse.ProtoReflect.Descriptor instead.
 func (*EditFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{27}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *EditFileResponse) GetPath() string {
@@ -1969,7 +2160,7 @@ type GrepRequest struct {
 
 func (x *GrepRequest) Reset() {
 	*x = GrepRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[28]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2172,7 @@ func (x *GrepRequest) String() string {
 func (*GrepRequest) ProtoMessage() {}
 
 func (x *GrepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[28]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2185,7 @@ func (x *GrepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrepRequest.ProtoReflect.Descriptor instead.
 func (*GrepRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{28}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GrepRequest) GetAgentId() string {
@@ -2029,7 +2220,7 @@ func (x *GrepRequest) GetMaxMatches() int32 {
 type GrepResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// matches are the matching lines.
-	Matches []*v1.GrepMatch `protobuf:"bytes,1,rep,name=matches,proto3" json:"matches,omitempty"`
+	Matches []*GrepMatch `protobuf:"bytes,1,rep,name=matches,proto3" json:"matches,omitempty"`
 	// truncated is true when more matches existed.
 	Truncated     bool `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -2038,7 +2229,7 @@ type GrepResponse struct {
 
 func (x *GrepResponse) Reset() {
 	*x = GrepResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[29]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2241,7 @@ func (x *GrepResponse) String() string {
 func (*GrepResponse) ProtoMessage() {}
 
 func (x *GrepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[29]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,10 +2254,10 @@ func (x *GrepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrepResponse.ProtoReflect.Descriptor instead.
 func (*GrepResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{29}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{32}
 }
 
-func (x *GrepResponse) GetMatches() []*v1.GrepMatch {
+func (x *GrepResponse) GetMatches() []*GrepMatch {
 	if x != nil {
 		return x.Matches
 	}
@@ -2078,6 +2269,70 @@ func (x *GrepResponse) GetTruncated() bool {
 		return x.Truncated
 	}
 	return false
+}
+
+// GrepMatch is one matching line.
+type GrepMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// file is the agent-facing path of the file.
+	File string `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	// line is the 1-based line number.
+	Line int32 `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
+	// text is the line, cut to a bounded length.
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrepMatch) Reset() {
+	*x = GrepMatch{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrepMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrepMatch) ProtoMessage() {}
+
+func (x *GrepMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrepMatch.ProtoReflect.Descriptor instead.
+func (*GrepMatch) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GrepMatch) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *GrepMatch) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *GrepMatch) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
 }
 
 // GlobRequest finds files by pattern.
@@ -2097,7 +2352,7 @@ type GlobRequest struct {
 
 func (x *GlobRequest) Reset() {
 	*x = GlobRequest{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[30]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2364,7 @@ func (x *GlobRequest) String() string {
 func (*GlobRequest) ProtoMessage() {}
 
 func (x *GlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[30]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2377,7 @@ func (x *GlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobRequest.ProtoReflect.Descriptor instead.
 func (*GlobRequest) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{30}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GlobRequest) GetAgentId() string {
@@ -2166,7 +2421,7 @@ type GlobResponse struct {
 
 func (x *GlobResponse) Reset() {
 	*x = GlobResponse{}
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[31]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2433,7 @@ func (x *GlobResponse) String() string {
 func (*GlobResponse) ProtoMessage() {}
 
 func (x *GlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[31]
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2446,7 @@ func (x *GlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GlobResponse.ProtoReflect.Descriptor instead.
 func (*GlobResponse) Descriptor() ([]byte, []int) {
-	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{31}
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GlobResponse) GetFiles() []string {
@@ -2212,7 +2467,7 @@ var File_wick_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bwick/daemon/v1/daemon.proto\"\xaf\x04\n" +
+	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x04\n" +
 	"\vSandboxSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x1f\n" +
@@ -2288,31 +2543,44 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05stdin\x18\a \x01(\fR\x05stdin\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x7f\n" +
 	"\fExecResponse\x12\x18\n" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
-	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x120\n" +
-	"\x04exit\x18\x03 \x01(\v2\x1a.wick.daemon.v1.ExitStatusH\x00R\x04exitB\b\n" +
-	"\x06output\"\xa0\x01\n" +
+	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x121\n" +
+	"\x04exit\x18\x03 \x01(\v2\x1b.wick.sandbox.v1.ExitStatusH\x00R\x04exitB\b\n" +
+	"\x06output\"\x9b\x01\n" +
+	"\n" +
+	"ExitStatus\x12\x1b\n" +
+	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x1b\n" +
+	"\ttimed_out\x18\x02 \x01(\bR\btimedOut\x12\x1c\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\x125\n" +
+	"\bduration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bduration\"\xa1\x01\n" +
 	"\x0fTerminalRequest\x126\n" +
 	"\x05start\x18\x01 \x01(\v2\x1e.wick.sandbox.v1.TerminalStartH\x00R\x05start\x12\x16\n" +
-	"\x05input\x18\x02 \x01(\fH\x00R\x05input\x126\n" +
-	"\x06resize\x18\x03 \x01(\v2\x1c.wick.daemon.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
-	"\x03msg\"v\n" +
+	"\x05input\x18\x02 \x01(\fH\x00R\x05input\x127\n" +
+	"\x06resize\x18\x03 \x01(\v2\x1d.wick.sandbox.v1.TerminalSizeH\x00R\x06resizeB\x05\n" +
+	"\x03msg\"w\n" +
 	"\rTerminalStart\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
-	"\acommand\x18\x02 \x01(\tR\acommand\x120\n" +
-	"\x04size\x18\x03 \x01(\v2\x1c.wick.daemon.v1.TerminalSizeR\x04size\"e\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x121\n" +
+	"\x04size\x18\x03 \x01(\v2\x1d.wick.sandbox.v1.TerminalSizeR\x04size\"6\n" +
+	"\fTerminalSize\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
+	"\x04cols\x18\x02 \x01(\rR\x04cols\"f\n" +
 	"\x10TerminalResponse\x12\x18\n" +
-	"\x06output\x18\x01 \x01(\fH\x00R\x06output\x120\n" +
-	"\x04exit\x18\x02 \x01(\v2\x1a.wick.daemon.v1.ExitStatusH\x00R\x04exitB\x05\n" +
+	"\x06output\x18\x01 \x01(\fH\x00R\x06output\x121\n" +
+	"\x04exit\x18\x02 \x01(\v2\x1b.wick.sandbox.v1.ExitStatusH\x00R\x04exitB\x05\n" +
 	"\x03msg\":\n" +
 	"\tLsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
-	"\x04path\x18\x02 \x01(\tR\x04path\"@\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"A\n" +
 	"\n" +
-	"LsResponse\x122\n" +
-	"\aentries\x18\x01 \x03(\v2\x18.wick.daemon.v1.DirEntryR\aentries\"n\n" +
+	"LsResponse\x123\n" +
+	"\aentries\x18\x01 \x03(\v2\x19.wick.sandbox.v1.DirEntryR\aentries\"F\n" +
+	"\bDirEntry\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\"n\n" +
 	"\x0fReadFileRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
@@ -2350,10 +2618,14 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\apattern\x18\x02 \x01(\tR\apattern\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\x12\x1f\n" +
 	"\vmax_matches\x18\x04 \x01(\x05R\n" +
-	"maxMatches\"a\n" +
-	"\fGrepResponse\x123\n" +
-	"\amatches\x18\x01 \x03(\v2\x19.wick.daemon.v1.GrepMatchR\amatches\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"s\n" +
+	"maxMatches\"b\n" +
+	"\fGrepResponse\x124\n" +
+	"\amatches\x18\x01 \x03(\v2\x1a.wick.sandbox.v1.GrepMatchR\amatches\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"G\n" +
+	"\tGrepMatch\x12\x12\n" +
+	"\x04file\x18\x01 \x01(\tR\x04file\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"s\n" +
 	"\vGlobRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x18\n" +
 	"\apattern\x18\x02 \x01(\tR\apattern\x12\x12\n" +
@@ -2391,7 +2663,7 @@ func file_wick_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_wick_sandbox_v1_sandbox_proto_rawDescData
 }
 
-var file_wick_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_wick_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_wick_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*SandboxSpec)(nil),            // 0: wick.sandbox.v1.SandboxSpec
 	(*Sandbox)(nil),                // 1: wick.sandbox.v1.Sandbox
@@ -2409,87 +2681,88 @@ var file_wick_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*DeleteSandboxResponse)(nil),  // 13: wick.sandbox.v1.DeleteSandboxResponse
 	(*ExecRequest)(nil),            // 14: wick.sandbox.v1.ExecRequest
 	(*ExecResponse)(nil),           // 15: wick.sandbox.v1.ExecResponse
-	(*TerminalRequest)(nil),        // 16: wick.sandbox.v1.TerminalRequest
-	(*TerminalStart)(nil),          // 17: wick.sandbox.v1.TerminalStart
-	(*TerminalResponse)(nil),       // 18: wick.sandbox.v1.TerminalResponse
-	(*LsRequest)(nil),              // 19: wick.sandbox.v1.LsRequest
-	(*LsResponse)(nil),             // 20: wick.sandbox.v1.LsResponse
-	(*ReadFileRequest)(nil),        // 21: wick.sandbox.v1.ReadFileRequest
-	(*ReadFileResponse)(nil),       // 22: wick.sandbox.v1.ReadFileResponse
-	(*WriteFileRequest)(nil),       // 23: wick.sandbox.v1.WriteFileRequest
-	(*WriteFileHeader)(nil),        // 24: wick.sandbox.v1.WriteFileHeader
-	(*WriteFileResponse)(nil),      // 25: wick.sandbox.v1.WriteFileResponse
-	(*EditFileRequest)(nil),        // 26: wick.sandbox.v1.EditFileRequest
-	(*EditFileResponse)(nil),       // 27: wick.sandbox.v1.EditFileResponse
-	(*GrepRequest)(nil),            // 28: wick.sandbox.v1.GrepRequest
-	(*GrepResponse)(nil),           // 29: wick.sandbox.v1.GrepResponse
-	(*GlobRequest)(nil),            // 30: wick.sandbox.v1.GlobRequest
-	(*GlobResponse)(nil),           // 31: wick.sandbox.v1.GlobResponse
-	nil,                            // 32: wick.sandbox.v1.SandboxSpec.EnvEntry
-	nil,                            // 33: wick.sandbox.v1.ExecRequest.EnvEntry
-	(*durationpb.Duration)(nil),    // 34: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 35: google.protobuf.Timestamp
-	(*v1.ExitStatus)(nil),          // 36: wick.daemon.v1.ExitStatus
-	(*v1.TerminalSize)(nil),        // 37: wick.daemon.v1.TerminalSize
-	(*v1.DirEntry)(nil),            // 38: wick.daemon.v1.DirEntry
-	(*v1.GrepMatch)(nil),           // 39: wick.daemon.v1.GrepMatch
+	(*ExitStatus)(nil),             // 16: wick.sandbox.v1.ExitStatus
+	(*TerminalRequest)(nil),        // 17: wick.sandbox.v1.TerminalRequest
+	(*TerminalStart)(nil),          // 18: wick.sandbox.v1.TerminalStart
+	(*TerminalSize)(nil),           // 19: wick.sandbox.v1.TerminalSize
+	(*TerminalResponse)(nil),       // 20: wick.sandbox.v1.TerminalResponse
+	(*LsRequest)(nil),              // 21: wick.sandbox.v1.LsRequest
+	(*LsResponse)(nil),             // 22: wick.sandbox.v1.LsResponse
+	(*DirEntry)(nil),               // 23: wick.sandbox.v1.DirEntry
+	(*ReadFileRequest)(nil),        // 24: wick.sandbox.v1.ReadFileRequest
+	(*ReadFileResponse)(nil),       // 25: wick.sandbox.v1.ReadFileResponse
+	(*WriteFileRequest)(nil),       // 26: wick.sandbox.v1.WriteFileRequest
+	(*WriteFileHeader)(nil),        // 27: wick.sandbox.v1.WriteFileHeader
+	(*WriteFileResponse)(nil),      // 28: wick.sandbox.v1.WriteFileResponse
+	(*EditFileRequest)(nil),        // 29: wick.sandbox.v1.EditFileRequest
+	(*EditFileResponse)(nil),       // 30: wick.sandbox.v1.EditFileResponse
+	(*GrepRequest)(nil),            // 31: wick.sandbox.v1.GrepRequest
+	(*GrepResponse)(nil),           // 32: wick.sandbox.v1.GrepResponse
+	(*GrepMatch)(nil),              // 33: wick.sandbox.v1.GrepMatch
+	(*GlobRequest)(nil),            // 34: wick.sandbox.v1.GlobRequest
+	(*GlobResponse)(nil),           // 35: wick.sandbox.v1.GlobResponse
+	nil,                            // 36: wick.sandbox.v1.SandboxSpec.EnvEntry
+	nil,                            // 37: wick.sandbox.v1.ExecRequest.EnvEntry
+	(*durationpb.Duration)(nil),    // 38: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 39: google.protobuf.Timestamp
 }
 var file_wick_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	34, // 0: wick.sandbox.v1.SandboxSpec.exec_timeout:type_name -> google.protobuf.Duration
-	32, // 1: wick.sandbox.v1.SandboxSpec.env:type_name -> wick.sandbox.v1.SandboxSpec.EnvEntry
-	34, // 2: wick.sandbox.v1.SandboxSpec.ttl:type_name -> google.protobuf.Duration
-	35, // 3: wick.sandbox.v1.Sandbox.created_at:type_name -> google.protobuf.Timestamp
-	35, // 4: wick.sandbox.v1.Sandbox.last_used_at:type_name -> google.protobuf.Timestamp
-	35, // 5: wick.sandbox.v1.Sandbox.expires_at:type_name -> google.protobuf.Timestamp
+	38, // 0: wick.sandbox.v1.SandboxSpec.exec_timeout:type_name -> google.protobuf.Duration
+	36, // 1: wick.sandbox.v1.SandboxSpec.env:type_name -> wick.sandbox.v1.SandboxSpec.EnvEntry
+	38, // 2: wick.sandbox.v1.SandboxSpec.ttl:type_name -> google.protobuf.Duration
+	39, // 3: wick.sandbox.v1.Sandbox.created_at:type_name -> google.protobuf.Timestamp
+	39, // 4: wick.sandbox.v1.Sandbox.last_used_at:type_name -> google.protobuf.Timestamp
+	39, // 5: wick.sandbox.v1.Sandbox.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 6: wick.sandbox.v1.EnsureSandboxRequest.spec:type_name -> wick.sandbox.v1.SandboxSpec
 	1,  // 7: wick.sandbox.v1.EnsureSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
 	1,  // 8: wick.sandbox.v1.GetSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
 	1,  // 9: wick.sandbox.v1.ListSandboxesResponse.sandboxes:type_name -> wick.sandbox.v1.Sandbox
 	1,  // 10: wick.sandbox.v1.StopSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
 	1,  // 11: wick.sandbox.v1.RestartSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
-	34, // 12: wick.sandbox.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
-	33, // 13: wick.sandbox.v1.ExecRequest.env:type_name -> wick.sandbox.v1.ExecRequest.EnvEntry
-	36, // 14: wick.sandbox.v1.ExecResponse.exit:type_name -> wick.daemon.v1.ExitStatus
-	17, // 15: wick.sandbox.v1.TerminalRequest.start:type_name -> wick.sandbox.v1.TerminalStart
-	37, // 16: wick.sandbox.v1.TerminalRequest.resize:type_name -> wick.daemon.v1.TerminalSize
-	37, // 17: wick.sandbox.v1.TerminalStart.size:type_name -> wick.daemon.v1.TerminalSize
-	36, // 18: wick.sandbox.v1.TerminalResponse.exit:type_name -> wick.daemon.v1.ExitStatus
-	38, // 19: wick.sandbox.v1.LsResponse.entries:type_name -> wick.daemon.v1.DirEntry
-	24, // 20: wick.sandbox.v1.WriteFileRequest.header:type_name -> wick.sandbox.v1.WriteFileHeader
-	39, // 21: wick.sandbox.v1.GrepResponse.matches:type_name -> wick.daemon.v1.GrepMatch
-	2,  // 22: wick.sandbox.v1.SandboxService.EnsureSandbox:input_type -> wick.sandbox.v1.EnsureSandboxRequest
-	4,  // 23: wick.sandbox.v1.SandboxService.GetSandbox:input_type -> wick.sandbox.v1.GetSandboxRequest
-	6,  // 24: wick.sandbox.v1.SandboxService.ListSandboxes:input_type -> wick.sandbox.v1.ListSandboxesRequest
-	8,  // 25: wick.sandbox.v1.SandboxService.StopSandbox:input_type -> wick.sandbox.v1.StopSandboxRequest
-	10, // 26: wick.sandbox.v1.SandboxService.RestartSandbox:input_type -> wick.sandbox.v1.RestartSandboxRequest
-	12, // 27: wick.sandbox.v1.SandboxService.DeleteSandbox:input_type -> wick.sandbox.v1.DeleteSandboxRequest
-	14, // 28: wick.sandbox.v1.SandboxService.Exec:input_type -> wick.sandbox.v1.ExecRequest
-	16, // 29: wick.sandbox.v1.SandboxService.Terminal:input_type -> wick.sandbox.v1.TerminalRequest
-	19, // 30: wick.sandbox.v1.SandboxService.Ls:input_type -> wick.sandbox.v1.LsRequest
-	21, // 31: wick.sandbox.v1.SandboxService.ReadFile:input_type -> wick.sandbox.v1.ReadFileRequest
-	23, // 32: wick.sandbox.v1.SandboxService.WriteFile:input_type -> wick.sandbox.v1.WriteFileRequest
-	26, // 33: wick.sandbox.v1.SandboxService.EditFile:input_type -> wick.sandbox.v1.EditFileRequest
-	28, // 34: wick.sandbox.v1.SandboxService.Grep:input_type -> wick.sandbox.v1.GrepRequest
-	30, // 35: wick.sandbox.v1.SandboxService.Glob:input_type -> wick.sandbox.v1.GlobRequest
-	3,  // 36: wick.sandbox.v1.SandboxService.EnsureSandbox:output_type -> wick.sandbox.v1.EnsureSandboxResponse
-	5,  // 37: wick.sandbox.v1.SandboxService.GetSandbox:output_type -> wick.sandbox.v1.GetSandboxResponse
-	7,  // 38: wick.sandbox.v1.SandboxService.ListSandboxes:output_type -> wick.sandbox.v1.ListSandboxesResponse
-	9,  // 39: wick.sandbox.v1.SandboxService.StopSandbox:output_type -> wick.sandbox.v1.StopSandboxResponse
-	11, // 40: wick.sandbox.v1.SandboxService.RestartSandbox:output_type -> wick.sandbox.v1.RestartSandboxResponse
-	13, // 41: wick.sandbox.v1.SandboxService.DeleteSandbox:output_type -> wick.sandbox.v1.DeleteSandboxResponse
-	15, // 42: wick.sandbox.v1.SandboxService.Exec:output_type -> wick.sandbox.v1.ExecResponse
-	18, // 43: wick.sandbox.v1.SandboxService.Terminal:output_type -> wick.sandbox.v1.TerminalResponse
-	20, // 44: wick.sandbox.v1.SandboxService.Ls:output_type -> wick.sandbox.v1.LsResponse
-	22, // 45: wick.sandbox.v1.SandboxService.ReadFile:output_type -> wick.sandbox.v1.ReadFileResponse
-	25, // 46: wick.sandbox.v1.SandboxService.WriteFile:output_type -> wick.sandbox.v1.WriteFileResponse
-	27, // 47: wick.sandbox.v1.SandboxService.EditFile:output_type -> wick.sandbox.v1.EditFileResponse
-	29, // 48: wick.sandbox.v1.SandboxService.Grep:output_type -> wick.sandbox.v1.GrepResponse
-	31, // 49: wick.sandbox.v1.SandboxService.Glob:output_type -> wick.sandbox.v1.GlobResponse
-	36, // [36:50] is the sub-list for method output_type
-	22, // [22:36] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	38, // 12: wick.sandbox.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
+	37, // 13: wick.sandbox.v1.ExecRequest.env:type_name -> wick.sandbox.v1.ExecRequest.EnvEntry
+	16, // 14: wick.sandbox.v1.ExecResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
+	38, // 15: wick.sandbox.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
+	18, // 16: wick.sandbox.v1.TerminalRequest.start:type_name -> wick.sandbox.v1.TerminalStart
+	19, // 17: wick.sandbox.v1.TerminalRequest.resize:type_name -> wick.sandbox.v1.TerminalSize
+	19, // 18: wick.sandbox.v1.TerminalStart.size:type_name -> wick.sandbox.v1.TerminalSize
+	16, // 19: wick.sandbox.v1.TerminalResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
+	23, // 20: wick.sandbox.v1.LsResponse.entries:type_name -> wick.sandbox.v1.DirEntry
+	27, // 21: wick.sandbox.v1.WriteFileRequest.header:type_name -> wick.sandbox.v1.WriteFileHeader
+	33, // 22: wick.sandbox.v1.GrepResponse.matches:type_name -> wick.sandbox.v1.GrepMatch
+	2,  // 23: wick.sandbox.v1.SandboxService.EnsureSandbox:input_type -> wick.sandbox.v1.EnsureSandboxRequest
+	4,  // 24: wick.sandbox.v1.SandboxService.GetSandbox:input_type -> wick.sandbox.v1.GetSandboxRequest
+	6,  // 25: wick.sandbox.v1.SandboxService.ListSandboxes:input_type -> wick.sandbox.v1.ListSandboxesRequest
+	8,  // 26: wick.sandbox.v1.SandboxService.StopSandbox:input_type -> wick.sandbox.v1.StopSandboxRequest
+	10, // 27: wick.sandbox.v1.SandboxService.RestartSandbox:input_type -> wick.sandbox.v1.RestartSandboxRequest
+	12, // 28: wick.sandbox.v1.SandboxService.DeleteSandbox:input_type -> wick.sandbox.v1.DeleteSandboxRequest
+	14, // 29: wick.sandbox.v1.SandboxService.Exec:input_type -> wick.sandbox.v1.ExecRequest
+	17, // 30: wick.sandbox.v1.SandboxService.Terminal:input_type -> wick.sandbox.v1.TerminalRequest
+	21, // 31: wick.sandbox.v1.SandboxService.Ls:input_type -> wick.sandbox.v1.LsRequest
+	24, // 32: wick.sandbox.v1.SandboxService.ReadFile:input_type -> wick.sandbox.v1.ReadFileRequest
+	26, // 33: wick.sandbox.v1.SandboxService.WriteFile:input_type -> wick.sandbox.v1.WriteFileRequest
+	29, // 34: wick.sandbox.v1.SandboxService.EditFile:input_type -> wick.sandbox.v1.EditFileRequest
+	31, // 35: wick.sandbox.v1.SandboxService.Grep:input_type -> wick.sandbox.v1.GrepRequest
+	34, // 36: wick.sandbox.v1.SandboxService.Glob:input_type -> wick.sandbox.v1.GlobRequest
+	3,  // 37: wick.sandbox.v1.SandboxService.EnsureSandbox:output_type -> wick.sandbox.v1.EnsureSandboxResponse
+	5,  // 38: wick.sandbox.v1.SandboxService.GetSandbox:output_type -> wick.sandbox.v1.GetSandboxResponse
+	7,  // 39: wick.sandbox.v1.SandboxService.ListSandboxes:output_type -> wick.sandbox.v1.ListSandboxesResponse
+	9,  // 40: wick.sandbox.v1.SandboxService.StopSandbox:output_type -> wick.sandbox.v1.StopSandboxResponse
+	11, // 41: wick.sandbox.v1.SandboxService.RestartSandbox:output_type -> wick.sandbox.v1.RestartSandboxResponse
+	13, // 42: wick.sandbox.v1.SandboxService.DeleteSandbox:output_type -> wick.sandbox.v1.DeleteSandboxResponse
+	15, // 43: wick.sandbox.v1.SandboxService.Exec:output_type -> wick.sandbox.v1.ExecResponse
+	20, // 44: wick.sandbox.v1.SandboxService.Terminal:output_type -> wick.sandbox.v1.TerminalResponse
+	22, // 45: wick.sandbox.v1.SandboxService.Ls:output_type -> wick.sandbox.v1.LsResponse
+	25, // 46: wick.sandbox.v1.SandboxService.ReadFile:output_type -> wick.sandbox.v1.ReadFileResponse
+	28, // 47: wick.sandbox.v1.SandboxService.WriteFile:output_type -> wick.sandbox.v1.WriteFileResponse
+	30, // 48: wick.sandbox.v1.SandboxService.EditFile:output_type -> wick.sandbox.v1.EditFileResponse
+	32, // 49: wick.sandbox.v1.SandboxService.Grep:output_type -> wick.sandbox.v1.GrepResponse
+	35, // 50: wick.sandbox.v1.SandboxService.Glob:output_type -> wick.sandbox.v1.GlobResponse
+	37, // [37:51] is the sub-list for method output_type
+	23, // [23:37] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_wick_sandbox_v1_sandbox_proto_init() }
@@ -2502,16 +2775,16 @@ func file_wick_sandbox_v1_sandbox_proto_init() {
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Exit)(nil),
 	}
-	file_wick_sandbox_v1_sandbox_proto_msgTypes[16].OneofWrappers = []any{
+	file_wick_sandbox_v1_sandbox_proto_msgTypes[17].OneofWrappers = []any{
 		(*TerminalRequest_Start)(nil),
 		(*TerminalRequest_Input)(nil),
 		(*TerminalRequest_Resize)(nil),
 	}
-	file_wick_sandbox_v1_sandbox_proto_msgTypes[18].OneofWrappers = []any{
+	file_wick_sandbox_v1_sandbox_proto_msgTypes[20].OneofWrappers = []any{
 		(*TerminalResponse_Output)(nil),
 		(*TerminalResponse_Exit)(nil),
 	}
-	file_wick_sandbox_v1_sandbox_proto_msgTypes[23].OneofWrappers = []any{
+	file_wick_sandbox_v1_sandbox_proto_msgTypes[26].OneofWrappers = []any{
 		(*WriteFileRequest_Header)(nil),
 		(*WriteFileRequest_Data)(nil),
 	}
@@ -2521,7 +2794,7 @@ func file_wick_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_sandbox_v1_sandbox_proto_rawDesc), len(file_wick_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

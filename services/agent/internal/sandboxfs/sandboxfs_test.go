@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
@@ -38,7 +37,7 @@ func (s *localSandbox) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandb
 	}
 	out := &sandboxv1.LsResponse{}
 	for _, e := range es {
-		out.Entries = append(out.Entries, &daemonv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
+		out.Entries = append(out.Entries, &sandboxv1.DirEntry{Name: e.Name, Type: e.Type, Size: e.Size})
 	}
 	return out, nil
 }
@@ -110,7 +109,7 @@ func (s *localSandbox) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*s
 	}
 	out := &sandboxv1.GrepResponse{Truncated: res.Truncated}
 	for _, m := range res.Matches {
-		out.Matches = append(out.Matches, &daemonv1.GrepMatch{File: m.File, Line: int32(m.Line), Text: m.Text})
+		out.Matches = append(out.Matches, &sandboxv1.GrepMatch{File: m.File, Line: int32(m.Line), Text: m.Text})
 	}
 	return out, nil
 }
@@ -130,7 +129,7 @@ func (s *localSandbox) Exec(req *sandboxv1.ExecRequest, stream sandboxv1.Sandbox
 	}
 	stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stdout{Stdout: []byte(res.Stdout)}})
 	stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Stderr{Stderr: []byte(res.Stderr)}})
-	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{ExitCode: int32(res.ExitCode)}}})
+	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: &sandboxv1.ExitStatus{ExitCode: int32(res.ExitCode)}}})
 }
 
 func newFS(t *testing.T, opts ...Option) (*FS, *localSandbox) {
