@@ -19,7 +19,8 @@ const (
 	Auto = "auto"
 )
 
-// DefaultImage is the sandbox image when a spec names none: the image Wick
-// builds itself (static wick-daemon, wickfs and busybox FROM scratch), so no
-// registry is needed.
+// DefaultImage is the sandbox image when a spec names none. It must be on
+// the engine: no registry may be reachable, so nothing pulls it. Where it is
+// missing, the all-in-one `wick` command builds a small busybox image FROM
+// scratch instead (services/sandbox/sandboximage).
 const DefaultImage = "wick-sandbox:latest"

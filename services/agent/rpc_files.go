@@ -11,6 +11,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 )
@@ -64,7 +65,7 @@ func (s *Service) ListFiles(ctx context.Context, req *agentv1.ListFilesRequest) 
 }
 
 func workdir(e *registry.Entry) string {
-	if w := e.Config.Backend.Workdir; w != "" && e.Config.Backend.Type == "docker" {
+	if w := e.Config.Backend.Workdir; w != "" && e.Config.Backend.Type == backend.Docker {
 		return w
 	}
 	return sandboxfs.DefaultWorkdir

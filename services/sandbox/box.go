@@ -17,6 +17,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon/daemonfs"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -114,7 +115,7 @@ func (b *box) proto() *sandboxv1.Sandbox {
 		DockerHost: b.set.DockerHost, Workdir: b.set.Params.Workdir, Network: b.set.Params.Network,
 		DaemonVersion: b.version,
 	}
-	if b.set.Type == TypeLocal {
+	if b.set.Type == backend.Local {
 		p.ContainerName, p.Image, p.Network = "", "", ""
 	}
 	if b.state != stateRunning {
@@ -177,8 +178,8 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 		st.Type = s.cfg.DefaultType
 	}
 	switch st.Type {
-	case TypeDocker:
-	case TypeLocal:
+	case backend.Docker:
+	case backend.Local:
 		if !s.localAllowed() {
 			return st, fmt.Errorf("%w: local sandboxes are not enabled on this service", errDenied)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon/daemonfs"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -137,7 +138,7 @@ const (
 // the next call starts it again.
 func (s *Service) reinject(b *box) {
 	b.mu.Lock()
-	if b.reinjecting || b.state != stateRunning || b.set.DockerHost != "" || b.set.Type != TypeDocker ||
+	if b.reinjecting || b.state != stateRunning || b.set.DockerHost != "" || b.set.Type != backend.Docker ||
 		s.now().Before(b.reinjectAfter) {
 		b.mu.Unlock()
 		return

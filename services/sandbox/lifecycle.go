@@ -13,6 +13,7 @@ import (
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -82,14 +83,14 @@ func (s *Service) start(ctx context.Context, b *box, set settings) error {
 		b.expires = now.Add(set.TTL)
 	}
 	b.mu.Unlock()
-	if set.Type == TypeDocker {
+	if set.Type == backend.Docker {
 		e, err := s.pool.Get(ctx, set.DockerHost)
 		if err != nil {
 			if set.DockerHost == "" && s.cfg.LocalFallback {
 				s.log.Warn("docker unavailable; serving the sandbox locally", "agent", b.agent, "err", err)
-				set.Type = TypeLocal
+				set.Type = backend.Local
 				b.mu.Lock()
-				b.set.Type = TypeLocal
+				b.set.Type = backend.Local
 				b.mu.Unlock()
 				return s.startLocal(b)
 			}
@@ -249,7 +250,7 @@ func (s *Service) lockHostDir(b *box) error {
 // answers, or at least its container runs (then the daemon is re-injected).
 func (s *Service) alive(ctx context.Context, b *box) bool {
 	v := b.view()
-	if v.set.Type == TypeLocal {
+	if v.set.Type == backend.Local {
 		return true
 	}
 	if v.daemon != nil && v.transport == transportDaemon {
@@ -276,7 +277,7 @@ func (s *Service) stop(ctx context.Context, b *box) error {
 	b.mu.Lock()
 	e, id, typ := b.engine, b.containerID, b.set.Type
 	b.mu.Unlock()
-	if typ == TypeDocker && e != nil {
+	if typ == backend.Docker && e != nil {
 		if err := dockerbox.Remove(ctx, e, b.name); err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func (s *Service) remove(ctx context.Context, b *box) error {
 	b.mu.Lock()
 	set, e := b.set, b.engine
 	b.mu.Unlock()
-	if set.Type == TypeDocker {
+	if set.Type == backend.Docker {
 		if e == nil {
 			var err error
 			if e, err = s.pool.Get(ctx, set.DockerHost); err != nil {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -42,11 +43,11 @@ func TestLocalBackend(t *testing.T) {
 	svc, cli := newLocal(t, Config{AllowLocal: true})
 	ctx, cancel := context.WithTimeout(as("alice"), time.Minute)
 	defer cancel()
-	r, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: TypeLocal}})
+	r, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb := r.GetSandbox(); sb.GetType() != TypeLocal || sb.GetTransport() != transportLocal || sb.GetState() != stateRunning {
+	if sb := r.GetSandbox(); sb.GetType() != backend.Local || sb.GetTransport() != transportLocal || sb.GetState() != stateRunning {
 		t.Fatalf("local sandbox: %+v", sb)
 	}
 	if _, err := writeFile(ctx, cli, "dev", "/workspace/a/b.txt", []byte("local\n")); err != nil {
@@ -93,7 +94,7 @@ func TestDockerUnavailable(t *testing.T) {
 	}
 	_, cli = newLocal(t, Config{LocalFallback: true})
 	r, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "x"})
-	if err != nil || r.GetSandbox().GetType() != TypeLocal {
+	if err != nil || r.GetSandbox().GetType() != backend.Local {
 		t.Fatalf("local fallback: %v %v", r, err)
 	}
 }
@@ -138,7 +139,7 @@ func TestValidation(t *testing.T) {
 		t.Fatalf("unknown sandbox: %v", err)
 	}
 	_, svcCli := newLocal(t, Config{})
-	if _, err := svcCli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "a", Spec: &sandboxv1.SandboxSpec{Type: TypeLocal}}); status.Code(err) != codes.PermissionDenied {
+	if _, err := svcCli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "a", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}}); status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("local disabled: %v", err)
 	}
 }
@@ -150,7 +151,7 @@ func TestLocalTerminal(t *testing.T) {
 	_, cli := newLocal(t, Config{AllowLocal: true})
 	ctx, cancel := context.WithTimeout(as("alice"), time.Minute)
 	defer cancel()
-	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: TypeLocal}}); err != nil {
+	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}}); err != nil {
 		t.Fatal(err)
 	}
 	terminalRoundTrip(ctx, t, cli, "dev")

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -27,7 +28,6 @@ import (
 const (
 	DefaultManagerID     = "wick-sandbox"
 	DefaultStateDir      = "/var/lib/wick/sandbox"
-	DefaultImage         = "python:3.12-slim"
 	DefaultWorkdir       = "/workspace"
 	DefaultIdleTimeout   = 30 * time.Minute
 	DefaultReapInterval  = time.Minute
@@ -54,12 +54,6 @@ const (
 	ReadChunk = 256 << 10
 )
 
-// Types of sandbox.
-const (
-	TypeDocker = "docker"
-	TypeLocal  = "local"
-)
-
 // Config configures the service. Zero values take the defaults above.
 type Config struct {
 	// ManagerID labels this service's containers; instances that share it
@@ -71,7 +65,7 @@ type Config struct {
 	// DaemonBin and WickfsBin are the static wick-daemon and wickfs binaries
 	// placed in every container.
 	DaemonBin, WickfsBin string
-	// DefaultImage is used when a spec names none.
+	// DefaultImage is used when a spec names none (default backend.DefaultImage).
 	DefaultImage string
 	// DefaultType is the sandbox type when a spec names none: "docker" or "local".
 	DefaultType string
@@ -127,10 +121,10 @@ func (c *Config) defaults() {
 		c.StateDir = DefaultStateDir
 	}
 	if c.DefaultImage == "" {
-		c.DefaultImage = DefaultImage
+		c.DefaultImage = backend.DefaultImage
 	}
 	if c.DefaultType == "" {
-		c.DefaultType = TypeDocker
+		c.DefaultType = backend.Docker
 	}
 	if c.DaemonBin == "" {
 		c.DaemonBin = os.Getenv("WICK_DAEMON_BIN")
@@ -203,9 +197,9 @@ type Service struct {
 func New(cfg Config, opts ...Option) (*Service, error) {
 	cfg.defaults()
 	switch cfg.DefaultType {
-	case TypeDocker, TypeLocal:
+	case backend.Docker, backend.Local:
 	default:
-		return nil, fmt.Errorf("sandbox: default type %q must be docker or local", cfg.DefaultType)
+		return nil, fmt.Errorf("sandbox: default type %q must be %q or %q", cfg.DefaultType, backend.Docker, backend.Local)
 	}
 	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{}}
 	for _, o := range opts {
@@ -331,7 +325,7 @@ func (s *Service) Close(ctx context.Context) error {
 }
 
 func (s *Service) localAllowed() bool {
-	return s.cfg.AllowLocal || s.cfg.DefaultType == TypeLocal || s.cfg.LocalFallback
+	return s.cfg.AllowLocal || s.cfg.DefaultType == backend.Local || s.cfg.LocalFallback
 }
 
 func (s *Service) hostAllowed(host string) bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/app"
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox"
 )
 
@@ -19,8 +20,8 @@ func main() {
 		fs.StringVar(&cfg.StateDir, "state-dir", sandbox.DefaultStateDir, "directory for sandbox sockets, local workdirs and the wick binaries")
 		fs.StringVar(&cfg.DaemonBin, "daemon-bin", "", "static wick-daemon binary placed in containers (WICK_DAEMON_BIN)")
 		fs.StringVar(&cfg.WickfsBin, "wickfs-bin", "", "static wickfs binary placed in containers (WICK_WICKFS_BIN)")
-		fs.StringVar(&cfg.DefaultImage, "default-image", sandbox.DefaultImage, "image of sandboxes whose spec names none")
-		fs.StringVar(&cfg.DefaultType, "default-type", sandbox.TypeDocker, "sandbox type when a spec names none: docker or local")
+		fs.StringVar(&cfg.DefaultImage, "default-image", backend.DefaultImage, "image of sandboxes whose spec names none")
+		fs.StringVar(&cfg.DefaultType, "default-type", backend.Docker, "sandbox type when a spec names none: "+backend.Docker+" or "+backend.Local)
 		fs.BoolVar(&cfg.LocalFallback, "local-fallback", false, "serve docker sandboxes locally when no Docker engine is reachable")
 		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes, whose commands run unconfined on this host (development, trusted use)")
 		fs.BoolVar(&cfg.AllowBridge, "allow-bridge", true, "let specs ask for network bridge")
