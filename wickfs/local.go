@@ -43,6 +43,8 @@ const (
 	DefaultWaitDelay = time.Second
 	// DefaultShell runs commands as `sh -c`.
 	DefaultShell = "sh"
+	// DefaultGrepWorkers is how many files Grep reads and searches at once.
+	DefaultGrepWorkers = 16
 	// DefaultFileMode is the mode of a newly created file.
 	DefaultFileMode fs.FileMode = 0o644
 
@@ -105,7 +107,8 @@ func WithMaxGrepMatches(n int) LocalOption {
 // WithMaxGlobFiles sets Glob's default result cap.
 func WithMaxGlobFiles(n int) LocalOption { return func(o *localOptions) { o.maxGlobFiles = n } }
 
-// WithGrepWorkers sets how many files Grep reads at once (default: 4).
+// WithGrepWorkers sets how many files Grep reads at once (default
+// DefaultGrepWorkers).
 func WithGrepWorkers(n int) LocalOption { return func(o *localOptions) { o.grepWorkers = n } }
 
 // WithWaitDelay sets how long output pipes held by a command's leftover
@@ -140,7 +143,7 @@ func NewLocalFS(root string, opts ...LocalOption) (*LocalFS, error) {
 		maxLineBytes:   DefaultMaxLineBytes,
 		maxGrepMatches: MaxGrepMatches,
 		maxGlobFiles:   MaxGlobFiles,
-		grepWorkers:    16,
+		grepWorkers:    DefaultGrepWorkers,
 		waitDelay:      DefaultWaitDelay,
 		shell:          DefaultShell,
 	}
