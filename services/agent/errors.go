@@ -32,9 +32,9 @@ func rpcErr(err error) error {
 		errors.Is(err, runexec.ErrNotFound):
 		return status.Error(codes.NotFound, msg)
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, tools.ErrInvalidToolDef), errors.Is(err, runs.ErrBadEventID),
-		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, runexec.ErrInvalid), errors.Is(err, errInvalid):
+		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, runexec.ErrInvalid):
 		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, threads.ErrBusy), errors.Is(err, runexec.ErrNotWaiting), errors.Is(err, errState):
+	case errors.Is(err, threads.ErrBusy), errors.Is(err, runexec.ErrNotWaiting):
 		return status.Error(codes.FailedPrecondition, msg)
 	case errors.Is(err, threads.ErrConflict), errors.Is(err, threads.ErrLeaseLost):
 		return status.Error(codes.Aborted, msg)
@@ -42,7 +42,7 @@ func rpcErr(err error) error {
 		return status.Error(codes.AlreadyExists, msg)
 	case errors.Is(err, registry.ErrTemplate):
 		return status.Error(codes.PermissionDenied, msg)
-	case errors.Is(err, sandboxfs.ErrTooLarge), errors.Is(err, errTooLarge):
+	case errors.Is(err, sandboxfs.ErrTooLarge):
 		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, runexec.ErrShutdown):
 		return status.Error(codes.Unavailable, msg)
@@ -61,13 +61,6 @@ func rpcErr(err error) error {
 	}
 	return status.Error(codes.Internal, msg)
 }
-
-// Sentinels of the RPC layer, wrapped with a message naming the field.
-var (
-	errInvalid  = errors.New("invalid argument")
-	errState    = errors.New("failed precondition")
-	errTooLarge = errors.New("too large")
-)
 
 func invalid(field, why string) error {
 	return status.Errorf(codes.InvalidArgument, "%s: %s", field, why)

@@ -209,6 +209,10 @@ func TestValidation(t *testing.T) {
 			_, err := a.client.UpdateHooks(ctx, &agentv1.UpdateHooksRequest{AgentId: "default", Hooks: map[string]bool{"nope": true}})
 			return err
 		}, codes.InvalidArgument, "hooks"},
+		{"agent id a route shadows", func() error {
+			_, err := a.client.CreateAgent(ctx, &agentv1.CreateAgentRequest{Agent: &agentv1.Agent{AgentId: "events"}})
+			return err
+		}, codes.InvalidArgument, "reserved"},
 		{"bad model", func() error {
 			_, err := a.client.CreateAgent(ctx, &agentv1.CreateAgentRequest{Agent: &agentv1.Agent{AgentId: "m", Model: structpb.NewNumberValue(3)}})
 			return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -102,6 +103,11 @@ func strictYAML(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
+// ReservedIDs are the path segments the REST API serves under /agents/ itself
+// (/agents/tools, /agents/events, /agents/skills/available): an agent with
+// one of these ids could be created but never reached by its routes.
+var ReservedIDs = []string{"tools", "events", "skills"}
+
 // Validate checks an agent id and configuration; errors name the field.
 func Validate(id string, cfg *loop.AgentConfig) error {
 	fail := func(format string, args ...any) error {
@@ -109,6 +115,9 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 	}
 	if err := ids.Check("agent_id", id); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if slices.Contains(ReservedIDs, id) {
+		return fmt.Errorf("%w: agent_id %q is reserved by the REST API's /agents/%s routes; choose another", ErrInvalid, id, id)
 	}
 	if cfg == nil {
 		return fail("configuration is empty")

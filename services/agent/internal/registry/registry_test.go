@@ -247,3 +247,21 @@ func TestHubAcrossReplicas(t *testing.T) {
 		t.Fatal("event did not cross replicas")
 	}
 }
+
+func TestReservedIDsRefused(t *testing.T) {
+	t.Parallel()
+	reg := New(nil, NewMemoryStore())
+	for _, id := range ReservedIDs {
+		t.Run(id, func(t *testing.T) {
+			t.Parallel()
+			_, err := reg.Create(context.Background(), "u", id, &loop.AgentConfig{Name: id})
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "reserved") {
+				t.Fatalf("Create(%q) = %v, want ErrInvalid saying the id is reserved", id, err)
+			}
+		})
+	}
+	// A name that only starts like one is an ordinary id.
+	if _, err := reg.Create(context.Background(), "u", "tools-helper", &loop.AgentConfig{Name: "x"}); err != nil {
+		t.Fatalf("Create(tools-helper) = %v", err)
+	}
+}
