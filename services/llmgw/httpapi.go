@@ -432,6 +432,10 @@ func httpStatus(c codes.Code) int {
 		return http.StatusGatewayTimeout
 	case codes.Canceled:
 		return 499
+	case codes.Internal:
+		// A provider that broke its protocol: a bad gateway, not a 503 that
+		// clients would retry.
+		return http.StatusBadGateway
 	}
 	return http.StatusServiceUnavailable
 }

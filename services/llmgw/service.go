@@ -316,6 +316,11 @@ func grpcCode(k upstream.Kind) codes.Code {
 		return codes.Canceled
 	case upstream.KindForbidden:
 		return codes.PermissionDenied
+	case upstream.KindProtocol:
+		// The provider answered, but broke its own wire protocol. Internal
+		// ("an invariant of the underlying system is broken") says so without
+		// inviting the retry that Unavailable would; the message names the fault.
+		return codes.Internal
 	}
 	return codes.Unavailable
 }

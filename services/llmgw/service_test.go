@@ -178,6 +178,26 @@ func TestCallAnthropicOverGRPC(t *testing.T) {
 	}
 }
 
+// TestAnthropicProtocolErrorAtTheEdge: a stream that ends with message_stop but
+// sends a delta for a block it never started answers Internal, naming the
+// fault, after one request — not Unavailable, which callers retry.
+func TestAnthropicProtocolErrorAtTheEdge(t *testing.T) {
+	t.Parallel()
+	body := "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"claude","usage":{"input_tokens":5,"output_tokens":1}}}` + "\n\n" +
+		"event: content_block_delta\ndata: " + `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}}` + "\n\n" +
+		"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}` + "\n\n" +
+		"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n"
+	f := fakellm.New(fakellm.SSE([]byte(body)))
+	gw := newGateway(t, config(anthropicModel("fake-claude", fake(t, f))), keys)
+	_, err := gw.client.Call(context.Background(), &llmv1.CallRequest{Models: models("fake-claude"), Messages: userHi})
+	if status.Code(err) != codes.Internal || !strings.Contains(status.Convert(err).Message(), "content block 1, which was never started") {
+		t.Fatalf("err = %v, want Internal naming the block never started", err)
+	}
+	if f.Count() != 1 {
+		t.Errorf("provider saw %d requests, want 1", f.Count())
+	}
+}
+
 func TestFallbackFromFailingModel(t *testing.T) {
 	t.Parallel()
 	bad := fakellm.New(fakellm.Status(503, nil, `{"error":{"message":"down"}}`))
