@@ -3,8 +3,6 @@ package llmgw_test
 import (
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http/httptest"
 	"runtime/debug"
 	"slices"
@@ -15,13 +13,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
-	"github.com/wick-agent/wick/platform/server"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
@@ -42,6 +39,7 @@ var shortStream = []byte(
 
 type benchEnv struct {
 	addr    string
+	key     *identity.Key
 	conn    *grpc.ClientConn
 	client  llmv1.LLMServiceClient
 	direct  *openai.Provider
@@ -64,18 +62,11 @@ func newBenchEnv(b *testing.B) benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := server.New("bench", slog.New(slog.NewTextHandler(io.Discard, nil)), server.WithDrainDelay(0))
-	svc.Register(srv.GRPC())
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(ctx, lis); close(done) }()
-	b.Cleanup(func() { cancel(); <-done })
+	key := identity.RandomKey()
+	addr := serveGRPC(b, svc, key)
 	env := benchEnv{
-		addr:    lis.Addr().String(),
+		addr:    addr,
+		key:     key,
 		direct:  openai.New(llmgw.NewHTTPClient(), fakeSrv.URL+"/v1", testKey),
 		fakeURL: fakeSrv.URL,
 	}
@@ -91,14 +82,10 @@ func (e benchEnv) dial(b *testing.B) llmv1.LLMServiceClient {
 	return llmv1.NewLLMServiceClient(e.dialConn(b))
 }
 
+// dialConn dials the gateway signing every call, as the agent service does.
 func (e benchEnv) dialConn(b *testing.B) *grpc.ClientConn {
 	b.Helper()
-	conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close() })
-	return conn
+	return dialGRPC(b, e.addr, signedAs(e.key, testUser)...)
 }
 
 var benchMsgs = []*llmv1.Message{{Role: "user", Content: "Say hello."}}

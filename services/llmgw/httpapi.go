@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +50,34 @@ func (s *Service) HTTPHandlerWithToken(token string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// ErrHTTPTokenRequired refuses an HTTP API that would listen beyond loopback
+// without a token: anyone who reached it would spend the gateway's keys.
+var ErrHTTPTokenRequired = errors.New("the OpenAI-compatible HTTP API would listen beyond loopback without a token: set -http-token (WICK_HTTP_TOKEN) or listen on loopback only (127.0.0.1, [::1], localhost)")
+
+// CheckHTTPListen reports whether the HTTP API may listen on addr with token:
+// a token is required unless addr accepts connections from this machine only.
+func CheckHTTPListen(addr, token string) error {
+	if token != "" || loopbackOnly(addr) {
+		return nil
+	}
+	return fmt.Errorf("-http-addr %q: %w", addr, ErrHTTPTokenRequired)
+}
+
+// loopbackOnly reports whether addr ("host:port") names a loopback address or
+// localhost. An empty host listens on every interface, and any other name may
+// resolve beyond loopback, so neither counts.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // The wire types of the Chat Completions API, as much of them as the gateway
@@ -432,6 +462,10 @@ func httpStatus(c codes.Code) int {
 		return http.StatusGatewayTimeout
 	case codes.Canceled:
 		return 499
+	case codes.Internal:
+		// A provider that broke its protocol: a bad gateway, not a 503 that
+		// clients would retry.
+		return http.StatusBadGateway
 	}
 	return http.StatusServiceUnavailable
 }

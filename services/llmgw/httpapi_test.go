@@ -212,3 +212,38 @@ func TestOpenAIEndpointMountedWithoutPrefix(t *testing.T) {
 		t.Fatalf("resp %+v err %v", resp, err)
 	}
 }
+
+// TestHTTPTokenRequiredBeyondLoopback: the HTTP API spends the gateway's keys,
+// so without a token it may listen on loopback only.
+func TestHTTPTokenRequiredBeyondLoopback(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		addr     string
+		loopback bool
+	}{
+		{addr: ":8003"},
+		{addr: "0.0.0.0:8003"},
+		{addr: "[::]:8003"},
+		{addr: "10.1.2.3:8003"},
+		{addr: "llmgw.example:8003"},
+		{addr: "127.0.0.1:8003", loopback: true},
+		{addr: "127.4.5.6:8003", loopback: true},
+		{addr: "[::1]:8003", loopback: true},
+		{addr: "localhost:8003", loopback: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			t.Parallel()
+			err := llmgw.CheckHTTPListen(tt.addr, "")
+			if tt.loopback && err != nil {
+				t.Errorf("no token on loopback: %v, want nil", err)
+			}
+			if !tt.loopback && (!errors.Is(err, llmgw.ErrHTTPTokenRequired) || !strings.Contains(err.Error(), "-http-token")) {
+				t.Errorf("no token on %s: %v, want %v", tt.addr, err, llmgw.ErrHTTPTokenRequired)
+			}
+			if err := llmgw.CheckHTTPListen(tt.addr, "s3cret"); err != nil {
+				t.Errorf("with a token: %v, want nil", err)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
 )
@@ -23,7 +24,8 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Call(context.Background(), &llmv1.CallRequest{Models: models("m"), Messages: userHi}); err != nil {
+	// Called directly, so the verified user the server's interceptor would set is set here.
+	if _, err := svc.Call(identity.WithUser(context.Background(), testUser), &llmv1.CallRequest{Models: models("m"), Messages: userHi}); err != nil {
 		t.Fatal(err)
 	}
 	var rm metricdata.ResourceMetrics

@@ -26,6 +26,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/llm/llmpb"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
@@ -173,8 +174,12 @@ func (s *Service) run(ctx context.Context, rpc string, c call, emit router.Emit)
 	return out, acct, err
 }
 
-// Call implements llmv1.LLMServiceServer.
+// Call implements llmv1.LLMServiceServer. Like every RPC of the service, it
+// needs the suite's signed identity: a call spends the gateway's provider keys.
 func (s *Service) Call(ctx context.Context, req *llmv1.CallRequest) (*llmv1.CallResponse, error) {
+	if _, err := identity.Require(ctx); err != nil {
+		return nil, err
+	}
 	c, err := fromProto(req.GetModels(), req.GetMessages(), req.GetTools(), req.GetSystemPrompt(), req.GetMaxTokens(), req.Temperature, req.GetTimeout().AsDuration())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -197,6 +202,9 @@ func (s *Service) Call(ctx context.Context, req *llmv1.CallRequest) (*llmv1.Call
 // Stream implements llmv1.LLMServiceServer. Cancelling the stream cancels its
 // context, which the provider's HTTP request runs under.
 func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingServer[llmv1.StreamResponse]) error {
+	if _, err := identity.Require(stream.Context()); err != nil {
+		return err
+	}
 	c, err := fromProto(req.GetModels(), req.GetMessages(), req.GetTools(), req.GetSystemPrompt(), req.GetMaxTokens(), req.Temperature, req.GetTimeout().AsDuration())
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
@@ -234,7 +242,10 @@ func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingSe
 }
 
 // ListModels implements llmv1.LLMServiceServer.
-func (s *Service) ListModels(context.Context, *llmv1.ListModelsRequest) (*llmv1.ListModelsResponse, error) {
+func (s *Service) ListModels(ctx context.Context, _ *llmv1.ListModelsRequest) (*llmv1.ListModelsResponse, error) {
+	if _, err := identity.Require(ctx); err != nil {
+		return nil, err
+	}
 	return &llmv1.ListModelsResponse{Models: s.models()}, nil
 }
 
@@ -316,6 +327,11 @@ func grpcCode(k upstream.Kind) codes.Code {
 		return codes.Canceled
 	case upstream.KindForbidden:
 		return codes.PermissionDenied
+	case upstream.KindProtocol:
+		// The provider answered, but broke its own wire protocol. Internal
+		// ("an invariant of the underlying system is broken") says so without
+		// inviting the retry that Unavailable would; the message names the fault.
+		return codes.Internal
 	}
 	return codes.Unavailable
 }

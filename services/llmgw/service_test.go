@@ -3,6 +3,7 @@ package llmgw_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -14,11 +15,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
@@ -32,28 +36,113 @@ var fastRetry = router.Policy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDel
 type gateway struct {
 	client llmv1.LLMServiceClient
 	svc    *llmgw.Service
+	addr   string
+	key    *identity.Key
 }
 
+// testUser is the user every test call asserts.
+const testUser = "tester"
+
+// newGateway serves svc on the suite's gRPC server, which verifies signed
+// identities with a fresh key, and returns a client that signs every call as
+// testUser — as the agent service's connection signs the user of its run.
 func newGateway(t *testing.T, cfg llmgw.Config, env map[string]string) gateway {
 	t.Helper()
 	svc, err := llmgw.New(cfg, llmgw.WithLookupEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	if err != nil {
 		t.Fatal(err)
 	}
+	key := identity.RandomKey()
+	addr := serveGRPC(t, svc, key)
+	conn := dialGRPC(t, addr, signedAs(key, testUser)...)
+	return gateway{client: llmv1.NewLLMServiceClient(conn), svc: svc, addr: addr, key: key}
+}
+
+// serveGRPC serves svc on loopback with the suite's server and its identity
+// interceptors, until the test ends.
+func serveGRPC(tb testing.TB, svc *llmgw.Service, key *identity.Key) string {
+	tb.Helper()
+	srv := server.New("llmgw-test", slog.New(slog.NewTextHandler(io.Discard, nil)), server.WithIdentity(key), server.WithDrainDelay(0))
+	svc.Register(srv.GRPC())
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	srv := grpc.NewServer()
-	svc.Register(srv)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ctx, lis); close(done) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return lis.Addr().String()
+}
+
+func dialGRPC(tb testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
+	tb.Helper()
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return gateway{client: llmv1.NewLLMServiceClient(conn), svc: svc}
+	tb.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// signedAs returns dial options that sign every call as user with key.
+func signedAs(key *identity.Key, user string) []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(key.Sign(ctx, user), method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(key.Sign(ctx, user), desc, cc, method, opts...)
+		}),
+	}
+}
+
+// TestGRPCRequiresIdentity: every LLMService RPC spends the gateway's keys,
+// so a call without the suite's signed identity, or signed with another key,
+// is Unauthenticated; a signed call is answered.
+func TestGRPCRequiresIdentity(t *testing.T) {
+	t.Parallel()
+	gw := newGateway(t, config(), keys)
+	call := &llmv1.CallRequest{Models: models("script:demo"), Messages: userHi}
+	tests := []struct {
+		name string
+		opts []grpc.DialOption
+		code codes.Code
+	}{
+		{name: "unsigned", code: codes.Unauthenticated},
+		{name: "signed with another key", opts: signedAs(identity.RandomKey(), testUser), code: codes.Unauthenticated},
+		{name: "signed", opts: signedAs(gw.key, testUser), code: codes.OK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := llmv1.NewLLMServiceClient(dialGRPC(t, gw.addr, tt.opts...))
+			_, err := c.Call(context.Background(), call)
+			if status.Code(err) != tt.code {
+				t.Errorf("Call: %v, want %v", err, tt.code)
+			}
+			_, err = c.ListModels(context.Background(), &llmv1.ListModelsRequest{})
+			if status.Code(err) != tt.code {
+				t.Errorf("ListModels: %v, want %v", err, tt.code)
+			}
+			st, err := c.Stream(context.Background(), &llmv1.StreamRequest{Models: call.Models, Messages: call.Messages})
+			if err == nil {
+				for err == nil {
+					_, err = st.Recv()
+				}
+				if err == io.EOF {
+					err = nil
+				}
+			}
+			if status.Code(err) != tt.code {
+				t.Errorf("Stream: %v, want %v", err, tt.code)
+			}
+		})
+	}
+	// Health stays open to probes that carry no identity.
+	if _, err := healthpb.NewHealthClient(dialGRPC(t, gw.addr)).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Errorf("health without identity: %v", err)
+	}
 }
 
 func fake(t *testing.T, f *fakellm.Server) string {
@@ -175,6 +264,26 @@ func TestCallAnthropicOverGRPC(t *testing.T) {
 	}
 	if trailer.Get(llmgw.TrailerInputTokens)[0] != "377" || trailer.Get(llmgw.TrailerOutputTokens)[0] != "65" {
 		t.Errorf("trailer = %v", trailer)
+	}
+}
+
+// TestAnthropicProtocolErrorAtTheEdge: a stream that ends with message_stop but
+// sends a delta for a block it never started answers Internal, naming the
+// fault, after one request — not Unavailable, which callers retry.
+func TestAnthropicProtocolErrorAtTheEdge(t *testing.T) {
+	t.Parallel()
+	body := "event: message_start\ndata: " + `{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"claude","usage":{"input_tokens":5,"output_tokens":1}}}` + "\n\n" +
+		"event: content_block_delta\ndata: " + `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}}` + "\n\n" +
+		"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}` + "\n\n" +
+		"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n"
+	f := fakellm.New(fakellm.SSE([]byte(body)))
+	gw := newGateway(t, config(anthropicModel("fake-claude", fake(t, f))), keys)
+	_, err := gw.client.Call(context.Background(), &llmv1.CallRequest{Models: models("fake-claude"), Messages: userHi})
+	if status.Code(err) != codes.Internal || !strings.Contains(status.Convert(err).Message(), "content block 1, which was never started") {
+		t.Fatalf("err = %v, want Internal naming the block never started", err)
+	}
+	if f.Count() != 1 {
+		t.Errorf("provider saw %d requests, want 1", f.Count())
 	}
 }
 

@@ -28,8 +28,13 @@ func main() {
 	app.Main("wick-llmgw", "127.0.0.1:7003", func(fs *flag.FlagSet) {
 		cfg.RegisterFlags(fs)
 		fs.StringVar(&httpAddr, "http-addr", DefaultHTTPAddr, "address of the OpenAI-compatible HTTP API; empty disables it")
-		fs.StringVar(&httpToken, "http-token", "", "bearer token the HTTP API requires (WICK_HTTP_TOKEN); empty requires none")
+		fs.StringVar(&httpToken, "http-token", "", "bearer token the HTTP API requires (WICK_HTTP_TOKEN); may be empty only when -http-addr is loopback")
 	}, func(ctx context.Context, env app.Env) error {
+		if httpAddr != "" {
+			if err := llmgw.CheckHTTPListen(httpAddr, httpToken); err != nil {
+				return err
+			}
+		}
 		svc, err := llmgw.New(cfg, llmgw.WithLogger(env.Logger))
 		if err != nil {
 			return err
@@ -42,9 +47,6 @@ func main() {
 		lis, err := net.Listen("tcp", httpAddr)
 		if err != nil {
 			return err
-		}
-		if httpToken == "" && !isLoopback(lis.Addr()) {
-			env.Logger.Warn("the OpenAI-compatible API listens beyond loopback without a token; anyone who reaches it spends the gateway's keys", "addr", lis.Addr().String())
 		}
 		// No WriteTimeout: it would cut long streams; each call has its own timeout.
 		srv := &http.Server{Handler: svc.HTTPHandlerWithToken(httpToken), ReadHeaderTimeout: 10 * time.Second}
@@ -62,9 +64,4 @@ func main() {
 		env.Logger.Info("serving OpenAI-compatible API", "addr", lis.Addr().String())
 		return nil
 	})
-}
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
 }

@@ -83,6 +83,9 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 		emitErr  error
 		toolIdx  = map[int64]int{} // content block index → tool call position
 		numTools int
+		// open holds the type of each content block started and not yet
+		// stopped: a delta or stop for any other index breaks the protocol.
+		open = map[int64]string{}
 	)
 	send := func(ev llm.Event) bool {
 		emitErr = emit(ev)
@@ -98,6 +101,10 @@ loop:
 			cacheIn = u.CacheCreationInputTokens + u.CacheReadInputTokens
 		case "content_block_start":
 			cb := ev.ContentBlock
+			if _, dup := open[ev.Index]; dup {
+				return llm.Result{}, protocolError("content_block_start for content block %d, which is already open", ev.Index)
+			}
+			open[ev.Index] = cb.Type
 			switch cb.Type {
 			case "tool_use":
 				toolIdx[ev.Index] = numTools
@@ -121,8 +128,15 @@ loop:
 			}
 		case "content_block_delta":
 			d := ev.Delta
+			typ, ok := open[ev.Index]
+			if !ok {
+				return llm.Result{}, protocolError("%s for content block %d, which was never started (or already stopped)", d.Type, ev.Index)
+			}
 			switch d.Type {
 			case "text_delta":
+				if typ != "text" {
+					return llm.Result{}, protocolError("text_delta for content block %d, which is a %s block", ev.Index, typ)
+				}
 				if d.Text == "" {
 					continue
 				}
@@ -134,8 +148,8 @@ loop:
 				}
 			case "input_json_delta":
 				i, ok := toolIdx[ev.Index]
-				if !ok {
-					return llm.Result{}, upstream.Errorf(upstream.KindBadResponse, "input_json_delta for content block %d, which is not a tool_use block", ev.Index)
+				if !ok || typ != "tool_use" {
+					return llm.Result{}, protocolError("input_json_delta for content block %d, which is a %s block", ev.Index, typ)
 				}
 				if d.PartialJSON == "" {
 					continue
@@ -149,6 +163,11 @@ loop:
 				}
 			}
 			// thinking, signature and citation deltas are not part of the reply.
+		case "content_block_stop":
+			if _, ok := open[ev.Index]; !ok {
+				return llm.Result{}, protocolError("content_block_stop for content block %d, which was never started (or already stopped)", ev.Index)
+			}
+			delete(open, ev.Index)
 		case "message_delta":
 			if ev.Delta.StopReason != "" {
 				stop = string(ev.Delta.StopReason)
@@ -188,6 +207,12 @@ loop:
 	// prompt_tokens are.
 	usage.InputTokens += cacheIn
 	return acc.Result(finishReason(stop), usage), nil
+}
+
+// protocolError reports an event that breaks the Messages streaming protocol,
+// naming what was wrong; it is not retried as a dropped connection would be.
+func protocolError(format string, args ...any) *upstream.Error {
+	return upstream.Errorf(upstream.KindProtocol, "provider broke the streaming protocol: "+format, args...)
 }
 
 func finishReason(r string) string {

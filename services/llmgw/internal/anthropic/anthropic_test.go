@@ -15,6 +15,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/llmgw/internal/anthropic"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
+	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
@@ -175,7 +176,7 @@ func TestErrors(t *testing.T) {
 		{name: "disconnect mid-stream", handler: fakellm.Cut([]byte(begun)), kind: upstream.KindConnection, events: 1},
 		{name: "error event mid-stream", handler: fakellm.SSE([]byte(begun + event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))), kind: upstream.KindOverloaded, status: 200, events: 1},
 		{name: "api_error event", handler: fakellm.SSE([]byte(event("error", `{"type":"error","error":{"type":"api_error","message":"Internal"}}`))), kind: upstream.KindServer, status: 200},
-		{name: "json delta for a text block", handler: fakellm.SSE([]byte(event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", jsonDelta(0, "{")))), kind: upstream.KindBadResponse},
+		{name: "json delta for a text block", handler: fakellm.SSE([]byte(event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", jsonDelta(0, "{")))), kind: upstream.KindProtocol},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +195,47 @@ func TestErrors(t *testing.T) {
 			}
 			if strings.Contains(e.Error(), "sk-ant-test") {
 				t.Errorf("error %q holds the key", e)
+			}
+		})
+	}
+}
+
+// TestProtocolErrors replays streams whose events break the Messages protocol
+// although message_stop arrives: each is a protocol error naming the fault, and
+// the router sends the request once, not again as after a dropped connection.
+func TestProtocolErrors(t *testing.T) {
+	t.Parallel()
+	begun := event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", textDelta("Hi"))
+	tests := []struct {
+		name   string
+		events string
+		want   string
+	}{
+		{name: "text delta for a block never started", events: event("message_start", msgStart) + event("content_block_delta", `{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`), want: "text_delta for content block 3, which was never started"},
+		{name: "json delta for a block never started", events: event("message_start", msgStart) + event("content_block_delta", jsonDelta(2, "{")), want: "input_json_delta for content block 2, which was never started"},
+		{name: "stop for an unknown block", events: begun + event("content_block_stop", `{"type":"content_block_stop","index":5}`), want: "content_block_stop for content block 5, which was never started"},
+		{name: "delta after its block stopped", events: begun + event("content_block_stop", `{"type":"content_block_stop","index":0}`) + event("content_block_delta", textDelta("late")), want: "text_delta for content block 0, which was never started (or already stopped)"},
+		{name: "block started twice", events: begun + event("content_block_start", textStart), want: "content_block_start for content block 0, which is already open"},
+		{name: "text delta for a tool_use block", events: event("message_start", msgStart) + event("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"execute","input":{}}}`) + event("content_block_delta", textDelta("x")), want: "text_delta for content block 0, which is a tool_use block"},
+	}
+	policy := router.Policy{MaxRetries: 2, BaseDelay: time.Microsecond, MaxDelay: 10 * time.Microsecond, MaxRetryAfter: time.Second}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, url := start(t, fakellm.SSE([]byte(tt.events+stopEvents("end_turn"))))
+			target := router.Target{Name: "claude", Provider: "anthropic", Model: hello.Model, Open: func() (llm.Provider, error) {
+				return anthropic.New(http.DefaultClient, url, "sk-ant-test"), nil
+			}}
+			_, err := policy.Run(context.Background(), []router.Target{target}, hello, func(*router.Target, llm.Event) error { return nil })
+			var e *upstream.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v (%T), want *upstream.Error", err, err)
+			}
+			if e.Kind != upstream.KindProtocol || e.Retryable() || !strings.Contains(e.Error(), tt.want) {
+				t.Errorf("err = %v (kind %v, retryable %v), want a %v error containing %q", e, e.Kind, e.Retryable(), upstream.KindProtocol, tt.want)
+			}
+			if n := f.Count(); n != 1 {
+				t.Errorf("provider saw %d requests, want 1: a protocol error is not retried", n)
 			}
 		})
 	}

@@ -47,6 +47,11 @@ const (
 	KindTooLarge
 	// KindBadResponse is a reply the gateway cannot parse.
 	KindBadResponse
+	// KindProtocol is a stream that parses but breaks the provider's own
+	// protocol (a delta or stop for a content block that was never started):
+	// never retried, since the same provider is likely to break it again and
+	// the fault is not the connection's.
+	KindProtocol
 )
 
 var kindNames = map[Kind]string{
@@ -55,6 +60,7 @@ var kindNames = map[Kind]string{
 	KindServer: "server_error", KindConnection: "connection", KindTimeout: "timeout",
 	KindCanceled: "canceled", KindMissingKey: "missing_key", KindForbidden: "forbidden",
 	KindBadSpec: "bad_spec", KindTooLarge: "too_large", KindBadResponse: "bad_response",
+	KindProtocol: "protocol_error",
 }
 
 func (k Kind) String() string { return kindNames[k] }
