@@ -44,6 +44,12 @@ func rpcErr(err error) error {
 		return status.Error(codes.PermissionDenied, msg)
 	case errors.Is(err, sandboxfs.ErrTooLarge):
 		return status.Error(codes.ResourceExhausted, msg)
+	case errors.Is(err, threads.ErrCorrupt):
+		return status.Error(codes.DataLoss, msg)
+	case errors.Is(err, threads.ErrInvalidHistory):
+		// The loop produced a history it must never produce: our bug, not
+		// the client's, hence Internal rather than InvalidArgument.
+		return status.Error(codes.Internal, msg)
 	case errors.Is(err, runexec.ErrShutdown):
 		return status.Error(codes.Unavailable, msg)
 	case errors.Is(err, context.Canceled):

@@ -454,6 +454,12 @@ func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult,
 		res.Error = fmt.Sprintf("unknown tool %q", call.Name)
 		return res, nil
 	}
+	if call.ArgsErr != "" {
+		// Running the tool with the empty arguments that stand in for text
+		// that did not parse would do something the model did not ask for.
+		res.Error = "invalid arguments: " + call.ArgsErr
+		return res, nil
+	}
 	if r.toolTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.toolTimeout)
@@ -461,9 +467,7 @@ func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult,
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.logger.ErrorContext(ctx, "tool panicked", "tool", call.Name, "panic", p, "stack", string(debug.Stack()))
-			res = &ToolResult{ToolCallID: call.ID, Name: call.Name, Error: fmt.Sprintf("tool %s failed unexpectedly", call.Name)}
-			err = nil
+			res, err = r.panicResult(ctx, call, p), nil
 		}
 	}()
 	out, execErr := t.Execute(ctx, call.Args)
@@ -482,7 +486,8 @@ type indexedResult struct {
 // toolRound runs the calls of one assistant message (after approval for
 // interactive agents) in parallel and appends their results in call order.
 // It returns ctx.Err() when cancelled, leaving unfinished calls unanswered
-// for finishCancelled.
+// for finishCancelled. Every call gets exactly one on_tool_start and then
+// one on_tool_end, whatever happens to it.
 func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.ToolCall) error {
 	results := make([]*ToolResult, len(calls))
 	toRun := make([]int, 0, len(calls))
@@ -502,7 +507,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 	done := make(chan indexedResult, len(toRun))
 	for _, i := range toRun {
 		call := calls[i]
-		r.emit(StreamEvent{Event: EventToolStart, Name: call.Name, Data: map[string]any{"args": JSONValue(call.Args), "tool_call_id": call.ID}})
+		r.emitToolStart(call)
 		go func() {
 			done <- indexedResult{i, r.runOne(tctx, toolFn, call)}
 		}()
@@ -516,8 +521,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 		case ir := <-done:
 			pending--
 			results[ir.i] = ir.res
-			res := ir.res
-			r.emit(StreamEvent{Event: EventToolEnd, Name: res.Name, Data: map[string]any{"output": res.Output, "error": res.Error, "tool_call_id": res.ToolCallID}})
+			r.emitToolEnd(calls[ir.i], ir.res.Output, ir.res.Error)
 		case <-ctxDone:
 			ctxDone = nil
 			grace = time.After(r.cancelGrace)
@@ -527,6 +531,14 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 	}
 	scope.close()
 
+	for _, i := range toRun {
+		if results[i] == nil {
+			// It did not return within the grace; whatever it returns later
+			// is dropped, so its end is emitted now, saying what the thread
+			// will record.
+			r.emitToolEnd(calls[i], "", CancelledToolResult)
+		}
+	}
 	for i, res := range results {
 		if res == nil {
 			continue // cancelled before it finished; finishCancelled answers it
@@ -539,10 +551,32 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 	return nil
 }
 
-// runOne runs one call through the tool onion; a hook's error becomes the
-// call's error result.
-func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call llm.ToolCall) *ToolResult {
+// emitToolStart announces a call the loop has decided on.
+func (r *run) emitToolStart(call llm.ToolCall) {
+	r.emit(StreamEvent{Event: EventToolStart, Name: call.Name, Data: map[string]any{"args": JSONValue(call.Args), "tool_call_id": call.ID}})
+}
+
+// emitToolEnd reports how a started call ended; errText is empty on success.
+func (r *run) emitToolEnd(call llm.ToolCall, output, errText string) {
+	r.emit(StreamEvent{Event: EventToolEnd, Name: call.Name, Data: map[string]any{"output": output, "error": errText, "tool_call_id": call.ID}})
+}
+
+// panicResult logs a panic of a tool or of a hook around it and turns it
+// into the call's error result, so one bad tool cannot take the server down.
+func (r *run) panicResult(ctx context.Context, call llm.ToolCall, p any) *ToolResult {
+	r.logger.ErrorContext(ctx, "tool call panicked", "tool", call.Name, "panic", p, "stack", string(debug.Stack()))
+	return &ToolResult{ToolCallID: call.ID, Name: call.Name, Error: fmt.Sprintf("tool %s failed unexpectedly", call.Name)}
+}
+
+// runOne runs one call through the tool onion; a hook's error or panic
+// becomes the call's error result.
+func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call llm.ToolCall) (res *ToolResult) {
 	ctx = WithCallInfo(ctx, CallInfo{ToolCallID: call.ID, ThreadID: r.state.ThreadID, RunID: r.id})
+	defer func() {
+		if p := recover(); p != nil {
+			res = r.panicResult(ctx, call, p)
+		}
+	}()
 	res, err := toolFn(ctx, call)
 	if res == nil {
 		res = &ToolResult{}
@@ -555,16 +589,25 @@ func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call llm.ToolCall
 }
 
 // approve asks the approver about the calls. Rejected calls get their result
-// in results; it returns the indexes of the calls to run, with edited
-// arguments applied to calls.
+// in results and their start and end events; it returns the indexes of the
+// calls to run, with edited arguments applied to calls. When no decision
+// comes, every call still gets its start and an end saying it was cancelled
+// or not executed, as the thread will record it.
 func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*ToolResult) ([]int, error) {
 	r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(calls)}})
 	decisions, err := r.approver.Approve(ctx, r.id, calls)
 	if err != nil {
+		text := FailedToolResult
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			text, err = CancelledToolResult, ctx.Err()
+		} else {
+			err = fmt.Errorf("approval: %w", err)
 		}
-		return nil, fmt.Errorf("approval: %w", err)
+		for _, c := range calls {
+			r.emitToolStart(c)
+			r.emitToolEnd(c, "", text)
+		}
+		return nil, err
 	}
 	byID := make(map[string]Decision, len(decisions))
 	for _, d := range decisions {
@@ -589,8 +632,11 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 			} else if !ok {
 				msg += ": no decision was made for this call"
 			}
+			// The thread keeps the rejection as the call's output, which
+			// the model reads; the event reports it as the call's error.
 			results[i] = &ToolResult{ToolCallID: calls[i].ID, Name: calls[i].Name, Output: msg}
-			r.emit(StreamEvent{Event: EventToolEnd, Name: calls[i].Name, Data: map[string]any{"output": msg, "error": "", "tool_call_id": calls[i].ID}})
+			r.emitToolStart(calls[i])
+			r.emitToolEnd(calls[i], "", msg)
 		}
 	}
 	// Edited arguments must be what the thread records as called.

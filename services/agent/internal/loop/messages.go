@@ -17,6 +17,8 @@ var (
 	ErrEmptyContent      = errors.New("message content is empty")
 	ErrNoMessages        = errors.New("no messages")
 	ErrRoleNotAllowed    = errors.New("only user and system messages are accepted as input")
+	ErrUnansweredCall    = errors.New("assistant tool call has no tool result")
+	ErrOrphanResult      = errors.New("tool message answers no earlier tool call")
 )
 
 const prettyToolCallFormat = "  → tool_call: %s(id=%s, args=%v)\n"
@@ -152,6 +154,42 @@ func validateMessage(msg llm.Message) error {
 		}
 	default:
 		return ErrUnknownRole
+	}
+	return nil
+}
+
+// ValidateHistory is Validate plus the pairing a thread keeps between runs,
+// which providers insist on: every tool message answers a tool call made
+// before it, and every tool call has its result. The loop never leaves a
+// call unanswered (RepairToolCalls), so a history failing this is a bug.
+func (m Messages) ValidateHistory() error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	// pending maps a call id to the index of the assistant message making it.
+	pending := map[string]int{}
+	for i, msg := range m {
+		switch msg.Role {
+		case llm.RoleAssistant:
+			for _, c := range msg.ToolCalls {
+				pending[c.ID] = i
+			}
+		case llm.RoleTool:
+			if _, ok := pending[msg.ToolCallID]; !ok {
+				return fmt.Errorf("message %d (tool, tool_call_id %q): %w", i, msg.ToolCallID, ErrOrphanResult)
+			}
+			delete(pending, msg.ToolCallID)
+		}
+	}
+	if len(pending) > 0 {
+		// Report the earliest, so the error is the same on every call.
+		id, at := "", len(m)
+		for c, i := range pending {
+			if i < at || i == at && c < id {
+				id, at = c, i
+			}
+		}
+		return fmt.Errorf("message %d (assistant, tool call %q): %w", at, id, ErrUnansweredCall)
 	}
 	return nil
 }

@@ -58,3 +58,14 @@ func BenchmarkRedisSaveLoad200(b *testing.B) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 }
+
+// BenchmarkValidateHistory200 measures the history check every Save and Get
+// of a 200-message thread now runs, apart from the Redis round trip.
+func BenchmarkValidateHistory200(b *testing.B) {
+	msgs := loop.Messages(thread200().Messages)
+	for b.Loop() {
+		if err := msgs.ValidateHistory(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -113,18 +112,6 @@ func (s *MemoryStore) live(k memKey) (*memEntry, bool) {
 	return e, true
 }
 
-func decode(data []byte, version int64) (*loop.AgentState, error) {
-	var st loop.AgentState
-	if err := unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("decode thread: %w", err)
-	}
-	st.Version = version
-	if st.Messages == nil {
-		st.Messages = []llm.Message{}
-	}
-	return &st, nil
-}
-
 // LoadOrCreate implements Store.
 func (s *MemoryStore) LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
 	st, err := s.Get(ctx, user, threadID)
@@ -142,13 +129,13 @@ func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*loop.Agent
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return decode(e.data, e.version)
+	return decode(threadID, e.data, e.version)
 }
 
 // Save implements Store.
 func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState) error {
-	if !ids.Valid(state.ThreadID) {
-		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
+	if err := checkSave(state); err != nil {
+		return err
 	}
 	now := s.now().UTC()
 	prevV, prevT := state.Version, state.UpdatedAt

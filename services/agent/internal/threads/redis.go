@@ -107,15 +107,15 @@ func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.Agen
 	data, _ := res[1].(string)
 	v, err := strconv.ParseInt(vs, 10, 64)
 	if err != nil {
-		return nil, fmt.Errorf("load thread: bad version %q", vs)
+		return nil, fmt.Errorf("load thread %s: %w: bad version %q", threadID, ErrCorrupt, vs)
 	}
-	return decode([]byte(data), v)
+	return decode(threadID, []byte(data), v)
 }
 
 // Save implements Store.
 func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState) error {
-	if !ids.Valid(state.ThreadID) {
-		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
+	if err := checkSave(state); err != nil {
+		return err
 	}
 	prevV, prevT := state.Version, state.UpdatedAt
 	now := time.Now().UTC()

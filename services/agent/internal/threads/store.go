@@ -8,9 +8,11 @@ package threads
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -37,6 +39,14 @@ var (
 	ErrBusy = errors.New("thread is busy with another run")
 	// ErrLeaseLost means a lock's lease expired or was taken over.
 	ErrLeaseLost = errors.New("thread lock lease lost")
+	// ErrInvalidHistory means Save was given messages that break
+	// loop.Messages.ValidateHistory; the loop never produces such a
+	// history, so it is a bug of the caller, and nothing is stored.
+	ErrInvalidHistory = errors.New("refusing to save an invalid thread history")
+	// ErrCorrupt means a stored thread cannot be decoded or its history
+	// breaks loop.Messages.ValidateHistory; it cannot be continued, only
+	// deleted.
+	ErrCorrupt = errors.New("stored thread is corrupted")
 )
 
 // Summary describes a thread without its messages.
@@ -82,6 +92,36 @@ type Locker interface {
 	Acquire(ctx context.Context, user, threadID string, wait bool) (Lease, error)
 	// Holder returns the token of the lock's current holder, or "".
 	Holder(ctx context.Context, user, threadID string) (string, error)
+}
+
+// checkSave refuses a state that must not be stored. It walks the whole
+// history on every save: about as much work as encoding it, which a save
+// does anyway.
+func checkSave(state *loop.AgentState) error {
+	if !ids.Valid(state.ThreadID) {
+		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
+	}
+	if err := loop.Messages(state.Messages).ValidateHistory(); err != nil {
+		return fmt.Errorf("save thread %s: %w: %w", state.ThreadID, ErrInvalidHistory, err)
+	}
+	return nil
+}
+
+// decode reads a stored state and checks its history, so a corrupted thread
+// is reported as such instead of reaching a provider or the loop.
+func decode(threadID string, data []byte, version int64) (*loop.AgentState, error) {
+	var st loop.AgentState
+	if err := unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("load thread %s: %w: %w", threadID, ErrCorrupt, err)
+	}
+	if err := loop.Messages(st.Messages).ValidateHistory(); err != nil {
+		return nil, fmt.Errorf("load thread %s: %w: %w", threadID, ErrCorrupt, err)
+	}
+	st.Version = version
+	if st.Messages == nil {
+		st.Messages = []llm.Message{}
+	}
+	return &st, nil
 }
 
 func newState(threadID string) *loop.AgentState {

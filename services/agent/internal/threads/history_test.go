@@ -1,0 +1,110 @@
+package threads
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+)
+
+func TestSaveRefusesInvalidHistory(t *testing.T) {
+	t.Parallel()
+	readCall := llm.ToolCall{ID: "c1", Name: "read_file", Args: map[string]any{"path": "/a"}}
+	tests := []struct {
+		name string
+		msgs []llm.Message
+		want error // nil: the save succeeds
+	}{
+		{"call with its result", []llm.Message{loop.Human("go"), loop.AI("", readCall), loop.ToolMsg("c1", "read_file", "x")}, nil},
+		{"call without its result", []llm.Message{loop.Human("go"), loop.AI("", readCall)}, loop.ErrUnansweredCall},
+		{"result of no call", []llm.Message{loop.Human("go"), loop.ToolMsg("c9", "read_file", "x")}, loop.ErrOrphanResult},
+		{"result before its call", []llm.Message{loop.Human("go"), loop.ToolMsg("c1", "read_file", "x"), loop.AI("", readCall)}, loop.ErrOrphanResult},
+		{"tool message without a name", []llm.Message{loop.Human("go"), loop.AI("", readCall), loop.ToolMsg("c1", "", "x")}, loop.ErrToolMessageFields},
+		{"unknown role", []llm.Message{{Role: "robot", Content: "beep"}}, loop.ErrUnknownRole},
+	}
+	for name, mk := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mk(t)
+			ctx := context.Background()
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					st := &loop.AgentState{ThreadID: "th-" + strings.ReplaceAll(tt.name, " ", "-"), Messages: tt.msgs}
+					err := s.Save(ctx, "alice", st)
+					if tt.want == nil {
+						if err != nil {
+							t.Fatalf("Save = %v", err)
+						}
+						return
+					}
+					if !errors.Is(err, ErrInvalidHistory) || !errors.Is(err, tt.want) {
+						t.Fatalf("Save = %v, want ErrInvalidHistory wrapping %v", err, tt.want)
+					}
+					if st.Version != 0 || !st.UpdatedAt.IsZero() {
+						t.Fatalf("refused Save changed the state: version %d, updated %v", st.Version, st.UpdatedAt)
+					}
+					if _, err := s.Get(ctx, "alice", st.ThreadID); !errors.Is(err, ErrNotFound) {
+						t.Fatalf("Get after a refused Save = %v, want ErrNotFound", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// storeRaw writes data as the stored state of a thread at version 1,
+// bypassing Save, as a corruption or an older writer would.
+func storeRaw(t *testing.T, s Store, user, threadID, data string) {
+	t.Helper()
+	switch s := s.(type) {
+	case *MemoryStore:
+		now := s.now()
+		s.mu.Lock()
+		s.threads[memKey{user, threadID}] = &memEntry{data: []byte(data), version: 1, updated: now, lastAccess: now}
+		s.mu.Unlock()
+	case *RedisStore:
+		if err := s.rdb.HSet(context.Background(), s.threadKey(user, threadID), "v", 1, "s", data).Err(); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("no raw writer for %T", s)
+	}
+}
+
+func TestLoadReportsCorruptedThread(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		data string
+		want string // in the error, after the thread id and ErrCorrupt
+	}{
+		{"not JSON", `{"thread_id":"x","messages":[`, ""},
+		{"call without its result", `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"ls","args":{}}]}]}`, loop.ErrUnansweredCall.Error()},
+		{"tool message without tool_call_id", `{"messages":[{"role":"user","content":"go"},{"role":"tool","content":"x","name":"ls"}]}`, loop.ErrToolMessageFields.Error()},
+		{"unknown role", `{"messages":[{"role":"robot","content":"beep"}]}`, loop.ErrUnknownRole.Error()},
+	}
+	for name, mk := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mk(t)
+			ctx := context.Background()
+			for i, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					id := "bad" + string(rune('a'+i))
+					storeRaw(t, s, "alice", id, tt.data)
+					_, err := s.Get(ctx, "alice", id)
+					if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), id) || !strings.Contains(err.Error(), tt.want) {
+						t.Fatalf("Get = %v, want ErrCorrupt naming thread %s and %q", err, id, tt.want)
+					}
+					// LoadOrCreate must not paper over it with a new thread.
+					if st, err := s.LoadOrCreate(ctx, "alice", id); !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("LoadOrCreate = %+v, %v, want ErrCorrupt", st, err)
+					}
+				})
+			}
+		})
+	}
+}
