@@ -82,7 +82,7 @@ func TestLoadReportsCorruptedThread(t *testing.T) {
 		want string // in the error, after the thread id and ErrCorrupt
 	}{
 		{"not JSON", `{"thread_id":"x","messages":[`, ""},
-		{"call without its result", `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"ls","args":{}}]}]}`, loop.ErrUnansweredCall.Error()},
+		{"result without its call", `{"messages":[{"role":"user","content":"go"},{"role":"tool","content":"x","name":"ls","tool_call_id":"c9"}]}`, loop.ErrOrphanResult.Error()},
 		{"tool message without tool_call_id", `{"messages":[{"role":"user","content":"go"},{"role":"tool","content":"x","name":"ls"}]}`, loop.ErrToolMessageFields.Error()},
 		{"unknown role", `{"messages":[{"role":"robot","content":"beep"}]}`, loop.ErrUnknownRole.Error()},
 	}
@@ -104,6 +104,24 @@ func TestLoadReportsCorruptedThread(t *testing.T) {
 						t.Fatalf("LoadOrCreate = %+v, %v, want ErrCorrupt", st, err)
 					}
 				})
+			}
+		})
+	}
+}
+
+// A writer that died between a model's reply and its tools' results leaves
+// calls without results; such a thread loads, for the next run to repair.
+func TestLoadKeepsUnansweredCalls(t *testing.T) {
+	t.Parallel()
+	const data = `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"ls","args":{}}]}]}`
+	for name, mk := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mk(t)
+			storeRaw(t, s, "alice", "cut", data)
+			st, err := s.Get(context.Background(), "alice", "cut")
+			if err != nil || len(st.Messages) != 2 || len(st.Messages[1].ToolCalls) != 1 {
+				t.Fatalf("Get = %+v, %v; want the stored two messages", st, err)
 			}
 		})
 	}

@@ -44,7 +44,8 @@ var (
 	// history, so it is a bug of the caller, and nothing is stored.
 	ErrInvalidHistory = errors.New("refusing to save an invalid thread history")
 	// ErrCorrupt means a stored thread cannot be decoded or its history
-	// breaks loop.Messages.ValidateHistory; it cannot be continued, only
+	// breaks loop.Messages.ValidateHistory (tool calls without results
+	// aside, which a run repairs); it cannot be continued, only
 	// deleted.
 	ErrCorrupt = errors.New("stored thread is corrupted")
 )
@@ -108,13 +109,17 @@ func checkSave(state *loop.AgentState) error {
 }
 
 // decode reads a stored state and checks its history, so a corrupted thread
-// is reported as such instead of reaching a provider or the loop.
+// is reported as such instead of reaching a provider or the loop. Tool calls
+// left without results are the one flaw it lets through: a writer that died
+// between a model's reply and its tools' results leaves them, and the next
+// run answers them as interrupted (loop.RepairToolCalls), so the thread
+// stays usable.
 func decode(threadID string, data []byte, version int64) (*loop.AgentState, error) {
 	var st loop.AgentState
 	if err := unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("load thread %s: %w: %w", threadID, ErrCorrupt, err)
 	}
-	if err := loop.Messages(st.Messages).ValidateHistory(); err != nil {
+	if err := loop.Messages(st.Messages).ValidateHistory(); err != nil && !errors.Is(err, loop.ErrUnansweredCall) {
 		return nil, fmt.Errorf("load thread %s: %w: %w", threadID, ErrCorrupt, err)
 	}
 	st.Version = version
