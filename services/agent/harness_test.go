@@ -107,6 +107,8 @@ type fakeSandbox struct {
 	mu    sync.Mutex
 	state map[string]string
 	specs map[string]*sandboxv1.SandboxSpec
+	// ensures counts EnsureSandbox calls, each of which may start a container.
+	ensures int
 }
 
 func newFakeSandbox(t *testing.T) *fakeSandbox {
@@ -146,10 +148,17 @@ func (f *fakeSandbox) EnsureSandbox(ctx context.Context, req *sandboxv1.EnsureSa
 		return nil, err
 	}
 	f.mu.Lock()
+	f.ensures++
 	f.state[user+"/"+req.GetAgentId()] = "running"
 	f.specs[user+"/"+req.GetAgentId()] = req.GetSpec()
 	f.mu.Unlock()
 	return &sandboxv1.EnsureSandboxResponse{Sandbox: f.box(ctx, req.GetAgentId())}, nil
+}
+
+func (f *fakeSandbox) ensureCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ensures
 }
 
 func (f *fakeSandbox) setState(ctx context.Context, agentID, state string) (*sandboxv1.Sandbox, error) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -135,22 +136,34 @@ func (s *Service) agentFor(ctx context.Context, agentID string) (string, *regist
 	return user, e, nil
 }
 
-// DeleteAgent implements agentv1.AgentServiceServer. The sandbox goes too.
+// DeleteAgent implements agentv1.AgentServiceServer. The agent's unfinished
+// runs are cancelled first, on whichever replica runs them, and its sandbox
+// goes after the agent; the answer names what was removed.
 func (s *Service) DeleteAgent(ctx context.Context, req *agentv1.DeleteAgentRequest) (*agentv1.DeleteAgentResponse, error) {
 	user, e, err := s.agentFor(ctx, req.GetAgentId())
 	if err != nil {
 		return nil, err
 	}
+	// Runs record the agent id they were started with, which is the one asked for.
+	cancelled, err := s.exec.CancelAgent(ctx, user, req.GetAgentId())
+	if err != nil {
+		return nil, rpcErr(fmt.Errorf("cancel runs of agent %s: %w", e.ID, err))
+	}
 	if err := s.registry.Delete(ctx, user, e.ID); err != nil {
 		return nil, rpcErr(err)
 	}
+	out := &agentv1.DeleteAgentResponse{CancelledRunIds: cancelled}
 	if e.Config.Backend != nil {
-		if _, err := s.sandbox.DeleteSandbox(ctx, &sandboxv1.DeleteSandboxRequest{AgentId: e.ID}); err != nil && status.Code(err) != codes.NotFound {
+		_, err := s.sandbox.DeleteSandbox(ctx, &sandboxv1.DeleteSandboxRequest{AgentId: e.ID})
+		switch {
+		case err == nil:
+			out.SandboxDeleted = true
+		case status.Code(err) != codes.NotFound:
 			s.logger.Warn("delete sandbox of deleted agent", "agent_id", e.ID, "error", err)
 		}
 	}
 	s.publish(ctx, user, registry.EventAgentDeleted, e.ID, "", nil)
-	return &agentv1.DeleteAgentResponse{}, nil
+	return out, nil
 }
 
 // UpdateHooks implements agentv1.AgentServiceServer.
@@ -352,8 +365,10 @@ func (s *Service) DeleteTool(ctx context.Context, req *agentv1.DeleteToolRequest
 }
 
 // ListAvailableSkills implements agentv1.AgentServiceServer. Skills live in
-// the agents' sandboxes, so each agent with skill paths is asked; an agent
-// whose sandbox cannot be reached is skipped (and logged) when listing all.
+// the agents' sandboxes, and listing must not start one (a container per
+// agent, for a listing): only running sandboxes are read, and the agents
+// whose sandbox is not running are named instead. An agent whose sandbox
+// cannot be read is skipped (and logged) when listing all.
 func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvailableSkillsRequest) (*agentv1.ListAvailableSkillsResponse, error) {
 	user, err := identity.Require(ctx)
 	if err != nil {
@@ -376,7 +391,15 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 		if c.Backend == nil || c.Skills == nil || len(c.Skills.Paths) == 0 {
 			continue
 		}
-		fs := sandboxfs.New(s.sandbox, e.ID, sandboxfs.Spec(c.Backend))
+		box, err := s.sandbox.GetSandbox(ctx, &sandboxv1.GetSandboxRequest{AgentId: e.ID})
+		if err != nil && status.Code(err) != codes.NotFound {
+			return nil, rpcErr(fmt.Errorf("sandbox of %s: %w", e.ID, err))
+		}
+		if box.GetSandbox().GetState() != sandboxRunning {
+			out.NotRunningAgentIds = append(out.NotRunningAgentIds, e.ID)
+			continue
+		}
+		fs := sandboxfs.New(runningSandbox{s.sandbox, box.GetSandbox()}, e.ID, sandboxfs.Spec(c.Backend))
 		found, err := hooks.DiscoverSkills(ctx, fs, c.Skills.Paths)
 		if err != nil {
 			if req.GetAgentId() != "" {
@@ -400,7 +423,24 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 		}
 		return out.Skills[i].Path < out.Skills[j].Path
 	})
+	sort.Strings(out.NotRunningAgentIds)
 	return out, nil
+}
+
+// sandboxRunning is the sandbox service's state of a running sandbox.
+const sandboxRunning = "running"
+
+// runningSandbox is the sandbox client for reading a sandbox known to run:
+// its EnsureSandbox answers with that sandbox instead of creating or
+// starting one, so reading files through sandboxfs never starts a container.
+type runningSandbox struct {
+	sandboxv1.SandboxServiceClient
+	box *sandboxv1.Sandbox
+}
+
+// EnsureSandbox answers with the running sandbox.
+func (r runningSandbox) EnsureSandbox(context.Context, *sandboxv1.EnsureSandboxRequest, ...grpc.CallOption) (*sandboxv1.EnsureSandboxResponse, error) {
+	return &sandboxv1.EnsureSandboxResponse{Sandbox: r.box}, nil
 }
 
 // WatchEvents implements agentv1.AgentServiceServer. A subscriber that falls

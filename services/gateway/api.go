@@ -35,6 +35,7 @@ func (g *Gateway) newAPIMux() (*runtime.ServeMux, error) {
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, js),
 		runtime.WithMarshalerOption(sse.ContentType, &sse.Marshaler{JSON: js}),
 		runtime.WithErrorHandler(g.errorHandler),
+		runtime.WithStreamErrorHandler(g.streamErrorHandler),
 		runtime.WithRoutingErrorHandler(g.routingErrorHandler),
 		runtime.WithIncomingHeaderMatcher(incomingHeader),
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
@@ -57,29 +58,33 @@ func incomingHeader(string) (string, bool) { return "", false }
 func outgoingHeader(string) (string, bool) { return "", false }
 
 // errorHandler answers a failed call with the HTTP status mapped from its
-// gRPC code and the JSON body {"code", "status", "message"}, whatever the
-// Accept header asked for (an SSE stream that fails before its first event
-// answers as plain JSON).
+// gRPC code and the JSON body {"code", "status", "message", "trace_id"},
+// whatever the Accept header asked for (an SSE stream that fails before its
+// first event answers as plain JSON). A message not written for users is
+// logged and replaced (httperr.ForClient).
 func (g *Gateway) errorHandler(ctx context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 	if bodyTooLarge(r) {
 		tooLarge(w, g.cfg.MaxBodyBytes)
 		return
 	}
+	log := g.log.With("method", r.Method, "path", r.URL.Path)
 	var he *runtime.HTTPStatusError
 	if errors.As(err, &he) {
-		st := status.Convert(he.Err)
-		httperr.Write(w, he.HTTPStatus, st.Code(), st.Message())
+		httperr.WriteBody(w, he.HTTPStatus, httperr.ForClient(ctx, log, status.Convert(he.Err)))
 		return
 	}
 	st := status.Convert(err)
-	msg := st.Message()
-	if st.Code() == codes.InvalidArgument && isDecodeError(msg) {
-		msg = "malformed request body: " + jsonFieldName.ReplaceAllStringFunc(msg, protoFieldName)
+	if st.Code() == codes.InvalidArgument && isDecodeError(st.Message()) {
+		st = status.New(codes.InvalidArgument, "malformed request body: "+jsonFieldName.ReplaceAllStringFunc(st.Message(), protoFieldName))
 	}
-	if st.Code() >= codes.Internal || st.Code() == codes.Unknown {
-		g.log.WarnContext(ctx, "request failed", "method", r.Method, "path", r.URL.Path, "code", st.Code().String(), "error", msg)
-	}
-	httperr.Write(w, runtime.HTTPStatusFromCode(st.Code()), st.Code(), msg)
+	httperr.WriteBody(w, runtime.HTTPStatusFromCode(st.Code()), httperr.ForClient(ctx, log, st))
+}
+
+// streamErrorHandler gives a stream's error the same treatment as
+// errorHandler; the SSE marshaler turns the status it returns into the same
+// body (httperr.ToStatus, httperr.FromStatus).
+func (g *Gateway) streamErrorHandler(ctx context.Context, err error) *status.Status {
+	return httperr.ToStatus(httperr.ForClient(ctx, g.log, status.Convert(err)))
 }
 
 // jsonFieldName finds the field protojson names in its errors, which it

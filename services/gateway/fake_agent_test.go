@@ -112,6 +112,12 @@ func (f *fakeAgent) Invoke(ctx context.Context, req *agentv1.InvokeRequest) (*ag
 	if len(req.GetMessages()) > 0 {
 		text = req.GetMessages()[0].GetContent()
 	}
+	// "status N MESSAGE" fails with gRPC code N and MESSAGE.
+	if rest, ok := strings.CutPrefix(text, "status "); ok {
+		n, msg, _ := strings.Cut(rest, " ")
+		c, _ := strconv.Atoi(n)
+		return nil, status.Error(codes.Code(c), msg)
+	}
 	return &agentv1.InvokeResponse{
 		ThreadId: "th_1", RunId: "run_1", Status: "done", Content: "echo: " + text,
 		Messages: []*agentv1.Message{{Role: "assistant", Content: "echo: " + text, ToolCalls: []*agentv1.ToolCall{{Id: "call_1", Name: "ls"}}}},
@@ -189,7 +195,7 @@ func (f *fakeAgent) Stream(req *agentv1.StreamRequest, ss agentv1.AgentService_S
 		case <-f.release:
 		}
 	case text == "fail":
-		return status.Error(codes.Internal, "model exploded")
+		return status.Error(codes.Internal, "model exploded at 10.0.0.7:7003")
 	}
 	return send("done", map[string]any{"content": "ok"})
 }

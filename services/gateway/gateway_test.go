@@ -361,7 +361,7 @@ func TestSSEMidStreamError(t *testing.T) {
 		t.Fatalf("events = %+v", events)
 	}
 	var e errBody
-	if err := json.Unmarshal([]byte(events[1].Data), &e); err != nil || e.Status != "INTERNAL" || e.Message != "model exploded" {
+	if err := json.Unmarshal([]byte(events[1].Data), &e); err != nil || e.Status != "INTERNAL" || e.Message != "internal error" {
 		t.Fatalf("error frame %q: %+v %v", events[1].Data, e, err)
 	}
 }

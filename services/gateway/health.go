@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
@@ -23,8 +22,10 @@ type healthTarget struct {
 type Health struct {
 	// Status is "ok" when every service serves, else "degraded".
 	Status string `json:"status"`
-	// Services maps each service to its grpc.health.v1 status, or to the
-	// error that kept it from answering.
+	// Services maps each service to "SERVING" or "NOT_SERVING". Why a
+	// service does not serve (a dial error naming internal addresses, its
+	// own health status) goes to the log, never to the caller, who may be
+	// anyone.
 	Services map[string]string `json:"services"`
 	// Agents is the number of agents the caller can use; present only for
 	// an authenticated caller (the seed's agent count).
@@ -43,16 +44,19 @@ func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
 	for _, t := range g.health {
 		wg.Go(func() {
 			resp, err := healthpb.NewHealthClient(t.conn).Check(ctx, &healthpb.HealthCheckRequest{})
-			state := ""
-			if err != nil {
-				state = "UNAVAILABLE: " + status.Convert(err).Message()
-			} else {
-				state = resp.GetStatus().String()
+			state := healthpb.HealthCheckResponse_SERVING
+			switch {
+			case err != nil:
+				state = healthpb.HealthCheckResponse_NOT_SERVING
+				g.log.WarnContext(ctx, "health check failed", "service", t.name, "error", err)
+			case resp.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+				state = healthpb.HealthCheckResponse_NOT_SERVING
+				g.log.WarnContext(ctx, "service not serving", "service", t.name, "health", resp.GetStatus().String())
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			h.Services[t.name] = state
-			if state != healthpb.HealthCheckResponse_SERVING.String() {
+			h.Services[t.name] = state.String()
+			if state != healthpb.HealthCheckResponse_SERVING {
 				h.Status = "degraded"
 			}
 		})

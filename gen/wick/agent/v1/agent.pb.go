@@ -1239,11 +1239,18 @@ func (x *DeleteAgentRequest) GetAgentId() string {
 	return ""
 }
 
-// DeleteAgentResponse confirms a deletion.
+// DeleteAgentResponse says what the deletion removed.
 type DeleteAgentResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cancelled_run_ids are the agent's runs that had not ended and were
+	// cancelled, sorted. A run on another replica is asked to stop and may
+	// end a moment after the answer.
+	CancelledRunIds []string `protobuf:"bytes,1,rep,name=cancelled_run_ids,json=cancelledRunIds,proto3" json:"cancelled_run_ids,omitempty"`
+	// sandbox_deleted is true when the agent's sandbox was deleted; false
+	// when it had none, or when deleting it failed (the service logs why).
+	SandboxDeleted bool `protobuf:"varint,2,opt,name=sandbox_deleted,json=sandboxDeleted,proto3" json:"sandbox_deleted,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *DeleteAgentResponse) Reset() {
@@ -1274,6 +1281,20 @@ func (x *DeleteAgentResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use DeleteAgentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAgentResponse) Descriptor() ([]byte, []int) {
 	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DeleteAgentResponse) GetCancelledRunIds() []string {
+	if x != nil {
+		return x.CancelledRunIds
+	}
+	return nil
+}
+
+func (x *DeleteAgentResponse) GetSandboxDeleted() bool {
+	if x != nil {
+		return x.SandboxDeleted
+	}
+	return false
 }
 
 // InvokeRequest starts a run and waits for its end.
@@ -3431,9 +3452,13 @@ func (x *ListAvailableSkillsRequest) GetAgentId() string {
 type ListAvailableSkillsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// skills are the skills found, sorted by name.
-	Skills        []*Skill `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Skills []*Skill `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
+	// not_running_agent_ids are the agents with skill paths whose sandbox is
+	// not running, sorted. Listing never starts a sandbox, so their skills are
+	// not listed; any call that uses the sandbox (a run, a file) starts it.
+	NotRunningAgentIds []string `protobuf:"bytes,2,rep,name=not_running_agent_ids,json=notRunningAgentIds,proto3" json:"not_running_agent_ids,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ListAvailableSkillsResponse) Reset() {
@@ -3469,6 +3494,13 @@ func (*ListAvailableSkillsResponse) Descriptor() ([]byte, []int) {
 func (x *ListAvailableSkillsResponse) GetSkills() []*Skill {
 	if x != nil {
 		return x.Skills
+	}
+	return nil
+}
+
+func (x *ListAvailableSkillsResponse) GetNotRunningAgentIds() []string {
+	if x != nil {
+		return x.NotRunningAgentIds
 	}
 	return nil
 }
@@ -4556,8 +4588,10 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x10GetAgentResponse\x12*\n" +
 	"\x05agent\x18\x01 \x01(\v2\x14.wick.agent.v1.AgentR\x05agent\"/\n" +
 	"\x12DeleteAgentRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\x15\n" +
-	"\x13DeleteAgentResponse\"\x95\x01\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"j\n" +
+	"\x13DeleteAgentResponse\x12*\n" +
+	"\x11cancelled_run_ids\x18\x01 \x03(\tR\x0fcancelledRunIds\x12'\n" +
+	"\x0fsandbox_deleted\x18\x02 \x01(\bR\x0esandboxDeleted\"\x95\x01\n" +
 	"\rInvokeRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x122\n" +
 	"\bmessages\x18\x02 \x03(\v2\x16.wick.agent.v1.MessageR\bmessages\x12\x1b\n" +
@@ -4688,9 +4722,10 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
 	"\x04path\x18\x03 \x01(\tR\x04path\"7\n" +
 	"\x1aListAvailableSkillsRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\"K\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"~\n" +
 	"\x1bListAvailableSkillsResponse\x12,\n" +
-	"\x06skills\x18\x01 \x03(\v2\x14.wick.agent.v1.SkillR\x06skills\"\x14\n" +
+	"\x06skills\x18\x01 \x03(\v2\x14.wick.agent.v1.SkillR\x06skills\x121\n" +
+	"\x15not_running_agent_ids\x18\x02 \x03(\tR\x12notRunningAgentIds\"\x14\n" +
 	"\x12WatchEventsRequest\"G\n" +
 	"\x13WatchEventsResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.ConfigEventR\x05event\"\xa7\x01\n" +

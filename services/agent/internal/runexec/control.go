@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -103,21 +104,56 @@ func (e *Executor) Cancel(ctx context.Context, user, runID string) (*Snapshot, e
 		return nil, err
 	}
 	if !runs.Terminal(rec.Status) {
-		if err := e.runs.RequestCancel(ctx, rec.ID); err != nil {
-			return nil, fmt.Errorf("request cancel of run %s: %w", rec.ID, err)
-		}
-		if r := e.lookup(rec.ID); r != nil {
-			r.cancel(errCancelRequested)
-			select {
-			case <-r.done:
-			case <-ctx.Done():
-			}
-		}
-		if rec, err = e.runs.Get(ctx, rec.ID); err != nil {
+		if rec, err = e.cancel(ctx, rec.ID); err != nil {
 			return nil, err
 		}
 	}
 	return e.snapshot(ctx, rec), nil
+}
+
+// cancel requests the end of a run that has not ended and returns its
+// record after; when this replica runs it, it waits for the run to end.
+func (e *Executor) cancel(ctx context.Context, runID string) (*runs.Run, error) {
+	if err := e.runs.RequestCancel(ctx, runID); err != nil {
+		return nil, fmt.Errorf("request cancel of run %s: %w", runID, err)
+	}
+	if r := e.lookup(runID); r != nil {
+		r.cancel(errCancelRequested)
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
+	}
+	return e.runs.Get(ctx, runID)
+}
+
+// CancelAgent cancels the user's unfinished runs of agentID, on whichever
+// replica runs them, and returns their ids. A run on another replica is
+// asked to stop, as by Cancel; it may end a moment after CancelAgent returns.
+func (e *Executor) CancelAgent(ctx context.Context, user, agentID string) ([]string, error) {
+	ids, err := e.runs.Unfinished(ctx, user, agentID)
+	if err != nil {
+		return nil, err
+	}
+	var cancelled []string
+	for _, id := range ids {
+		rec, err := e.current(ctx, user, id)
+		if errors.Is(err, runs.ErrNotFound) || errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return cancelled, err
+		}
+		if rec.AgentID != agentID || runs.Terminal(rec.Status) {
+			continue
+		}
+		if _, err := e.cancel(ctx, id); err != nil {
+			return cancelled, err
+		}
+		cancelled = append(cancelled, id)
+	}
+	sort.Strings(cancelled)
+	return cancelled, nil
 }
 
 // current returns the user's run record after reaping the run when its

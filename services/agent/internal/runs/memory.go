@@ -104,6 +104,19 @@ func (m *Memory) Get(_ context.Context, runID string) (*Run, error) {
 	return copyRun(r.rec), nil
 }
 
+// Unfinished implements Store.
+func (m *Memory) Unfinished(_ context.Context, user, agentID string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id, r := range m.runs {
+		if r.rec != nil && r.rec.User == user && r.rec.AgentID == agentID && !Terminal(r.rec.Status) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 // Finish implements Store.
 func (m *Memory) Finish(_ context.Context, runID, status, msg string) (bool, error) {
 	m.mu.Lock()

@@ -73,6 +73,12 @@ func (r *Redis) eventsKey(id string) string    { return r.prefix + ":run:{" + id
 func (r *Redis) decisionsKey(id string) string { return r.prefix + ":run:{" + id + "}:decisions" }
 func (r *Redis) nudgeChannel() string          { return r.prefix + ":run-nudge" }
 
+// agentRunsKey is the set of a user's unfinished runs of an agent, by which
+// deleting an agent finds its runs on every replica.
+func (r *Redis) agentRunsKey(user, agentID string) string {
+	return r.prefix + ":agent-runs:{" + user + "}:" + agentID
+}
+
 // Put implements Store.
 func (r *Redis) Put(ctx context.Context, run *Run) error {
 	data, err := json.Marshal(run)
@@ -91,7 +97,45 @@ func (r *Redis) Put(ctx context.Context, run *Run) error {
 	if err != nil {
 		return fmt.Errorf("save run: %w", err)
 	}
+	// The index lives in another slot than the record, so it is written
+	// apart; a stale member is harmless (Unfinished's callers check records).
+	key := r.agentRunsKey(run.User, run.AgentID)
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if Terminal(run.Status) {
+			p.SRem(ctx, key, run.ID)
+		} else {
+			p.SAdd(ctx, key, run.ID)
+			p.PExpire(ctx, key, r.liveTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index run: %w", err)
+	}
 	return nil
+}
+
+// Unfinished implements Store. Members whose record is gone or ended are
+// dropped from the index as they are seen.
+func (r *Redis) Unfinished(ctx context.Context, user, agentID string) ([]string, error) {
+	key := r.agentRunsKey(user, agentID)
+	ids, err := r.rdb.SMembers(ctx, key).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list runs of agent %s: %w", agentID, err)
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		st, err := r.rdb.HGet(ctx, r.runKey(id), "s").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("load run: %w", err)
+		}
+		if st == "" || Terminal(st) {
+			r.rdb.SRem(ctx, key, id)
+			continue
+		}
+		out = append(out, id)
+	}
+	return out, nil
 }
 
 // Get implements Store.

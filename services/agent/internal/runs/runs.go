@@ -82,6 +82,10 @@ type Store interface {
 	// Nudges delivers run ids that got a cancel or decisions, until ctx ends.
 	// Delivery is best effort: owners also poll.
 	Nudges(ctx context.Context) (<-chan string, error)
+	// Unfinished returns the ids of the user's runs of agentID that were put
+	// with a status that is not Terminal, on any replica. It may include runs
+	// that ended since; callers check each record.
+	Unfinished(ctx context.Context, user, agentID string) ([]string, error)
 }
 
 // Log is the per-run event log. Ids increase within a run.

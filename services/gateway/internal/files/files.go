@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
@@ -30,20 +32,22 @@ const (
 // from the route's {agent_id} and {path...} wildcards.
 type Handler struct {
 	client     agentv1.AgentServiceClient
+	log        *slog.Logger
 	maxUpload  int64
 	chunkBytes int
 }
 
 // New returns the handler. maxUpload bounds an upload's size; chunkBytes is
-// the size of each upload message.
-func New(client agentv1.AgentServiceClient, maxUpload int64, chunkBytes int) *Handler {
+// the size of each upload message; log gets the full text of errors whose
+// messages clients do not see (httperr.ForClient).
+func New(client agentv1.AgentServiceClient, maxUpload int64, chunkBytes int, log *slog.Logger) *Handler {
 	if maxUpload <= 0 {
 		maxUpload = DefaultMaxUploadBytes
 	}
 	if chunkBytes <= 0 {
 		chunkBytes = DefaultChunkBytes
 	}
-	return &Handler{client: client, maxUpload: maxUpload, chunkBytes: chunkBytes}
+	return &Handler{client: client, log: log, maxUpload: maxUpload, chunkBytes: chunkBytes}
 }
 
 // filePath returns the agent-facing path: the URL path after files/raw/
@@ -79,13 +83,13 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stream, err := h.client.DownloadFile(ctx, &agentv1.DownloadFileRequest{AgentId: r.PathValue("agent_id"), Path: p})
 	if err != nil {
-		httperr.WriteStatus(w, err)
+		httperr.WriteStatus(w, r, h.log, err)
 		return
 	}
 	// The first message says whether the file exists; only then do headers go out.
 	first, err := stream.Recv()
 	if err != nil && !errors.Is(err, io.EOF) {
-		httperr.WriteStatus(w, err)
+		httperr.WriteStatus(w, r, h.log, err)
 		return
 	}
 	hdr := w.Header()
@@ -136,12 +140,12 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stream, err := h.client.UploadFile(ctx)
 	if err != nil {
-		httperr.WriteStatus(w, err)
+		httperr.WriteStatus(w, r, h.log, err)
 		return
 	}
 	header := &agentv1.UploadFileRequest{Msg: &agentv1.UploadFileRequest_Header{Header: &agentv1.UploadFileHeader{AgentId: r.PathValue("agent_id"), Path: p}}}
 	if err := stream.Send(header); err != nil {
-		h.finish(w, stream, cancel)
+		h.finish(w, r, stream, cancel)
 		return
 	}
 	buf := make([]byte, h.chunkBytes)
@@ -151,7 +155,7 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
 			chunk := &agentv1.UploadFileRequest{Msg: &agentv1.UploadFileRequest_Data{Data: append([]byte(nil), buf[:n]...)}}
 			if err := stream.Send(chunk); err != nil {
 				// The service ended the stream; its status says why.
-				h.finish(w, stream, cancel)
+				h.finish(w, r, stream, cancel)
 				return
 			}
 		}
@@ -171,13 +175,13 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := stream.CloseAndRecv()
 	if err != nil {
-		httperr.WriteStatus(w, err)
+		httperr.WriteStatus(w, r, h.log, err)
 		return
 	}
 	// The same JSON as every other REST answer (proto names; int64 as a string).
 	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(resp)
 	if err != nil {
-		httperr.Write(w, http.StatusInternalServerError, codes.Internal, err.Error())
+		httperr.WriteStatus(w, r, h.log, status.Error(codes.Internal, "encode upload answer: "+err.Error()))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -186,13 +190,13 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
 }
 
 // finish reports the status the service ended an upload with.
-func (h *Handler) finish(w http.ResponseWriter, stream agentv1.AgentService_UploadFileClient, cancel context.CancelFunc) {
+func (h *Handler) finish(w http.ResponseWriter, r *http.Request, stream agentv1.AgentService_UploadFileClient, cancel context.CancelFunc) {
 	_, err := stream.CloseAndRecv()
 	cancel()
 	if err == nil {
 		err = errors.New("upload ended early")
 	}
-	httperr.WriteStatus(w, err)
+	httperr.WriteStatus(w, r, h.log, err)
 }
 
 func tooLarge(w http.ResponseWriter, limit int64) {

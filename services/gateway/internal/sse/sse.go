@@ -17,7 +17,6 @@ import (
 
 	"github.com/wick-agent/wick/services/gateway/internal/httperr"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -40,7 +39,7 @@ type Event interface {
 // Marshaler writes grpc-gateway's stream envelopes as SSE frames. Each
 // {"result": event} becomes `id:`, `event:` and `data:` lines; an
 // {"error": status} becomes an `event: error` frame whose data is
-// {"code", "status", "message"}. The frame's closing blank line is the
+// {"code", "status", "message", "trace_id"}. The frame's closing blank line is the
 // delimiter grpc-gateway writes after each message.
 type Marshaler struct {
 	// JSON encodes the data line and decodes request bodies.
@@ -105,7 +104,7 @@ func (m *Marshaler) errorFrame(v proto.Message) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("sse: error envelope holds %T, want a status", v)
 	}
-	data, err := json.Marshal(httperr.NewBody(codes.Code(st.GetCode()), st.GetMessage()))
+	data, err := json.Marshal(httperr.FromStatus(st))
 	if err != nil {
 		return nil, err
 	}

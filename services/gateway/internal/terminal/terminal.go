@@ -102,7 +102,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, agentID string, 
 	// A plain HTTP error is only possible before the upgrade, so the agent's
 	// existence (and the caller's right to it) is checked first.
 	if _, err := h.client.GetAgent(r.Context(), &agentv1.GetAgentRequest{AgentId: agentID}); err != nil {
-		httperr.WriteStatus(w, err)
+		httperr.WriteStatus(w, r, h.logger, err)
 		return
 	}
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
@@ -124,7 +124,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, agentID string, 
 		err = stream.Send(&agentv1.TerminalRequest{Msg: &agentv1.TerminalRequest_Start{Start: &agentv1.TerminalStart{AgentId: agentID, Size: size}}})
 	}
 	if err != nil {
-		closeWith(conn, statusErr(stream, err))
+		h.closeWith(base, conn, statusErr(stream, err))
 		return
 	}
 
@@ -140,7 +140,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, agentID string, 
 	if clientEnded {
 		code, reason = websocket.StatusNormalClosure, ""
 		if err := <-clientDone; err != nil {
-			code, reason = closeCodeOf(err)
+			code, reason = h.closeCodeOf(base, err)
 		}
 		_ = conn.Close(code, truncate(reason))
 		return
@@ -163,7 +163,7 @@ func (h *Handler) toClient(ctx context.Context, conn *websocket.Conn, stream age
 			return websocket.StatusNormalClosure, "terminal closed", false
 		}
 		if err != nil {
-			code, reason := closeCodeOf(err)
+			code, reason := h.closeCodeOf(ctx, err)
 			return code, reason, false
 		}
 		switch m := msg.GetMsg().(type) {
@@ -223,14 +223,16 @@ var errBadFrame = errors.New("bad frame")
 
 // closeCodeOf maps an error to a close code: 4000 plus the gRPC code for a
 // service error (4005 for NotFound), 1008 for a bad frame, 1011 otherwise.
-func closeCodeOf(err error) (websocket.StatusCode, string) {
+// The reason is what an HTTP error body's message would be: a message not
+// written for users is logged and replaced (httperr.ForClient).
+func (h *Handler) closeCodeOf(ctx context.Context, err error) (websocket.StatusCode, string) {
 	if errors.Is(err, errBadFrame) {
 		return websocket.StatusPolicyViolation, err.Error()
 	}
 	if st, ok := status.FromError(err); ok {
-		return websocket.StatusCode(4000 + int(st.Code())), st.Message()
+		return websocket.StatusCode(4000 + int(st.Code())), httperr.ForClient(ctx, h.logger, st).Message
 	}
-	return websocket.StatusInternalError, err.Error()
+	return websocket.StatusInternalError, httperr.ForClient(ctx, h.logger, status.New(codes.Internal, err.Error())).Message
 }
 
 // statusErr prefers the status the service ended the stream with over the
@@ -245,8 +247,8 @@ func statusErr(stream agentv1.AgentService_TerminalClient, err error) error {
 	return err
 }
 
-func closeWith(conn *websocket.Conn, err error) {
-	code, reason := closeCodeOf(err)
+func (h *Handler) closeWith(ctx context.Context, conn *websocket.Conn, err error) {
+	code, reason := h.closeCodeOf(ctx, err)
 	_ = conn.Close(code, truncate(reason))
 }
 
