@@ -393,7 +393,14 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 		}
 		box, err := s.sandbox.GetSandbox(ctx, &sandboxv1.GetSandboxRequest{AgentId: e.ID})
 		if err != nil && status.Code(err) != codes.NotFound {
-			return nil, rpcErr(fmt.Errorf("sandbox of %s: %w", e.ID, err))
+			// One agent's sandbox that cannot be asked about must not hide
+			// every other agent's skills; asked for that agent alone, it is
+			// the answer.
+			if req.GetAgentId() != "" {
+				return nil, rpcErr(fmt.Errorf("sandbox of %s: %w", e.ID, err))
+			}
+			s.logger.Warn("list skills: sandbox state", "agent_id", e.ID, "error", err)
+			continue
 		}
 		if box.GetSandbox().GetState() != sandboxRunning {
 			out.NotRunningAgentIds = append(out.NotRunningAgentIds, e.ID)
