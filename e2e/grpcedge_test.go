@@ -141,9 +141,15 @@ func TestGRPCEdge(t *testing.T) {
 			}
 		}
 		calls := map[string]func() error{
-			"GetAgent":    func() error { _, err := c.GetAgent(bob, &agentv1.GetAgentRequest{AgentId: "alice-grpc"}); return err },
-			"DeleteAgent": func() error { _, err := c.DeleteAgent(bob, &agentv1.DeleteAgentRequest{AgentId: "alice-grpc"}); return err },
-			"GetThread":   func() error { _, err := c.GetThread(bob, &agentv1.GetThreadRequest{ThreadId: inv.GetThreadId()}); return err },
+			"GetAgent": func() error { _, err := c.GetAgent(bob, &agentv1.GetAgentRequest{AgentId: "alice-grpc"}); return err },
+			"DeleteAgent": func() error {
+				_, err := c.DeleteAgent(bob, &agentv1.DeleteAgentRequest{AgentId: "alice-grpc"})
+				return err
+			},
+			"GetThread": func() error {
+				_, err := c.GetThread(bob, &agentv1.GetThreadRequest{ThreadId: inv.GetThreadId()})
+				return err
+			},
 			"DeleteThread": func() error {
 				_, err := c.DeleteThread(bob, &agentv1.DeleteThreadRequest{ThreadId: inv.GetThreadId()})
 				return err
