@@ -49,7 +49,7 @@ type agentCall struct {
 // trailer of its own, one of them an x-wick-* key the edge must not pass on.
 type recorder struct {
 	mu    sync.Mutex
-	calls map[string][]agentCall // method → calls
+	calls map[string]agentCall // method → its last call
 }
 
 var (
@@ -63,18 +63,18 @@ func (r *recorder) record(ctx context.Context, method string) {
 	dl, _ := ctx.Deadline()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls[method] = append(r.calls[method], agentCall{md: md.Copy(), user: user, deadline: dl})
+	r.calls[method] = agentCall{md: md.Copy(), user: user, deadline: dl}
 }
 
 func (r *recorder) last(t *testing.T, method string) agentCall {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	calls := r.calls["/wick.agent.v1.AgentService/"+method]
-	if len(calls) == 0 {
+	call, ok := r.calls["/wick.agent.v1.AgentService/"+method]
+	if !ok {
 		t.Fatalf("the agent service saw no %s call", method)
 	}
-	return calls[len(calls)-1]
+	return call
 }
 
 func (r *recorder) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -122,7 +122,7 @@ func startEdge(t testing.TB, opts ...edgeOption) *edgeEnv {
 	}
 	key := identity.RandomKey()
 	fake := newFakeAgent()
-	rec := &recorder{calls: map[string][]agentCall{}}
+	rec := &recorder{calls: map[string]agentCall{}}
 	agentSrv := server.New("agent", discardLogger(), server.WithIdentity(key), server.WithDrainDelay(0), server.WithShutdownTimeout(time.Second),
 		server.WithUnaryInterceptor(rec.unary), server.WithStreamInterceptor(rec.stream))
 	agentv1.RegisterAgentServiceServer(agentSrv.GRPC(), fake)
