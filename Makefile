@@ -52,7 +52,7 @@ fmt: ## format Go and proto sources
 	gofmt -w $$(git ls-files '*.go')
 	$(BUF) format proto -w
 
-test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox)
+test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js)
 	./scripts/test-deps.sh
 
 test: test-deps ## run every test with the race detector, against real dependencies
