@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -191,6 +192,12 @@ func WithWatchBuffer(n int) Option { return func(o *options) { o.watchBuffer = n
 
 // WithHTTPClient sets the client of external HTTP callback tools.
 func WithHTTPClient(c *http.Client) Option { return runOption(runexec.WithHTTPClient(c)) }
+
+// WithToolNetworkAllow lets HTTP callback tools reach these non-public
+// networks; by default they reach public addresses only.
+func WithToolNetworkAllow(prefixes ...netip.Prefix) Option {
+	return runOption(runexec.WithToolNetworkAllow(prefixes...))
+}
 
 // WithLLMTimeout bounds each model call at the gateway.
 func WithLLMTimeout(d time.Duration) Option { return func(o *options) { o.llmTimeout = d } }

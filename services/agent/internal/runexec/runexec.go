@@ -11,11 +11,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
@@ -111,6 +113,7 @@ type config struct {
 	maxInput        int
 	maxRunDuration  time.Duration
 	httpClient      *http.Client
+	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
 }
 
@@ -141,8 +144,14 @@ func WithMaxInputMessages(n int) Option { return func(c *config) { c.maxInput = 
 func WithMaxRunDuration(d time.Duration) Option { return func(c *config) { c.maxRunDuration = d } }
 
 // WithHTTPClient sets the client of external HTTP callback tools (default
-// tools.SafeHTTPClient).
+// tools.SafeHTTPClient); its policy replaces WithToolNetworkAllow's.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithToolNetworkAllow lets HTTP callback tools reach these non-public
+// networks (loopback, private, link-local …), which they are refused by default.
+func WithToolNetworkAllow(prefixes ...netip.Prefix) Option {
+	return func(c *config) { c.toolNetAllow = append(c.toolNetAllow, prefixes...) }
+}
 
 // WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
 func WithRunnerOptions(opts ...loop.RunnerOption) Option {
@@ -192,7 +201,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 		o(&cfg)
 	}
 	if cfg.httpClient == nil {
-		cfg.httpClient = tools.SafeHTTPClient()
+		cfg.httpClient = tools.SafeHTTPClient(netguard.New(cfg.toolNetAllow...))
 	}
 	logger := deps.Logger
 	if logger == nil {
