@@ -53,7 +53,7 @@ const followBatch = 256
 type ThreadStore interface {
 	LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
-	Save(ctx context.Context, user string, state *loop.AgentState) error
+	Save(ctx context.Context, user string, state *loop.AgentState, fence string) error
 }
 
 // Agents resolves the agent a user names (registry.Registry implements it).
