@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -368,5 +370,36 @@ func TestNativeToolRegistrationErrors(t *testing.T) {
 	}
 	if err := agent.ValidateTool(ok); err != nil {
 		t.Fatalf("ValidateTool(valid) = %v", err)
+	}
+}
+
+// TestTemplatesBesideAgentsFile checks that an agents file and templates
+// given together both serve, and that an id in both is refused.
+func TestTemplatesBesideAgentsFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "agents.yaml")
+	if err := os.WriteFile(file, []byte("agents:\n  from_file:\n    name: From the file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newSuite(t, calcThenAnswer)
+	a := memoryReplica(t, s, agent.WithAgentsFile(file), agent.WithTemplates(map[string]*agent.AgentConfig{"from_code": {Name: "From code"}}))
+	la, err := a.client.ListAgents(as("alice"), &agentv1.ListAgentsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range la.GetAgents() {
+		ids = append(ids, e.GetAgentId())
+	}
+	if strings.Join(ids, ",") != "from_code,from_file" {
+		t.Fatalf("agents = %v", ids)
+	}
+	_, err = agent.New(agent.Deps{
+		LLM:     llmv1.NewLLMServiceClient(s.conn(s.llmAddr)),
+		Sandbox: sandboxv1.NewSandboxServiceClient(s.conn(s.sbAddr)),
+		Stores:  agent.MemoryStores(),
+	}, agent.WithAgentsFile(file), agent.WithTemplates(map[string]*agent.AgentConfig{"from_file": {}}))
+	if err == nil || !strings.Contains(err.Error(), `"from_file" is both in`) {
+		t.Fatalf("New with an id in both = %v", err)
 	}
 }
