@@ -51,7 +51,7 @@ func toolSpan(exp *tracetest.InMemoryExporter, callID string) (map[string]string
 		}
 		attrs := map[string]string{}
 		for _, a := range s.Attributes {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		if attrs["tool_call_id"] == callID {
 			return attrs, true
