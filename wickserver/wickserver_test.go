@@ -49,7 +49,6 @@ func newServer(t *testing.T, opts ...wickserver.Option) *wickserver.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Suite() // nil before Start; must not block
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
