@@ -96,6 +96,10 @@ type Deps struct {
 	Agents Agents
 	// Tools resolves the external tools an agent names.
 	Tools ToolDefs
+	// Native are the embedding program's Go tools by name (none when nil);
+	// an agent names them like built-ins, and they win over a user's
+	// external tool of the same name.
+	Native map[string]loop.Tool
 	// Models builds each run's model client.
 	Models ModelFactory
 	// Sandboxes builds each run's sandbox file system.
@@ -175,6 +179,7 @@ type Executor struct {
 	locker    threads.Locker
 	agents    Agents
 	tools     ToolDefs
+	native    map[string]loop.Tool
 	models    ModelFactory
 	sandboxes SandboxFactory
 
@@ -215,7 +220,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
-		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, models: deps.Models, sandboxes: deps.Sandboxes,
+		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
 		base: base, stop: stop, active: map[string]*Run{},
 	}
 	nudges, err := deps.Runs.Nudges(base)
