@@ -55,8 +55,9 @@ fmt: ## format Go and proto sources
 test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js)
 	./scripts/test-deps.sh
 
-test: test-deps ## run every test with the race detector, against real dependencies
+test: test-deps ## run every test (Go with the race detector, then the TypeScript SDK), against real dependencies
 	go test $(GOTEST_FLAGS) $(PKGS)
+	$(MAKE) test-ts
 
 # The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
 # and starts it on free ports.
