@@ -14,7 +14,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count=1 -timeout 30m
 BIN := $(CURDIR)/bin
 
-.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps bench build run clean
+.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts bench build run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -52,11 +52,17 @@ fmt: ## format Go and proto sources
 	gofmt -w $$(git ls-files '*.go')
 	$(BUF) format proto -w
 
-test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox)
+test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js)
 	./scripts/test-deps.sh
 
-test: test-deps ## run every test with the race detector, against real dependencies
+test: test-deps ## run every test (Go with the race detector, then the TypeScript SDK), against real dependencies
 	go test $(GOTEST_FLAGS) $(PKGS)
+	$(MAKE) test-ts
+
+# The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
+# and starts it on free ports.
+test-ts: ## build and test the TypeScript SDK (sdk/typescript) against the real suite
+	cd sdk/typescript && npm ci && npm run build && npm test
 
 bench: test-deps ## run every benchmark (figures go into the README's performance table)
 	go test $(BENCH_FLAGS) $(PKGS) | tee bench.out

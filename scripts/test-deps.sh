@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what Wick's tests need, when it is missing: a Docker
-# engine, redis-server and a static busybox (for test images built FROM
-# scratch). Idempotent, and quick when everything is already there.
+# engine, redis-server, a static busybox (for test images built FROM
+# scratch) and Node.js with npm (the TypeScript SDK's tests). Idempotent, and quick when everything is already there.
 # Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
 set -euo pipefail
 
@@ -10,6 +10,8 @@ log() { printf 'test-deps: %s\n' "$*" >&2; }
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # Test images are built FROM scratch, so busybox must be the static build.
 if command -v dpkg >/dev/null 2>&1; then
   dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
@@ -57,4 +59,4 @@ if ! docker_up; then
     exit 1
   fi
 fi
-log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox)"
+log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version)"

@@ -1,7 +1,9 @@
 // Command wick runs the whole suite in one process: the LLM gateway, the
 // sandbox service, the agent service and the REST gateway, each as its real
 // gRPC server on a loopback port, sharing one random identity key. It prints
-// where to reach everything and stops cleanly on SIGTERM or SIGINT.
+// where to reach everything and stops cleanly on SIGTERM or SIGINT. It is
+// the wickserver package with flags: a program that embeds Wick gets the
+// same server, plus its own agents and native tools.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
+	"github.com/wick-agent/wick/wickserver"
 )
 
 func main() {
@@ -96,13 +99,16 @@ func run(args []string, out io.Writer) error {
 	}
 	defer shutdownTelemetry(context.Background())
 
-	s, err := suite.Start(ctx, cfg)
-	if errors.Is(err, gateway.ErrPlaintext) {
-		return fmt.Errorf("%w (-gateway-grpc-tls-cert and -gateway-grpc-tls-key, or -gateway-grpc-allow-plaintext)", err)
-	}
+	srv, err := wickserver.New(wickserver.WithConfig(cfg))
 	if err != nil {
 		return err
 	}
+	if err := srv.Start(ctx); errors.Is(err, gateway.ErrPlaintext) {
+		return fmt.Errorf("%w (-gateway-grpc-tls-cert and -gateway-grpc-tls-key, or -gateway-grpc-allow-plaintext)", err)
+	} else if err != nil {
+		return err
+	}
+	s := srv.Suite()
 	fmt.Fprintf(out, "Wick is running.\n\n")
 	fmt.Fprintf(out, "  REST API   %s   (UI, SSE, WebSocket terminal; OpenAPI at %s/openapi.json)\n", s.HTTPURL, s.HTTPURL)
 	fmt.Fprintf(out, "  OpenAI API %s/v1/\n", s.HTTPURL)
@@ -124,7 +130,7 @@ func run(args []string, out io.Writer) error {
 		auth = "-H 'Authorization: Bearer <token>' "
 	}
 	fmt.Fprintf(out, "\nTry: curl -N %s-H 'Accept: text/event-stream' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}' %s/agents/default/stream\n", auth, s.HTTPURL)
-	return s.Wait()
+	return srv.Wait()
 }
 
 // grpcTransport says how the public gRPC API is reached.

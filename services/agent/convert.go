@@ -181,12 +181,16 @@ func hooksToProto(st []hooks.Status) []*agentv1.HookStatus {
 func toolToProto(d *tools.HTTPToolDef) *agentv1.ToolDefinition {
 	out := &agentv1.ToolDefinition{
 		Name: d.Name, Description: d.Description, Parameters: structOf(d.Parameters),
-		Url: redact.String(d.URL), Headers: redact.Headers(d.Headers),
+		Url: redact.String(d.URL), Headers: redact.Headers(d.Headers), Kind: ToolKindHTTP,
 	}
 	if d.Timeout > 0 {
 		out.Timeout = durationpb.New(d.Timeout)
 	}
 	return out
+}
+
+func nativeToProto(n *tools.Native) *agentv1.ToolDefinition {
+	return &agentv1.ToolDefinition{Name: n.Name(), Description: n.Description(), Parameters: structOf(n.Parameters()), Kind: ToolKindNative}
 }
 
 func toolFromProto(t *agentv1.ToolDefinition) *tools.HTTPToolDef {

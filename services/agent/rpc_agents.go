@@ -289,7 +289,10 @@ func (s *Service) ControlContainer(ctx context.Context, req *agentv1.ControlCont
 	return &agentv1.ControlContainerResponse{Status: box.GetState()}, nil
 }
 
-// ListTools implements agentv1.AgentServiceServer.
+// ListTools implements agentv1.AgentServiceServer: the caller's external
+// tools and the native tools, by name. An external tool that a native tool
+// of the same name shadows (registered before the native tool existed) is
+// left out, as runs never call it.
 func (s *Service) ListTools(ctx context.Context, _ *agentv1.ListToolsRequest) (*agentv1.ListToolsResponse, error) {
 	user, err := identity.Require(ctx)
 	if err != nil {
@@ -301,8 +304,14 @@ func (s *Service) ListTools(ctx context.Context, _ *agentv1.ListToolsRequest) (*
 	}
 	out := &agentv1.ListToolsResponse{}
 	for _, d := range defs {
-		out.Tools = append(out.Tools, toolToProto(d))
+		if _, shadowed := s.native[d.Name]; !shadowed {
+			out.Tools = append(out.Tools, toolToProto(d))
+		}
 	}
+	for _, n := range s.native {
+		out.Tools = append(out.Tools, nativeToProto(n))
+	}
+	sort.Slice(out.Tools, func(i, j int) bool { return out.Tools[i].GetName() < out.Tools[j].GetName() })
 	return out, nil
 }
 
@@ -322,6 +331,9 @@ func (s *Service) RegisterTool(ctx context.Context, req *agentv1.RegisterToolReq
 	}
 	if _, builtin := tools.Builtins()[req.GetTool().GetName()]; builtin {
 		return nil, invalid("tool.name", fmt.Sprintf("%q is a built-in tool", req.GetTool().GetName()))
+	}
+	if _, native := s.native[req.GetTool().GetName()]; native {
+		return nil, invalid("tool.name", fmt.Sprintf("%q is a native tool of this server", req.GetTool().GetName()))
 	}
 	def := toolFromProto(req.GetTool())
 	if old, err := s.st.Agents.GetTool(ctx, user, def.Name); err == nil {
@@ -358,6 +370,9 @@ func (s *Service) DeleteTool(ctx context.Context, req *agentv1.DeleteToolRequest
 		return nil, rpcErr(err)
 	}
 	if !ok {
+		if _, native := s.native[req.GetName()]; native {
+			return nil, status.Errorf(codes.FailedPrecondition, "tool %s is a native tool of this server and cannot be deleted", req.GetName())
+		}
 		return nil, status.Errorf(codes.NotFound, "tool %s not found", req.GetName())
 	}
 	s.publish(ctx, user, registry.EventToolDeleted, "", req.GetName(), nil)

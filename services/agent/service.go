@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -138,6 +140,7 @@ type options struct {
 	watchBuffer    int
 	llmTimeout     time.Duration
 	agentsFile     string
+	native         []Tool
 	// run configures the run executor: its limits, in the order given.
 	run []runexec.Option
 }
@@ -147,11 +150,12 @@ type Option func(*options)
 
 // WithTemplates sets the agent templates (as from agents.yaml); they are
 // validated by New. Without templates, New registers one "default" agent.
-func WithTemplates(t map[string]*loop.AgentConfig) Option {
+func WithTemplates(t map[string]*AgentConfig) Option {
 	return func(o *options) { o.templates = t }
 }
 
-// WithAgentsFile loads the templates from an agents.yaml file.
+// WithAgentsFile loads the templates from an agents.yaml file. With
+// WithTemplates too, the service has both sets; an id in both is an error.
 func WithAgentsFile(path string) Option { return func(o *options) { o.agentsFile = path } }
 
 // WithDefaultModel sets the model of agents that name none.
@@ -192,6 +196,12 @@ func WithWatchBuffer(n int) Option { return func(o *options) { o.watchBuffer = n
 // WithHTTPClient sets the client of external HTTP callback tools.
 func WithHTTPClient(c *http.Client) Option { return runOption(runexec.WithHTTPClient(c)) }
 
+// WithToolNetworkAllow lets HTTP callback tools reach these non-public
+// networks; by default they reach public addresses only.
+func WithToolNetworkAllow(prefixes ...netip.Prefix) Option {
+	return runOption(runexec.WithToolNetworkAllow(prefixes...))
+}
+
 // WithLLMTimeout bounds each model call at the gateway.
 func WithLLMTimeout(d time.Duration) Option { return func(o *options) { o.llmTimeout = d } }
 
@@ -217,6 +227,8 @@ type Service struct {
 	exec     *runexec.Executor
 	logger   *slog.Logger
 	cfg      options
+	// native are the embedding program's Go tools by name, fixed at New.
+	native map[string]*tools.Native
 
 	stop      context.CancelFunc
 	closeOnce sync.Once
@@ -238,10 +250,20 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	default:
 		return nil, fmt.Errorf("agent: default backend %q must be %q, %q or %q", cfg.defaultBackend, backend.Local, backend.Docker, backend.None)
 	}
+	native, err := nativeTools(cfg.native)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.agentsFile != "" {
 		t, err := registry.LoadFile(cfg.agentsFile)
 		if err != nil {
 			return nil, err
+		}
+		for id, c := range cfg.templates {
+			if _, dup := t[id]; dup {
+				return nil, fmt.Errorf("agent: agent %q is both in %s and among the templates", id, cfg.agentsFile)
+			}
+			t[id] = c
 		}
 		cfg.templates = t
 	}
@@ -258,7 +280,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	}
 	templates := cfg.templates
 	if templates == nil {
-		templates = map[string]*loop.AgentConfig{registry.DefaultAgentID: defaultAgent(cfg)}
+		templates = map[string]*loop.AgentConfig{registry.DefaultAgentID: defaultAgent(cfg, nativeNames(native))}
 	}
 	for id, t := range templates {
 		if err := registry.Validate(id, t); err != nil {
@@ -269,6 +291,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	s := &Service{
 		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents),
 		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
+		native: native,
 	}
 	if err := s.hub.Start(base); err != nil {
 		stop()
@@ -290,9 +313,13 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 	if s.cfg.llmTimeout > 0 {
 		lopts = append(lopts, llmclient.WithTimeout(s.cfg.llmTimeout))
 	}
+	native := make(map[string]loop.Tool, len(s.native))
+	for name, t := range s.native {
+		native[name] = t
+	}
 	deps := runexec.Deps{
 		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log,
-		Agents: s.registry, Tools: s.st.Agents,
+		Agents: s.registry, Tools: s.st.Agents, Native: native,
 		Models: func(specs []*llmv1.ModelSpec) runexec.Model { return llmclient.New(s.llm, specs, lopts...) },
 		Sandboxes: func(agentID string, b *loop.BackendCfg) wickfs.FileSystem {
 			return sandboxfs.New(s.sandbox, agentID, sandboxfs.Spec(b))
@@ -302,11 +329,14 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 	return runexec.New(deps, append([]runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel)}, s.cfg.run...)...)
 }
 
-func defaultAgent(cfg options) *loop.AgentConfig {
+// defaultAgent is the agent of a service without templates: the built-in
+// tools and every native tool, so that a program which only registers tools
+// can use them at once.
+func defaultAgent(cfg options, native []string) *loop.AgentConfig {
 	c := &loop.AgentConfig{
 		Name:         "Default agent",
 		SystemPrompt: "You are a helpful assistant.",
-		Tools:        []string{"calculate", "datetime"},
+		Tools:        append([]string{"calculate", "datetime"}, native...),
 	}
 	switch cfg.defaultBackend {
 	case backend.Local:

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
@@ -59,6 +61,10 @@ type Config struct {
 	// spec is never sent a key unless a configured model pairs that base URL
 	// with that key variable.
 	AllowRequestBaseURL bool
+	// RequestBaseURLAllowNets are the non-public networks (loopback, private,
+	// link-local …) a request's own base_url may reach; by default it reaches
+	// public addresses only. Base URLs of configured models are not limited.
+	RequestBaseURLAllowNets []netip.Prefix
 	// ScriptDir holds the script files "script:<name>" may name; empty allows
 	// only script:demo and inline scripts.
 	ScriptDir string
@@ -101,6 +107,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.BoolVar(&c.AllowRequestBaseURL, "allow-request-base-url", c.AllowRequestBaseURL, "let requests name their own base_url (never sent a key unless configured)")
+	fs.Func("request-base-url-allow-nets", "comma-separated CIDRs that a request's own base_url may reach although not public", func(v string) error {
+		p, err := netguard.ParsePrefixes(v)
+		c.RequestBaseURLAllowNets = append(c.RequestBaseURLAllowNets, p...)
+		return err
+	})
 	fs.StringVar(&c.ScriptDir, "script-dir", c.ScriptDir, "directory of script files for script:<name>")
 	fs.StringVar(&c.SecretsDir, "secrets-dir", c.SecretsDir, "directory of mounted secrets, one file per key variable")
 	fs.IntVar(&c.MaxResponseBytes, "max-response-bytes", c.MaxResponseBytes, "bound on the text plus tool arguments of one reply")

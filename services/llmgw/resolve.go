@@ -45,10 +45,11 @@ type registry struct {
 	def      string
 	keyEnvs  map[string]bool    // variables a request may name
 	keyPairs map[[2]string]bool // (base_url, key env) pairs configured together
+	baseURLs map[string]bool    // base URLs the operator configured: reached without the guard
 }
 
 func newRegistry(cfg Config) (*registry, error) {
-	r := &registry{byID: map[string]*entry{}, keyEnvs: map[string]bool{spec.OpenAIKeyEnv: true, spec.AnthropicKeyEnv: true}, keyPairs: map[[2]string]bool{}}
+	r := &registry{byID: map[string]*entry{}, keyEnvs: map[string]bool{spec.OpenAIKeyEnv: true, spec.AnthropicKeyEnv: true}, keyPairs: map[[2]string]bool{}, baseURLs: map[string]bool{}}
 	models := cfg.Models
 	if cfg.ModelsFile != "" {
 		f, err := loadModelsFile(cfg.ModelsFile)
@@ -90,6 +91,7 @@ func newRegistry(cfg Config) (*registry, error) {
 			r.keyEnvs[s.APIKeyEnv] = true
 			r.keyPairs[[2]string{strings.TrimRight(s.BaseURL, "/"), s.APIKeyEnv}] = true
 		}
+		r.baseURLs[strings.TrimRight(s.BaseURL, "/")] = true
 		e.model = &resolved{name: m.ID, spec: s}
 	}
 	for _, m := range chains {
@@ -112,6 +114,7 @@ func newRegistry(cfg Config) (*registry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("models: %s: chain member %q: %w", m.ID, name, err)
 			}
+			r.baseURLs[strings.TrimRight(p.BaseURL, "/")] = true
 			e.chain = append(e.chain, resolved{name: name, spec: p})
 		}
 	}
@@ -267,17 +270,30 @@ func (s *Service) provider(r resolved) (llm.Provider, error) {
 	if p, ok := s.clients.Load(ck); ok {
 		return p.(llm.Provider), nil
 	}
+	// A base URL a request chose goes through the guard, so that a caller
+	// cannot point the gateway at the operator's own network.
+	hc := s.opts.httpClient
+	if !s.operatorURL(sp) {
+		hc = s.guarded
+	}
 	var p llm.Provider
 	switch sp.Provider {
 	case spec.Anthropic:
-		p = anthropic.New(s.opts.httpClient, sp.BaseURL, key, anthropic.WithMaxResponseBytes(s.cfg.MaxResponseBytes))
+		p = anthropic.New(hc, sp.BaseURL, key, anthropic.WithMaxResponseBytes(s.cfg.MaxResponseBytes))
 	case spec.OpenAI:
-		p = openai.New(s.opts.httpClient, sp.BaseURL, key, openai.WithMaxResponseBytes(s.cfg.MaxResponseBytes))
+		p = openai.New(hc, sp.BaseURL, key, openai.WithMaxResponseBytes(s.cfg.MaxResponseBytes))
 	default:
-		p = openai.New(s.opts.httpClient, sp.BaseURL, key, openai.WithMaxResponseBytes(s.cfg.MaxResponseBytes), openai.WithLegacyMaxTokens())
+		p = openai.New(hc, sp.BaseURL, key, openai.WithMaxResponseBytes(s.cfg.MaxResponseBytes), openai.WithLegacyMaxTokens())
 	}
 	actual, _ := s.clients.LoadOrStore(ck, p)
 	return actual.(llm.Provider), nil
+}
+
+// operatorURL reports whether sp's base URL is its provider's own or one the
+// operator configured in the models file.
+func (s *Service) operatorURL(sp spec.Spec) bool {
+	u := strings.TrimRight(sp.BaseURL, "/")
+	return u == spec.DefaultBaseURL(sp.Provider) || s.reg.baseURLs[u]
 }
 
 // scriptProvider opens "script:<model>": the embedded demo, an inline script

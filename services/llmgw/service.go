@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/llm/llmpb"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
@@ -48,7 +50,8 @@ type Service struct {
 	opts    options
 	reg     *registry
 	demo    *script.Script
-	clients sync.Map // clientKey → llm.Provider
+	clients sync.Map     // clientKey → llm.Provider
+	guarded *http.Client // for base URLs that requests chose
 	metrics *metrics
 }
 
@@ -84,11 +87,21 @@ func WithLookupEnv(f func(string) (string, bool)) Option {
 // enough idle connections per host to keep them warm under load.
 func NewHTTPClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return &http.Client{Transport: pooled(tr)}
+}
+
+// newGuardedClient is NewHTTPClient for destinations a request chose: it
+// reaches public addresses and the allowlisted networks only.
+func newGuardedClient(allow []netip.Prefix) *http.Client {
+	return &http.Client{Transport: pooled(netguard.New(allow...).Transport())}
+}
+
+func pooled(tr *http.Transport) *http.Transport {
 	tr.MaxIdleConns = 1024
 	tr.MaxIdleConnsPerHost = 256
-	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = 0
-	return &http.Client{Transport: tr}
+	return tr
 }
 
 // New returns the service for cfg.
@@ -123,7 +136,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, opts: o, reg: reg, demo: script.Demo(), metrics: m}
+	s := &Service{cfg: cfg, opts: o, reg: reg, demo: script.Demo(), metrics: m, guarded: newGuardedClient(cfg.RequestBaseURLAllowNets)}
 	if _, err := s.resolve(nil); err != nil {
 		return nil, errors.New("default model " + reg.def + ": " + err.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +157,9 @@ func config(models ...llmgw.ModelConfig) llmgw.Config {
 	cfg := llmgw.DefaultConfig()
 	cfg.Retry = fastRetry
 	cfg.Models = models
+	// The fake providers listen on loopback, which a request's own base_url
+	// may not reach by default.
+	cfg.RequestBaseURLAllowNets = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	return cfg
 }
 
@@ -461,6 +465,39 @@ func TestRequestBaseURLWithoutKey(t *testing.T) {
 	_, err = locked.client.Call(context.Background(), &llmv1.CallRequest{Models: []*llmv1.ModelSpec{{Provider: "openai", Model: "local", BaseUrl: url}}, Messages: userHi})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("err = %v, want PermissionDenied", err)
+	}
+}
+
+// A request's own base_url reaches public addresses only: not the
+// operator's loopback (the gateway's own HTTP API, a local Ollama), private
+// networks or cloud metadata, unless the operator allowlists them. A models
+// file's base URL is the operator's choice and is not limited.
+func TestRequestBaseURLGuard(t *testing.T) {
+	t.Parallel()
+	f := fakellm.New(fakellm.SSE(fakellm.Fixture("openai/text_stream.sse")))
+	url := fake(t, f) + "/v1"
+	guarded := llmgw.DefaultConfig()
+	guarded.Retry = fastRetry
+	gw := newGateway(t, guarded, keys)
+	for _, u := range []string{url, strings.Replace(url, "127.0.0.1", "localhost", 1), "http://169.254.169.254/v1", "http://10.0.0.1:1/v1"} {
+		_, err := gw.client.Call(context.Background(), &llmv1.CallRequest{Models: []*llmv1.ModelSpec{{Provider: "openai", Model: "local", BaseUrl: u}}, Messages: userHi})
+		if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "not allowed") {
+			t.Fatalf("base_url %s: err = %v, want PermissionDenied for a refused address", u, err)
+		}
+	}
+	if f.Count() != 0 {
+		t.Fatalf("the guarded base_url reached the provider %d times", f.Count())
+	}
+
+	configured := llmgw.DefaultConfig()
+	configured.Retry = fastRetry
+	configured.Models = []llmgw.ModelConfig{{ID: "local", Provider: "openai", Model: "local", BaseURL: url}}
+	op := newGateway(t, configured, keys)
+	if _, err := op.client.Call(context.Background(), &llmv1.CallRequest{Models: []*llmv1.ModelSpec{{Spec: "local"}}, Messages: userHi}); err != nil {
+		t.Fatalf("configured base URL: %v", err)
+	}
+	if f.Count() != 1 {
+		t.Fatalf("provider saw %d requests, want 1", f.Count())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -89,20 +90,16 @@ func (s *Service) connect(ctx context.Context, b *box, sock string) error {
 	}
 }
 
-// dialSocket opens a lazy client of a daemon socket. The dialer refuses
-// anything but a socket file, so a sandbox that replaced its socket with a
-// symlink cannot point the service at a host socket.
+// dialSocket opens a lazy client of a daemon socket. The sandbox can write
+// the socket's directory (its daemon binds the socket there), so it could
+// swap the socket for a symlink to another sandbox's socket, whose host path
+// is predictable. The dialer therefore pins the file it checks: it opens the
+// last path component without following it, checks that descriptor is a
+// socket, and connects through the descriptor itself, so no swap can come
+// between check and connect.
 func dialSocket(sock string) (*grpc.ClientConn, error) {
 	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
-		fi, err := os.Lstat(sock)
-		if err != nil {
-			return nil, err
-		}
-		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("%s is not a socket", sock)
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
+		return dialPinned(ctx, sock)
 	}
 	return grpc.NewClient("passthrough:///wick-daemon",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -111,6 +108,48 @@ func dialSocket(sock string) (*grpc.ClientConn, error) {
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20), grpc.MaxCallSendMsgSize(32<<20)))
 }
+
+// dialPinned connects to the Unix socket at path if, and only if, path
+// itself (not a symlink's target) is a socket.
+func dialPinned(ctx context.Context, path string) (net.Conn, error) {
+	p, err := pinSocket(path)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return p.dial(ctx)
+}
+
+// pinnedSocket is a descriptor of a socket file that was checked to be one.
+type pinnedSocket struct{ fd int }
+
+// pinSocket opens path without following a symlink in its last component
+// and checks that it is a socket.
+func pinSocket(path string) (*pinnedSocket, error) {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s is not a socket", path)
+	}
+	return &pinnedSocket{fd: fd}, nil
+}
+
+// dial connects to the pinned socket: /proc/self/fd/N names the very inode
+// that was checked, whatever its path names now.
+func (p *pinnedSocket) dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(p.fd))
+}
+
+func (p *pinnedSocket) close() { unix.Close(p.fd) }
 
 // fallback records that the daemon did not answer a call, which then takes
 // Docker exec, and re-injects the daemon in the background.

@@ -2989,7 +2989,9 @@ func (*TerminalResponse_ExitCode) isTerminalResponse_Msg() {}
 
 // ToolDefinition is an external HTTP callback tool. When the model calls it,
 // the agent POSTs `{"name", "args", "tool_call_id", "thread_id"}` to url and
-// uses the response body as the tool's output.
+// uses the response body as the tool's output. ListTools also lists the
+// native tools of a server that embeds Wick as a Go library: Go functions
+// called in-process, with kind "native" and no url.
 type ToolDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name is the tool's name; letters, digits, '-' and '_'.
@@ -3003,7 +3005,11 @@ type ToolDefinition struct {
 	// timeout bounds one callback; zero means the default of 30 s.
 	Timeout *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// headers are sent with every callback; their values are redacted in responses.
-	Headers       map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Headers map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// kind is "http" for an external callback tool and "native" for a Go
+	// function compiled into the server, which cannot be replaced or deleted
+	// through the API. Output only: RegisterTool ignores it.
+	Kind          string `protobuf:"bytes,7,opt,name=kind,proto3" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3080,6 +3086,13 @@ func (x *ToolDefinition) GetHeaders() map[string]string {
 	return nil
 }
 
+func (x *ToolDefinition) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
 // ListToolsRequest lists external tools; it has no parameters.
 type ListToolsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3120,7 +3133,8 @@ func (*ListToolsRequest) Descriptor() ([]byte, []int) {
 // ListToolsResponse lists external tools.
 type ListToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// tools are the caller's external tools, sorted by name.
+	// tools are the caller's external tools and the server's native tools,
+	// sorted by name.
 	Tools         []*ToolDefinition `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4694,7 +4708,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x10TerminalResponse\x12\x18\n" +
 	"\x06output\x18\x01 \x01(\fH\x00R\x06output\x12\x1d\n" +
 	"\texit_code\x18\x02 \x01(\x05H\x00R\bexitCodeB\x05\n" +
-	"\x03msg\"\xc8\x02\n" +
+	"\x03msg\"\xdc\x02\n" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
@@ -4703,7 +4717,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"parameters\x12\x10\n" +
 	"\x03url\x18\x04 \x01(\tR\x03url\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12D\n" +
-	"\aheaders\x18\x06 \x03(\v2*.wick.agent.v1.ToolDefinition.HeadersEntryR\aheaders\x1a:\n" +
+	"\aheaders\x18\x06 \x03(\v2*.wick.agent.v1.ToolDefinition.HeadersEntryR\aheaders\x12\x12\n" +
+	"\x04kind\x18\a \x01(\tR\x04kind\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x12\n" +

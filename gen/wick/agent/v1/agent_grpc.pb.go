@@ -95,7 +95,8 @@ type AgentServiceClient interface {
 	// Terminal is an interactive shell in the agent's sandbox. The gateway serves
 	// it as a WebSocket at `/agents/{agent_id}/terminal`.
 	Terminal(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[TerminalRequest, TerminalResponse], error)
-	// ListTools lists the external HTTP callback tools the caller registered.
+	// ListTools lists the external HTTP callback tools the caller registered
+	// and the native Go tools of the server (kind "native").
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
 	// RegisterTool registers an external HTTP callback tool.
 	RegisterTool(ctx context.Context, in *RegisterToolRequest, opts ...grpc.CallOption) (*RegisterToolResponse, error)
@@ -490,7 +491,8 @@ type AgentServiceServer interface {
 	// Terminal is an interactive shell in the agent's sandbox. The gateway serves
 	// it as a WebSocket at `/agents/{agent_id}/terminal`.
 	Terminal(grpc.BidiStreamingServer[TerminalRequest, TerminalResponse]) error
-	// ListTools lists the external HTTP callback tools the caller registered.
+	// ListTools lists the external HTTP callback tools the caller registered
+	// and the native Go tools of the server (kind "native").
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
 	// RegisterTool registers an external HTTP callback tool.
 	RegisterTool(context.Context, *RegisterToolRequest) (*RegisterToolResponse, error)

@@ -15,12 +15,14 @@ import (
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent"
 )
 
 func main() {
 	var (
 		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage string
+		toolAllow                                                                               string
 		leaseDur, threadTTL, runRetention                                                       time.Duration
 		maxTransfer                                                                             int64
 	)
@@ -35,9 +37,14 @@ func main() {
 		fs.DurationVar(&leaseDur, "run-lease", 15*time.Second, "lease of a thread's run lock (Redis); a crashed replica frees its threads after this")
 		fs.DurationVar(&threadTTL, "thread-ttl", time.Hour, "sliding TTL of idle threads")
 		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")
+		fs.StringVar(&toolAllow, "tool-allow-nets", "", "comma-separated CIDRs that HTTP callback tools may reach although not public (loopback, private, link-local are refused by default)")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 	}
 	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
+		allow, err := netguard.ParsePrefixes(toolAllow)
+		if err != nil {
+			return fmt.Errorf("-tool-allow-nets: %w", err)
+		}
 		llmConn, err := dial.New(llmAddr, dial.WithIdentity(env.Key))
 		if err != nil {
 			return err
@@ -63,6 +70,7 @@ func main() {
 		opts := []agent.Option{
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
+			agent.WithToolNetworkAllow(allow...),
 		}
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

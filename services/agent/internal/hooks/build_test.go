@@ -77,3 +77,27 @@ func TestDescribe(t *testing.T) {
 		t.Fatal("filesystem/memory enabled without a backend")
 	}
 }
+
+// TestToolNamesAreWhatHooksRegister keeps the reserved names honest: every
+// hook enabled, the tools registered on the state are exactly ToolNames.
+func TestToolNamesAreWhatHooksRegister(t *testing.T) {
+	t.Parallel()
+	cfg := &loop.AgentConfig{
+		Backend: &loop.BackendCfg{Type: "local"},
+		Skills:  &loop.SkillsCfg{Paths: []string{"/workspace/skills"}},
+		Memory:  &loop.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}},
+	}
+	state := &loop.AgentState{ThreadID: "t"}
+	for _, h := range hooks.Build(cfg, newMemFS(nil), llmtest.New()) {
+		if err := h.BeforeAgent(t.Context(), state); err != nil {
+			t.Fatalf("%s.BeforeAgent: %v", h.Name(), err)
+		}
+	}
+	var got []string
+	for _, tool := range state.Tools() {
+		got = append(got, tool.Name())
+	}
+	if strings.Join(got, ",") != strings.Join(hooks.ToolNames(), ",") {
+		t.Fatalf("hooks registered %v, ToolNames is %v", got, hooks.ToolNames())
+	}
+}

@@ -24,6 +24,13 @@ var order = []string{NameTracing, NameTodoList, NameFilesystem, NameSkills, Name
 // Names returns the hook names in registration order.
 func Names() []string { return append([]string(nil), order...) }
 
+// ToolNames returns the names of the tools hooks register on a run's state,
+// sorted. A run's state tools win over the agent's own tools of the same
+// name, so these names are reserved.
+func ToolNames() []string {
+	return []string{ToolEditFile, ToolExecute, ToolGlob, ToolGrep, ToolLs, ToolReadFile, ToolWriteFile, ToolWriteTodos}
+}
+
 // phases are the seed's phases of each hook.
 var phases = map[string][]string{
 	NameTracing:       {loop.PhaseWrapModelCall, loop.PhaseWrapToolCall},

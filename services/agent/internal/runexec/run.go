@@ -142,7 +142,7 @@ func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
 		return threads.ErrLeaseLost
 	default:
 	}
-	if err := r.threads.Save(ctx, r.user, st); err != nil {
+	if err := r.threads.Save(ctx, r.user, st, r.lease.Token()); err != nil {
 		return fmt.Errorf("save thread %s: %w", st.ThreadID, err)
 	}
 	return nil

@@ -11,11 +11,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
@@ -51,7 +53,7 @@ const followBatch = 256
 type ThreadStore interface {
 	LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
-	Save(ctx context.Context, user string, state *loop.AgentState) error
+	Save(ctx context.Context, user string, state *loop.AgentState, fence string) error
 }
 
 // Agents resolves the agent a user names (registry.Registry implements it).
@@ -94,6 +96,10 @@ type Deps struct {
 	Agents Agents
 	// Tools resolves the external tools an agent names.
 	Tools ToolDefs
+	// Native are the embedding program's Go tools by name (none when nil);
+	// an agent names them like built-ins, and they win over a user's
+	// external tool of the same name.
+	Native map[string]loop.Tool
 	// Models builds each run's model client.
 	Models ModelFactory
 	// Sandboxes builds each run's sandbox file system.
@@ -111,6 +117,7 @@ type config struct {
 	maxInput        int
 	maxRunDuration  time.Duration
 	httpClient      *http.Client
+	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
 }
 
@@ -141,8 +148,14 @@ func WithMaxInputMessages(n int) Option { return func(c *config) { c.maxInput = 
 func WithMaxRunDuration(d time.Duration) Option { return func(c *config) { c.maxRunDuration = d } }
 
 // WithHTTPClient sets the client of external HTTP callback tools (default
-// tools.SafeHTTPClient).
+// tools.SafeHTTPClient); its policy replaces WithToolNetworkAllow's.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.httpClient = hc } }
+
+// WithToolNetworkAllow lets HTTP callback tools reach these non-public
+// networks (loopback, private, link-local …), which they are refused by default.
+func WithToolNetworkAllow(prefixes ...netip.Prefix) Option {
+	return func(c *config) { c.toolNetAllow = append(c.toolNetAllow, prefixes...) }
+}
 
 // WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
 func WithRunnerOptions(opts ...loop.RunnerOption) Option {
@@ -166,6 +179,7 @@ type Executor struct {
 	locker    threads.Locker
 	agents    Agents
 	tools     ToolDefs
+	native    map[string]loop.Tool
 	models    ModelFactory
 	sandboxes SandboxFactory
 
@@ -192,7 +206,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 		o(&cfg)
 	}
 	if cfg.httpClient == nil {
-		cfg.httpClient = tools.SafeHTTPClient()
+		cfg.httpClient = tools.SafeHTTPClient(netguard.New(cfg.toolNetAllow...))
 	}
 	logger := deps.Logger
 	if logger == nil {
@@ -206,7 +220,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
-		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, models: deps.Models, sandboxes: deps.Sandboxes,
+		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
 		base: base, stop: stop, active: map[string]*Run{},
 	}
 	nudges, err := deps.Runs.Nudges(base)

@@ -143,7 +143,7 @@ func TestStartRefuses(t *testing.T) {
 	ctx := testCtx(t)
 	busy := f.start(ctx, runexec.Request{AgentID: "calc", ThreadID: "busy", Input: human("hi")})
 	<-block
-	if err := f.threads.Save(ctx, user, &loop.AgentState{ThreadID: "other", AgentID: "careful"}); err != nil {
+	if err := f.threads.Save(ctx, user, &loop.AgentState{ThreadID: "other", AgentID: "careful"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -138,7 +138,8 @@ func (e *Executor) loadState(ctx context.Context, user string, req Request) (*lo
 }
 
 // buildRunner builds the agent's loop for one run: its model, its sandbox
-// file system, its hooks and its tools. The approver is bound per run.
+// file system, its hooks and its tools (built-in, native, then the user's
+// external ones, by name). The approver is bound per run.
 func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry.Entry) (func(*Run) *loop.Runner, error) {
 	cfg := entry.Config
 	specs, err := registry.ModelSpecs(cfg.Model, e.cfg.defaultModel)
@@ -155,6 +156,10 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 	var agentTools []loop.Tool
 	for _, name := range cfg.Tools {
 		if t, ok := builtins[name]; ok {
+			agentTools = append(agentTools, t)
+			continue
+		}
+		if t, ok := e.native[name]; ok {
 			agentTools = append(agentTools, t)
 			continue
 		}

@@ -133,7 +133,7 @@ func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*loop.Agent
 }
 
 // Save implements Store.
-func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState) error {
+func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState, fence string) error {
 	if err := checkSave(state); err != nil {
 		return err
 	}
@@ -151,6 +151,10 @@ func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentStat
 	var cur int64
 	if e, ok := s.live(k); ok {
 		cur = e.version
+	}
+	if s.locks[k] != fence {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return ErrLeaseLost
 	}
 	if cur != prevV {
 		state.Version, state.UpdatedAt = prevV, prevT

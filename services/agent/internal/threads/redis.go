@@ -70,9 +70,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return r`)
 
-// saveScript is the compare-and-set: it writes only over the version the
-// writer loaded (0 = absent).
+// saveScript is the compare-and-set: it writes only while the run lock
+// (KEYS[3], same hash slot) holds the writer's fence token (” = nobody),
+// and only over the version the writer loaded (0 = absent).
 var saveScript = redis.NewScript(`
+if (redis.call('GET', KEYS[3]) or '') ~= ARGV[8] then return -2 end
 local cur = redis.call('HGET', KEYS[1], 'v') or '0'
 if cur ~= ARGV[1] then return -1 end
 local nv = tonumber(ARGV[1]) + 1
@@ -113,7 +115,7 @@ func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.Agen
 }
 
 // Save implements Store.
-func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState) error {
+func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState, fence string) error {
 	if err := checkSave(state); err != nil {
 		return err
 	}
@@ -126,13 +128,17 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentSta
 		return fmt.Errorf("encode thread: %w", err)
 	}
 	nv, err := saveScript.Run(ctx, s.rdb,
-		[]string{s.threadKey(user, state.ThreadID), s.indexKey(user)},
-		prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID).Int64()
+		[]string{s.threadKey(user, state.ThreadID), s.indexKey(user), s.lockKey(user, state.ThreadID)},
+		prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence).Int64()
 	if err != nil {
 		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("save thread: %w", err)
 	}
-	if nv < 0 {
+	switch nv {
+	case -2:
+		state.Version, state.UpdatedAt = prevV, prevT
+		return ErrLeaseLost
+	case -1:
 		state.Version, state.UpdatedAt = prevV, prevT
 		return ErrConflict
 	}
@@ -208,7 +214,9 @@ return 0`)
 func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bool) (Lease, error) {
 	key := s.lockKey(user, threadID)
 	tok := ids.New("lk_")
+	var acquired time.Time
 	for {
+		acquired = time.Now()
 		ok, err := s.rdb.SetNX(ctx, key, tok, s.lease).Result()
 		if err != nil {
 			return nil, fmt.Errorf("acquire thread lock: %w", err)
@@ -223,7 +231,7 @@ func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bo
 			return nil, err
 		}
 	}
-	l := &redisLease{s: s, key: key, token: tok, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &redisLease{s: s, key: key, token: tok, acquired: acquired, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.renew()
 	return l, nil
 }
@@ -244,6 +252,7 @@ type redisLease struct {
 	s        *RedisStore
 	key      string
 	token    string
+	acquired time.Time
 	lost     chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -253,29 +262,59 @@ type redisLease struct {
 func (l *redisLease) Token() string         { return l.token }
 func (l *redisLease) Lost() <-chan struct{} { return l.lost }
 
+// renewal is the answer to one renewal, sent at sent.
+type renewal struct {
+	sent time.Time
+	n    int64
+	err  error
+}
+
+// renew extends the lease every third of it. The lease is given up one
+// interval before it would expire unrenewed, decided by the clock and not by
+// a renewal's answer: a Redis that stops answering can hold a call far
+// longer than the interval (the client's own read timeout), and the run must
+// stop before another replica can take its thread.
 func (l *redisLease) renew() {
 	defer close(l.done)
 	every := l.s.lease / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	renewed := time.Now()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	// valid is when the lease surely still holds: a renewal extends it from
+	// the moment it was sent, not from when its answer came.
+	valid := l.acquired.Add(l.s.lease)
+	giveUp := time.NewTimer(time.Until(valid) - every)
+	defer giveUp.Stop()
+	answers := make(chan renewal, 1) // one renewal in flight at most
+	inFlight := false
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		n, err := renewScript.Run(ctx, l.s.rdb, []string{l.key}, l.token, l.s.lease.Milliseconds()).Int64()
-		cancel()
-		// A transient error is retried on the next tick while the lease may
-		// still be valid; a missing or foreign token means it is gone.
-		if (err == nil && n == 0) || (err != nil && time.Since(renewed) >= l.s.lease) {
+		case <-giveUp.C:
 			close(l.lost)
 			return
-		}
-		if err == nil {
-			renewed = time.Now()
+		case a := <-answers:
+			inFlight = false
+			switch {
+			case a.err == nil && a.n == 1:
+				valid = a.sent.Add(l.s.lease)
+				giveUp.Reset(time.Until(valid) - every)
+			case a.err == nil: // the key is gone or holds another token
+				close(l.lost)
+				return
+			}
+			// A failed call is retried on the next tick while the lease holds.
+		case <-tick.C:
+			if inFlight {
+				continue
+			}
+			inFlight = true
+			go func(sent time.Time) {
+				ctx, cancel := context.WithTimeout(context.Background(), l.s.lease)
+				defer cancel()
+				n, err := renewScript.Run(ctx, l.s.rdb, []string{l.key}, l.token, l.s.lease.Milliseconds()).Int64()
+				answers <- renewal{sent: sent, n: n, err: err}
+			}(time.Now())
 		}
 	}
 }

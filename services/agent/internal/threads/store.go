@@ -66,9 +66,14 @@ type Store interface {
 	// Get returns the thread or ErrNotFound.
 	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	// Save stores state if the stored version still equals state.Version (0
-	// for a thread that does not exist yet), then increments state.Version and
-	// sets state.UpdatedAt. Otherwise it returns ErrConflict and stores nothing.
-	Save(ctx context.Context, user string, state *loop.AgentState) error
+	// for a thread that does not exist yet) and the thread's run lock is held
+	// by fence, a Lease's token ("" when the writer holds none: then nobody
+	// may hold it). It then increments state.Version and sets
+	// state.UpdatedAt. Otherwise it returns ErrConflict (another version) or
+	// ErrLeaseLost (another holder) and stores nothing: a run whose lease
+	// passed to another replica can never overwrite what that replica wrote,
+	// even with the version it loaded.
+	Save(ctx context.Context, user string, state *loop.AgentState, fence string) error
 	// Delete removes the thread; deleting a missing thread is not an error.
 	Delete(ctx context.Context, user, threadID string) error
 	// List returns the user's threads, newest first, limited to agentID when set.

@@ -58,7 +58,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			st.AgentID = "a1"
 			st.Messages = append(st.Messages, loop.Human("hi"))
-			if err := s.Save(ctx, "alice", st); err != nil {
+			if err := s.Save(ctx, "alice", st, ""); err != nil {
 				t.Fatalf("Save: %v", err)
 			}
 			if st.Version != 1 || st.UpdatedAt.IsZero() {
@@ -70,11 +70,11 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("Get = %+v, %v", other, err)
 			}
 			other.Messages = append(other.Messages, loop.AI("hello"))
-			if err := s.Save(ctx, "alice", other); err != nil {
+			if err := s.Save(ctx, "alice", other, ""); err != nil {
 				t.Fatalf("Save other: %v", err)
 			}
 			st.Messages = append(st.Messages, loop.AI("stale"))
-			if err := s.Save(ctx, "alice", st); !errors.Is(err, ErrConflict) {
+			if err := s.Save(ctx, "alice", st, ""); !errors.Is(err, ErrConflict) {
 				t.Fatalf("stale Save = %v, want ErrConflict", err)
 			}
 			if st.Version != 1 {
@@ -86,7 +86,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			// Creating a thread that someone else created meanwhile also conflicts.
 			fresh := &loop.AgentState{ThreadID: "th1"}
-			if err := s.Save(ctx, "alice", fresh); !errors.Is(err, ErrConflict) {
+			if err := s.Save(ctx, "alice", fresh, ""); !errors.Is(err, ErrConflict) {
 				t.Fatalf("blind create = %v, want ErrConflict", err)
 			}
 			// Users are isolated.
@@ -99,7 +99,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			// List, filtered by agent.
 			st2 := &loop.AgentState{ThreadID: "th2", AgentID: "a2", Messages: []llm.Message{loop.Human("x")}}
-			if err := s.Save(ctx, "alice", st2); err != nil {
+			if err := s.Save(ctx, "alice", st2, ""); err != nil {
 				t.Fatal(err)
 			}
 			all, _ := s.List(ctx, "alice", "")
@@ -138,7 +138,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 			ctx := context.Background()
 			s := mk(t)
 			base := &loop.AgentState{ThreadID: "race"}
-			if err := s.Save(ctx, "u", base); err != nil {
+			if err := s.Save(ctx, "u", base, ""); err != nil {
 				t.Fatal(err)
 			}
 			const writers = 8
@@ -158,7 +158,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 						return // another writer already won; this one loaded the newer state
 					}
 					st.Messages = append(st.Messages, loop.Human(fmt.Sprint(i)))
-					if err := s.Save(ctx, "u", st); err == nil {
+					if err := s.Save(ctx, "u", st, ""); err == nil {
 						mu.Lock()
 						wins++
 						mu.Unlock()
@@ -183,7 +183,7 @@ func TestMemoryTTL(t *testing.T) {
 	s.now = func() time.Time { return now }
 	ctx := context.Background()
 	for _, id := range []string{"old", "touched"} {
-		if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: id}); err != nil {
+		if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: id}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestRedisSlidingTTL(t *testing.T) {
 	rdb := newRedis(t)
 	s := NewRedisStore(rdb, WithRedisTTL(time.Hour))
 	ctx := context.Background()
-	if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: "t"}); err != nil {
+	if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: "t"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	key := s.threadKey("u", "t")
@@ -304,7 +304,7 @@ func TestRunLockAcrossReplicas(t *testing.T) {
 	t.Cleanup(func() { lc.Release(context.Background()) })
 
 	// The old holder, were it still running, finds out its lease is gone.
-	crashed2 := &redisLease{s: b, key: crashed.key, token: crashed.token, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	crashed2 := &redisLease{s: b, key: crashed.key, token: crashed.token, acquired: time.Now(), lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go crashed2.renew()
 	select {
 	case <-crashed2.Lost():
@@ -336,4 +336,95 @@ func TestMemoryLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	l2.Release(ctx)
+}
+
+// A save is fenced by the run lock's token, not only by version: a run whose
+// lease passed to another holder cannot write, even with the version it
+// loaded, and a writer with no lease cannot write while someone holds one.
+func TestSavesFencedByLeaseToken(t *testing.T) {
+	t.Parallel()
+	for name, mk := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := mk(t)
+			la, err := s.Acquire(ctx, "u", "t", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := s.LoadOrCreate(ctx, "u", "t")
+			st.Messages = append(st.Messages, loop.Human("from a"))
+			if err := s.Save(ctx, "u", st, la.Token()); err != nil {
+				t.Fatalf("holder's save: %v", err)
+			}
+			for _, fence := range []string{"", "lk_someone_else"} {
+				stale, _ := s.Get(ctx, "u", "t")
+				stale.Messages = append(stale.Messages, loop.Human("intruder"))
+				if err := s.Save(ctx, "u", stale, fence); !errors.Is(err, ErrLeaseLost) {
+					t.Fatalf("save fenced by %q while a holds the lock = %v, want ErrLeaseLost", fence, err)
+				}
+			}
+
+			// The lock passes to b; a, still running with the version it
+			// loaded, must not overwrite b's thread.
+			aView, _ := s.Get(ctx, "u", "t")
+			if err := la.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lb, err := s.Acquire(ctx, "u", "t", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { lb.Release(context.Background()) })
+			aView.Messages = append(aView.Messages, loop.Human("late write from a"))
+			if err := s.Save(ctx, "u", aView, la.Token()); !errors.Is(err, ErrLeaseLost) {
+				t.Fatalf("stale holder's save = %v, want ErrLeaseLost", err)
+			}
+			got, err := s.Get(ctx, "u", "t")
+			if err != nil || got.Version != 1 || len(got.Messages) != 1 {
+				t.Fatalf("thread after refused saves = v%d %d messages, %v; want v1 with 1", got.Version, len(got.Messages), err)
+			}
+			got.Messages = append(got.Messages, loop.Human("from b"))
+			if err := s.Save(ctx, "u", got, lb.Token()); err != nil {
+				t.Fatalf("new holder's save: %v", err)
+			}
+		})
+	}
+}
+
+// When renewals fail (Redis stops answering writes), the holder gives the
+// lease up while it still holds in Redis, so no other replica can take the
+// thread while this run believes it has it.
+func TestLeaseLostBeforeItExpires(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { admin.Close() })
+	s := NewRedisStore(rdb, WithLease(1500*time.Millisecond))
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, "u", "t", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Release(context.Background()) })
+
+	// Writes (the renewal script) block; reads (PTTL) still answer.
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "10000", "WRITE").Err(); err != nil {
+		t.Skipf("CLIENT PAUSE WRITE unsupported: %v", err)
+	}
+	t.Cleanup(func() { admin.Do(context.Background(), "CLIENT", "UNPAUSE") })
+	select {
+	case <-l.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("failed renewals never gave the lease up")
+	}
+	ttl, err := admin.PTTL(ctx, s.lockKey("u", "t")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl <= 0 {
+		t.Fatalf("the lease was given up only after it expired (PTTL %v): another replica could already hold the thread", ttl)
+	}
 }

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -73,15 +72,14 @@ type callbackRequest struct {
 	ThreadID   string         `json:"thread_id"`
 }
 
-// NewHTTPTool validates def and returns the tool. A nil client gets one that
-// follows no redirects and refuses link-local addresses (cloud metadata
-// endpoints); a caller's client keeps its own policy.
+// NewHTTPTool validates def and returns the tool. A nil client gets
+// SafeHTTPClient with no allowlist; a caller's client keeps its own policy.
 func NewHTTPTool(def HTTPToolDef, client *http.Client, opts ...HTTPToolOption) (loop.Tool, error) {
 	if err := ValidateHTTPToolDef(def); err != nil {
 		return nil, err
 	}
 	if client == nil {
-		client = SafeHTTPClient()
+		client = SafeHTTPClient(nil)
 	}
 	t := &httpTool{def: def, client: client, maxBytes: DefaultMaxResponseBytes, defaultTimeout: DefaultHTTPTimeout}
 	for _, o := range opts {
@@ -172,31 +170,18 @@ func ValidateSchema(params map[string]any) error {
 	return nil
 }
 
-// SafeHTTPClient follows no redirects (a redirect could turn a vetted URL
-// into another) and refuses link-local and unspecified addresses.
-func SafeHTTPClient() *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, Control: denyLinkLocal}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.DialContext = dialer.DialContext
+// SafeHTTPClient is the client of callback tools: the model and the user
+// choose where a callback goes, so it reaches only addresses guard allows
+// (nil: public addresses only), and it follows no redirects (a redirect could
+// turn a vetted URL into another).
+func SafeHTTPClient(guard *netguard.Guard) *http.Client {
+	if guard == nil {
+		guard = netguard.New()
+	}
 	return &http.Client{
-		Transport:     transport,
+		Transport:     guard.Transport(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-func denyLinkLocal(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return nil
-	}
-	if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
-		return fmt.Errorf("address %s is not allowed for tool callbacks", ip)
-	}
-	return nil
 }
 
 func (t *httpTool) Name() string               { return t.def.Name }

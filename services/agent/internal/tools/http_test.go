@@ -7,10 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -85,7 +88,7 @@ func TestHTTPToolCalls(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "sunny, 21°C")
 	})
-	tool, err := NewHTTPTool(HTTPToolDef{Name: "weather", Description: "Weather", URL: srv.URL, Parameters: objSchema, Headers: map[string]string{"X-Api-Key": "k1"}}, nil)
+	tool, err := NewHTTPTool(HTTPToolDef{Name: "weather", Description: "Weather", URL: srv.URL, Parameters: objSchema, Headers: map[string]string{"X-Api-Key": "k1"}}, loopbackClient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +160,7 @@ func TestHTTPToolFailures(t *testing.T) {
 			if tt.def != nil {
 				tt.def(&def)
 			}
-			tool, err := NewHTTPTool(def, nil, tt.opts...)
+			tool, err := NewHTTPTool(def, loopbackClient(), tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +183,7 @@ func TestHTTPToolUnreachableAndLinkLocal(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there any more
-	tool, err := NewHTTPTool(HTTPToolDef{Name: "t", URL: url + "/?token=secret", Parameters: objSchema}, nil)
+	tool, err := NewHTTPTool(HTTPToolDef{Name: "t", URL: url + "/?token=secret", Parameters: objSchema}, loopbackClient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,4 +195,31 @@ func TestHTTPToolUnreachableAndLinkLocal(t *testing.T) {
 	if _, err := meta.Execute(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "not allowed") {
 		t.Fatalf("link-local not refused: %v", err)
 	}
+}
+
+// The default client refuses the operator's own network: a callback
+// registered at a loopback service (the LLM gateway's HTTP API, say) must not
+// hand its answer to the model.
+func TestHTTPToolRefusesLoopbackByDefault(t *testing.T) {
+	t.Parallel()
+	var hit atomic.Bool
+	srv := newServer(t, func(w http.ResponseWriter, _ *http.Request) { hit.Store(true); w.Write([]byte(`{"data":[]}`)) })
+	for _, u := range []string{srv.URL + "/v1/models", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/v1/models"} {
+		tool, err := NewHTTPTool(HTTPToolDef{Name: "models", URL: u, Parameters: objSchema}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := tool.Execute(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Fatalf("%s: Execute = %q, %v; want a loopback refusal", u, out, err)
+		}
+	}
+	if hit.Load() {
+		t.Fatal("the loopback server was reached")
+	}
+}
+
+// loopbackClient is the callback client with the tests' servers allowlisted.
+func loopbackClient() *http.Client {
+	return SafeHTTPClient(netguard.New(netip.MustParsePrefix("127.0.0.0/8")))
 }

@@ -357,7 +357,7 @@ func classify(ctx context.Context, err error) error {
 	if errors.As(err, &syn) {
 		return &upstream.Error{Kind: upstream.KindBadResponse, Message: "provider sent an event that is not JSON: " + err.Error(), Err: err}
 	}
-	return &upstream.Error{Kind: upstream.KindConnection, Message: err.Error(), Err: err}
+	return upstream.TransportError(err)
 }
 
 // errorMessage takes the provider's own message from the error body, without

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wick-agent/wick/platform/netguard"
 )
 
 // Kind classifies a failure by what the gateway should do about it.
@@ -185,4 +187,15 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// TransportError classifies an error that came with no answer from the
+// provider: a destination the network guard refused is the gateway's policy
+// (not retried, never a dropped connection); anything else is a connection
+// error.
+func TransportError(err error) *Error {
+	if errors.Is(err, netguard.ErrDenied) {
+		return &Error{Kind: KindForbidden, Message: "base_url: " + err.Error(), Err: err}
+	}
+	return &Error{Kind: KindConnection, Message: err.Error(), Err: err}
 }

@@ -1,0 +1,155 @@
+// The events of a run as the gateway sends them: one SSE frame per event,
+// `id:` the event's position in the run's log, `event:` its kind, `data:` the
+// StreamEvent as JSON with proto field names. The OpenAPI document types
+// `data` as any value, so the shape of each kind's data is written here.
+
+/** A todo of the agent's list. */
+export interface Todo {
+  id: string;
+  title: string;
+  /** "pending", "in_progress" or "done". */
+  status: string;
+}
+
+/** A tool call the model asked for. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  args?: Record<string, unknown>;
+}
+
+/** The fields every event has. */
+export interface EventBase {
+  /** The event's position in the run's log; re-joining after it resumes the stream. */
+  id: string;
+  /** The run the event belongs to. */
+  run_id?: string;
+  /** The run's thread. */
+  thread_id?: string;
+  /** The tool (tool events) or agent (on_run_start) the event concerns. */
+  name?: string;
+}
+
+/** The first event of every run. */
+export interface RunStartEvent extends EventBase {
+  event: "on_run_start";
+  data: { run_id: string; thread_id?: string; agent_id: string };
+}
+
+/** A piece of the model's text. */
+export interface ChatModelStreamEvent extends EventBase {
+  event: "on_chat_model_stream";
+  data: { delta: string };
+}
+
+/** A tool call starts; name is the tool. */
+export interface ToolStartEvent extends EventBase {
+  event: "on_tool_start";
+  data: { args?: Record<string, unknown>; tool_call_id: string };
+}
+
+/** A tool call ended; error is non-empty when the tool failed. */
+export interface ToolEndEvent extends EventBase {
+  event: "on_tool_end";
+  data: { output?: string; error?: string; tool_call_id: string };
+}
+
+/** The agent's todo list changed. */
+export interface TodosEvent extends EventBase {
+  event: "on_todos";
+  data: { todos: Todo[] };
+}
+
+/** The run waits for approval of these tool calls (POST /runs/{run_id}/resume). */
+export interface InterruptEvent extends EventBase {
+  event: "on_interrupt";
+  data: { tool_calls: ToolCall[] };
+}
+
+/** Tokens one model call used. */
+export interface UsageEvent extends EventBase {
+  event: "on_usage";
+  data: { input_tokens: number; output_tokens: number };
+}
+
+/** The run ended normally; the stream ends after it. */
+export interface DoneEvent extends EventBase {
+  event: "done";
+  data: { stop_reason: string };
+}
+
+/**
+ * The run ended with an error or was cancelled (stop_reason "cancelled");
+ * the stream ends after it. A failure of the stream itself (not of the run)
+ * is thrown as a WickError instead.
+ */
+export interface RunErrorEvent extends EventBase {
+  event: "error";
+  data: { message: string; stop_reason?: string };
+}
+
+/**
+ * An event of a kind this SDK does not know (a newer server), passed
+ * through as sent: kind is its SSE event name. Its `event` is "unknown" so
+ * that a switch on `event` narrows the known kinds' data.
+ */
+export interface UnknownEvent extends EventBase {
+  event: "unknown";
+  kind: string;
+  data: unknown;
+}
+
+/** The events of the kinds this SDK knows. */
+export type KnownEvent =
+  | RunStartEvent
+  | ChatModelStreamEvent
+  | ToolStartEvent
+  | ToolEndEvent
+  | TodosEvent
+  | InterruptEvent
+  | UsageEvent
+  | DoneEvent
+  | RunErrorEvent;
+
+/** An event of a run, as stream() and join() yield it. */
+export type WickEvent = KnownEvent | UnknownEvent;
+
+/** The kinds of event this SDK knows. */
+export type EventKind = KnownEvent["event"];
+
+/** The known kinds, to tell them from kinds a newer server sends. */
+export const EVENT_KINDS: readonly EventKind[] = [
+  "on_run_start",
+  "on_chat_model_stream",
+  "on_tool_start",
+  "on_tool_end",
+  "on_todos",
+  "on_interrupt",
+  "on_usage",
+  "done",
+  "error",
+];
+
+const known = new Set<string>(EVENT_KINDS);
+
+/** isTerminal reports whether ev ends its run: nothing follows it. */
+export function isTerminal(ev: WickEvent): ev is DoneEvent | RunErrorEvent {
+  return ev.event === "done" || ev.event === "error";
+}
+
+/**
+ * toEvent turns the JSON of a StreamEvent into a WickEvent; kind is the
+ * frame's SSE event name and id its SSE id, which the data repeats.
+ */
+export function toEvent(wire: Record<string, unknown>, kind: string, id: string): WickEvent {
+  const base: EventBase = { id };
+  if (typeof wire.run_id === "string") base.run_id = wire.run_id;
+  if (typeof wire.thread_id === "string") base.thread_id = wire.thread_id;
+  if (typeof wire.name === "string") base.name = wire.name;
+  // protojson leaves out an empty data value.
+  const data = wire.data ?? {};
+  if (known.has(kind)) {
+    return { ...base, event: kind, data } as KnownEvent;
+  }
+  return { ...base, event: "unknown", kind, data };
+}

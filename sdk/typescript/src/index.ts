@@ -1,0 +1,44 @@
+// @wick-agent/sdk: a client of the Wick gateway's REST, SSE and WebSocket API.
+export { API_VERSION } from "./gen/version.js";
+export type { paths, components, operations } from "./gen/wick.js";
+export {
+  Wick,
+  type WickOptions,
+  type TokenSource,
+  type StreamRequest,
+  type InputMessage,
+  type StreamOptions,
+  type JoinOptions,
+  type UploadBody,
+  type UploadResult,
+} from "./client.js";
+export { RunStream, DEFAULT_RECONNECT, DEFAULT_MAX_EVENT_CHARS, type ReconnectOptions } from "./stream.js";
+export { ConnectionLost } from "./sse.js";
+export { WickError, CODE_NAMES, type CodeName, type ErrorBody } from "./errors.js";
+export {
+  Terminal,
+  type TerminalOptions,
+  type TerminalExit,
+  type WebSocketLike,
+  type WebSocketConstructor,
+} from "./terminal.js";
+export {
+  EVENT_KINDS,
+  isTerminal,
+  type WickEvent,
+  type KnownEvent,
+  type EventKind,
+  type EventBase,
+  type RunStartEvent,
+  type ChatModelStreamEvent,
+  type ToolStartEvent,
+  type ToolEndEvent,
+  type TodosEvent,
+  type InterruptEvent,
+  type UsageEvent,
+  type DoneEvent,
+  type RunErrorEvent,
+  type UnknownEvent,
+  type Todo,
+  type ToolCall,
+} from "./events.js";

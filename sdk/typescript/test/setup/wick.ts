@@ -1,0 +1,105 @@
+// Builds cmd/wick from this repository and starts the whole suite on free
+// loopback ports, with scripted models and two users, for every test file
+// to reach over HTTP. Stopped (SIGTERM) when the run ends.
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+import type { TestProject } from "vitest/node";
+
+import { AGENTS, SCRIPTS, TOKENS } from "../fixtures.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+/** How long the suite may take to print its address. */
+const START_TIMEOUT_MS = 60_000;
+/** How long it may take to stop on SIGTERM before it is killed. */
+const STOP_TIMEOUT_MS = 15_000;
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The suite's REST API, e.g. "http://127.0.0.1:41234". */
+    wickUrl: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Short: the sandbox service puts unix sockets under its state directory.
+  const dir = await mkdtemp(path.join(tmpdir(), "wsdk-"));
+  let child: ChildProcess | undefined;
+  const teardown = async () => {
+    if (child) await stop(child);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    const bin = path.join(dir, "wick");
+    await promisify(execFile)("go", ["build", "-o", bin, "./cmd/wick"], { cwd: repoRoot });
+
+    const scriptDir = path.join(dir, "scripts");
+    await mkdir(scriptDir);
+    for (const [name, script] of Object.entries(SCRIPTS)) {
+      await writeFile(path.join(scriptDir, name), JSON.stringify(script));
+    }
+    // agents.yaml is YAML; JSON is YAML.
+    const agentsFile = path.join(dir, "agents.yaml");
+    await writeFile(agentsFile, JSON.stringify({ agents: AGENTS }));
+    const stateDir = path.join(dir, "state");
+    await mkdir(stateDir);
+
+    const addr = "127.0.0.1:0";
+    const args = [
+      ...["-http-addr", addr, "-gateway-grpc-addr", addr, "-agent-addr", addr, "-sandbox-addr", addr, "-llm-addr", addr],
+      ...["-sandbox", "local", "-sandbox-state-dir", stateDir],
+      ...["-tokens", Object.entries(TOKENS).map(([user, token]) => `${token}:${user}`).join(",")],
+      ...["-script-dir", scriptDir, "-model", "script:tools", "-agents-file", agentsFile],
+      ...["-log-level", "warn"],
+    ];
+    // Only what a process needs: WICK_* variables (and provider keys) of
+    // the developer's shell would change the suite under test.
+    const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? dir, TMPDIR: tmpdir() };
+    child = spawn(bin, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
+    project.provide("wickUrl", await restURL(child));
+  } catch (err) {
+    await teardown();
+    throw err;
+  }
+  return teardown;
+}
+
+// restURL waits for the line "REST API   http://…" that wick prints once
+// every service listens.
+function restURL(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    let errOut = "";
+    const timer = setTimeout(() => fail(new Error(`wick printed no REST API address within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      reject(new Error(`${err.message}\nstdout:\n${out}\nstderr:\n${errOut.slice(-4000)}`));
+    };
+    child.stderr?.on("data", (b: Buffer) => {
+      errOut += b.toString();
+    });
+    child.stdout?.on("data", (b: Buffer) => {
+      out += b.toString();
+      const m = /REST API\s+(http:\/\/\S+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.once("error", fail);
+    child.once("exit", (code, signal) => fail(new Error(`wick exited (${code ?? signal}) before it printed its address`)));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
