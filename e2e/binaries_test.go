@@ -49,7 +49,7 @@ func TestBinaries(t *testing.T) {
 			args, target := tcpArgs(t)
 			return append(args, "-http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t))), target
 		}},
-		{"wick-gateway", "./services/gateway/cmd/wick-gateway", "grpc.health.v1.Health", func(t *testing.T) ([]string, string) {
+		{"wick-gateway", "./services/gateway/cmd/wick-gateway", "wick.agent.v1.AgentService", func(t *testing.T) ([]string, string) {
 			args, target := tcpArgs(t)
 			return append(args, "-http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t))), target
 		}},

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,10 @@ func run(args []string, out io.Writer) error {
 		logFormat  string
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
-	fs.StringVar(&cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "gateway gRPC (health) address")
+	fs.StringVar(&cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "public gRPC API address (wick.agent.v1.AgentService with bearer tokens) and gateway health")
+	fs.StringVar(&cfg.Gateway.GRPC.CertFile, "gateway-grpc-tls-cert", "", "PEM certificate of the public gRPC API; with -gateway-grpc-tls-key it serves TLS only")
+	fs.StringVar(&cfg.Gateway.GRPC.KeyFile, "gateway-grpc-tls-key", "", "PEM key of -gateway-grpc-tls-cert")
+	fs.BoolVar(&cfg.Gateway.GRPC.AllowPlaintext, "gateway-grpc-allow-plaintext", false, "serve the public gRPC API without TLS on an address other than loopback (a proxy in front terminates TLS)")
 	fs.StringVar(&cfg.AgentAddr, "agent-addr", "127.0.0.1:7001", "agent service gRPC address")
 	fs.StringVar(&cfg.SandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address")
 	fs.StringVar(&cfg.LLMAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
@@ -99,13 +103,16 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := srv.Start(ctx); err != nil {
+	if err := srv.Start(ctx); errors.Is(err, gateway.ErrPlaintext) {
+		return fmt.Errorf("%w (-gateway-grpc-tls-cert and -gateway-grpc-tls-key, or -gateway-grpc-allow-plaintext)", err)
+	} else if err != nil {
 		return err
 	}
 	s := srv.Suite()
 	fmt.Fprintf(out, "Wick is running.\n\n")
 	fmt.Fprintf(out, "  REST API   %s   (UI, SSE, WebSocket terminal; OpenAPI at %s/openapi.json)\n", s.HTTPURL, s.HTTPURL)
 	fmt.Fprintf(out, "  OpenAI API %s/v1/\n", s.HTTPURL)
+	fmt.Fprintf(out, "  gRPC API   %s   (wick.agent.v1.AgentService, %s)\n", s.Addrs["gateway"], grpcTransport(cfg))
 	fmt.Fprintf(out, "  gRPC       gateway %s, agent %s, sandbox %s, llmgw %s\n", s.Addrs["gateway"], s.Addrs["agent"], s.Addrs["sandbox"], s.Addrs["llmgw"])
 	fmt.Fprintf(out, "  model      %s\n", s.Model)
 	fmt.Fprintf(out, "  sandbox    %s\n", s.Backend)
@@ -124,4 +131,12 @@ func run(args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\nTry: curl -N %s-H 'Accept: text/event-stream' -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}' %s/agents/default/stream\n", auth, s.HTTPURL)
 	return srv.Wait()
+}
+
+// grpcTransport says how the public gRPC API is reached.
+func grpcTransport(cfg suite.Config) string {
+	if cfg.Gateway.GRPC.CertFile != "" {
+		return "TLS"
+	}
+	return "plaintext"
 }

@@ -72,17 +72,35 @@ func Listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
+// Option configures Main.
+type Option func(*mainOptions)
+
+type mainOptions struct {
+	serverOptions func(ctx context.Context, env Env, addr net.Addr) ([]server.Option, error)
+}
+
+// WithServerOptions adds gRPC server options that can only be built once
+// the flags are parsed and the listen address is bound: TLS credentials, a
+// codec, limits. f runs before start, with env.Server still nil.
+func WithServerOptions(f func(ctx context.Context, env Env, addr net.Addr) ([]server.Option, error)) Option {
+	return func(o *mainOptions) { o.serverOptions = f }
+}
+
 // Main runs a service binary named name. define adds the service's own flags;
 // start registers its gRPC services on env.Server and starts its background
 // work, which must end when ctx does. Main exits the process.
-func Main(name, defaultAddr string, define func(fs *flag.FlagSet), start func(ctx context.Context, env Env) error) {
-	if err := run(name, defaultAddr, os.Args[1:], define, start); err != nil {
+func Main(name, defaultAddr string, define func(fs *flag.FlagSet), start func(ctx context.Context, env Env) error, opts ...Option) {
+	if err := run(name, defaultAddr, os.Args[1:], define, start, opts...); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
 }
 
-func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet), start func(ctx context.Context, env Env) error) error {
+func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet), start func(ctx context.Context, env Env) error, opts ...Option) error {
+	var mo mainOptions
+	for _, o := range opts {
+		o(&mo)
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c Common
 	c.Register(fs, defaultAddr)
@@ -111,16 +129,27 @@ func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet),
 	if err != nil {
 		return err
 	}
-	srv := server.New(name, logger,
-		server.WithIdentity(key),
-		server.WithDrainDelay(c.DrainDelay),
-		server.WithShutdownTimeout(c.ShutdownTimeout))
-	if err := start(ctx, Env{Logger: logger, Key: key, Server: srv}); err != nil {
-		return err
-	}
 	lis, err := Listen(c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Addr, err)
 	}
-	return srv.Serve(ctx, lis)
+	defer lis.Close() // a no-op once served
+	env := Env{Logger: logger, Key: key}
+	sopts := []server.Option{
+		server.WithIdentity(key),
+		server.WithDrainDelay(c.DrainDelay),
+		server.WithShutdownTimeout(c.ShutdownTimeout),
+	}
+	if mo.serverOptions != nil {
+		more, err := mo.serverOptions(ctx, env, lis.Addr())
+		if err != nil {
+			return err
+		}
+		sopts = append(sopts, more...)
+	}
+	env.Server = server.New(name, logger, sopts...)
+	if err := start(ctx, env); err != nil {
+		return err
+	}
+	return env.Server.Serve(ctx, lis)
 }

@@ -1,7 +1,8 @@
-// Package gateway is Wick's HTTP edge: the REST API mapped by grpc-gateway
+// Package gateway is Wick's edge: the REST API mapped by grpc-gateway
 // onto the agent service, Server-Sent Events for run streams, a WebSocket
 // terminal, raw file transfer, bearer-token auth, CORS, health, OpenAPI,
-// metrics, the built UI and the LLM gateway's OpenAI-compatible endpoints.
+// metrics, the built UI and the LLM gateway's OpenAI-compatible endpoints;
+// and the agent service itself over gRPC for external clients (GRPCEdge).
 // It is a library with a thin main, so one process can host it beside the
 // other services.
 package gateway
@@ -76,6 +77,8 @@ type Config struct {
 	LLMURL string
 	// LLMToken is the bearer token the LLM gateway's HTTP endpoint requires, if any.
 	LLMToken string
+	// GRPC configures the gRPC edge (see GRPCEdge).
+	GRPC GRPCConfig
 }
 
 func (c *Config) setDefaults() {
@@ -100,6 +103,7 @@ func (c *Config) setDefaults() {
 	if c.VerifierCacheTTL <= 0 {
 		c.VerifierCacheTTL = auth.DefaultVerifierTTL
 	}
+	c.GRPC.setDefaults()
 }
 
 // Option configures New.
@@ -141,6 +145,7 @@ func WithVerifierClient(c *http.Client) Option { return func(o *options) { o.ver
 type Gateway struct {
 	cfg       Config
 	log       *slog.Logger
+	conn      *grpc.ClientConn
 	agent     agentv1.AgentServiceClient
 	auth      auth.Authenticator // nil: every request is LocalUser
 	health    []healthTarget
@@ -165,6 +170,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	g := &Gateway{
 		cfg:    cfg,
 		log:    o.logger,
+		conn:   agentConn,
 		agent:  agentv1.NewAgentServiceClient(agentConn),
 		health: o.health,
 	}

@@ -44,11 +44,7 @@ func tokenFromQuery(next http.Handler) http.Handler {
 
 func bearerToken(r *http.Request) (string, bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return "", false
-		}
-		return strings.TrimSpace(tok), true
+		return parseBearer(h)
 	}
 	if tok, ok := r.Context().Value(queryTokenKey{}).(string); ok {
 		return tok, true
@@ -74,6 +70,16 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(identity.WithUser(r.Context(), user)))
 	})
+}
+
+// parseBearer returns the token of an "Authorization: Bearer <token>"
+// value, as an HTTP header or as gRPC metadata.
+func parseBearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
 }
 
 var errNoToken = errors.New("missing bearer token: send Authorization: Bearer <token>")

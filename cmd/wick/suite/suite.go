@@ -57,7 +57,8 @@ type Config struct {
 	// HTTPAddr is the REST gateway's listen address.
 	HTTPAddr string
 	// GatewayAddr, AgentAddr, SandboxAddr and LLMAddr are the gRPC listen
-	// addresses; empty picks a free loopback port.
+	// addresses; empty picks a free loopback port. GatewayAddr serves the
+	// public gRPC API (AgentService with bearer tokens, Gateway.GRPC).
 	GatewayAddr, AgentAddr, SandboxAddr, LLMAddr string
 	// RedisAddr puts threads, runs and agents in Redis; empty keeps them in memory.
 	RedisAddr string
@@ -90,7 +91,8 @@ type Config struct {
 type Suite struct {
 	// HTTPURL is the REST gateway's base URL.
 	HTTPURL string
-	// Addrs are the gRPC addresses by service: gateway, agent, sandbox, llmgw.
+	// Addrs are the gRPC addresses by service: gateway (the public gRPC
+	// API), agent, sandbox, llmgw.
 	Addrs map[string]string
 	// Model is the default agent's model.
 	Model string
@@ -161,10 +163,9 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 			}
 		}
 	}()
-	serve := func(name, addr string, register func(*grpc.Server)) (layer, error) {
-		srv := server.New(name, log,
-			server.WithIdentity(key), server.WithDrainDelay(0), server.WithShutdownTimeout(cfg.ShutdownTimeout))
-		register(srv.GRPC())
+	// serve starts one service's gRPC server; extra, if set, adds server
+	// options that depend on the address bound (the gateway's edge).
+	serve := func(name, addr string, register func(*grpc.Server), extra ...func(net.Addr) ([]server.Option, error)) (layer, error) {
 		if addr == "" {
 			addr = "127.0.0.1:0"
 		}
@@ -172,6 +173,17 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		if err != nil {
 			return layer{}, fmt.Errorf("%s: listen %s: %w", name, addr, err)
 		}
+		opts := []server.Option{server.WithIdentity(key), server.WithDrainDelay(0), server.WithShutdownTimeout(cfg.ShutdownTimeout)}
+		for _, x := range extra {
+			more, err := x(lis.Addr())
+			if err != nil {
+				lis.Close()
+				return layer{}, fmt.Errorf("%s: %w", name, err)
+			}
+			opts = append(opts, more...)
+		}
+		srv := server.New(name, log, opts...)
+		register(srv.GRPC())
 		s.Addrs[name] = lis.Addr().String()
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
@@ -310,7 +322,20 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.Anonymous = gw.Anonymous()
-	l, err = serve("gateway", cfg.GatewayAddr, func(*grpc.Server) {})
+	// The gateway's gRPC server serves the agent service to external
+	// clients (the edge) besides its health.
+	var edge *gateway.Edge
+	l, err = serve("gateway", cfg.GatewayAddr, func(g *grpc.Server) { edge.Register(g) }, func(addr net.Addr) ([]server.Option, error) {
+		var err error
+		if edge, err = gw.GRPCEdge(addr); err != nil {
+			return nil, err
+		}
+		var opts []server.Option
+		for _, o := range edge.ServerOptions() {
+			opts = append(opts, server.WithGRPCOption(o))
+		}
+		return opts, nil
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 // Command wick-gateway serves Wick's REST, SSE and WebSocket API in front of
-// the agent service.
+// the agent service, and the agent service over gRPC (-grpc-addr) to
+// external clients with the same bearer tokens.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
@@ -43,35 +46,58 @@ func main() {
 		fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "largest request body")
 		fs.Int64Var(&cfg.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
 		fs.DurationVar(&cfg.Heartbeat, "sse-heartbeat", gateway.DefaultHeartbeat, "idle time before an SSE comment heartbeat")
+		fs.StringVar(&cfg.GRPC.CertFile, "grpc-tls-cert", "", "PEM certificate of the gRPC API (-grpc-addr); with -grpc-tls-key it serves TLS only")
+		fs.StringVar(&cfg.GRPC.KeyFile, "grpc-tls-key", "", "PEM key of -grpc-tls-cert")
+		fs.BoolVar(&cfg.GRPC.AllowPlaintext, "grpc-allow-plaintext", false, "serve the gRPC API without TLS on an address other than loopback (a proxy or mesh in front terminates TLS)")
+		fs.IntVar(&cfg.GRPC.MaxMsgBytes, "grpc-max-msg-bytes", gateway.DefaultGRPCMaxMsgBytes, "largest gRPC message to or from a client")
 	}
-	app.Main("wick-gateway", "127.0.0.1:7000", define, func(ctx context.Context, env app.Env) error {
+	// The gateway is built before the gRPC server: the server of the gRPC
+	// API needs the edge's codec and TLS credentials from the start.
+	var g *gateway.Gateway
+	var edge *gateway.Edge
+	serverOptions := func(ctx context.Context, env app.Env, addr net.Addr) ([]server.Option, error) {
 		var err error
 		cfg.Tokens, err = gateway.LoadTokens(tokensFile, tokens)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.VerifierURL = verifier
 		cfg.CORSOrigins = gateway.SplitList(origins)
 		cfg.LLMURL = llmHTTP
 		agentConn, err := dial.New(agentAddr, dial.WithIdentity(env.Key))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts := []gateway.Option{gateway.WithLogger(env.Logger), gateway.WithHealthCheck("agent", agentConn)}
-		for name, addr := range map[string]string{"sandbox": sandbox, "llmgw": llm} {
-			if addr == "" {
+		for name, target := range map[string]string{"sandbox": sandbox, "llmgw": llm} {
+			if target == "" {
 				continue
 			}
-			conn, err := dial.New(addr)
+			conn, err := dial.New(target)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			opts = append(opts, gateway.WithHealthCheck(name, conn))
 		}
-		g, err := gateway.New(cfg, agentConn, opts...)
+		g, err = gateway.New(cfg, agentConn, opts...)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		edge, err = g.GRPCEdge(addr)
+		if errors.Is(err, gateway.ErrPlaintext) {
+			return nil, fmt.Errorf("%w (-grpc-tls-cert and -grpc-tls-key, or -grpc-allow-plaintext)", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var sopts []server.Option
+		for _, o := range edge.ServerOptions() {
+			sopts = append(sopts, server.WithGRPCOption(o))
+		}
+		return sopts, nil
+	}
+	app.Main("wick-gateway", "127.0.0.1:7000", define, func(ctx context.Context, env app.Env) error {
+		edge.Register(env.Server.GRPC())
 		if g.Anonymous() {
 			env.Logger.Warn("NO AUTHENTICATION: no tokens configured (WICK_TOKENS, -tokens-file, -verifier-url); every request acts as the single user " + gateway.LocalUser)
 		}
@@ -85,5 +111,5 @@ func main() {
 			}
 		}()
 		return nil
-	})
+	}, app.WithServerOptions(serverOptions))
 }
