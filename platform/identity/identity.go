@@ -30,8 +30,12 @@ const (
 	SignatureKey = "x-wick-user-sig"
 )
 
-// DefaultMaxSkew is how old a signature may be before it is refused.
-const DefaultMaxSkew = 5 * time.Minute
+// DefaultMaxSkew is how old (or how far in the future) a signature may be
+// before it is refused: the window in which a captured assertion could be
+// replayed. Each call is signed as it starts and a stream is verified once,
+// when it opens, so long streams are not cut by it; only clocks more than
+// this far apart across the suite's hosts are.
+const DefaultMaxSkew = 30 * time.Second
 
 // MaxUserLength bounds a user name.
 const MaxUserLength = 256
@@ -115,24 +119,30 @@ func ParseKey(s string) (*Key, error) {
 // String returns the secret in hex, the form ParseKey reads.
 func (k *Key) String() string { return hex.EncodeToString(k.secret) }
 
-func (k *Key) mac(user, ts string) string {
+// mac binds the user to the time and to the full gRPC method, so that a
+// captured assertion cannot be replayed on another method (a read turned
+// into a delete) nor after DefaultMaxSkew.
+func (k *Key) mac(method, user, ts string) string {
 	m := hmac.New(sha256.New, k.secret)
+	m.Write([]byte(method))
+	m.Write([]byte{0})
 	m.Write([]byte(user))
 	m.Write([]byte{0})
 	m.Write([]byte(ts))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Sign returns ctx with outgoing metadata that asserts user.
-func (k *Key) Sign(ctx context.Context, user string) context.Context {
+// Sign returns ctx with outgoing metadata that asserts user for a call of
+// method (the full name, "/wick.agent.v1.AgentService/Stream").
+func (k *Key) Sign(ctx context.Context, method, user string) context.Context {
 	ts := strconv.FormatInt(k.now().Unix(), 10)
-	return metadata.AppendToOutgoingContext(ctx, UserKey, user, TimestampKey, ts, SignatureKey, k.mac(user, ts))
+	return metadata.AppendToOutgoingContext(ctx, UserKey, user, TimestampKey, ts, SignatureKey, k.mac(method, user, ts))
 }
 
-// Verify returns the user asserted by incoming metadata. It returns "" and no
-// error when md asserts no user, and an error when the assertion is forged,
-// stale or malformed.
-func (k *Key) Verify(md metadata.MD) (string, error) {
+// Verify returns the user asserted by incoming metadata for a call of
+// method. It returns "" and no error when md asserts no user, and an error
+// when the assertion is forged, made for another method, stale or malformed.
+func (k *Key) Verify(md metadata.MD, method string) (string, error) {
 	users := md.Get(UserKey)
 	if len(users) == 0 {
 		return "", nil
@@ -142,8 +152,8 @@ func (k *Key) Verify(md metadata.MD) (string, error) {
 		return "", errors.New("identity metadata must appear exactly once")
 	}
 	user, ts, sig := users[0], tss[0], sigs[0]
-	if !hmac.Equal([]byte(sig), []byte(k.mac(user, ts))) {
-		return "", errors.New("identity signature does not match")
+	if !hmac.Equal([]byte(sig), []byte(k.mac(method, user, ts))) {
+		return "", errors.New("identity signature does not match (forged, or made for another method)")
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
@@ -158,9 +168,9 @@ func (k *Key) Verify(md metadata.MD) (string, error) {
 	return user, nil
 }
 
-func (k *Key) incoming(ctx context.Context) (context.Context, error) {
+func (k *Key) incoming(ctx context.Context, method string) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	user, err := k.Verify(md)
+	user, err := k.Verify(md, method)
 	if err != nil {
 		return nil, status.Error(codes.Unauthenticated, err.Error())
 	}
@@ -173,8 +183,8 @@ func (k *Key) incoming(ctx context.Context) (context.Context, error) {
 // UnaryServerInterceptor puts a verified user into each call's context and
 // refuses forged assertions.
 func (k *Key) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		ctx, err := k.incoming(ctx)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := k.incoming(ctx, info.FullMethod)
 		if err != nil {
 			return nil, err
 		}
@@ -184,8 +194,8 @@ func (k *Key) UnaryServerInterceptor() grpc.UnaryServerInterceptor {
 
 // StreamServerInterceptor is UnaryServerInterceptor for streams.
 func (k *Key) StreamServerInterceptor() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		ctx, err := k.incoming(ss.Context())
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		ctx, err := k.incoming(ss.Context(), info.FullMethod)
 		if err != nil {
 			return err
 		}
@@ -200,12 +210,12 @@ type contextStream struct {
 
 func (s *contextStream) Context() context.Context { return s.ctx }
 
-func (k *Key) outgoing(ctx context.Context) context.Context {
+func (k *Key) outgoing(ctx context.Context, method string) context.Context {
 	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md.Get(UserKey)) > 0 {
 		return ctx
 	}
 	if user, ok := User(ctx); ok {
-		return k.Sign(ctx, user)
+		return k.Sign(ctx, method, user)
 	}
 	return ctx
 }
@@ -214,13 +224,13 @@ func (k *Key) outgoing(ctx context.Context) context.Context {
 // a service calling another acts for the same user.
 func (k *Key) UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		return invoker(k.outgoing(ctx), method, req, reply, cc, opts...)
+		return invoker(k.outgoing(ctx, method), method, req, reply, cc, opts...)
 	}
 }
 
 // StreamClientInterceptor is UnaryClientInterceptor for streams.
 func (k *Key) StreamClientInterceptor() grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		return streamer(k.outgoing(ctx), desc, cc, method, opts...)
+		return streamer(k.outgoing(ctx, method), desc, cc, method, opts...)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
+const getThread = "/wick.agent.v1.AgentService/GetThread"
+
 func outgoingMD(t *testing.T, ctx context.Context) metadata.MD {
 	t.Helper()
 	md, ok := metadata.FromOutgoingContext(ctx)
@@ -25,10 +27,11 @@ func TestSignVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	key.now = func() time.Time { return now }
 
-	signed := outgoingMD(t, key.Sign(context.Background(), "alice"))
+	signed := outgoingMD(t, key.Sign(context.Background(), getThread, "alice"))
 	tests := []struct {
 		name    string
 		md      metadata.MD
+		method  string // default getThread, the method it was signed for
 		key     *Key
 		want    string
 		wantErr string
@@ -36,6 +39,8 @@ func TestSignVerify(t *testing.T) {
 		{name: "valid", md: signed, key: key, want: "alice"},
 		{name: "no identity", md: metadata.MD{}, key: key, want: ""},
 		{name: "other key", md: signed, key: other, wantErr: "does not match"},
+		// A captured read cannot be replayed as a delete.
+		{name: "other method", md: signed, method: "/wick.agent.v1.AgentService/DeleteThread", key: key, wantErr: "another method"},
 		{name: "forged user", md: func() metadata.MD {
 			m := signed.Copy()
 			m.Set(UserKey, "mallory")
@@ -50,7 +55,11 @@ func TestSignVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.key.Verify(tt.md)
+			method := tt.method
+			if method == "" {
+				method = getThread
+			}
+			got, err := tt.key.Verify(tt.md, method)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)
@@ -69,9 +78,9 @@ func TestVerifyExpired(t *testing.T) {
 	key := RandomKey()
 	signedAt := time.Unix(1_800_000_000, 0)
 	key.now = func() time.Time { return signedAt }
-	md := outgoingMD(t, key.Sign(context.Background(), "alice"))
+	md := outgoingMD(t, key.Sign(context.Background(), getThread, "alice"))
 	key.now = func() time.Time { return signedAt.Add(DefaultMaxSkew + time.Second) }
-	if _, err := key.Verify(md); err == nil || !strings.Contains(err.Error(), "expired") {
+	if _, err := key.Verify(md, getThread); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("err = %v, want expired", err)
 	}
 }
@@ -97,8 +106,8 @@ func TestParseKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := outgoingMD(t, k.Sign(context.Background(), "alice"))
-	if u, err := k2.Verify(md); err != nil || u != "alice" {
+	md := outgoingMD(t, k.Sign(context.Background(), getThread, "alice"))
+	if u, err := k2.Verify(md, getThread); err != nil || u != "alice" {
 		t.Fatalf("round trip: %q, %v", u, err)
 	}
 	for _, bad := range []string{"zz", "abcd"} {

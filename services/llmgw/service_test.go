@@ -90,10 +90,10 @@ func dialGRPC(tb testing.TB, addr string, opts ...grpc.DialOption) *grpc.ClientC
 func signedAs(key *identity.Key, user string) []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-			return invoker(key.Sign(ctx, user), method, req, reply, cc, opts...)
+			return invoker(key.Sign(ctx, method, user), method, req, reply, cc, opts...)
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			return streamer(key.Sign(ctx, user), desc, cc, method, opts...)
+			return streamer(key.Sign(ctx, method, user), desc, cc, method, opts...)
 		}),
 	}
 }
