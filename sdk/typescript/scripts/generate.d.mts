@@ -1,0 +1,1 @@
+export declare function generate(doc: unknown, source?: string): Promise<Record<string, string>>;
