@@ -16,7 +16,9 @@ var Document []byte
 
 // Version returns the API version the document describes (its
 // info.version), the version clients generated from it carry.
-var Version = sync.OnceValue(func() string {
+func Version() string { return version() }
+
+var version = sync.OnceValue(func() string {
 	var d struct {
 		Info struct {
 			Version string `json:"version"`
