@@ -22,6 +22,12 @@ help: ## list the targets
 gen: ## regenerate gen/ from proto/ with the pinned generators
 	rm -rf gen/wick gen/openapi/*.json
 	$(BUF) generate
+	@# OpenAPI 3.1: protoc-gen-openapiv3 writes one document per proto file
+	@# with HTTP rules into a scratch directory; openapigen merges them and adds
+	@# what the gateway serves beyond them (docs/api.md).
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  $(BUF) generate --template buf.gen.openapi.yaml -o "$$tmp" && \
+	  go run ./internal/openapigen/cmd/openapigen -o gen/openapi/wick.openapi.json "$$tmp/openapi"
 	cd gen && GOFLAGS=-mod=mod go mod tidy
 
 gen-check: gen ## fail when the committed generated code is not what `make gen` produces

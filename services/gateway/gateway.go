@@ -152,6 +152,8 @@ type Gateway struct {
 	metrics   *metrics
 	handler   http.Handler
 	anonymous bool
+	// patterns are the top-level mux's patterns, for tests.
+	patterns []string
 }
 
 // New returns the gateway for the agent service behind agentConn. The
@@ -222,7 +224,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 		llm = newLLMProxy(u, cfg.LLMToken)
 	}
 
-	mux := http.NewServeMux()
+	mux := newRouteMux()
 	mux.HandleFunc("GET /health", g.serveHealth)
 	mux.Handle("GET /openapi.json", serveOpenAPI())
 	mux.Handle("GET /metrics", m.handler(reg))
@@ -230,7 +232,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	mux.Handle("/agents/{agent_id}/terminal", authed(terminal.New(g.agent, cfg.CORSOrigins, cfg.TerminalReadLimit, g.log)))
 	mux.Handle("/agents/{agent_id}/files/raw/{path...}", authed(files.New(g.agent, cfg.MaxUploadBytes, cfg.UploadChunkBytes, g.log)))
 	if llm != nil {
-		mux.Handle("/v1/", authed(g.limitBody(llm)))
+		mux.Handle(llmMount, authed(g.limitBody(llm)))
 	}
 	apiHandler := authed(g.limitBody(g.sseAware(api)))
 	for _, prefix := range apiPrefixes {
@@ -239,7 +241,8 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	}
 	mux.Handle("/", g.uiHandler())
 
-	var h http.Handler = recordMuxRoute(mux)
+	g.patterns = mux.patterns
+	var h http.Handler = recordMuxRoute(mux.ServeMux)
 	h = normalizePath(h)
 	h = g.cors(h)
 	h = g.localHostOnly(h)
@@ -261,6 +264,9 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 
 // apiPrefixes are the paths grpc-gateway serves.
 var apiPrefixes = []string{"/agents", "/threads", "/runs"}
+
+// llmMount is where the LLM gateway's OpenAI-compatible API is served.
+const llmMount = "/v1/"
 
 // Anonymous reports whether the gateway runs without authentication, as the
 // single LocalUser.

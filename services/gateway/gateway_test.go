@@ -175,7 +175,7 @@ func TestREST(t *testing.T) {
 		{"no route and no UI", "", "GET", "/nothing", "", 404, "NOT_FOUND", "no route"},
 		{"health needs no token", "", "GET", "/health", "", 200, "", `"agent":"SERVING"`},
 		{"health counts the caller's agents", aliceToken, "GET", "/health", "", 200, "", `"agents":`},
-		{"openapi needs no token", "", "GET", "/openapi.json", "", 200, "", `"swagger": "2.0"`},
+		{"openapi needs no token", "", "GET", "/openapi.json", "", 200, "", `"openapi": "3.1.0"`},
 		{"metrics", "", "GET", "/metrics", "", 200, "", "wick_gateway_http_requests_total"},
 	}
 	for _, tc := range tests {

@@ -35,9 +35,10 @@ func (s *Service) HTTPHandler() http.Handler { return s.HTTPHandlerWithToken("")
 // HTTPHandlerWithToken is HTTPHandler with a bearer token required.
 func (s *Service) HTTPHandlerWithToken(token string) http.Handler {
 	mux := http.NewServeMux()
-	for _, prefix := range []string{"/v1", ""} {
-		mux.HandleFunc("POST "+prefix+"/chat/completions", s.chatCompletions)
-		mux.HandleFunc("GET "+prefix+"/models", s.listModels)
+	for pattern, h := range s.httpRoutes() {
+		method, path, _ := strings.Cut(pattern, " ")
+		mux.HandleFunc(pattern, h)
+		mux.HandleFunc(method+" "+strings.TrimPrefix(path, "/v1"), h)
 	}
 	if token == "" {
 		return mux
@@ -50,6 +51,16 @@ func (s *Service) HTTPHandlerWithToken(token string) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// httpRoutes are the endpoints of the OpenAI-compatible API; each is also
+// served without the /v1 prefix. The OpenAPI document describes them
+// (internal/openapigen), and a test holds the two together.
+func (s *Service) httpRoutes() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"POST /v1/chat/completions": s.chatCompletions,
+		"GET /v1/models":            s.listModels,
+	}
 }
 
 // ErrHTTPTokenRequired refuses an HTTP API that would listen beyond loopback

@@ -508,8 +508,9 @@ func (x *StreamEvent) GetId() string {
 // ConfigEvent is a configuration change sent by WatchEvents.
 type ConfigEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// event is "agent_created", "agent_updated", "agent_deleted",
-	// "tool_registered", "tool_deleted", "backend_switched" or "container_changed".
+	// event is "subscribed" (the first event of every subscription),
+	// "agent_created", "agent_updated", "agent_deleted", "tool_registered",
+	// "tool_deleted", "backend_switched" or "container_changed".
 	Event string `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
 	// agent_id is the agent concerned, when there is one.
 	AgentId string `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`

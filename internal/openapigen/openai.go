@@ -1,0 +1,190 @@
+package openapigen
+
+// The LLM gateway's OpenAI-compatible API (services/llmgw/httpapi.go) as the
+// gateway proxies it at /v1. services/llmgw's tests compare these schemas'
+// properties with its wire types and its routes with this document.
+
+const (
+	oaRequest   = "openai.ChatCompletionRequest"
+	oaMessage   = "openai.ChatMessage"
+	oaToolCall  = "openai.ToolCall"
+	oaTool      = "openai.Tool"
+	oaChoice    = "openai.ChatCompletion"
+	oaChunk     = "openai.ChatCompletionChunk"
+	oaUsage     = "openai.Usage"
+	oaModelList = "openai.ModelList"
+	oaError     = "openai.Error"
+	oaFrame     = "openai.ChatCompletionFrame"
+)
+
+// accountingHeaders are what the LLM gateway reports of a call: headers of a
+// whole answer, trailers of a stream.
+func accountingHeaders() object {
+	h := func(desc string) object { return object{"description": desc, "schema": object{"type": "integer"}} }
+	return object{
+		"x-wick-input-tokens":  h("Prompt tokens the call used (a trailer of a stream)."),
+		"x-wick-output-tokens": h("Completion tokens the call used (a trailer of a stream)."),
+		"x-wick-overhead-us":   h("Microseconds the LLM gateway itself added (a trailer of a stream)."),
+	}
+}
+
+func chatCompletionsOp() object {
+	return object{
+		"tags":        []any{openAITag},
+		"operationId": "OpenAI_CreateChatCompletion",
+		"summary":     "Creates a chat completion, streamed or not, with tools (OpenAI's Chat Completions API).",
+		"description": "The model is a Wick model spec (openai:gpt-4o-mini, anthropic:…, ollama:…, script:<name>); " +
+			"an empty model uses the LLM gateway's default. With stream true the answer is Server-Sent Events: one " +
+			"`data: <ChatCompletionChunk>` frame per delta, a last chunk with the finish_reason (and one with usage " +
+			"when stream_options.include_usage), then `data: [DONE]`; a failure after the first chunk is a frame " +
+			"`data: {\"error\": …}`. The gateway's body limit applies (413, an Error).",
+		"requestBody": object{"required": true, "content": jsonContent(schemaRef(oaRequest))},
+		"responses": object{
+			"200": object{
+				"description": "The completion, or its stream when stream is true.",
+				"headers":     accountingHeaders(),
+				"content": object{
+					"application/json":  object{"schema": schemaRef(oaChoice)},
+					"text/event-stream": object{"schema": schemaRef(oaFrame)},
+				},
+			},
+			"413":     responseRef(errorResponse),
+			"default": object{"description": "The LLM gateway refused or failed the call, in OpenAI's error shape.", "content": jsonContent(schemaRef(oaError))},
+		},
+	}
+}
+
+func modelsOp() object {
+	return object{
+		"tags":        []any{openAITag},
+		"operationId": "OpenAI_ListModels",
+		"summary":     "Lists the models the LLM gateway is configured with.",
+		"responses": object{
+			"200":     object{"description": "The models.", "content": jsonContent(schemaRef(oaModelList))},
+			"default": object{"description": "The LLM gateway failed, in OpenAI's error shape.", "content": jsonContent(schemaRef(oaError))},
+		},
+	}
+}
+
+func openAISchemas() map[string]object {
+	nonNegative := func(desc string) object {
+		o := integer(desc)
+		o["minimum"] = 0
+		return o
+	}
+	temperature := object{"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature."}
+	textPart := obj("", object{"type": object{"const": "text"}, "text": object{"type": "string"}}, "type", "text")
+	content := object{
+		"description": "The text: a string, null, or an array of text parts (joined); other parts are refused.",
+		"oneOf": []any{
+			object{"type": "string"},
+			object{"type": "null"},
+			object{"type": "array", "items": textPart},
+		},
+	}
+	function := obj("", object{
+		"name":      str("The tool's name."),
+		"arguments": str("The arguments as JSON text."),
+	}, "arguments")
+	finish := str("Why the model stopped: stop, tool_calls, length or content_filter.")
+	usage := obj("Tokens the call used.", object{
+		"prompt_tokens":     integer("Prompt tokens."),
+		"completion_tokens": integer("Completion tokens."),
+		"total_tokens":      integer("Their sum."),
+	}, "prompt_tokens", "completion_tokens", "total_tokens")
+	answer := obj("The assistant's message.", object{
+		"role":       object{"const": "assistant"},
+		"content":    object{"type": []any{"string", "null"}, "description": "The text; null when the message only calls tools."},
+		"tool_calls": array("The tools the model calls.", schemaRef(oaToolCall)),
+	}, "role", "content")
+	delta := obj("What the chunk adds to the message.", object{
+		"role":       object{"const": "assistant", "description": "Set in the first chunk."},
+		"content":    str("Text to append."),
+		"tool_calls": array("Pieces of tool calls, by index.", schemaRef(oaToolCall)),
+	})
+	finishOrNull := object{"type": []any{"string", "null"}, "description": "Set in the last chunk of the choice: stop, tool_calls, length or content_filter."}
+	return map[string]object{
+		oaRequest: obj("A Chat Completions request. Unknown fields are ignored, as OpenAI-compatible servers do.", object{
+			"model":    str("A Wick model spec; empty uses the LLM gateway's default model."),
+			"messages": object{"type": "array", "minItems": 1, "description": "The conversation.", "items": schemaRef(oaMessage)},
+			"tools":    array("Tools the model may call.", schemaRef(oaTool)),
+			"stream":   boolean("Stream the answer as Server-Sent Events."),
+			"stream_options": obj("Options of a stream.", object{
+				"include_usage": boolean("Send a last chunk with the usage."),
+			}),
+			"max_tokens":            nonNegative("Bound on the completion's tokens."),
+			"max_completion_tokens": nonNegative("Bound on the completion's tokens; wins over max_tokens."),
+			"temperature":           temperature,
+		}, "messages"),
+		oaMessage: obj("A message of the conversation.", object{
+			"role":         enum("developer is taken as system.", "system", "developer", "user", "assistant", "tool"),
+			"content":      content,
+			"tool_calls":   array("The calls of an assistant message; each needs id and function.name.", schemaRef(oaToolCall)),
+			"tool_call_id": str("The call a tool message answers; required on tool messages."),
+			"name":         str("The tool's name, on a tool message."),
+		}, "role"),
+		oaToolCall: obj("A tool call, or in a chunk a piece of one.", object{
+			"index":    integer("The call's position, in chunks only."),
+			"id":       str("The call's id."),
+			"type":     object{"const": "function"},
+			"function": function,
+		}, "function"),
+		oaTool: obj("A tool the model may call.", object{
+			"type": object{"const": "function", "description": "Only function tools are supported."},
+			"function": obj("", object{
+				"name":        str("The tool's name."),
+				"description": str("What the tool does."),
+				"parameters":  object{"type": "object", "description": "The JSON Schema of the arguments.", "additionalProperties": true},
+			}, "name"),
+		}, "function"),
+		oaChoice: obj("A whole completion.", object{
+			"id":      str("chatcmpl-…"),
+			"object":  object{"const": "chat.completion"},
+			"created": integer("Unix seconds."),
+			"model":   str("The model spec requested."),
+			"choices": array("One choice.", obj("", object{
+				"index":         integer("0."),
+				"message":       answer,
+				"finish_reason": finish,
+			}, "index", "message", "finish_reason")),
+			"usage": schemaRef(oaUsage),
+		}, "id", "object", "created", "model", "choices", "usage"),
+		oaChunk: obj("One chunk of a streamed completion.", object{
+			"id":      str("chatcmpl-…, the same in every chunk."),
+			"object":  object{"const": "chat.completion.chunk"},
+			"created": integer("Unix seconds."),
+			"model":   str("The model spec requested."),
+			"choices": array("One choice; empty in the usage chunk.", obj("", object{
+				"index":         integer("0."),
+				"delta":         delta,
+				"finish_reason": finishOrNull,
+			}, "index", "delta", "finish_reason")),
+			"usage": schemaRef(oaUsage),
+		}, "id", "object", "created", "model", "choices"),
+		oaUsage: usage,
+		oaFrame: obj("One Server-Sent Event of a streamed completion: `data:` only, no id or event.", object{
+			"data": object{
+				"type":             "string",
+				"description":      "A chunk as JSON; an {\"error\": …} object for a failure mid-stream; [DONE] to end.",
+				"contentMediaType": "application/json",
+				"contentSchema":    object{"oneOf": []any{schemaRef(oaChunk), schemaRef(oaError)}},
+			},
+		}, "data"),
+		oaModelList: obj("The models.", object{
+			"object": object{"const": "list"},
+			"data": array("One entry per configured model.", obj("", object{
+				"id":       str("The model spec."),
+				"object":   object{"const": "model"},
+				"created":  integer("0."),
+				"owned_by": str("The model's provider."),
+			}, "id", "object", "created", "owned_by")),
+		}, "object", "data"),
+		oaError: obj("An error in OpenAI's shape.", object{
+			"error": obj("", object{
+				"message": str("What went wrong."),
+				"type":    enum("The kind of error.", "invalid_request_error", "permission_error", "rate_limit_error", "server_error", "invalid_api_key"),
+				"code":    object{"type": "null", "description": "Always null."},
+			}, "message", "type", "code"),
+		}, "error"),
+	}
+}
