@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wick-agent/wick/cmd/wick/suite"
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // The benchmark: 1,000 concurrent SSE streams, each a scripted

@@ -14,11 +14,11 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
-	"github.com/wick-agent/wick/cmd/wick/suite"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/sandbox/sandboximage"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 const (

@@ -21,13 +21,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/wick-agent/wick/cmd/wick/suite"
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // The scripted model of the tests and its replies.

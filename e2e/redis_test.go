@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/wick-agent/wick/cmd/wick/suite"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
@@ -20,6 +19,7 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // TestRedisStores runs a conversation with threads, runs and agents in a

@@ -27,9 +27,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/wick-agent/wick/cmd/wick/suite"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/llmgw"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // Errors of a Server's life cycle and registrations.

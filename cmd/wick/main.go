@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/wick-agent/wick/cmd/wick/suite"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/config"
 	"github.com/wick-agent/wick/platform/logging"
@@ -25,6 +24,7 @@ import (
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/wickserver"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 func main() {

@@ -41,10 +41,14 @@ func checkImport(dir string, test bool, path string) error {
 		return nil
 	case target == "e2e" || target == "internal":
 		return fmt.Errorf("%s imports %s: nothing imports a test package", dir, to)
+	case from == "sdk" && target != "gen":
+		return fmt.Errorf("%s imports %s: an SDK depends on the generated API only", dir, to)
 	case target == "cmd" && from != "e2e":
 		return fmt.Errorf("%s imports %s: only the end-to-end tests import a binary's packages", dir, to)
-	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e":
-		return fmt.Errorf("%s imports %s: a service is imported only by cmd and e2e, never by another service or a lower layer", dir, to)
+	case target == "wickserver" && from != "cmd" && from != "e2e":
+		return fmt.Errorf("%s imports %s: the embedding package assembles the services; only binaries and the end-to-end tests import it", dir, to)
+	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e" && from != "wickserver":
+		return fmt.Errorf("%s imports %s: a service is imported only by cmd, wickserver and e2e, never by another service or a lower layer", dir, to)
 	case isDaemon(to) && from != "daemon" && from != "services/sandbox":
 		return fmt.Errorf("%s imports %s: only daemon/ and the sandbox service (its client) see the daemon's packages", dir, to)
 	case strings.HasPrefix(to, "daemon/server") && from != "daemon" && !test:
@@ -87,7 +91,10 @@ func TestCheckImport(t *testing.T) {
 		test bool
 		path string
 	}{
-		{"cmd/wick/suite", false, modulePath + "/services/agent"},
+		{"wickserver/suite", false, modulePath + "/services/agent"},
+		{"wickserver", false, modulePath + "/services/llmgw"},
+		{"cmd/wick", false, modulePath + "/wickserver"},
+		{"sdk/go", false, modulePath + "/gen/wick/agent/v1"},
 		{"services/agent/internal/loop", false, modulePath + "/wickfs"},
 		{"services/agent", false, modulePath + "/services/agent/internal/loop"},
 		{"services/sandbox", false, modulePath + "/gen/wick/daemon/v1"},
@@ -97,7 +104,7 @@ func TestCheckImport(t *testing.T) {
 		{"daemon/server", false, modulePath + "/wickfs"},
 		{"wickfs", false, modulePath + "/platform/testenv"},
 		{"e2e", false, modulePath + "/services/gateway"},
-		{"e2e", false, modulePath + "/cmd/wick/suite"},
+		{"e2e", false, modulePath + "/wickserver/suite"},
 		{"platform/server", false, "google.golang.org/grpc"},
 	}
 	for _, tc := range ok {
@@ -111,7 +118,9 @@ func TestCheckImport(t *testing.T) {
 		path string
 	}{
 		{"services/agent", false, modulePath + "/services/sandbox"},
-		{"services/gateway", false, modulePath + "/cmd/wick/suite"},
+		{"services/gateway", false, modulePath + "/wickserver/suite"},
+		{"services/agent", false, modulePath + "/wickserver"},
+		{"sdk/go", false, modulePath + "/platform/identity"},
 		{"services/agent", false, modulePath + "/gen/wick/daemon/v1"},
 		{"services/agent/internal/sandboxfs", false, modulePath + "/daemon/server"},
 		{"services/sandbox", false, modulePath + "/services/sandbox/../agent"},

@@ -19,6 +19,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/agents/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * WatchEvents streams configuration changes (agents created, updated,
+         *     deleted; tools registered) to every subscriber.
+         * @description The response is a stream of Server-Sent Events (text/event-stream), one ConfigEvent per frame, flushed as it happens, with a `: ping` comment after 15 s of silence. A client that sends no Accept header, or one that accepts text/event-stream, *\/* or text/*, gets SSE; one that asks for application/json gets one JSON object per line instead ({"result": event}, and {"error": google.rpc.Status} when the stream fails). A stream that fails before its first event answers with the error's HTTP status instead.
+         */
+        get: operations["AgentService_WatchEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/skills/available": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ListAvailableSkills lists the skills found in the agents' skill paths. */
+        get: operations["AgentService_ListAvailableSkills"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/tools": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ListTools lists the external HTTP callback tools the caller registered
+         *     and the native Go tools of the server (kind "native").
+         */
+        get: operations["AgentService_ListTools"];
+        put?: never;
+        /** RegisterTool registers an external HTTP callback tool. */
+        post: operations["AgentService_RegisterTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/tools/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** DeleteTool removes an external tool. */
+        delete: operations["AgentService_DeleteTool"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/agents/{agent_id}": {
         parameters: {
             query?: never;
@@ -32,43 +108,6 @@ export interface paths {
         post?: never;
         /** DeleteAgent removes the caller's agent and its sandbox. */
         delete: operations["AgentService_DeleteAgent"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/agents/{agent_id}/invoke": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Invoke runs the agent on a message and answers when the run ends. */
-        post: operations["AgentService_Invoke"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/agents/{agent_id}/stream": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Stream runs the agent on a message and streams the run's events. Over REST
-         *     it is Server-Sent Events (send `Accept: text/event-stream`).
-         */
-        post: operations["AgentService_Stream"];
-        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -111,23 +150,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agents/{agent_id}/hooks": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        /** UpdateHooks turns the agent's hooks on or off by name. */
-        patch: operations["AgentService_UpdateHooks"];
-        trace?: never;
-    };
     "/agents/{agent_id}/files/list": {
         parameters: {
             query?: never;
@@ -142,6 +164,39 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agent_id}/files/raw/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The file's agent-facing path without its leading slash: …/files/raw/workspace%2Fa.txt is /workspace/a.txt. Its slashes may be escaped (%2F), as OpenAPI clients send them, or sent as they are (…/files/raw/workspace/a.txt): the route takes the rest of the URL path. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Reads a workspace file as raw bytes.
+         * @description Streams DownloadFile. The status is decided before the first byte (404 for a missing file); a failure after it cuts the connection short of Content-Length.
+         */
+        get: operations["AgentService_DownloadFile"];
+        /**
+         * Writes a workspace file from the raw request body.
+         * @description Streams the body into UploadFile. The file is written only when the upload completes: a body over the limit (104857600 bytes by default, the gateway's -max-upload-bytes) is a 413 — before anything is sent when Content-Length says so, else when the limit is crossed — and leaves no file.
+         */
+        put: operations["AgentService_UploadFile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * The headers of a download (the file's size) without its bytes.
+         * @description Streams DownloadFile. The status is decided before the first byte (404 for a missing file); a failure after it cuts the connection short of Content-Length.
+         */
+        head: operations["AgentService_StatFile"];
         patch?: never;
         trace?: never;
     };
@@ -179,25 +234,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agents/tools": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** ListTools lists the external HTTP callback tools the caller registered. */
-        get: operations["AgentService_ListTools"];
-        put?: never;
-        /** RegisterTool registers an external HTTP callback tool. */
-        post: operations["AgentService_RegisterTool"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/agents/tools/{name}": {
+    "/agents/{agent_id}/hooks": {
         parameters: {
             query?: never;
             header?: never;
@@ -207,22 +244,69 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** DeleteTool removes an external tool. */
-        delete: operations["AgentService_DeleteTool"];
+        delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /** UpdateHooks turns the agent's hooks on or off by name. */
+        patch: operations["AgentService_UpdateHooks"];
         trace?: never;
     };
-    "/agents/skills/available": {
+    "/agents/{agent_id}/invoke": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** ListAvailableSkills lists the skills found in the agents' skill paths. */
-        get: operations["AgentService_ListAvailableSkills"];
+        get?: never;
+        put?: never;
+        /** Invoke runs the agent on a message and answers when the run ends. */
+        post: operations["AgentService_Invoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agent_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stream runs the agent on a message and streams the run's events. Over REST
+         *     it is Server-Sent Events (send `Accept: text/event-stream`).
+         * @description The response is a stream of Server-Sent Events (text/event-stream), one RunEvent per frame, flushed as it happens, with a `: ping` comment after 15 s of silence. A client that sends no Accept header, or one that accepts text/event-stream, *\/* or text/*, gets SSE; one that asks for application/json gets one JSON object per line instead ({"result": event}, and {"error": google.rpc.Status} when the stream fails). A stream that fails before its first event answers with the error's HTTP status instead. Do not retry this POST with Last-Event-ID (it would start a second run; the gateway answers 400): re-join with GET /runs/{run_id}/events.
+         */
+        post: operations["AgentService_Stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agents/{agent_id}/terminal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An interactive shell in the agent's sandbox, over a WebSocket.
+         * @description Opens an interactive shell in the agent's sandbox over a WebSocket (RFC 6455): a GET with `Connection: Upgrade`, `Upgrade: websocket` and the handshake headers, answered with 101 Switching Protocols. The agent is looked up before the upgrade, so a missing token or an unknown agent is a plain HTTP error. Browsers cannot set headers on a WebSocket: send the token as ?access_token=. The Origin must be the gateway's own or one of its -cors-origins (403 otherwise).
+         *
+         *     Client to server: a binary frame is keyboard input, passed to the shell as is; a text frame is a JSON TerminalControl, {"type":"resize","rows":R,"cols":C} (each 1–65535) or {"type":"input","data":"…"} (input as text, as xterm.js sends it). A frame is at most 65536 bytes.
+         *
+         *     Server to client: a binary frame is the terminal's output. When the shell exits, a text frame {"type":"exit","code":N}, then the close.
+         *
+         *     Close codes: 1000 when the shell exits, the terminal closes or the client closes; 1008 for a text frame that is not a TerminalControl; 1009 for a frame over the limit; 1011 for an internal error; 4000 + the gRPC code when the service ends the session (4005 NOT_FOUND, 4014 UNAVAILABLE), with the message an Error would carry as the reason.
+         */
+        get: operations["AgentService_Terminal"];
         put?: never;
         post?: never;
         delete?: never;
@@ -231,7 +315,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/agents/events": {
+    "/health": {
         parameters: {
             query?: never;
             header?: never;
@@ -239,12 +323,124 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * WatchEvents streams configuration changes (agents created, updated,
-         *     deleted; tools registered) to every subscriber.
+         * Health of the gateway and of the services behind it.
+         * @description Asks every configured service's grpc.health.v1, each within 2 s. Needs no token; with a valid one the answer also counts the caller's agents. Never cached.
          */
-        get: operations["AgentService_WatchEvents"];
+        get: operations["Gateway_Health"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics of the gateway.
+         * @description wick_gateway_http_requests_total{method,route,code}, wick_gateway_http_request_duration_seconds{method,route}, wick_gateway_sse_streams, and the Go and process collectors. Needs no token, as Prometheus expects: expose it to the scraper only.
+         */
+        get: operations["Gateway_Metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This document.
+         * @description The OpenAPI 3.1 document `make gen` generates from the protos (docs/api.md). Needs no token.
+         */
+        get: operations["Gateway_OpenAPI"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetRun describes a run. */
+        get: operations["AgentService_GetRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{run_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** CancelRun stops a run; tool calls in flight get a result that says so. */
+        post: operations["AgentService_CancelRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{run_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * JoinRun streams a run's events after a given event id, from any replica:
+         *     the events already logged, then live ones until the run ends.
+         * @description The response is a stream of Server-Sent Events (text/event-stream), one RunEvent per frame, flushed as it happens, with a `: ping` comment after 15 s of silence. A client that sends no Accept header, or one that accepts text/event-stream, *\/* or text/*, gets SSE; one that asks for application/json gets one JSON object per line instead ({"result": event}, and {"error": google.rpc.Status} when the stream fails). A stream that fails before its first event answers with the error's HTTP status instead.
+         */
+        get: operations["AgentService_JoinRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{run_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** ResumeRun continues a run that waits for approval of tool calls. */
+        post: operations["AgentService_ResumeRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -286,24 +482,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/runs/{run_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** GetRun describes a run. */
-        get: operations["AgentService_GetRun"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/runs/{run_id}/cancel": {
+    "/v1/chat/completions": {
         parameters: {
             query?: never;
             header?: never;
@@ -312,43 +491,26 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** CancelRun stops a run; tool calls in flight get a result that says so. */
-        post: operations["AgentService_CancelRun"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/runs/{run_id}/resume": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** ResumeRun continues a run that waits for approval of tool calls. */
-        post: operations["AgentService_ResumeRun"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/runs/{run_id}/events": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
         /**
-         * JoinRun streams a run's events after a given event id, from any replica:
-         *     the events already logged, then live ones until the run ends.
+         * Creates a chat completion, streamed or not, with tools (OpenAI's Chat Completions API).
+         * @description The model is a Wick model spec (openai:gpt-4o-mini, anthropic:…, ollama:…, script:<name>); an empty model uses the LLM gateway's default. With stream true the answer is Server-Sent Events: one `data: <ChatCompletionChunk>` frame per delta, a last chunk with the finish_reason (and one with usage when stream_options.include_usage), then `data: [DONE]`; a failure after the first chunk is a frame `data: {"error": …}`. The gateway's body limit applies (413, an Error).
          */
-        get: operations["AgentService_JoinRun"];
+        post: operations["OpenAI_CreateChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the models the LLM gateway is configured with. */
+        get: operations["OpenAI_ListModels"];
         put?: never;
         post?: never;
         delete?: never;
@@ -361,6 +523,360 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description One configuration change: a wick.agent.v1.ConfigEvent whose `event` says its kind and the shape of its `data`. Kinds may be added in a minor version; a client should skip kinds it does not know. */
+        ConfigEvent: components["schemas"]["ConfigEvent.subscribed"] | components["schemas"]["ConfigEvent.agent_created"] | components["schemas"]["ConfigEvent.agent_updated"] | components["schemas"]["ConfigEvent.agent_deleted"] | components["schemas"]["ConfigEvent.tool_registered"] | components["schemas"]["ConfigEvent.tool_deleted"] | components["schemas"]["ConfigEvent.backend_switched"] | components["schemas"]["ConfigEvent.container_changed"];
+        /** @description An agent was created. */
+        "ConfigEvent.agent_created": {
+            data?: components["schemas"]["wick.agent.v1.Agent"];
+            /** @constant */
+            event: "agent_created";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "agent_created";
+        });
+        /** @description An agent was deleted. It carries no data. */
+        "ConfigEvent.agent_deleted": {
+            /** @constant */
+            event: "agent_deleted";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "agent_deleted";
+        });
+        /** @description An agent's hooks were turned on or off. */
+        "ConfigEvent.agent_updated": {
+            data?: {
+                /** @description The agent's hooks after the change. */
+                hooks: components["schemas"]["wick.agent.v1.HookStatus"][];
+            };
+            /** @constant */
+            event: "agent_updated";
+            /** @description The hooks named in the request, separated by commas. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "agent_updated";
+        });
+        /** @description An agent's backend changed. */
+        "ConfigEvent.backend_switched": {
+            data?: components["schemas"]["wick.agent.v1.BackendConfig"];
+            /** @constant */
+            event: "backend_switched";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "backend_switched";
+        });
+        /** @description An agent's sandbox container was stopped or restarted. */
+        "ConfigEvent.container_changed": {
+            data?: {
+                /** @description stop or restart. */
+                action: string;
+                /** @description The sandbox's state after the action. */
+                status: string;
+            };
+            /** @constant */
+            event: "container_changed";
+            /** @description The action: stop or restart. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "container_changed";
+        });
+        /** @description The subscription is live; sent at once, so the stream's headers go out. It carries no data. */
+        "ConfigEvent.subscribed": {
+            /** @constant */
+            event: "subscribed";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "subscribed";
+        });
+        /** @description An external tool was deleted. It carries no data. */
+        "ConfigEvent.tool_deleted": {
+            /** @constant */
+            event: "tool_deleted";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "tool_deleted";
+        });
+        /** @description An external tool was registered or replaced; header values are redacted. */
+        "ConfigEvent.tool_registered": {
+            data?: components["schemas"]["wick.agent.v1.ToolDefinition"];
+            /** @constant */
+            event: "tool_registered";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.ConfigEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "tool_registered";
+        });
+        /** @description One Server-Sent Event. The response body is a sequence of these frames, each a few `field: value` lines ended by a blank line, and `: ping` comment lines that keep an idle stream open. A stream that fails after its first event ends with a frame `event: error` that has no id and whose data is an Error. */
+        ConfigEventFrame: {
+            /** @description The event as JSON on one line. */
+            data: string;
+            /** @description The event's kind, as in the data's `event`; or error, for the frame of a failed stream (told apart from a kind named error by its data). */
+            event: string;
+            /** @description The event's sequence number on this stream, from 1. The feed cannot be resumed: after a reconnect, re-read what you show (GET /agents). Absent on the error frame of a failed stream. */
+            id?: string;
+        };
+        /** @description One line of the stream as JSON lines (Accept: application/json): the body is a sequence of these objects, each on its own line; it is not one JSON document. The last line of a failed stream holds its error; a google.rpc.RequestInfo detail then carries the trace id as request_id. */
+        ConfigEventLine: {
+            result: components["schemas"]["ConfigEvent"];
+        } | {
+            error: components["schemas"]["google.rpc.Status"];
+        };
+        /** @description The body of every error the gateway answers, and the data of the error frame of a failed Server-Sent Events stream. */
+        Error: {
+            /**
+             * Format: int32
+             * @description The gRPC status code.
+             */
+            code: number;
+            /** @description What went wrong. For INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, RESOURCE_EXHAUSTED, ALREADY_EXISTS, UNAUTHENTICATED, ABORTED, OUT_OF_RANGE, UNIMPLEMENTED, CANCELED these are the service's own words, written for the caller; for the other codes a plain sentence (internal error; service unavailable; try again; the request timed out), while the full error is logged under trace_id. */
+            message: string;
+            /**
+             * @description The code's name.
+             * @enum {string}
+             */
+            status: "OK" | "CANCELED" | "UNKNOWN" | "INVALID_ARGUMENT" | "DEADLINE_EXCEEDED" | "NOT_FOUND" | "ALREADY_EXISTS" | "PERMISSION_DENIED" | "RESOURCE_EXHAUSTED" | "FAILED_PRECONDITION" | "ABORTED" | "OUT_OF_RANGE" | "UNIMPLEMENTED" | "INTERNAL" | "UNAVAILABLE" | "DATA_LOSS" | "UNAUTHENTICATED";
+            /** @description The request's trace id, under which the gateway logged the error; quote it when reporting a problem. Absent when the request was not traced, and on errors the gateway raises itself (401, 413, no route). */
+            trace_id?: string;
+        };
+        /** @description The /health answer. */
+        Health: {
+            /** @description The number of agents the caller can use; present only when the request authenticates (or the gateway runs without tokens). */
+            agents?: number;
+            /** @description Each service (gateway, agent, and sandbox and llmgw when configured) and whether it serves. Why one does not is logged, never answered: the endpoint needs no token. */
+            services: {
+                [key: string]: "SERVING" | "NOT_SERVING";
+            };
+            /**
+             * @description ok when every service serves, else degraded.
+             * @enum {string}
+             */
+            status: "ok" | "degraded";
+        };
+        /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        /** @description The run completed; the last event. */
+        "RunEvent.done": {
+            data?: {
+                /** @description Why it stopped: completed. */
+                stop_reason?: string;
+            };
+            /** @constant */
+            event: "done";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "done";
+        });
+        /** @description The run failed or was cancelled; the last event. */
+        "RunEvent.error": {
+            data?: {
+                /** @description What ended the run: cancelled, aborted, failed, lost (its replica stopped), max_turns, or error (the model or a hook failed). */
+                code: string;
+                /** @description What went wrong. */
+                message: string;
+                /** @description The loop's reason, when the loop ended the run: error, max_turns or cancelled. */
+                stop_reason?: string;
+            };
+            /** @constant */
+            event: "error";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "error";
+        });
+        /** @description A piece of the model's answer text. */
+        "RunEvent.on_chat_model_stream": {
+            data?: {
+                /** @description The text to append. */
+                delta: string;
+            };
+            /** @constant */
+            event: "on_chat_model_stream";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_chat_model_stream";
+        });
+        /** @description The run waits for approval of tool calls (interactive agents); decide with POST /runs/{run_id}/resume. */
+        "RunEvent.on_interrupt": {
+            data?: {
+                /** @description The calls awaiting a decision. */
+                tool_calls: components["schemas"]["wick.agent.v1.ToolCall"][];
+            };
+            /** @constant */
+            event: "on_interrupt";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_interrupt";
+        });
+        /** @description The run started; sent at once, so the stream's headers go out before the model answers. */
+        "RunEvent.on_run_start": {
+            data?: {
+                /** @description The agent. */
+                agent_id?: string;
+                /** @description The run. */
+                run_id?: string;
+                /** @description The thread the run works on. */
+                thread_id?: string;
+            };
+            /** @constant */
+            event: "on_run_start";
+            /** @description The agent's id. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_run_start";
+        });
+        /** @description The agent's todo list changed. */
+        "RunEvent.on_todos": {
+            data?: {
+                /** @description The whole list. */
+                todos: components["schemas"]["wick.agent.v1.Todo"][];
+            };
+            /** @constant */
+            event: "on_todos";
+            /** @description The tool that changed it (write_todos). */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_todos";
+        });
+        /** @description A tool call ended; every on_tool_start has one, also when the run is cancelled. */
+        "RunEvent.on_tool_end": {
+            data?: {
+                /** @description Why the tool failed; empty when it did not. */
+                error?: string;
+                /** @description The tool's output, as the model sees it. */
+                output?: string;
+                /** @description The call's id. */
+                tool_call_id: string;
+            };
+            /** @constant */
+            event: "on_tool_end";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_tool_end";
+        });
+        /** @description A tool call starts. */
+        "RunEvent.on_tool_start": {
+            data?: {
+                /** @description The call's arguments. */
+                args?: {
+                    [key: string]: unknown;
+                };
+                /** @description The call's id, repeated in its on_tool_end. */
+                tool_call_id: string;
+            };
+            /** @constant */
+            event: "on_tool_start";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_tool_start";
+        });
+        /** @description Tokens a model call used. */
+        "RunEvent.on_usage": {
+            data?: {
+                /** @description Prompt tokens. */
+                input_tokens?: number;
+                /** @description Completion tokens. */
+                output_tokens?: number;
+            };
+            /** @constant */
+            event: "on_usage";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_usage";
+        });
+        /** @description One Server-Sent Event. The response body is a sequence of these frames, each a few `field: value` lines ended by a blank line, and `: ping` comment lines that keep an idle stream open. A stream that fails after its first event ends with a frame `event: error` that has no id and whose data is an Error. */
+        RunEventFrame: {
+            /** @description The event as JSON on one line. */
+            data: string;
+            /** @description The event's kind, as in the data's `event`; or error, for the frame of a failed stream (told apart from a kind named error by its data). */
+            event: string;
+            /** @description The event's position in the run's log. Send the last one you saw as Last-Event-ID (or after_event_id) to GET /runs/{run_id}/events to continue after it, on any replica. Absent on the error frame of a failed stream. */
+            id?: string;
+        };
+        /** @description One line of the stream as JSON lines (Accept: application/json): the body is a sequence of these objects, each on its own line; it is not one JSON document. The last line of a failed stream holds its error; a google.rpc.RequestInfo detail then carries the trace id as request_id. */
+        RunEventLine: {
+            result: components["schemas"]["RunEvent"];
+        } | {
+            error: components["schemas"]["google.rpc.Status"];
+        };
+        /** @description A text frame of the terminal WebSocket. */
+        TerminalControl: {
+            /**
+             * Format: int32
+             * @description The shell's exit code, in an exit frame.
+             */
+            code?: number;
+            /** @description The new number of columns, in a resize frame. */
+            cols?: number;
+            /** @description The input text, in an input frame. */
+            data?: string;
+            /** @description The new number of lines, in a resize frame. */
+            rows?: number;
+            /**
+             * @description resize or input from the client; exit from the server.
+             * @enum {string}
+             */
+            type: "resize" | "input" | "exit";
+        };
         /** @description The Status type defines a logical error model suitable for different programming environments. */
         "google.rpc.Status": {
             /**
@@ -377,10 +893,188 @@ export interface components {
             /** @description A developer-facing error message. */
             message?: string;
         };
+        /** @description A whole completion. */
+        "openai.ChatCompletion": {
+            /** @description One choice. */
+            choices: {
+                /** @description Why the model stopped: stop, tool_calls, length or content_filter. */
+                finish_reason: string;
+                /** @description 0. */
+                index: number;
+                /** @description The assistant's message. */
+                message: {
+                    /** @description The text; null when the message only calls tools. */
+                    content: string | null;
+                    /** @constant */
+                    role: "assistant";
+                    /** @description The tools the model calls. */
+                    tool_calls?: components["schemas"]["openai.ToolCall"][];
+                };
+            }[];
+            /** @description Unix seconds. */
+            created: number;
+            /** @description chatcmpl-… */
+            id: string;
+            /** @description The model spec requested. */
+            model: string;
+            /** @constant */
+            object: "chat.completion";
+            usage: components["schemas"]["openai.Usage"];
+        };
+        /** @description One chunk of a streamed completion. */
+        "openai.ChatCompletionChunk": {
+            /** @description One choice; empty in the usage chunk. */
+            choices: {
+                /** @description What the chunk adds to the message. */
+                delta: {
+                    /** @description Text to append. */
+                    content?: string;
+                    /**
+                     * @description Set in the first chunk.
+                     * @constant
+                     */
+                    role?: "assistant";
+                    /** @description Pieces of tool calls, by index. */
+                    tool_calls?: components["schemas"]["openai.ToolCall"][];
+                };
+                /** @description Set in the last chunk of the choice: stop, tool_calls, length or content_filter. */
+                finish_reason: string | null;
+                /** @description 0. */
+                index: number;
+            }[];
+            /** @description Unix seconds. */
+            created: number;
+            /** @description chatcmpl-…, the same in every chunk. */
+            id: string;
+            /** @description The model spec requested. */
+            model: string;
+            /** @constant */
+            object: "chat.completion.chunk";
+            usage?: components["schemas"]["openai.Usage"];
+        };
+        /** @description One Server-Sent Event of a streamed completion: `data:` only, no id or event. */
+        "openai.ChatCompletionFrame": {
+            /** @description A chunk as JSON; an {"error": …} object for a failure mid-stream; [DONE] to end. */
+            data: string;
+        };
+        /** @description A Chat Completions request. Unknown fields are ignored, as OpenAI-compatible servers do. */
+        "openai.ChatCompletionRequest": {
+            /** @description Bound on the completion's tokens; wins over max_tokens. */
+            max_completion_tokens?: number;
+            /** @description Bound on the completion's tokens. */
+            max_tokens?: number;
+            /** @description The conversation. */
+            messages: components["schemas"]["openai.ChatMessage"][];
+            /** @description A Wick model spec; empty uses the LLM gateway's default model. */
+            model?: string;
+            /** @description Stream the answer as Server-Sent Events. */
+            stream?: boolean;
+            /** @description Options of a stream. */
+            stream_options?: {
+                /** @description Send a last chunk with the usage. */
+                include_usage?: boolean;
+            };
+            /** @description Sampling temperature. */
+            temperature?: number;
+            /** @description Tools the model may call. */
+            tools?: components["schemas"]["openai.Tool"][];
+        };
+        /** @description A message of the conversation. */
+        "openai.ChatMessage": {
+            /** @description The text: a string, null, or an array of text parts (joined); other parts are refused. */
+            content?: string | null | {
+                text: string;
+                /** @constant */
+                type: "text";
+            }[];
+            /** @description The tool's name, on a tool message. */
+            name?: string;
+            /**
+             * @description developer is taken as system.
+             * @enum {string}
+             */
+            role: "system" | "developer" | "user" | "assistant" | "tool";
+            /** @description The call a tool message answers; required on tool messages. */
+            tool_call_id?: string;
+            /** @description The calls of an assistant message; each needs id and function.name. */
+            tool_calls?: components["schemas"]["openai.ToolCall"][];
+        };
+        /** @description An error in OpenAI's shape. */
+        "openai.Error": {
+            error: {
+                /** @description Always null. */
+                code: null;
+                /** @description What went wrong. */
+                message: string;
+                /**
+                 * @description The kind of error.
+                 * @enum {string}
+                 */
+                type: "invalid_request_error" | "permission_error" | "rate_limit_error" | "server_error" | "invalid_api_key";
+            };
+        };
+        /** @description The models. */
+        "openai.ModelList": {
+            /** @description One entry per configured model. */
+            data: {
+                /** @description 0. */
+                created: number;
+                /** @description The model spec. */
+                id: string;
+                /** @constant */
+                object: "model";
+                /** @description The model's provider. */
+                owned_by: string;
+            }[];
+            /** @constant */
+            object: "list";
+        };
+        /** @description A tool the model may call. */
+        "openai.Tool": {
+            function: {
+                /** @description What the tool does. */
+                description?: string;
+                /** @description The tool's name. */
+                name: string;
+                /** @description The JSON Schema of the arguments. */
+                parameters?: {
+                    [key: string]: unknown;
+                };
+            };
+            /**
+             * @description Only function tools are supported.
+             * @constant
+             */
+            type?: "function";
+        };
+        /** @description A tool call, or in a chunk a piece of one. */
+        "openai.ToolCall": {
+            function: {
+                /** @description The arguments as JSON text. */
+                arguments: string;
+                /** @description The tool's name. */
+                name?: string;
+            };
+            /** @description The call's id. */
+            id?: string;
+            /** @description The call's position, in chunks only. */
+            index?: number;
+            /** @constant */
+            type?: "function";
+        };
+        /** @description Tokens the call used. */
+        "openai.Usage": {
+            /** @description Completion tokens. */
+            completion_tokens: number;
+            /** @description Prompt tokens. */
+            prompt_tokens: number;
+            /** @description Their sum. */
+            total_tokens: number;
+        };
         /** @description Agent is an agent's configuration (the seed's AgentConfig) and status. */
         "wick.agent.v1.Agent": {
             /** @description agent_id identifies the agent; letters, digits, '-' and '_'. */
-            agentId?: string;
+            agent_id?: string;
             /** @description approval is "autonomous" (default) or "interactive" (each tool call waits for approval). */
             approval?: string;
             /** @description backend says where file and shell tools run; unset means no filesystem tools. */
@@ -389,7 +1083,7 @@ export interface components {
              * Format: int32
              * @description context_window is the model's context size in tokens (default 128000).
              */
-            contextWindow?: number;
+            context_window?: number;
             /** @description hooks maps hook names to whether they are enabled. */
             hooks?: {
                 [key: string]: boolean;
@@ -398,7 +1092,7 @@ export interface components {
              * Format: int32
              * @description max_turns bounds the LLM ↔ tool iterations of a run (default 25).
              */
-            maxTurns?: number;
+            max_turns?: number;
             /** @description memory configures the memory hook. */
             memory?: components["schemas"]["wick.agent.v1.PathsConfig"];
             /**
@@ -409,11 +1103,11 @@ export interface components {
             /** @description name is a display name. */
             name?: string;
             /** @description sandbox_state is the sandbox's state ("running", "stopped", …); output only. */
-            sandboxState?: string;
+            sandbox_state?: string;
             /** @description skills configures the skills hook. */
             skills?: components["schemas"]["wick.agent.v1.PathsConfig"];
             /** @description system_prompt is the agent's system prompt. */
-            systemPrompt?: string;
+            system_prompt?: string;
             /**
              * @description template is true for agents loaded from configuration, shared by every
              *     user; output only.
@@ -425,7 +1119,7 @@ export interface components {
         /** @description AgentState is a thread's full state (the seed's agent.AgentState). */
         "wick.agent.v1.AgentState": {
             /** @description agent_id is the agent the thread belongs to. */
-            agentId?: string;
+            agent_id?: string;
             /** @description files maps the path of each file the agent wrote or edited to its content. */
             files?: {
                 [key: string]: string;
@@ -433,14 +1127,14 @@ export interface components {
             /** @description messages is the conversation. */
             messages?: components["schemas"]["wick.agent.v1.Message"][];
             /** @description thread_id identifies the thread. */
-            threadId?: string;
+            thread_id?: string;
             /** @description todos is the agent's todo list. */
             todos?: components["schemas"]["wick.agent.v1.Todo"][];
             /**
              * Format: date-time
              * @description updated_at is when the thread was last saved.
              */
-            updatedAt?: string;
+            updated_at?: string;
             /**
              * Format: int64
              * @description version increases with every save; a save based on an older version is refused.
@@ -456,7 +1150,7 @@ export interface components {
             /** @description message is given to the model as the tool result when action is "reject". */
             message?: string;
             /** @description tool_call_id names the call. */
-            toolCallId?: string;
+            tool_call_id?: string;
         };
         /** @description BackendConfig says where an agent's tools run (the seed's BackendCfg). */
         "wick.agent.v1.BackendConfig": {
@@ -466,21 +1160,21 @@ export interface components {
              * Format: int64
              * @description max_output_bytes caps a command's output.
              */
-            maxOutputBytes?: string;
+            max_output_bytes?: string;
             /**
              * Format: int64
              * @description memory_bytes is the container's memory limit.
              */
-            memoryBytes?: string;
+            memory_bytes?: string;
             /**
              * Format: int64
              * @description nano_cpus is the container's CPU limit in billionths of a CPU.
              */
-            nanoCpus?: string;
+            nano_cpus?: string;
             /** @description network is "none" (default) or "bridge". */
             network?: string;
             /** @description sandbox_url is a remote Docker engine ("tcp://…"); empty means the local engine. */
-            sandboxUrl?: string;
+            sandbox_url?: string;
             /** @description timeout is the default timeout of a command. */
             timeout?: string;
             /** @description type is "local" (a workdir on the sandbox host) or "docker". */
@@ -496,12 +1190,13 @@ export interface components {
         /** @description ConfigEvent is a configuration change sent by WatchEvents. */
         "wick.agent.v1.ConfigEvent": {
             /** @description agent_id is the agent concerned, when there is one. */
-            agentId?: string;
+            agent_id?: string;
             /** @description data is the changed object, with secrets redacted. */
             data?: unknown;
             /**
-             * @description event is "agent_created", "agent_updated", "agent_deleted",
-             *     "tool_registered", "tool_deleted", "backend_switched" or "container_changed".
+             * @description event is "subscribed" (the first event of every subscription),
+             *     "agent_created", "agent_updated", "agent_deleted", "tool_registered",
+             *     "tool_deleted", "backend_switched" or "container_changed".
              */
             event?: string;
             /** @description id is the event's sequence number on this stream. */
@@ -531,12 +1226,12 @@ export interface components {
              *     cancelled, sorted. A run on another replica is asked to stop and may
              *     end a moment after the answer.
              */
-            cancelledRunIds?: string[];
+            cancelled_run_ids?: string[];
             /**
              * @description sandbox_deleted is true when the agent's sandbox was deleted; false
              *     when it had none, or when deleting it failed (the service logs why).
              */
-            sandboxDeleted?: boolean;
+            sandbox_deleted?: boolean;
         };
         /** @description DeleteThreadResponse confirms a deletion. */
         "wick.agent.v1.DeleteThreadResponse": Record<string, never>;
@@ -590,11 +1285,11 @@ export interface components {
             /** @description messages are the messages the run added (assistant and tool messages). */
             messages?: components["schemas"]["wick.agent.v1.Message"][];
             /** @description run_id identifies the run. */
-            runId?: string;
+            run_id?: string;
             /** @description status is the run's final status. */
             status?: string;
             /** @description thread_id is the thread the run used. */
-            threadId?: string;
+            thread_id?: string;
             /** @description todos is the todo list after the run. */
             todos?: components["schemas"]["wick.agent.v1.Todo"][];
         };
@@ -610,7 +1305,7 @@ export interface components {
              *     not running, sorted. Listing never starts a sandbox, so their skills are
              *     not listed; any call that uses the sandbox (a run, a file) starts it.
              */
-            notRunningAgentIds?: string[];
+            not_running_agent_ids?: string[];
             /** @description skills are the skills found, sorted by name. */
             skills?: components["schemas"]["wick.agent.v1.Skill"][];
         };
@@ -626,7 +1321,10 @@ export interface components {
         };
         /** @description ListToolsResponse lists external tools. */
         "wick.agent.v1.ListToolsResponse": {
-            /** @description tools are the caller's external tools, sorted by name. */
+            /**
+             * @description tools are the caller's external tools and the server's native tools,
+             *     sorted by name.
+             */
             tools?: components["schemas"]["wick.agent.v1.ToolDefinition"][];
         };
         /** @description Message is one message of a conversation (the seed's agent.Message). */
@@ -638,9 +1336,9 @@ export interface components {
             /** @description role is "system", "user", "assistant" or "tool". */
             role?: string;
             /** @description tool_call_id is set on a tool message: the id of the call it answers. */
-            toolCallId?: string;
+            tool_call_id?: string;
             /** @description tool_calls are set on an assistant message that calls tools. */
-            toolCalls?: components["schemas"]["wick.agent.v1.ToolCall"][];
+            tool_calls?: components["schemas"]["wick.agent.v1.ToolCall"][];
         };
         /** @description PathsConfig lists paths for the skills or memory hook. */
         "wick.agent.v1.PathsConfig": {
@@ -667,22 +1365,22 @@ export interface components {
         /** @description Run describes one run of an agent on a thread. */
         "wick.agent.v1.Run": {
             /** @description agent_id is the run's agent. */
-            agentId?: string;
+            agent_id?: string;
             /**
              * Format: date-time
              * @description created_at is when the run started.
              */
-            createdAt?: string;
+            created_at?: string;
             /** @description last_event_id is the id of the run's latest event. */
-            lastEventId?: string;
+            last_event_id?: string;
             /** @description pending are the tool calls awaiting approval. */
             pending?: components["schemas"]["wick.agent.v1.ToolCall"][];
             /** @description run_id identifies the run. */
-            runId?: string;
+            run_id?: string;
             /** @description status is "running", "waiting_approval", "done", "cancelled" or "failed". */
             status?: string;
             /** @description thread_id is the run's thread. */
-            threadId?: string;
+            thread_id?: string;
         };
         /** @description Skill is one skill found in a SKILL.md file. */
         "wick.agent.v1.Skill": {
@@ -714,9 +1412,9 @@ export interface components {
             /** @description name is the tool or model name the event concerns. */
             name?: string;
             /** @description run_id identifies the run. */
-            runId?: string;
+            run_id?: string;
             /** @description thread_id identifies the thread. */
-            threadId?: string;
+            thread_id?: string;
         };
         /** @description SwitchBackendResponse returns the updated agent. */
         "wick.agent.v1.SwitchBackendResponse": {
@@ -726,19 +1424,19 @@ export interface components {
         /** @description ThreadSummary describes a thread without its messages. */
         "wick.agent.v1.ThreadSummary": {
             /** @description agent_id is the thread's agent. */
-            agentId?: string;
+            agent_id?: string;
             /**
              * Format: int32
              * @description message_count is the number of messages.
              */
-            messageCount?: number;
+            message_count?: number;
             /** @description thread_id identifies the thread. */
-            threadId?: string;
+            thread_id?: string;
             /**
              * Format: date-time
              * @description updated_at is when the thread was last saved.
              */
-            updatedAt?: string;
+            updated_at?: string;
         };
         /** @description Todo is one task of the agent's todo list. */
         "wick.agent.v1.Todo": {
@@ -761,7 +1459,9 @@ export interface components {
         /**
          * @description ToolDefinition is an external HTTP callback tool. When the model calls it,
          *     the agent POSTs `{"name", "args", "tool_call_id", "thread_id"}` to url and
-         *     uses the response body as the tool's output.
+         *     uses the response body as the tool's output. ListTools also lists the
+         *     native tools of a server that embeds Wick as a Go library: Go functions
+         *     called in-process, with kind "native" and no url.
          */
         "wick.agent.v1.ToolDefinition": {
             /** @description description tells the model what the tool does. */
@@ -770,6 +1470,12 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            /**
+             * @description kind is "http" for an external callback tool and "native" for a Go
+             *     function compiled into the server, which cannot be replaced or deleted
+             *     through the API. Output only: RegisterTool ignores it.
+             */
+            kind?: string;
             /** @description name is the tool's name; letters, digits, '-' and '_'. */
             name?: string;
             /** @description parameters is the JSON Schema of the arguments object. */
@@ -784,18 +1490,60 @@ export interface components {
             /** @description hooks are the agent's hooks in registration order. */
             hooks?: components["schemas"]["wick.agent.v1.HookStatus"][];
         };
+        /** @description UploadFileResponse reports an upload (the answer of a raw file PUT). */
+        "wick.agent.v1.UploadFileResponse": {
+            /**
+             * Format: int64
+             * @description bytes_written is the new file's size.
+             */
+            bytes_written?: string;
+            /** @description path is the file written. */
+            path?: string;
+        };
         /** @description WriteFileResponse reports a write. */
         "wick.agent.v1.WriteFileResponse": {
             /**
              * Format: int64
              * @description bytes_written is the new file's size.
              */
-            bytesWritten?: string;
+            bytes_written?: string;
             /** @description path is the file written. */
             path?: string;
         };
     };
-    responses: never;
+    responses: {
+        /** @description The request failed. The HTTP status follows the gRPC code: 400 INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE; 401 UNAUTHENTICATED; 403 PERMISSION_DENIED; 404 NOT_FOUND; 409 ALREADY_EXISTS, ABORTED; 429 RESOURCE_EXHAUSTED (413 for a body over the limit); 499 CANCELED; 500 INTERNAL, UNKNOWN, DATA_LOSS; 501 UNIMPLEMENTED (405 for a method the route does not allow); 503 UNAVAILABLE (also when the token verifier is down); 504 DEADLINE_EXCEEDED. */
+        Error: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The stream failed before its first event, or the request was refused. The HTTP status follows the gRPC code as for every error. An SSE request gets an Error; an application/json request gets an Error when it is refused before the stream starts (token, body, route) and {"error": google.rpc.Status} when the stream fails. */
+        StreamError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] | {
+                    error: components["schemas"]["google.rpc.Status"];
+                };
+            };
+        };
+        /** @description The token is missing or unknown. */
+        Unauthenticated: {
+            headers: {
+                /** @description Bearer realm="wick" */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
@@ -821,15 +1569,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.ListAgentsResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_CreateAgent: {
@@ -854,15 +1595,129 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.CreateAgentResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_WatchEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One ConfigEvent per event: Server-Sent Events (ConfigEventFrame) or JSON lines (ConfigEventLine). */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": components["schemas"]["ConfigEventLine"];
+                    "text/event-stream": components["schemas"]["ConfigEventFrame"];
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["StreamError"];
+        };
+    };
+    AgentService_ListAvailableSkills: {
+        parameters: {
+            query?: {
+                /** @description agent_id limits the list to one agent's skill paths; empty lists all. */
+                agent_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ListAvailableSkillsResponse lists skills. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.ListAvailableSkillsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_ListTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ListToolsResponse lists external tools. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.ListToolsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_RegisterTool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["wick.agent.v1.ToolDefinition"];
+            };
+        };
+        responses: {
+            /** @description RegisterToolResponse returns the registered tool. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.RegisterToolResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_DeleteTool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description name is the tool's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DeleteToolResponse confirms a deletion. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.DeleteToolResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_GetAgent: {
@@ -886,15 +1741,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.GetAgentResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_DeleteAgent: {
@@ -918,106 +1766,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.DeleteAgentResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_Invoke: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description agent_id names the agent. */
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description enqueue waits for a run already going on this thread instead of failing. */
-                    enqueue?: boolean;
-                    /** @description messages are the new input: "user" or "system" messages only. */
-                    messages?: components["schemas"]["wick.agent.v1.Message"][];
-                    /** @description thread_id continues a thread; empty starts a new one. */
-                    threadId?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description InvokeResponse is a finished run. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.InvokeResponse"];
-                };
-            };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_Stream: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description agent_id names the agent. */
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /**
-                     * @description background keeps the run going when the client disconnects; it can be
-                     *     re-joined with JoinRun.
-                     */
-                    background?: boolean;
-                    /** @description enqueue waits for a run already going on this thread instead of failing. */
-                    enqueue?: boolean;
-                    /** @description messages are the new input: "user" or "system" messages only. */
-                    messages?: components["schemas"]["wick.agent.v1.Message"][];
-                    /** @description thread_id continues a thread; empty starts a new one. */
-                    threadId?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description StreamResponse carries one event of a run. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.StreamEvent"];
-                };
-            };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_SwitchBackend: {
@@ -1038,7 +1788,7 @@ export interface operations {
                     /** @description mode is "local" or "remote" (Docker). */
                     mode?: string;
                     /** @description sandbox_url is the remote Docker engine; empty means the local engine. */
-                    sandboxUrl?: string;
+                    sandbox_url?: string;
                 };
             };
         };
@@ -1052,15 +1802,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.SwitchBackendResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_ControlContainer: {
@@ -1091,56 +1834,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.ControlContainerResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_UpdateHooks: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description agent_id names the agent. */
-                agent_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description hooks maps hook names to the wanted state; unnamed hooks keep theirs. */
-                    hooks?: {
-                        [key: string]: boolean;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description UpdateHooksResponse lists the agent's hooks after the change. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.UpdateHooksResponse"];
-                };
-            };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_ListFiles: {
@@ -1167,15 +1862,100 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.ListFilesResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_DownloadFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The file's agent-facing path without its leading slash: …/files/raw/workspace%2Fa.txt is /workspace/a.txt. Its slashes may be escaped (%2F), as OpenAPI clients send them, or sent as they are (…/files/raw/workspace/a.txt): the route takes the rest of the URL path. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. User content is never rendered on the API's origin: it is sent as application/octet-stream, with nosniff and as an attachment. */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<base name>" */
+                    "Content-Disposition"?: string;
+                    /** @description The file's size. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_UploadFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The file's agent-facing path without its leading slash: …/files/raw/workspace%2Fa.txt is /workspace/a.txt. Its slashes may be escaped (%2F), as OpenAPI clients send them, or sent as they are (…/files/raw/workspace/a.txt): the route takes the rest of the URL path. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description The file was written. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": components["schemas"]["wick.agent.v1.UploadFileResponse"];
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            413: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_StatFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The agent. */
+                agent_id: string;
+                /** @description The file's agent-facing path without its leading slash: …/files/raw/workspace%2Fa.txt is /workspace/a.txt. Its slashes may be escaped (%2F), as OpenAPI clients send them, or sent as they are (…/files/raw/workspace/a.txt): the route takes the rest of the URL path. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. User content is never rendered on the API's origin: it is sent as application/octet-stream, with nosniff and as an attachment. */
+            200: {
+                headers: {
+                    /** @description attachment; filename="<base name>" */
+                    "Content-Disposition"?: string;
+                    /** @description The file's size. */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_ReadFile: {
@@ -1202,15 +1982,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.ReadFileResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_WriteFile: {
@@ -1243,264 +2016,231 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.WriteFileResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
-    AgentService_ListTools: {
+    AgentService_UpdateHooks: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ListToolsResponse lists external tools. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.ListToolsResponse"];
-                };
+            path: {
+                /** @description agent_id names the agent. */
+                agent_id: string;
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_RegisterTool: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["wick.agent.v1.ToolDefinition"];
+                "application/json": {
+                    /** @description hooks maps hook names to the wanted state; unnamed hooks keep theirs. */
+                    hooks?: {
+                        [key: string]: boolean;
+                    };
+                };
             };
         };
         responses: {
-            /** @description RegisterToolResponse returns the registered tool. */
+            /** @description UpdateHooksResponse lists the agent's hooks after the change. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["wick.agent.v1.RegisterToolResponse"];
+                    "application/json": components["schemas"]["wick.agent.v1.UpdateHooksResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
-    AgentService_DeleteTool: {
+    AgentService_Invoke: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                /** @description name is the tool's name. */
-                name: string;
+                /** @description agent_id names the agent. */
+                agent_id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description enqueue waits for a run already going on this thread instead of failing. */
+                    enqueue?: boolean;
+                    /** @description messages are the new input: "user" or "system" messages only. */
+                    messages?: components["schemas"]["wick.agent.v1.Message"][];
+                    /** @description thread_id continues a thread; empty starts a new one. */
+                    thread_id?: string;
+                };
+            };
+        };
         responses: {
-            /** @description DeleteToolResponse confirms a deletion. */
+            /** @description InvokeResponse is a finished run. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["wick.agent.v1.DeleteToolResponse"];
+                    "application/json": components["schemas"]["wick.agent.v1.InvokeResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_Stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description agent_id names the agent. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description background keeps the run going when the client disconnects; it can be
+                     *     re-joined with JoinRun.
+                     */
+                    background?: boolean;
+                    /** @description enqueue waits for a run already going on this thread instead of failing. */
+                    enqueue?: boolean;
+                    /** @description messages are the new input: "user" or "system" messages only. */
+                    messages?: components["schemas"]["wick.agent.v1.Message"][];
+                    /** @description thread_id continues a thread; empty starts a new one. */
+                    thread_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description One RunEvent per event: Server-Sent Events (RunEventFrame) or JSON lines (RunEventLine). */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": components["schemas"]["RunEventLine"];
+                    "text/event-stream": components["schemas"]["RunEventFrame"];
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["StreamError"];
         };
     };
-    AgentService_ListAvailableSkills: {
+    AgentService_Terminal: {
         parameters: {
             query?: {
-                /** @description agent_id limits the list to one agent's skill paths; empty lists all. */
-                agentId?: string;
+                /** @description The terminal's initial number of lines. */
+                rows?: number;
+                /** @description The terminal's initial number of columns. */
+                cols?: number;
             };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ListAvailableSkillsResponse lists skills. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.ListAvailableSkillsResponse"];
-                };
-            };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_WatchEvents: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description WatchEventsResponse carries one configuration change. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.ConfigEvent"];
-                };
-            };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_ListThreads: {
-        parameters: {
-            query?: {
-                /** @description agent_id limits the list to one agent; empty lists all. */
-                agentId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description ListThreadsResponse lists threads. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["wick.agent.v1.ListThreadsResponse"];
-                };
-            };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
-        };
-    };
-    AgentService_GetThread: {
-        parameters: {
-            query?: never;
             header?: never;
             path: {
-                /** @description thread_id names the thread. */
-                thread_id: string;
+                /** @description The agent. */
+                agent_id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description GetThreadResponse returns a thread's state. */
+            /** @description The WebSocket session; its frames are described above and in TerminalControl. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description rows or cols out of range (an Error); a malformed WebSocket handshake (version, key) is a 400 with a plain-text reason. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description Not a WebSocket upgrade request (plain-text reason). */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    Gateway_Health: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every service serves. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["wick.agent.v1.GetThreadResponse"];
+                    "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
+            /** @description A service does not serve. */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": components["schemas"]["Health"];
                 };
             };
         };
     };
-    AgentService_DeleteThread: {
+    Gateway_Metrics: {
         parameters: {
             query?: never;
             header?: never;
-            path: {
-                /** @description thread_id names the thread. */
-                thread_id: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description DeleteThreadResponse confirms a deletion. */
+            /** @description The metrics in the Prometheus text exposition format. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["wick.agent.v1.DeleteThreadResponse"];
+                    "text/plain": string;
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
+        };
+    };
+    Gateway_OpenAPI: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document. */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": Record<string, never>;
                 };
             };
         };
@@ -1526,15 +2266,8 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.GetRunResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     AgentService_CancelRun: {
@@ -1562,15 +2295,40 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.CancelRunResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_JoinRun: {
+        parameters: {
+            query?: {
+                /** @description after_event_id is the last event id the client saw; empty replays from the start. */
+                after_event_id?: string;
+            };
+            header?: {
+                /** @description The id of the last event the client saw, as EventSource sends it when it reconnects: the same as after_event_id, which wins when both are given. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description run_id names the run. */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One RunEvent per event: Server-Sent Events (RunEventFrame) or JSON lines (RunEventLine). */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": components["schemas"]["RunEventLine"];
+                    "text/event-stream": components["schemas"]["RunEventFrame"];
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["StreamError"];
         };
     };
     AgentService_ResumeRun: {
@@ -1601,50 +2359,158 @@ export interface operations {
                     "application/json": components["schemas"]["wick.agent.v1.ResumeRunResponse"];
                 };
             };
-            /** @description An unexpected error response. */
-            default: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
-                };
-            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
-    AgentService_JoinRun: {
+    AgentService_ListThreads: {
         parameters: {
             query?: {
-                /** @description after_event_id is the last event id the client saw; empty replays from the start. */
-                afterEventId?: string;
+                /** @description agent_id limits the list to one agent; empty lists all. */
+                agent_id?: string;
             };
             header?: never;
-            path: {
-                /** @description run_id names the run. */
-                run_id: string;
-            };
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description JoinRunResponse carries one event of the run. */
+            /** @description ListThreadsResponse lists threads. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["wick.agent.v1.StreamEvent"];
+                    "application/json": components["schemas"]["wick.agent.v1.ListThreadsResponse"];
                 };
             };
-            /** @description An unexpected error response. */
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_GetThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description thread_id names the thread. */
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description GetThreadResponse returns a thread's state. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.GetThreadResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_DeleteThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description thread_id names the thread. */
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DeleteThreadResponse confirms a deletion. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.DeleteThreadResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    OpenAI_CreateChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["openai.ChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The completion, or its stream when stream is true. */
+            200: {
+                headers: {
+                    /** @description Prompt tokens the call used (a trailer of a stream). */
+                    "x-wick-input-tokens"?: number;
+                    /** @description Completion tokens the call used (a trailer of a stream). */
+                    "x-wick-output-tokens"?: number;
+                    /** @description Microseconds the LLM gateway itself added (a trailer of a stream). */
+                    "x-wick-overhead-us"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.ChatCompletion"];
+                    "text/event-stream": components["schemas"]["openai.ChatCompletionFrame"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            413: components["responses"]["Error"];
+            /** @description The LLM gateway refused or failed the call, in OpenAI's error shape. */
             default: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["google.rpc.Status"];
+                    "application/json": components["schemas"]["openai.Error"];
+                };
+            };
+        };
+    };
+    OpenAI_ListModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.ModelList"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description The LLM gateway failed, in OpenAI's error shape. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Error"];
                 };
             };
         };
     };
 }
+type WithRequired<T, K extends keyof T> = T & {
+    [P in K]-?: T[P];
+};
