@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -243,5 +245,51 @@ func TestLocalNeedsAllowLocalForSeveralUsers(t *testing.T) {
 	_, err := cli.EnsureSandbox(as("alice"), &sandboxv1.EnsureSandboxRequest{AgentId: "a", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}})
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("local sandbox for several users without AllowLocal: %v", err)
+	}
+}
+
+// TestLocalNetwork: network "none" (the default) keeps a local sandbox's
+// commands off TCP, loopback included, where services may trust their
+// callers; "bridge" lets them connect, as it gives a Docker sandbox a network.
+func TestLocalNetwork(t *testing.T) {
+	requireLandlock(t)
+	if confine.ABI() < 4 {
+		testenv.Missing(t, "Landlock ABI 4 (TCP control)")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("skipping: no bash to open a TCP connection from the shell")
+	}
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, cli := newLocal(t, Config{AllowLocal: true, AllowBridge: true})
+	ctx, cancel := context.WithTimeout(as("alice"), time.Minute)
+	defer cancel()
+	_, port, _ := net.SplitHostPort(lis.Addr().String())
+	cmd := bash + " -c 'exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo connected'"
+	for _, tc := range []struct {
+		network string
+		ok      bool
+	}{{"none", false}, {"bridge", true}} {
+		if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: tc.network, Spec: &sandboxv1.SandboxSpec{Type: backend.Local, Network: tc.network}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := execOn(ctx, cli, &sandboxv1.ExecRequest{AgentId: tc.network, Command: cmd})
+		if err != nil || (res.stdout == "connected\n") != tc.ok {
+			t.Fatalf("network %s: %+v %v", tc.network, res, err)
+		}
 	}
 }
