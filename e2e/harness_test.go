@@ -119,6 +119,7 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 		ShutdownTimeout: 5 * time.Second,
 	}
 	cfg.Sandbox.StateDir = stateDir
+	cfg.Sandbox.AllowLocal = true // two users share local sandboxes
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wick-agent/wick/wickfs/confine"
 )
 
 // ExecLimits resolves a call's timeout and output cap against the defaults.
@@ -43,14 +46,21 @@ func (l *LocalFS) Command(ctx context.Context, command string, o ExecOptions) (*
 		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if l.cfg.confinement != nil {
+		// A session of its own leads a process group too, and leaves the
+		// command no controlling terminal to reach through /dev/tty.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	cmd.Cancel = func() error { return KillGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = l.cfg.waitDelay
 	return cmd, nil
 }
 
 // PrepareCmd sets a command's working directory (agent-facing, confined to
-// the workspace; empty means the root) and environment (the process's own plus
-// env), for callers that start processes their own way, such as a terminal.
+// the workspace; empty means the root) and environment (the process's own, or
+// the confinement's, plus env), and wraps it in the confinement's policy, for
+// callers that start processes their own way, such as a terminal. cmd must
+// not be started yet.
 func (l *LocalFS) PrepareCmd(cmd *exec.Cmd, workdir string, env map[string]string) error {
 	return l.prepare(cmd, workdir, env)
 }
@@ -67,7 +77,15 @@ func (l *LocalFS) prepare(cmd *exec.Cmd, workdir string, env map[string]string) 
 		}
 		cmd.Dir = dir
 	}
-	cmd.Env = os.Environ()
+	c := l.cfg.confinement
+	if c == nil {
+		cmd.Env = os.Environ()
+	} else {
+		cmd.Env = make([]string, 0, len(c.Env)+len(env))
+		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+			cmd.Env = append(cmd.Env, k+"="+c.Env[k])
+		}
+	}
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -79,6 +97,11 @@ func (l *LocalFS) prepare(cmd *exec.Cmd, workdir string, env map[string]string) 
 			return invalid(fmt.Sprintf("invalid environment variable %q", k))
 		}
 		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if c != nil && c.Policy != nil {
+		if err := confine.Wrap(cmd, *c.Policy); err != nil {
+			return fmt.Errorf("exec: %w", err)
+		}
 	}
 	return nil
 }

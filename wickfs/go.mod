@@ -1,5 +1,8 @@
 module github.com/wick-agent/wick/wickfs
 
-go 1.25
+go 1.26.0
 
-require github.com/creack/pty v1.1.24
+require (
+	github.com/creack/pty v1.1.24
+	golang.org/x/sys v0.49.0
+)

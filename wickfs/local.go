@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wick-agent/wick/wickfs/confine"
 )
 
 // Defaults of LocalFS; each has an option.
@@ -64,6 +66,7 @@ type localOptions struct {
 	grepWorkers    int
 	waitDelay      time.Duration
 	shell          string
+	confinement    *Confinement
 }
 
 // LocalOption configures a LocalFS.
@@ -118,11 +121,31 @@ func WithWaitDelay(d time.Duration) LocalOption { return func(o *localOptions) {
 // WithShell sets the shell run as `<shell> -c command`.
 func WithShell(sh string) LocalOption { return func(o *localOptions) { o.shell = sh } }
 
+// Confinement is what WithConfinement imposes on commands and terminals.
+type Confinement struct {
+	// Env is the whole environment they start with; per-call variables are
+	// added to it. Nothing of the process's own environment is passed.
+	Env map[string]string
+	// Policy, when set, confines them with Landlock and no_new_privs (see
+	// package confine); the LocalFS adds its root to Policy.ReadWrite. Nil
+	// leaves only the environment scrubbed, for kernels without Landlock.
+	Policy *confine.Policy
+}
+
+// WithConfinement makes every command and terminal start with exactly c.Env,
+// in a session of its own (so no controlling terminal of the server's can be
+// reached through /dev/tty), under c.Policy when it is set. Without it they
+// inherit the process's environment and rights, which is what wick-daemon,
+// already confined by its container, wants.
+func WithConfinement(c Confinement) LocalOption {
+	return func(o *localOptions) { o.confinement = &c }
+}
+
 // LocalFS is a FileSystem on a local directory. Every path goes through an
 // os.Root, so "..", absolute paths outside the prefix and symlinks that lead
 // out of the root are refused by os.Root's openat-based resolution, not by
-// string checks alone, and without a check-then-open race. Commands run with the process's own rights: Exec is confined only in
-// its working directory, not in what the command can reach.
+// string checks alone, and without a check-then-open race. Commands run with
+// the process's own rights and environment unless WithConfinement is given.
 type LocalFS struct {
 	root *os.Root
 	dir  string
@@ -160,6 +183,11 @@ func NewLocalFS(root string, opts ...LocalOption) (*LocalFS, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("wickfs: root %q: %w", root, err)
+	}
+	if c := cfg.confinement; c != nil && c.Policy != nil {
+		p := *c.Policy
+		p.ReadWrite = append([]string{abs}, p.ReadWrite...)
+		cfg.confinement = &Confinement{Env: c.Env, Policy: &p}
 	}
 	// Looking the shell up once saves a PATH search on every command.
 	if sh, err := exec.LookPath(cfg.shell); err == nil {

@@ -60,6 +60,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.Sandbox.DaemonBin, "daemon-bin", "", "static wick-daemon binary for Docker sandboxes (WICK_DAEMON_BIN; default: next to wick)")
 	fs.StringVar(&cfg.Sandbox.WickfsBin, "wickfs-bin", "", "static wickfs binary for Docker sandboxes (WICK_WICKFS_BIN; default: next to wick)")
 	fs.StringVar(&cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
+	fs.BoolVar(&cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates (default: one \"default\" agent)")
 	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user" or a JSON object`)
 	fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs (prefer WICK_TOKENS)")

@@ -3,11 +3,14 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/wickfs/confine"
 )
 
 // percentiles reports p50 and p99 of samples in the given unit.
@@ -84,4 +87,47 @@ func BenchmarkExecTrue(b *testing.B) {
 	}
 	b.Run("daemon", run("daemon"))
 	b.Run("docker-exec", run("exec"))
+}
+
+// BenchmarkLocalExecTrue measures `true` through the service on the local
+// backend, confined (Landlock: the launcher is this binary started again,
+// up to the confine package's init) and with the environment scrubbed only
+// (a kernel without Landlock, for one user).
+func BenchmarkLocalExecTrue(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		abi  func() int
+	}{
+		{"landlock", confine.ABI},
+		{"env-only", func() int { return 0 }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.abi() < confine.MinABI && bc.name == "landlock" {
+				b.Skip("no Landlock")
+			}
+			svc, err := New(Config{AllowLocal: true, StateDir: b.TempDir(), ManagerID: "wick-bench-" + randomID()},
+				WithEngineDialer(noDocker), WithLogger(slog.New(slog.DiscardHandler)), withLandlockProbe(bc.abi))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = svc.Close(context.Background()) })
+			cli := serve(b, svc)
+			ctx := as("bench")
+			if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}}); err != nil {
+				b.Fatal(err)
+			}
+			samples := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				r, err := execOn(ctx, cli, &sandboxv1.ExecRequest{AgentId: "dev", Command: "true"})
+				samples = append(samples, time.Since(start))
+				if err != nil || r.exit.GetExitCode() != 0 {
+					b.Fatalf("exec: %+v %v", r, err)
+				}
+			}
+			b.StopTimer()
+			percentiles(b, samples, time.Microsecond, "")
+		})
+	}
 }

@@ -4,23 +4,73 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/wick-agent/wick/daemon"
 	"github.com/wick-agent/wick/wickfs"
+	"github.com/wick-agent/wick/wickfs/confine"
 )
 
-// startLocal brings up a local sandbox: its workdir under the state dir,
-// served in-process by a wickfs.LocalFS confined to it. b.life is held.
+// DefaultLocalPath is PATH in a local sandbox unless its spec's env sets it:
+// the system's directories, not the server's PATH, which may name its
+// user's own.
+const DefaultLocalPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// localHostEnv are the only variables of the service's own environment a
+// local sandbox's commands get: provider keys, tokens and WICK_* settings
+// must never reach a model's commands.
+var localHostEnv = []string{"LANG", "LC_ALL", "TZ"}
+
+// checkConfinement probes the kernel for Landlock, once, and says at
+// start-up how local sandboxes will run.
+func (s *Service) checkConfinement() error {
+	abi := s.landlockABI()
+	s.confined = abi >= confine.MinABI
+	switch {
+	case !s.confined && s.cfg.MultiUser:
+		s.log.Warn("local sandboxes are REFUSED: several users share this service and the kernel has no Landlock to keep their commands apart (it needs Linux 6.2 or later with landlock in the lsm= boot list); use Docker sandboxes",
+			"landlock_abi", abi, "needs", confine.MinABI)
+	case !s.confined:
+		s.log.Warn("local sandboxes run UNCONFINED: the kernel has no Landlock, so their commands can read and write whatever this service's user can (their environment is scrubbed, nothing more); fit for one trusted user on a development machine only",
+			"landlock_abi", abi, "needs", confine.MinABI)
+	default:
+		state, err := filepath.EvalSymlinks(s.cfg.StateDir)
+		if err != nil {
+			return fmt.Errorf("sandbox: state dir: %w", err)
+		}
+		for _, ro := range confine.SystemReadOnly {
+			dir, err := filepath.EvalSymlinks(ro)
+			if err == nil && (state == dir || strings.HasPrefix(state, dir+"/")) {
+				return fmt.Errorf("sandbox: state dir %s lies in %s, which local sandboxes' commands may read: they could read each other's workspaces; choose another state dir", s.cfg.StateDir, ro)
+			}
+		}
+		s.log.Info("local sandboxes are confined with Landlock", "landlock_abi", abi, "signals_scoped", abi >= 6, "tcp_controlled", abi >= 4)
+	}
+	return nil
+}
+
+// startLocal brings up a local sandbox: its workspace and private temp dir
+// under the state dir, served in-process by a wickfs.LocalFS whose commands
+// and terminals get a scrubbed environment and, where the kernel has
+// Landlock, may write only in those two directories and read only the
+// system's (confine.SystemReadOnly). b.life is held.
 func (s *Service) startLocal(b *box) error {
-	ws := filepath.Join(s.cfg.StateDir, "local", b.key, "workspace")
-	if err := os.MkdirAll(ws, 0o700); err != nil {
-		return fmt.Errorf("local workdir: %w", err)
+	if s.cfg.MultiUser && !s.confined {
+		return fmt.Errorf("%w: local sandboxes are refused: several users share this service and this kernel has no Landlock to confine their commands", errPrecondition)
+	}
+	dir := filepath.Join(s.cfg.StateDir, "local", b.key)
+	ws, tmp := filepath.Join(dir, "workspace"), filepath.Join(dir, "tmp")
+	for _, d := range []string{ws, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("local workdir: %w", err)
+		}
 	}
 	b.mu.Lock()
 	set := b.set
 	b.mu.Unlock()
 	fs, err := wickfs.NewLocalFS(ws, wickfs.WithPrefix(set.Params.Workdir),
-		wickfs.WithExecTimeout(set.ExecTimeout), wickfs.WithMaxOutputBytes(set.MaxOutput))
+		wickfs.WithExecTimeout(set.ExecTimeout), wickfs.WithMaxOutputBytes(set.MaxOutput),
+		wickfs.WithConfinement(s.localConfinement(ws, tmp, set)))
 	if err != nil {
 		return fmt.Errorf("local workdir: %w", err)
 	}
@@ -31,4 +81,31 @@ func (s *Service) startLocal(b *box) error {
 	b.state, b.transport, b.containerID = stateRunning, transportLocal, ""
 	b.mu.Unlock()
 	return nil
+}
+
+// localConfinement is what a local sandbox's commands start with: PATH,
+// HOME (the workspace), TMPDIR (its private temp dir), the locale and time
+// zone, then the spec's own variables; and the Landlock policy when the
+// kernel has Landlock. Network "bridge" allows TCP, as it gives a Docker
+// sandbox a network; "none" denies it where the kernel can.
+func (s *Service) localConfinement(ws, tmp string, set settings) wickfs.Confinement {
+	env := map[string]string{"PATH": DefaultLocalPath, "HOME": ws, "TMPDIR": tmp}
+	for _, k := range localHostEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range set.Params.Env {
+		env[k] = v
+	}
+	c := wickfs.Confinement{Env: env}
+	if s.confined {
+		c.Policy = &confine.Policy{
+			ReadWrite: []string{ws, tmp},
+			ReadOnly:  confine.SystemReadOnly,
+			Devices:   confine.SystemDevices,
+			Network:   set.Params.Network == "bridge",
+		}
+	}
+	return c
 }

@@ -26,11 +26,12 @@ func noDocker(string) (dockerbox.Engine, error) {
 }
 
 // newLocal starts a service without Docker.
-func newLocal(t *testing.T, cfg Config) (*Service, sandboxv1.SandboxServiceClient) {
+func newLocal(t *testing.T, cfg Config, opts ...Option) (*Service, sandboxv1.SandboxServiceClient) {
 	t.Helper()
 	cfg.StateDir = filepath.Join(shortTemp(t), "s")
 	cfg.ManagerID = "wick-test-" + randomID()
-	svc, err := New(cfg, WithEngineDialer(noDocker), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	opts = append([]Option{WithEngineDialer(noDocker), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)
+	svc, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

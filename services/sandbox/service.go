@@ -22,6 +22,7 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/wickfs/confine"
 )
 
 // Defaults; every one is a Config field.
@@ -72,10 +73,17 @@ type Config struct {
 	// LocalFallback serves docker-type requests with the local backend when
 	// no Docker engine is reachable, instead of failing them.
 	LocalFallback bool
-	// AllowLocal permits "local" sandboxes, whose commands run unconfined on
-	// the service's host with its rights: for development and trusted use
-	// only. DefaultType "local" and LocalFallback imply it.
+	// AllowLocal permits "local" sandboxes: a directory on the service's
+	// host whose commands run with the service's user, a scrubbed
+	// environment and, where the kernel has Landlock, confined to that
+	// directory (see startLocal). DefaultType "local" and LocalFallback imply
+	// it, unless MultiUser is set.
 	AllowLocal bool
+	// MultiUser says that several users share the service (cmd/wick sets it
+	// when tokens or a verifier are configured). Local sandboxes then need
+	// AllowLocal itself, and a kernel with Landlock: without it they are
+	// refused, as one user's commands could read another's workspace.
+	MultiUser bool
 	// AllowedDockerHosts are the remote engines a spec may name; "*" allows any.
 	AllowedDockerHosts []string
 	// AllowBridge lets specs ask for network "bridge".
@@ -188,7 +196,16 @@ type Service struct {
 
 	// onFallback, when set, is told each time a call takes the Docker-exec path.
 	onFallback func(op string)
+
+	// landlockABI probes the kernel (confine.ABI; tests inject others), once
+	// in New; confined records whether local sandboxes run under Landlock.
+	landlockABI func() int
+	confined    bool
 }
+
+// withLandlockProbe replaces the kernel's Landlock probe, so tests can take
+// the path of a kernel without it.
+func withLandlockProbe(abi func() int) Option { return func(s *Service) { s.landlockABI = abi } }
 
 // New builds the service, adopts or removes the containers a previous
 // instance left behind, and starts the idle reaper. Docker need not be
@@ -201,7 +218,11 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	default:
 		return nil, fmt.Errorf("sandbox: default type %q must be %q or %q", cfg.DefaultType, backend.Docker, backend.Local)
 	}
-	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{}}
+	if cfg.MultiUser && !cfg.AllowLocal && (cfg.DefaultType == backend.Local || cfg.LocalFallback) {
+		return nil, fmt.Errorf("sandbox: several users share this service and its sandboxes would run locally, on this host: that needs AllowLocal (-allow-local) set explicitly, or a Docker engine")
+	}
+	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{},
+		landlockABI: confine.ABI}
 	for _, o := range opts {
 		o(s)
 	}
@@ -229,6 +250,11 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	s.binDir = filepath.Join(abs, "bin")
 	if err := os.Chmod(s.binDir, 0o755); err != nil {
 		return nil, err
+	}
+	if s.localAllowed() {
+		if err := s.checkConfinement(); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.installBinaries(); err != nil {
 		return nil, err
@@ -325,6 +351,9 @@ func (s *Service) Close(ctx context.Context) error {
 }
 
 func (s *Service) localAllowed() bool {
+	if s.cfg.MultiUser {
+		return s.cfg.AllowLocal
+	}
 	return s.cfg.AllowLocal || s.cfg.DefaultType == backend.Local || s.cfg.LocalFallback
 }
 

@@ -229,6 +229,9 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	// A request for Docker when no engine answers is served locally rather
 	// than failed, as the single-process default promises to just work.
 	sbCfg.LocalFallback = sbCfg.LocalFallback || s.Backend == backend.Local
+	// With tokens or a verifier several users share the sandboxes: local ones
+	// then need -allow-local and a kernel with Landlock.
+	sbCfg.MultiUser = sbCfg.MultiUser || len(cfg.Gateway.Tokens) > 0 || cfg.Gateway.VerifierURL != ""
 	if sbCfg.StateDir == "" {
 		dir, err := os.MkdirTemp("", "wick-sandbox-")
 		if err != nil {

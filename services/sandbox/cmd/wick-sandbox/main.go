@@ -15,6 +15,7 @@ import (
 func main() {
 	var cfg sandbox.Config
 	var hosts string
+	var singleUser bool
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", sandbox.DefaultManagerID, "label value that marks this service's containers; instances sharing it adopt each other's sandboxes")
 		fs.StringVar(&cfg.StateDir, "state-dir", sandbox.DefaultStateDir, "directory for sandbox sockets, local workdirs and the wick binaries")
@@ -23,7 +24,8 @@ func main() {
 		fs.StringVar(&cfg.DefaultImage, "default-image", backend.DefaultImage, "image of sandboxes whose spec names none")
 		fs.StringVar(&cfg.DefaultType, "default-type", backend.Docker, "sandbox type when a spec names none: "+backend.Docker+" or "+backend.Local)
 		fs.BoolVar(&cfg.LocalFallback, "local-fallback", false, "serve docker sandboxes locally when no Docker engine is reachable")
-		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes, whose commands run unconfined on this host (development, trusted use)")
+		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes: commands on this host with a scrubbed environment, confined with Landlock (refused without it unless -single-user)")
+		fs.BoolVar(&singleUser, "single-user", false, "only one user reaches this service: -default-type local and -local-fallback imply -allow-local, and local sandboxes run unconfined where the kernel has no Landlock")
 		fs.BoolVar(&cfg.AllowBridge, "allow-bridge", true, "let specs ask for network bridge")
 		fs.StringVar(&hosts, "allowed-docker-hosts", "", "comma-separated remote engines specs may name (tcp://host:port), or *")
 		fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", sandbox.DefaultIdleTimeout, "stop sandboxes unused this long (negative: never)")
@@ -36,6 +38,7 @@ func main() {
 		fs.DurationVar(&cfg.DaemonStartTimeout, "daemon-start-timeout", sandbox.DefaultDaemonStart, "bound on the wait for wick-daemon to answer")
 	}
 	app.Main("wick-sandbox", "127.0.0.1:7002", define, func(ctx context.Context, env app.Env) error {
+		cfg.MultiUser = !singleUser
 		if hosts != "" {
 			cfg.AllowedDockerHosts = strings.Split(hosts, ",")
 		}
