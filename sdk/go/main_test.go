@@ -140,7 +140,7 @@ func startSuite(goBin string) (stop func(), err error) {
 		"-agent-addr", "127.0.0.1:0",
 		"-sandbox-addr", "127.0.0.1:0",
 		"-llm-addr", "127.0.0.1:0",
-		"-sandbox", "local",
+		"-sandbox", "local", "-allow-local",
 		"-sandbox-state-dir", stateDir,
 		"-tokens", exampleToken+":gopher,"+aliceToken+":alice,"+bobToken+":bob",
 		"-script-dir", scriptDir,

@@ -51,7 +51,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const addr = "127.0.0.1:0";
     const args = [
       ...["-http-addr", addr, "-gateway-grpc-addr", addr, "-agent-addr", addr, "-sandbox-addr", addr, "-llm-addr", addr],
-      ...["-sandbox", "local", "-sandbox-state-dir", stateDir],
+      ...["-sandbox", "local", "-allow-local", "-sandbox-state-dir", stateDir],
       ...["-tokens", Object.entries(TOKENS).map(([user, token]) => `${token}:${user}`).join(",")],
       ...["-script-dir", scriptDir, "-model", "script:tools", "-agents-file", agentsFile],
       ...["-log-level", "warn"],
