@@ -79,6 +79,11 @@ func WithTokens(tokens map[string]string) Option {
 	return func(c *config) { c.suite.Gateway.Tokens = tokens }
 }
 
+// WithAllowLocal permits local sandboxes (commands on this host, confined
+// with Landlock) when tokens make the server serve several users; a
+// single-user server needs no permission.
+func WithAllowLocal() Option { return func(c *config) { c.suite.Sandbox.AllowLocal = true } }
+
 // WithAgentsFile loads agent templates from an agents.yaml file; agents
 // registered in Go come beside them, under other ids.
 func WithAgentsFile(path string) Option { return func(c *config) { c.agentsFile = path } }

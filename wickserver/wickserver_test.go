@@ -41,6 +41,7 @@ func newServer(t *testing.T, opts ...wickserver.Option) *wickserver.Server {
 		wickserver.WithHTTPAddr("127.0.0.1:0"),
 		wickserver.WithModel("script:demo"),
 		wickserver.WithBackend(backend.Local),
+		wickserver.WithAllowLocal(),
 		wickserver.WithTokens(map[string]string{token: "alice"}),
 		wickserver.WithAgentsFile(file),
 		wickserver.WithLogger(slog.New(slog.DiscardHandler)),
