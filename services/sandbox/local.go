@@ -101,7 +101,8 @@ func (s *Service) localConfinement(ws, tmp string, set settings) wickfs.Confinem
 	c := wickfs.Confinement{Env: env}
 	if s.confined {
 		c.Policy = &confine.Policy{
-			ReadWrite: []string{ws, tmp},
+			// The LocalFS adds its root, the workspace, itself.
+			ReadWrite: []string{tmp},
 			ReadOnly:  confine.SystemReadOnly,
 			Devices:   confine.SystemDevices,
 			Network:   set.Params.Network == "bridge",
