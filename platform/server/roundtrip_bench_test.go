@@ -45,16 +45,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	})
 	b.Run("platform", func(b *testing.B) {
 		key := identity.RandomKey()
-		srv := New("bench", slog.New(slog.NewTextHandler(io.Discard, nil)), WithIdentity(key), WithDrainDelay(0))
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ctx, lis) }()
-		b.Cleanup(func() { cancel(); <-done })
-		conn, err := dial.New(lis.Addr().String(), dial.WithIdentity(key))
+		conn, err := dial.New(benchServer(b, key), dial.WithIdentity(key))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -64,8 +55,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("platform-mtls", func(b *testing.B) {
 		key := identity.RandomKey()
 		server, client := benchTLS(b)
-		addr := benchServer(b, key, WithTLS(server))
-		conn, err := dial.New(addr, dial.WithIdentity(key), dial.WithTLS(client))
+		conn, err := dial.New(benchServer(b, key, WithTLS(server)), dial.WithIdentity(key), dial.WithTLS(client))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -132,14 +122,8 @@ func benchServer(b *testing.B, key *identity.Key, opts ...Option) string {
 func benchTLS(b *testing.B) (server, client *tlsconf.Source) {
 	b.Helper()
 	ca := tlstest.NewCA(b, "bench CA")
-	var err error
-	if server, err = tlsconf.Load(tlstest.Write(b, b.TempDir(), ca.Issue(b, "127.0.0.1"), ca)); err != nil {
-		b.Fatal(err)
-	}
-	if client, err = tlsconf.Load(tlstest.Write(b, b.TempDir(), ca.Issue(b, "bench"), ca)); err != nil {
-		b.Fatal(err)
-	}
-	return server, client
+	return tlstest.Load(b, tlstest.Write(b, b.TempDir(), ca.Issue(b, "127.0.0.1"), ca)),
+		tlstest.Load(b, tlstest.Write(b, b.TempDir(), ca.Issue(b, "bench"), ca))
 }
 
 func roundTrips(b *testing.B, conn *grpc.ClientConn, ctx context.Context) {

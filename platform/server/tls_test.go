@@ -66,25 +66,16 @@ func conn(t *testing.T, target string, opts ...dial.Option) *grpc.ClientConn {
 	return c
 }
 
-func loadTLS(t *testing.T, f tlsconf.Files) *tlsconf.Source {
-	t.Helper()
-	src, err := tlsconf.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
-}
-
 // TestMutualTLS runs the suite's two halves, this package's server and
 // platform/dial, over mutual TLS with signed identities, and the plaintext
 // health listener beside it.
 func TestMutualTLS(t *testing.T) {
 	t.Parallel()
 	ca := tlstest.NewCA(t, "wick test CA")
-	s := startTLS(t, loadTLS(t, tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca)))
-	client := loadTLS(t, tlstest.Write(t, t.TempDir(), ca.Issue(t, "agent"), ca))
+	s := startTLS(t, tlstest.Load(t, tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca)))
+	client := tlstest.Load(t, tlstest.Write(t, t.TempDir(), ca.Issue(t, "agent"), ca))
 	other := tlstest.NewCA(t, "another CA")
-	foreign := loadTLS(t, tlstest.Write(t, t.TempDir(), other.Issue(t, "agent"), ca))
+	foreign := tlstest.Load(t, tlstest.Write(t, t.TempDir(), other.Issue(t, "agent"), ca))
 	noCert := dial.WithDialOption(grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS13})))
 
 	alice := identity.WithUser(context.Background(), "alice")
@@ -121,7 +112,7 @@ func TestMutualTLS(t *testing.T) {
 func TestHealthListener(t *testing.T) {
 	t.Parallel()
 	ca := tlstest.NewCA(t, "wick test CA")
-	s := startTLS(t, loadTLS(t, tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca)))
+	s := startTLS(t, tlstest.Load(t, tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca)))
 	probe := healthpb.NewHealthClient(conn(t, s.healthAddr))
 	for _, svc := range []string{"", "wick.test.Probe"} {
 		resp, err := probe.Check(context.Background(), &healthpb.HealthCheckRequest{Service: svc})

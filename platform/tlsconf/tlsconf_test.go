@@ -141,29 +141,20 @@ func check(t *testing.T, addr string, creds credentials.TransportCredentials) (i
 	return ti.State.PeerCertificates[0].SerialNumber.Int64(), nil
 }
 
-func load(t *testing.T, f tlsconf.Files, opts ...tlsconf.Option) *tlsconf.Source {
-	t.Helper()
-	src, err := tlsconf.Load(f, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
-}
-
 func TestMutualTLS(t *testing.T) {
 	t.Parallel()
 	ca := tlstest.NewCA(t, "wick test CA")
 	serverPair := ca.Issue(t, "127.0.0.1", "sandbox")
-	server := load(t, tlstest.Write(t, t.TempDir(), serverPair, ca))
+	server := tlstest.Load(t, tlstest.Write(t, t.TempDir(), serverPair, ca))
 	addr, info := serve(t, server.ServerCredentials())
 
 	clientPair := ca.Issue(t, "agent")
-	client := load(t, tlstest.Write(t, t.TempDir(), clientPair, ca))
+	client := tlstest.Load(t, tlstest.Write(t, t.TempDir(), clientPair, ca))
 	stranger := tlstest.NewCA(t, "another CA")
-	foreign := load(t, tlstest.Write(t, t.TempDir(), stranger.Issue(t, "agent"), ca))
-	trustsOther := load(t, tlstest.Write(t, t.TempDir(), clientPair, stranger))
-	wrongName := load(t, tlsconf.Files{CertFile: client.Files().CertFile, KeyFile: client.Files().KeyFile, CAFile: client.Files().CAFile, ServerName: "llmgw"})
-	rightName := load(t, tlsconf.Files{CertFile: client.Files().CertFile, KeyFile: client.Files().KeyFile, CAFile: client.Files().CAFile, ServerName: "sandbox"})
+	foreign := tlstest.Load(t, tlstest.Write(t, t.TempDir(), stranger.Issue(t, "agent"), ca))
+	trustsOther := tlstest.Load(t, tlstest.Write(t, t.TempDir(), clientPair, stranger))
+	wrongName := tlstest.Load(t, tlsconf.Files{CertFile: client.Files().CertFile, KeyFile: client.Files().KeyFile, CAFile: client.Files().CAFile, ServerName: "llmgw"})
+	rightName := tlstest.Load(t, tlsconf.Files{CertFile: client.Files().CertFile, KeyFile: client.Files().KeyFile, CAFile: client.Files().CAFile, ServerName: "sandbox"})
 
 	tests := []struct {
 		name   string
@@ -204,7 +195,7 @@ func TestTLSWithoutCA(t *testing.T) {
 	t.Parallel()
 	ca := tlstest.NewCA(t, "wick test CA")
 	pair := ca.Issue(t, "127.0.0.1")
-	server := load(t, tlstest.Write(t, t.TempDir(), pair, nil))
+	server := tlstest.Load(t, tlstest.Write(t, t.TempDir(), pair, nil))
 	if server.Mutual() {
 		t.Fatal("a source without a CA is mutual")
 	}
@@ -250,9 +241,9 @@ func TestRotation(t *testing.T) {
 	const interval = time.Minute
 	serverDir, clientDir := t.TempDir(), t.TempDir()
 	first := ca.Issue(t, "127.0.0.1")
-	server := load(t, tlstest.Write(t, serverDir, first, ca), tlsconf.WithClock(clk.Now), tlsconf.WithCheckInterval(interval))
+	server := tlstest.Load(t, tlstest.Write(t, serverDir, first, ca), tlsconf.WithClock(clk.Now), tlsconf.WithCheckInterval(interval))
 	firstClient := ca.Issue(t, "agent")
-	client := load(t, tlstest.Write(t, clientDir, firstClient, ca), tlsconf.WithClock(clk.Now), tlsconf.WithCheckInterval(interval))
+	client := tlstest.Load(t, tlstest.Write(t, clientDir, firstClient, ca), tlsconf.WithClock(clk.Now), tlsconf.WithCheckInterval(interval))
 	addr, info := serve(t, server.ServerCredentials())
 
 	want := func(step string, serverSerial, clientSerial int64) {

@@ -3,7 +3,6 @@ package suite
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,10 +12,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/tlsconf/tlstest"
-	"github.com/wick-agent/wick/services/sandbox"
 )
 
 // TestMutualTLSBetweenServices runs the suite with mutual TLS: the gateway
@@ -26,16 +23,10 @@ import (
 func TestMutualTLSBetweenServices(t *testing.T) {
 	t.Parallel()
 	ca := tlstest.NewCA(t, "wick test CA")
+	cfg := localConfig(t)
+	cfg.TLS = tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca)
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Config{
-		HTTPAddr:        "127.0.0.1:0",
-		Backend:         backend.Local,
-		Sandbox:         sandbox.Config{StateDir: t.TempDir()},
-		Logger:          slog.New(slog.DiscardHandler),
-		LookupEnv:       func(string) (string, bool) { return "", false },
-		ShutdownTimeout: time.Second,
-		TLS:             tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca),
-	})
+	s, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

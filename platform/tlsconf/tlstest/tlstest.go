@@ -127,6 +127,16 @@ func Write(tb testing.TB, dir string, p Pair, ca *CA) tlsconf.Files {
 	return f
 }
 
+// Load loads f, failing tb if it does not.
+func Load(tb testing.TB, f tlsconf.Files, opts ...tlsconf.Option) *tlsconf.Source {
+	tb.Helper()
+	src, err := tlsconf.Load(f, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return src
+}
+
 // Replace writes data to path through a rename, so that a reader sees the
 // old file or the new one, never a part.
 func Replace(tb testing.TB, path string, data []byte) {
