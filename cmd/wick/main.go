@@ -53,6 +53,10 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.AgentAddr, "agent-addr", "127.0.0.1:7001", "agent service gRPC address")
 	fs.StringVar(&cfg.SandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address")
 	fs.StringVar(&cfg.LLMAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
+	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "PEM certificate the services present to each other; with -tls-key their gRPC ports speak only TLS (default: plaintext, over loopback)")
+	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "PEM key of -tls-cert")
+	fs.StringVar(&cfg.TLS.CAFile, "tls-ca", "", "PEM CA bundle: the services' gRPC ports then require client certificates it signed (mutual TLS)")
+	fs.StringVar(&cfg.TLS.ServerName, "tls-server-name", "", "name verified in the services' certificates instead of the host of their addresses")
 	fs.StringVar(&cfg.RedisAddr, "redis-addr", "", "Redis for threads, runs and agents (default: in memory)")
 	fs.StringVar(&cfg.Model, "model", "", "default agent's model (default: from OPENAI_API_KEY / ANTHROPIC_API_KEY, else "+suite.DemoModel+")")
 	fs.StringVar(&cfg.Backend, "sandbox", backend.Auto, "sandbox backend: "+backend.Auto+" (Docker when an engine answers), "+backend.Docker+" or "+backend.Local)
@@ -114,7 +118,7 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "  REST API   %s   (UI, SSE, WebSocket terminal; OpenAPI at %s/openapi.json)\n", s.HTTPURL, s.HTTPURL)
 	fmt.Fprintf(out, "  OpenAI API %s/v1/\n", s.HTTPURL)
 	fmt.Fprintf(out, "  gRPC API   %s   (wick.agent.v1.AgentService, %s)\n", s.Addrs["gateway"], grpcTransport(cfg))
-	fmt.Fprintf(out, "  gRPC       gateway %s, agent %s, sandbox %s, llmgw %s\n", s.Addrs["gateway"], s.Addrs["agent"], s.Addrs["sandbox"], s.Addrs["llmgw"])
+	fmt.Fprintf(out, "  gRPC       gateway %s, agent %s, sandbox %s, llmgw %s   (%s between services)\n", s.Addrs["gateway"], s.Addrs["agent"], s.Addrs["sandbox"], s.Addrs["llmgw"], internalTransport(cfg))
 	fmt.Fprintf(out, "  model      %s\n", s.Model)
 	fmt.Fprintf(out, "  sandbox    %s\n", s.Backend)
 	store := "in memory"
@@ -137,6 +141,17 @@ func run(args []string, out io.Writer) error {
 // grpcTransport says how the public gRPC API is reached.
 func grpcTransport(cfg suite.Config) string {
 	if cfg.Gateway.GRPC.CertFile != "" {
+		return "TLS"
+	}
+	return "plaintext"
+}
+
+// internalTransport says how the services reach each other.
+func internalTransport(cfg suite.Config) string {
+	switch {
+	case cfg.TLS.CAFile != "":
+		return "mutual TLS"
+	case cfg.TLS.CertFile != "":
 		return "TLS"
 	}
 	return "plaintext"

@@ -1,6 +1,6 @@
 // Package app is the common main of every Wick service binary: flags and
-// environment, logging, telemetry, the identity key, the gRPC server, and
-// shutdown on SIGTERM or SIGINT.
+// environment, logging, telemetry, the identity key, TLS between services,
+// the gRPC server, and shutdown on SIGTERM or SIGINT.
 package app
 
 import (
@@ -15,11 +15,15 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/wick-agent/wick/platform/config"
+	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/logging"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/platform/telemetry"
+	"github.com/wick-agent/wick/platform/tlsconf"
 )
 
 // Env is what a service's start function receives.
@@ -30,6 +34,14 @@ type Env struct {
 	Key *identity.Key
 	// Server is the gRPC server to register services on.
 	Server *server.Server
+	// TLS is the service's TLS identity (-tls-cert…); nil in plaintext.
+	TLS *tlsconf.Source
+}
+
+// Dial connects to another service of the suite as this one does: signing
+// the context's user with Key, over TLS when the service has a certificate.
+func (e Env) Dial(target string) (*grpc.ClientConn, error) {
+	return dial.New(target, dial.WithIdentity(e.Key), dial.WithTLS(e.TLS))
 }
 
 // Common holds the flags every service has.
@@ -40,6 +52,10 @@ type Common struct {
 	IdentityKey     string
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
+	// TLS names the certificate files for TLS between services.
+	TLS tlsconf.Files
+	// HealthAddr, when set, serves grpc.health.v1 alone in plaintext.
+	HealthAddr string
 }
 
 // Register defines the common flags on fs.
@@ -50,6 +66,20 @@ func (c *Common) Register(fs *flag.FlagSet, defaultAddr string) {
 	fs.StringVar(&c.IdentityKey, "identity-key", "", "hex secret shared by the suite's processes to sign user identities (WICK_IDENTITY_KEY)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", server.DefaultDrainDelay, "how long to report NOT_SERVING before stopping")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "bound on the graceful stop")
+	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM certificate this service presents to the suite's other services, as server and as client; with -tls-key its gRPC server speaks only TLS (reloaded when the file changes)")
+	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM key of -tls-cert")
+	fs.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM CA bundle: the server then requires client certificates it signed (mutual TLS) and clients verify servers against it; empty: no client certificates, servers verified against the system roots")
+	fs.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name verified in the certificates of the services this one calls, instead of each target's host (for IP targets)")
+	fs.StringVar(&c.HealthAddr, "health-addr", "", "extra plaintext listener serving only grpc.health.v1, for probes that cannot present a client certificate (kubelet's grpc probe); empty: none")
+}
+
+// TLSSource loads the TLS identity the flags name; nil when none is named.
+// A half configuration is refused.
+func (c *Common) TLSSource(logger *slog.Logger) (*tlsconf.Source, error) {
+	if !c.TLS.Enabled() {
+		return nil, nil
+	}
+	return tlsconf.Load(c.TLS, tlsconf.WithLogger(logger))
 }
 
 // Key returns the identity key from the flag, or a random one (with a
@@ -77,7 +107,13 @@ type Option func(*mainOptions)
 
 type mainOptions struct {
 	serverOptions func(ctx context.Context, env Env, addr net.Addr) ([]server.Option, error)
+	edge          bool
 }
+
+// WithEdgeServer says the service's gRPC server is an edge for clients
+// outside the suite, with its own credentials (the gateway's public API):
+// the -tls-* flags then configure only the connections the service makes.
+func WithEdgeServer() Option { return func(o *mainOptions) { o.edge = true } }
 
 // WithServerOptions adds gRPC server options that can only be built once
 // the flags are parsed and the listen address is bound: TLS credentials, a
@@ -129,16 +165,35 @@ func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet),
 	if err != nil {
 		return err
 	}
+	src, err := c.TLSSource(logger)
+	if err != nil {
+		return err
+	}
 	lis, err := Listen(c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Addr, err)
 	}
 	defer lis.Close() // a no-op once served
-	env := Env{Logger: logger, Key: key}
+	env := Env{Logger: logger, Key: key, TLS: src}
 	sopts := []server.Option{
 		server.WithIdentity(key),
 		server.WithDrainDelay(c.DrainDelay),
 		server.WithShutdownTimeout(c.ShutdownTimeout),
+	}
+	switch {
+	case src != nil && !mo.edge:
+		sopts = append(sopts, server.WithTLS(src))
+		logger.Info("TLS between services", "mutual", src.Mutual())
+	case src == nil:
+		logger.Info("no TLS between services (-tls-cert, -tls-key, -tls-ca): gRPC calls to and from this service are plaintext, for a private network or a mesh that carries mTLS")
+	}
+	if c.HealthAddr != "" {
+		hl, err := Listen(c.HealthAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", c.HealthAddr, err)
+		}
+		defer hl.Close()
+		sopts = append(sopts, server.WithHealthListener(hl))
 	}
 	if mo.serverOptions != nil {
 		more, err := mo.serverOptions(ctx, env, lis.Addr())

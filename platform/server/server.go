@@ -1,6 +1,7 @@
 // Package server is the gRPC server every Wick service runs on: health and
-// reflection, OpenTelemetry stats handlers, identity verification, panic
-// recovery, logging, and a graceful shutdown in the order load balancers need.
+// reflection, OpenTelemetry stats handlers, identity verification, TLS,
+// panic recovery, logging, and a graceful shutdown in the order load
+// balancers need.
 package server
 
 import (
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/tlsconf"
 )
 
 // Defaults of a server's limits and shutdown.
@@ -29,6 +31,9 @@ const (
 	DefaultDrainDelay      = 2 * time.Second
 	DefaultShutdownTimeout = 15 * time.Second
 	DefaultMaxRecvMsgSize  = 16 << 20
+	// probeMaxRecvMsgSize bounds a message to the plaintext health
+	// listener: a HealthCheckRequest is a service name.
+	probeMaxRecvMsgSize = 4 << 10
 )
 
 // Server is a gRPC server with the suite's plumbing. Register services on
@@ -39,6 +44,8 @@ type Server struct {
 	grpc   *grpc.Server
 	health *health.Server
 	cfg    options
+	// probe serves only health on cfg.health; nil without one.
+	probe *grpc.Server
 }
 
 type options struct {
@@ -46,6 +53,8 @@ type options struct {
 	shutdownTimeout time.Duration
 	maxRecvMsgSize  int
 	key             *identity.Key
+	tls             *tlsconf.Source
+	health          net.Listener
 	unary           []grpc.UnaryServerInterceptor
 	stream          []grpc.StreamServerInterceptor
 	grpcOpts        []grpc.ServerOption
@@ -66,6 +75,15 @@ func WithMaxRecvMsgSize(n int) Option { return func(o *options) { o.maxRecvMsgSi
 
 // WithIdentity verifies signed user identities with key.
 func WithIdentity(key *identity.Key) Option { return func(o *options) { o.key = key } }
+
+// WithTLS serves TLS only, with src's certificate, requiring client
+// certificates its CA signed when it has one; nil keeps plaintext.
+func WithTLS(src *tlsconf.Source) Option { return func(o *options) { o.tls = src } }
+
+// WithHealthListener also serves grpc.health.v1, and nothing else, in
+// plaintext on lis, for probes that cannot present a client certificate
+// (kubelet's grpc probe). It reports the same statuses as the main server.
+func WithHealthListener(lis net.Listener) Option { return func(o *options) { o.health = lis } }
 
 // WithUnaryInterceptor adds a unary interceptor after the built-in ones.
 func WithUnaryInterceptor(i grpc.UnaryServerInterceptor) Option {
@@ -101,7 +119,11 @@ func New(name string, logger *slog.Logger, opts ...Option) *Server {
 	}
 	unary = append(unary, cfg.unary...)
 	stream = append(stream, cfg.stream...)
-	gopts := append([]grpc.ServerOption{
+	var creds []grpc.ServerOption
+	if cfg.tls != nil {
+		creds = append(creds, grpc.Creds(cfg.tls.ServerCredentials()))
+	}
+	gopts := append(append(creds,
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -109,11 +131,15 @@ func New(name string, logger *slog.Logger, opts ...Option) *Server {
 		// A fixed pool of stream workers saves a goroutine start per call;
 		// measured in the LLM gateway's benchmark as ~200 µs less added latency at p50.
 		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
-	}, cfg.grpcOpts...)
+	), cfg.grpcOpts...)
 	s.grpc = grpc.NewServer(gopts...)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
+	if cfg.health != nil {
+		s.probe = grpc.NewServer(grpc.MaxRecvMsgSize(probeMaxRecvMsgSize))
+		healthpb.RegisterHealthServer(s.probe, s.health)
+	}
 	return s
 }
 
@@ -135,12 +161,28 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- s.grpc.Serve(lis) }()
+	probec := make(chan error, 1)
+	if s.probe != nil {
+		s.logger.Info("serving health in plaintext", "service", s.name, "addr", s.cfg.health.Addr().String())
+		go func() { probec <- s.probe.Serve(s.cfg.health) }()
+	}
 	select {
 	case err := <-errc:
+		if s.probe != nil {
+			s.probe.Stop()
+			<-probec
+		}
 		return fmt.Errorf("%s: serve: %w", s.name, err)
+	case err := <-probec:
+		s.grpc.Stop()
+		<-errc
+		return fmt.Errorf("%s: serve health: %w", s.name, err)
 	case <-ctx.Done():
 	}
 	s.Shutdown()
+	if s.probe != nil {
+		<-probec
+	}
 	if err := <-errc; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return fmt.Errorf("%s: serve: %w", s.name, err)
 	}
@@ -152,18 +194,29 @@ func (s *Server) Shutdown() {
 	s.logger.Info("draining", "service", s.name, "drain_delay", s.cfg.drainDelay)
 	s.health.Shutdown()
 	time.Sleep(s.cfg.drainDelay) // load balancers poll health; there is no event to wait on
+	deadline := time.Now().Add(s.cfg.shutdownTimeout)
+	stopBy(s.grpc, deadline, s.logger, s.name)
+	if s.probe != nil {
+		// Last, so that probes read NOT_SERVING until the service has
+		// stopped rather than a refused connection.
+		stopBy(s.probe, deadline, s.logger, s.name)
+	}
+	s.logger.Info("stopped", "service", s.name)
+}
+
+// stopBy stops g gracefully, cutting the calls still open at deadline.
+func stopBy(g *grpc.Server, deadline time.Time, logger *slog.Logger, name string) {
 	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
-	t := time.NewTimer(s.cfg.shutdownTimeout)
+	go func() { g.GracefulStop(); close(done) }()
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-done:
 	case <-t.C:
-		s.logger.Warn("shutdown timeout passed; cutting open calls", "service", s.name)
-		s.grpc.Stop()
+		logger.Warn("shutdown timeout passed; cutting open calls", "service", name)
+		g.Stop()
 		<-done
 	}
-	s.logger.Info("stopped", "service", s.name)
 }
 
 func (s *Server) panicked(ctx context.Context, method string, p any) error {

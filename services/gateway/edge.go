@@ -9,11 +9,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/tlsconf"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/grpcedge"
 )
@@ -36,7 +36,8 @@ var ErrPlaintext = errors.New("the gRPC API would take bearer tokens in plaintex
 // GRPCConfig configures the gRPC edge.
 type GRPCConfig struct {
 	// CertFile and KeyFile are a PEM certificate (chain) and its key; both
-	// or neither. With them the gRPC server speaks only TLS.
+	// or neither. With them the gRPC server speaks only TLS, and takes a
+	// rewritten certificate from the next handshake on.
 	CertFile, KeyFile string
 	// AllowPlaintext serves without TLS on an address other than loopback,
 	// for a proxy or service mesh in front that terminates TLS.
@@ -81,15 +82,15 @@ func (g *Gateway) GRPCEdge(addr net.Addr) (*Edge, error) {
 		if cfg.CertFile == "" || cfg.KeyFile == "" {
 			return nil, errors.New("gateway: gRPC TLS needs both a certificate file and a key file")
 		}
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		// TLS 1.2 still, unlike between services: clients outside the
+		// suite may be older.
+		src, err := tlsconf.Load(tlsconf.Files{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile},
+			tlsconf.WithMinVersion(tls.VersionTLS12), tlsconf.WithLogger(g.log))
 		if err != nil {
 			return nil, fmt.Errorf("gateway: gRPC TLS: %w", err)
 		}
 		e.tls = true
-		e.opts = append(e.opts, grpc.Creds(credentials.NewTLS(&tls.Config{
-			Certificates: []tls.Certificate{cert},
-			MinVersion:   tls.VersionTLS12,
-		})))
+		e.opts = append(e.opts, grpc.Creds(src.ServerCredentials()))
 	case !local && !cfg.AllowPlaintext:
 		return nil, fmt.Errorf("gateway: listening on %s: %w", addr, ErrPlaintext)
 	}

@@ -3,19 +3,11 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +26,7 @@ import (
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/server"
+	"github.com/wick-agent/wick/platform/tlsconf/tlstest"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
@@ -589,7 +582,9 @@ func TestEdgeVerifierDown(t *testing.T) {
 
 func TestEdgeTransportRules(t *testing.T) {
 	t.Parallel()
-	cert, key := writeCert(t)
+	ca := tlstest.NewCA(t, "wick test CA")
+	files := tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), nil)
+	cert, key := files.CertFile, files.KeyFile
 	public := &net.TCPAddr{IP: net.IPv4zero, Port: 7000}
 	tests := []struct {
 		name    string
@@ -630,10 +625,7 @@ func TestEdgeTransportRules(t *testing.T) {
 
 	t.Run("a TLS edge serves TLS clients only", func(t *testing.T) {
 		env := startEdge(t, withConfig(func(c *gateway.Config) { c.GRPC = gateway.GRPCConfig{CertFile: cert, KeyFile: key} }))
-		pemBytes, _ := os.ReadFile(cert)
-		roots := x509.NewCertPool()
-		roots.AppendCertsFromPEM(pemBytes)
-		conn, err := grpc.NewClient(env.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots})))
+		conn, err := grpc.NewClient(env.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool()})))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -650,36 +642,3 @@ func TestEdgeTransportRules(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
-
-// writeCert writes a self-signed certificate for 127.0.0.1 and its key.
-func writeCert(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "wick test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	must(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	must(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return certFile, keyFile
-}

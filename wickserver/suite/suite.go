@@ -26,6 +26,7 @@ import (
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/server"
+	"github.com/wick-agent/wick/platform/tlsconf"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
@@ -77,6 +78,11 @@ type Config struct {
 	Gateway gateway.Config
 	// Key signs identities between the services; nil makes a random one.
 	Key *identity.Key
+	// TLS, when set, is the certificate the services present to each other
+	// (mutual TLS with a CA file). Over loopback inside one process it only
+	// matters when another process calls their gRPC ports; the gateway's
+	// public gRPC API keeps its own Gateway.GRPC certificate.
+	TLS tlsconf.Files
 	// Logger logs; nil uses slog.Default().
 	Logger *slog.Logger
 	// LookupEnv reads the environment (API keys); nil is os.LookupEnv.
@@ -147,6 +153,12 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	if key == nil {
 		key = identity.RandomKey()
 	}
+	var src *tlsconf.Source
+	if cfg.TLS.Enabled() {
+		if src, err = tlsconf.Load(cfg.TLS, tlsconf.WithLogger(log)); err != nil {
+			return nil, err
+		}
+	}
 	s = &Suite{Addrs: map[string]string{}, Key: key, stopped: make(chan struct{})}
 	s.Model = cfg.Model
 	if s.Model == "" {
@@ -164,7 +176,8 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		}
 	}()
 	// serve starts one service's gRPC server; extra, if set, adds server
-	// options that depend on the address bound (the gateway's edge).
+	// options that depend on the address bound (the gateway's edge), and
+	// replaces the services' TLS with the edge's own.
 	serve := func(name, addr string, register func(*grpc.Server), extra ...func(net.Addr) ([]server.Option, error)) (layer, error) {
 		if addr == "" {
 			addr = "127.0.0.1:0"
@@ -174,6 +187,9 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 			return layer{}, fmt.Errorf("%s: listen %s: %w", name, addr, err)
 		}
 		opts := []server.Option{server.WithIdentity(key), server.WithDrainDelay(0), server.WithShutdownTimeout(cfg.ShutdownTimeout)}
+		if len(extra) == 0 {
+			opts = append(opts, server.WithTLS(src))
+		}
 		for _, x := range extra {
 			more, err := x(lis.Addr())
 			if err != nil {
@@ -196,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		return layer{cancel: cancel, wait: func() { <-done }}, nil
 	}
 	conn := func(name string) (*grpc.ClientConn, error) {
-		c, err := dial.New(s.Addrs[name], dial.WithIdentity(key))
+		c, err := dial.New(s.Addrs[name], dial.WithIdentity(key), dial.WithTLS(src))
 		if err != nil {
 			return nil, err
 		}

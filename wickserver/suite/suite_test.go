@@ -56,14 +56,7 @@ func TestStartFailsCleanlyOnBusyPort(t *testing.T) {
 func TestStartAndStop(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := Start(ctx, Config{
-		HTTPAddr:        "127.0.0.1:0",
-		Backend:         backend.Local,
-		Sandbox:         sandbox.Config{StateDir: t.TempDir()},
-		Logger:          slog.New(slog.DiscardHandler),
-		LookupEnv:       func(string) (string, bool) { return "", false },
-		ShutdownTimeout: time.Second,
-	})
+	s, err := Start(ctx, localConfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,5 +78,18 @@ func TestStartAndStop(t *testing.T) {
 	}
 	if _, err := http.Get(s.HTTPURL + "/health"); err == nil {
 		t.Fatal("the gateway still answers after the suite stopped")
+	}
+}
+
+// localConfig runs the suite on loopback with the local backend, no keys
+// from the environment, and quiet logs.
+func localConfig(t *testing.T) Config {
+	return Config{
+		HTTPAddr:        "127.0.0.1:0",
+		Backend:         backend.Local,
+		Sandbox:         sandbox.Config{StateDir: t.TempDir()},
+		Logger:          slog.New(slog.DiscardHandler),
+		LookupEnv:       func(string) (string, bool) { return "", false },
+		ShutdownTimeout: time.Second,
 	}
 }

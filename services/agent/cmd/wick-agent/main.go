@@ -14,7 +14,6 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/platform/backend"
-	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent"
 )
@@ -45,11 +44,11 @@ func main() {
 		if err != nil {
 			return fmt.Errorf("-tool-allow-nets: %w", err)
 		}
-		llmConn, err := dial.New(llmAddr, dial.WithIdentity(env.Key))
+		llmConn, err := env.Dial(llmAddr)
 		if err != nil {
 			return err
 		}
-		sbConn, err := dial.New(sandboxAddr, dial.WithIdentity(env.Key))
+		sbConn, err := env.Dial(sandboxAddr)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 // Command wick-gateway serves Wick's REST, SSE and WebSocket API in front of
 // the agent service, and the agent service over gRPC (-grpc-addr) to
-// external clients with the same bearer tokens.
+// external clients with the same bearer tokens. Its gRPC server is that
+// public API (TLS from -grpc-tls-cert); -tls-cert and the other common TLS
+// flags are the certificate it presents to the agent service.
 package main
 
 import (
@@ -12,7 +14,6 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/app"
-	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/services/gateway"
 )
@@ -64,7 +65,7 @@ func main() {
 		cfg.VerifierURL = verifier
 		cfg.CORSOrigins = gateway.SplitList(origins)
 		cfg.LLMURL = llmHTTP
-		agentConn, err := dial.New(agentAddr, dial.WithIdentity(env.Key))
+		agentConn, err := env.Dial(agentAddr)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +74,7 @@ func main() {
 			if target == "" {
 				continue
 			}
-			conn, err := dial.New(target)
+			conn, err := env.Dial(target)
 			if err != nil {
 				return nil, err
 			}
@@ -111,5 +112,5 @@ func main() {
 			}
 		}()
 		return nil
-	}, app.WithServerOptions(serverOptions))
+	}, app.WithServerOptions(serverOptions), app.WithEdgeServer())
 }

@@ -1,0 +1,62 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/wick-agent/wick/platform/tlsconf"
+	"github.com/wick-agent/wick/platform/tlsconf/tlstest"
+)
+
+// errStarted ends run from start, as the process would serve until a signal.
+var errStarted = errors.New("started")
+
+// TestTLSFlags checks that a half TLS configuration stops the binary before
+// it starts, and a whole one reaches the service's Env.
+func TestTLSFlags(t *testing.T) {
+	ca := tlstest.NewCA(t, "wick test CA")
+	f := tlstest.Write(t, t.TempDir(), ca.Issue(t, "127.0.0.1"), ca)
+	tests := []struct {
+		name       string
+		args       []string
+		want       error
+		wantTLS    bool
+		wantMutual bool
+	}{
+		{"no TLS", nil, errStarted, false, false},
+		{"certificate and key", []string{"-tls-cert", f.CertFile, "-tls-key", f.KeyFile}, errStarted, true, false},
+		{"mutual", []string{"-tls-cert", f.CertFile, "-tls-key", f.KeyFile, "-tls-ca", f.CAFile, "-health-addr", "127.0.0.1:0"}, errStarted, true, true},
+		{"certificate without key", []string{"-tls-cert", f.CertFile}, tlsconf.ErrCertWithoutKey, false, false},
+		{"key without certificate", []string{"-tls-key", f.KeyFile}, tlsconf.ErrKeyWithoutCert, false, false},
+		{"CA without certificate", []string{"-tls-ca", f.CAFile}, tlsconf.ErrCAWithoutCert, false, false},
+		{"server name without certificate", []string{"-tls-server-name", "wick"}, tlsconf.ErrNameWithoutTLS, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			started := false
+			start := func(_ context.Context, env Env) error {
+				started = true
+				if (env.TLS != nil) != tc.wantTLS || (env.TLS != nil && env.TLS.Mutual() != tc.wantMutual) {
+					t.Errorf("env.TLS = %v, want TLS %v, mutual %v", env.TLS, tc.wantTLS, tc.wantMutual)
+				}
+				return errStarted
+			}
+			args := append([]string{"-grpc-addr", "127.0.0.1:0", "-log-level", "error"}, tc.args...)
+			err := run("wick-test", "127.0.0.1:0", args, nil, start)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("run = %v, want %v", err, tc.want)
+			}
+			if started != (tc.want == errStarted) {
+				t.Fatalf("started %v with err %v", started, err)
+			}
+		})
+	}
+	t.Run("an unreadable certificate", func(t *testing.T) {
+		err := run("wick-test", "127.0.0.1:0", []string{"-tls-cert", f.CertFile + ".missing", "-tls-key", f.KeyFile}, nil,
+			func(context.Context, Env) error { return errStarted })
+		if err == nil || errors.Is(err, errStarted) {
+			t.Fatalf("run = %v, want a load error", err)
+		}
+	})
+}
