@@ -173,6 +173,13 @@ func TestPerUserLimits(t *testing.T) {
 			}
 			_, err = invoke(a, "")
 			wantExhausted(t, err, "user threads has 2 threads; the limit of threads per user is 2 (-max-threads-per-user)")
+			// Refused before the run starts: a stream gets the status, not
+			// a run that fails at its first save.
+			st, err := b.client.Stream(ctx, &agentv1.StreamRequest{AgentId: "default", Messages: human("hi")})
+			if err == nil {
+				_, err = st.Recv()
+			}
+			wantExhausted(t, err, "-max-threads-per-user")
 			// An existing thread goes on.
 			if _, err := invoke(b, first.GetThreadId()); err != nil {
 				t.Fatal(err)
