@@ -114,13 +114,13 @@ func TestHold(t *testing.T) {
 		t.Fatalf("second hold = %v", err)
 	}
 	// The holder renews: the member's lease end moves on.
-	first, err := rdb.ZScore(ctx, s.Key("alice", "runs"), "r1").Result()
+	first, err := rdb.ZScore(ctx, s.key("alice", "runs"), "r1").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		score, err := rdb.ZScore(ctx, s.Key("alice", "runs"), "r1").Result()
+		score, err := rdb.ZScore(ctx, s.key("alice", "runs"), "r1").Result()
 		if err != nil {
 			t.Fatalf("held member is gone: %v", err)
 		}

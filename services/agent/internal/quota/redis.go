@@ -37,9 +37,9 @@ func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration) *Re
 	return &Redis{rdb: rdb, prefix: prefix, lease: lease}
 }
 
-// Key is the sorted set of a user's members of kind; the user is the hash
+// key is the sorted set of a user's members of kind; the user is the hash
 // tag, as in every other per-user key.
-func (r *Redis) Key(user, kind string) string { return r.prefix + ":{" + user + "}:held:" + kind }
+func (r *Redis) key(user, kind string) string { return r.prefix + ":{" + user + "}:held:" + kind }
 
 // takeScript prunes expired members, then adds ARGV[2] unless the set holds
 // ARGV[3] (> 0) members already. It answers {added, count}.
@@ -69,7 +69,7 @@ return 1`)
 
 // Take implements Store.
 func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int64, bool, error) {
-	res, err := takeScript.Run(ctx, r.rdb, []string{r.Key(user, kind)}, r.lease.Milliseconds(), id, max).Int64Slice()
+	res, err := takeScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id, max).Int64Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("take %s: %w", kind, err)
 	}
@@ -81,7 +81,7 @@ func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int
 
 // Renew implements Store.
 func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
-	if err := renewScript.Run(ctx, r.rdb, []string{r.Key(user, kind)}, r.lease.Milliseconds(), id).Err(); err != nil {
+	if err := renewScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id).Err(); err != nil {
 		return fmt.Errorf("renew %s: %w", kind, err)
 	}
 	return nil
@@ -89,7 +89,7 @@ func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
 
 // Drop implements Store.
 func (r *Redis) Drop(ctx context.Context, user, kind, id string) error {
-	if err := r.rdb.ZRem(ctx, r.Key(user, kind), id).Err(); err != nil {
+	if err := r.rdb.ZRem(ctx, r.key(user, kind), id).Err(); err != nil {
 		return fmt.Errorf("drop %s: %w", kind, err)
 	}
 	return nil
