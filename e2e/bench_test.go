@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
@@ -39,7 +40,12 @@ type streamTiming struct {
 func BenchmarkSuiteSSEStreams(b *testing.B) {
 	// Client, services and streams share this process: 4 descriptors a stream.
 	testenv.RaiseFDLimit(b, 4*benchStreams)
-	env := startWick(b, func(c *suite.Config) { c.Model = "script:bench50" })
+	env := startWick(b, func(c *suite.Config) {
+		c.Model = "script:bench50"
+		// One user runs every stream, each on a thread of its own: far
+		// beyond the per-user limits, which are not what this measures.
+		c.AgentOptions = append(c.AgentOptions, agent.WithLimits(agent.Limits{}))
+	})
 	if r := call(b, "POST", env.url+"/agents", aliceToken, jsonBody(map[string]any{"agent_id": "bench", "model": "script:bench50"})); r.code != 200 {
 		b.Fatalf("create the bench agent: %d %s", r.code, r)
 	}

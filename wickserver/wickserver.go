@@ -88,6 +88,13 @@ func WithAllowLocal() Option { return func(c *config) { c.suite.Sandbox.AllowLoc
 // registered in Go come beside them, under other ids.
 func WithAgentsFile(path string) Option { return func(c *config) { c.agentsFile = path } }
 
+// WithLimits sets the agent service's per-user limits (default
+// agent.DefaultLimits(): agents, tools, threads, runs going and queued,
+// event streams, bytes per thread).
+func WithLimits(l agent.Limits) Option {
+	return func(c *config) { c.suite.AgentOptions = append(c.suite.AgentOptions, agent.WithLimits(l)) }
+}
+
 // WithLogger sets the logger of every service (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.suite.Logger = l } }
 

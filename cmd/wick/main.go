@@ -73,6 +73,8 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.Gateway.UIDir, "ui-dir", "", "UI build directory served with SPA fallback")
 	fs.Int64Var(&cfg.Gateway.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "largest JSON request body")
 	fs.Int64Var(&cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
+	limits := agent.DefaultLimits()
+	limits.RegisterFlags(fs)
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
@@ -95,6 +97,7 @@ func run(args []string, out io.Writer) error {
 	if agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

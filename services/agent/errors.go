@@ -10,6 +10,7 @@ import (
 
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -28,6 +29,8 @@ func rpcErr(err error) error {
 	}
 	msg := err.Error()
 	switch {
+	case errors.Is(err, quota.ErrExceeded):
+		return status.Error(codes.ResourceExhausted, msg)
 	case errors.Is(err, registry.ErrNotFound), errors.Is(err, threads.ErrNotFound), errors.Is(err, runs.ErrNotFound),
 		errors.Is(err, runexec.ErrNotFound):
 		return status.Error(codes.NotFound, msg)

@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -280,7 +281,7 @@ func TestNativeToolsInTheAPI(t *testing.T) {
 	stores := agent.MemoryStores()
 	ctx := withTimeout(t, as("alice"), 30*time.Second)
 	// alice registered an external "lookup" before the server had a native one.
-	if err := stores.Agents.PutTool(ctx, "alice", &tools.HTTPToolDef{Name: "lookup", URL: "https://example.invalid/lookup", Parameters: map[string]any{"type": "object"}}); err != nil {
+	if err := stores.Agents.PutTool(ctx, "alice", &tools.HTTPToolDef{Name: "lookup", URL: "https://example.invalid/lookup", Parameters: map[string]any{"type": "object"}}, quota.Limit{}); err != nil {
 		t.Fatal(err)
 	}
 	a := s.agent(stores, nil, agent.WithNativeTools(lookup))

@@ -20,7 +20,9 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
@@ -348,7 +350,7 @@ func (s *Service) RegisterTool(ctx context.Context, req *agentv1.RegisterToolReq
 	if err := tools.ValidateHTTPToolDef(*def); err != nil {
 		return nil, invalid("tool", err.Error())
 	}
-	if err := s.st.Agents.PutTool(ctx, user, def); err != nil {
+	if err := s.st.Agents.PutTool(ctx, user, def, s.cfg.limits.tools()); err != nil {
 		return nil, rpcErr(err)
 	}
 	pt := toolToProto(def)
@@ -465,6 +467,19 @@ func (r runningSandbox) EnsureSandbox(context.Context, *sandboxv1.EnsureSandboxR
 	return &sandboxv1.EnsureSandboxResponse{Sandbox: r.box}, nil
 }
 
+// holdWatcher takes one of the user's event stream slots for a stream
+// that is not a run (runs have their own bound).
+func (s *Service) holdWatcher(ctx context.Context, user string) (func(), error) {
+	release, err := quota.Hold(ctx, s.st.Quota, user, kindWatchers, ids.New("w_"), s.cfg.limits.watchers())
+	if err != nil {
+		return nil, rpcErr(err)
+	}
+	return release, nil
+}
+
+// kindWatchers is what quota counts for open event streams.
+const kindWatchers = "watchers"
+
 // WatchEvents implements agentv1.AgentServiceServer. A subscriber that falls
 // too far behind is disconnected with ResourceExhausted; it never slows
 // the others.
@@ -474,6 +489,11 @@ func (s *Service) WatchEvents(_ *agentv1.WatchEventsRequest, stream agentv1.Agen
 	if err != nil {
 		return err
 	}
+	release, err := s.holdWatcher(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer release()
 	sub, cancel := s.hub.Subscribe(user)
 	defer cancel()
 	seq := 0

@@ -82,6 +82,11 @@ func (s *Service) JoinRun(req *agentv1.JoinRunRequest, stream agentv1.AgentServi
 	if err != nil {
 		return err
 	}
+	release, err := s.holdWatcher(ctx, user)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return rpcErr(s.exec.Join(ctx, user, req.GetRunId(), req.GetAfterEventId(), func(ev loop.StreamEvent) error {
 		return stream.Send(&agentv1.JoinRunResponse{Event: eventToProto(ev)})
 	}))

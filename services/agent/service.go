@@ -23,6 +23,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -69,6 +70,9 @@ type Stores struct {
 	Runs    runs.Store
 	Log     runs.Log
 	Agents  registry.Store
+	// Quota counts what users hold while it lasts: runs going, runs queued,
+	// open event streams.
+	Quota quota.Store
 	// Redis carries configuration events between replicas; nil keeps them local.
 	Redis redis.UniversalClient
 	close func() error
@@ -78,7 +82,7 @@ type Stores struct {
 func MemoryStores() Stores {
 	ts := threads.NewMemoryStore()
 	rm := runs.NewMemory()
-	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), close: ts.Close}
+	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: quota.NewMemory(), close: ts.Close}
 }
 
 // RedisOptions tune RedisStores.
@@ -87,7 +91,8 @@ type RedisOptions struct {
 	Prefix string
 	// ThreadTTL is the sliding TTL of threads (default 1 h).
 	ThreadTTL time.Duration
-	// Lease is the run lock's lease (default 15 s).
+	// Lease is the run lock's lease (default 15 s), and how long a replica
+	// that died still counts its users' runs and streams against their limits.
 	Lease time.Duration
 	// RunRetention is how long a finished run and its event log are kept
 	// (default 10 min).
@@ -115,7 +120,8 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 		ropts = append(ropts, runs.WithRedisRetention(o.RunRetention))
 	}
 	rr := runs.NewRedis(rdb, ropts...)
-	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix), Redis: rdb}
+	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
+		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Redis: rdb}
 }
 
 // Deps are the service's dependencies.
@@ -141,6 +147,7 @@ type options struct {
 	llmTimeout     time.Duration
 	agentsFile     string
 	native         []Tool
+	limits         Limits
 	// run configures the run executor: its limits, in the order given.
 	run []runexec.Option
 }
@@ -210,6 +217,9 @@ func WithRunnerOptions(opts ...loop.RunnerOption) Option {
 	return runOption(runexec.WithRunnerOptions(opts...))
 }
 
+// WithLimits sets the per-user limits (default DefaultLimits()).
+func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
+
 // runOption passes an option on to the run executor.
 func runOption(ro runexec.Option) Option {
 	return func(o *options) { o.run = append(o.run, ro) }
@@ -240,10 +250,13 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	cfg := options{
 		defaultModel: DefaultModel, defaultBackend: backend.Local, defaultImage: backend.DefaultImage,
 		maxTransfer: DefaultMaxTransferBytes, maxTextFile: DefaultMaxTextFileBytes,
-		watchBuffer: registry.DefaultWatchBuffer,
+		watchBuffer: registry.DefaultWatchBuffer, limits: DefaultLimits(),
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if err := cfg.limits.Validate(); err != nil {
+		return nil, err
 	}
 	switch cfg.defaultBackend {
 	case backend.Local, backend.Docker, backend.None:
@@ -271,7 +284,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 		return nil, errors.New("agent: Deps.LLM and Deps.Sandbox are required")
 	}
 	st := deps.Stores
-	if st.Threads == nil || st.Locker == nil || st.Runs == nil || st.Log == nil || st.Agents == nil {
+	if st.Threads == nil || st.Locker == nil || st.Runs == nil || st.Log == nil || st.Agents == nil || st.Quota == nil {
 		return nil, errors.New("agent: Deps.Stores is incomplete; use MemoryStores or RedisStores")
 	}
 	logger := deps.Logger
@@ -289,7 +302,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Service{
-		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents),
+		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents, registry.WithAgentLimit(cfg.limits.agents())),
 		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
 		native: native,
 	}
@@ -318,7 +331,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		native[name] = t
 	}
 	deps := runexec.Deps{
-		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log,
+		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log, Quota: s.st.Quota,
 		Agents: s.registry, Tools: s.st.Agents, Native: native,
 		Models: func(specs []*llmv1.ModelSpec) runexec.Model { return llmclient.New(s.llm, specs, lopts...) },
 		Sandboxes: func(agentID string, b *loop.BackendCfg) wickfs.FileSystem {
@@ -326,7 +339,8 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		},
 		Logger: s.logger,
 	}
-	return runexec.New(deps, append([]runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel)}, s.cfg.run...)...)
+	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
+	return runexec.New(deps, append(opts, s.cfg.run...)...)
 }
 
 // defaultAgent is the agent of a service without templates: the built-in

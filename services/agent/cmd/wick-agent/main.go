@@ -24,6 +24,7 @@ func main() {
 		toolAllow                                                                               string
 		leaseDur, threadTTL, runRetention                                                       time.Duration
 		maxTransfer                                                                             int64
+		limits                                                                                  = agent.DefaultLimits()
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
@@ -38,6 +39,7 @@ func main() {
 		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")
 		fs.StringVar(&toolAllow, "tool-allow-nets", "", "comma-separated CIDRs that HTTP callback tools may reach although not public (loopback, private, link-local are refused by default)")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
+		limits.RegisterFlags(fs)
 	}
 	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
 		allow, err := netguard.ParsePrefixes(toolAllow)
@@ -69,7 +71,7 @@ func main() {
 		opts := []agent.Option{
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
-			agent.WithToolNetworkAllow(allow...),
+			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits),
 		}
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

@@ -440,6 +440,11 @@ func (h *FilesystemHook) WrapToolCall(ctx context.Context, call llm.ToolCall, ne
 // Evict returns s unchanged when it has at most max characters, otherwise
 // its first and last keep characters around a note of how many were cut.
 func Evict(s string, max, keep int) string {
+	return evict(s, max, keep, "truncated %d characters")
+}
+
+// evict is Evict with its note; note formats the number of characters cut.
+func evict(s string, max, keep int, note string) string {
 	if len(s) <= max { // bytes ≥ runes, so this is exact for short strings
 		return s
 	}
@@ -448,5 +453,33 @@ func Evict(s string, max, keep int) string {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:keep]) + fmt.Sprintf("\n\n... (truncated %d characters) ...\n\n", n-2*keep) + string(r[n-keep:])
+	return string(r[:keep]) + "\n\n... (" + fmt.Sprintf(note, n-2*keep) + ") ...\n\n" + string(r[n-keep:])
+}
+
+// cutNote tells the model why an old tool result lost its middle and how to
+// get it back.
+const cutNote = "cut %d characters to keep this thread under its size bound; call the tool again if you need them"
+
+// CutToolResults cuts tool results of msgs, oldest first, to their first and
+// last keep characters around a note, until at least need bytes are freed
+// or none is left to cut, and returns the bytes freed. Unlike the eviction
+// of WrapToolCall it spares no tool: it keeps a thread under its byte bound
+// when read_file outputs, which are never evicted, pile up.
+func CutToolResults(msgs []llm.Message, need int64, keep int) int64 {
+	var freed int64
+	for i := range msgs {
+		if freed >= need {
+			break
+		}
+		m := &msgs[i]
+		if m.Role != llm.RoleTool {
+			continue
+		}
+		cut := evict(m.Content, 2*keep+len(cutNote)+16, keep, cutNote)
+		if len(cut) < len(m.Content) {
+			freed += int64(len(m.Content) - len(cut))
+			m.Content = cut
+		}
+	}
+	return freed
 }

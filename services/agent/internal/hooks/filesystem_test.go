@@ -262,3 +262,30 @@ func TestEviction(t *testing.T) {
 		t.Fatalf("Evict %q", got)
 	}
 }
+
+func TestCutToolResults(t *testing.T) {
+	t.Parallel()
+	long := func(c string) string { return strings.Repeat(c, 10_000) }
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Content: long("u")},
+		{Role: llm.RoleTool, Name: hooks.ToolReadFile, Content: long("a")},
+		{Role: llm.RoleTool, Name: hooks.ToolReadFile, Content: "short"},
+		{Role: llm.RoleTool, Name: hooks.ToolExecute, Content: long("b")},
+		{Role: llm.RoleTool, Name: hooks.ToolReadFile, Content: long("c")},
+	}
+	freed := hooks.CutToolResults(msgs, 1, 100)
+	if freed <= 0 || !strings.Contains(msgs[1].Content, "size bound") || !strings.HasPrefix(msgs[1].Content, strings.Repeat("a", 100)+"\n") {
+		t.Fatalf("oldest read_file result not cut first: freed %d, %.300q", freed, msgs[1].Content)
+	}
+	if msgs[3].Content != long("b") || msgs[4].Content != long("c") || msgs[0].Content != long("u") {
+		t.Fatal("cut more than needed, or a message that is not a tool result")
+	}
+	// Asked for more, it cuts the rest; a cut result is not cut again.
+	freed = hooks.CutToolResults(msgs, 1<<20, 100)
+	if want := int64(2 * (10_000 - len(msgs[3].Content))); freed != want || len(msgs[4].Content) != len(msgs[3].Content) || msgs[2].Content != "short" {
+		t.Fatalf("freed %d, want %d", freed, want)
+	}
+	if hooks.CutToolResults(msgs, 1<<20, 100) != 0 {
+		t.Fatal("cut results were cut again")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 )
 
 // Errors of the registry.
@@ -31,15 +32,29 @@ type Entry struct {
 type Registry struct {
 	templates map[string]*loop.AgentConfig
 	store     Store
+	// limit bounds the agents a user stores: created ones and changed
+	// copies of templates.
+	limit quota.Limit
 }
 
+// Option configures a Registry.
+type Option func(*Registry)
+
+// WithAgentLimit bounds the agents each user stores (created ones and
+// changed copies of templates); without it they are not bounded.
+func WithAgentLimit(l quota.Limit) Option { return func(r *Registry) { r.limit = l } }
+
 // New returns a registry of templates (already validated) over store.
-func New(templates map[string]*loop.AgentConfig, store Store) *Registry {
+func New(templates map[string]*loop.AgentConfig, store Store, opts ...Option) *Registry {
 	t := map[string]*loop.AgentConfig{}
 	for id, c := range templates {
 		t[id] = Clone(c)
 	}
-	return &Registry{templates: t, store: store}
+	r := &Registry{templates: t, store: store}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // Store returns the underlying store (for tools).
@@ -93,7 +108,7 @@ func (r *Registry) Create(ctx context.Context, user, id string, cfg *loop.AgentC
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	if err := r.store.PutAgent(ctx, user, id, cfg); err != nil {
+	if err := r.store.PutAgent(ctx, user, id, cfg, r.limit); err != nil {
 		return nil, err
 	}
 	return &Entry{ID: id, Config: Clone(cfg)}, nil
@@ -113,7 +128,7 @@ func (r *Registry) Update(ctx context.Context, user, id string, fn func(*loop.Ag
 	if err := Validate(id, e.Config); err != nil {
 		return nil, err
 	}
-	if err := r.store.PutAgent(ctx, user, id, e.Config); err != nil {
+	if err := r.store.PutAgent(ctx, user, id, e.Config, r.limit); err != nil {
 		return nil, err
 	}
 	return &Entry{ID: id, Config: e.Config}, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -172,8 +173,8 @@ func TestRegistryTemplatesAndClones(t *testing.T) {
 			}
 			// Tools.
 			def := &tools.HTTPToolDef{Name: "b", URL: "https://x", Headers: map[string]string{"K": "v"}}
-			st.PutTool(ctx, "alice", def)
-			st.PutTool(ctx, "alice", &tools.HTTPToolDef{Name: "a", URL: "https://y"})
+			st.PutTool(ctx, "alice", def, quota.Limit{})
+			st.PutTool(ctx, "alice", &tools.HTTPToolDef{Name: "a", URL: "https://y"}, quota.Limit{})
 			ts, _ := st.ListTools(ctx, "alice")
 			if len(ts) != 2 || ts[0].Name != "a" {
 				t.Fatalf("ListTools = %+v", ts)

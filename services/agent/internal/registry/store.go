@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -26,12 +27,15 @@ var ErrNotFound = errors.New("not found")
 // and external tools; Redis when replicas share them.
 type Store interface {
 	GetAgent(ctx context.Context, user, id string) (*loop.AgentConfig, error)
-	PutAgent(ctx context.Context, user, id string, cfg *loop.AgentConfig) error
+	// PutAgent stores the agent. A new id is refused with lim.Refuse when
+	// the user stores lim.Max agents already; replacing one never is.
+	PutAgent(ctx context.Context, user, id string, cfg *loop.AgentConfig, lim quota.Limit) error
 	// DeleteAgent reports whether the agent existed.
 	DeleteAgent(ctx context.Context, user, id string) (bool, error)
 	ListAgents(ctx context.Context, user string) (map[string]*loop.AgentConfig, error)
 	GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error)
-	PutTool(ctx context.Context, user string, def *tools.HTTPToolDef) error
+	// PutTool stores the tool, bounded by lim like PutAgent.
+	PutTool(ctx context.Context, user string, def *tools.HTTPToolDef, lim quota.Limit) error
 	DeleteTool(ctx context.Context, user, name string) (bool, error)
 	// ListTools returns the user's tools sorted by name.
 	ListTools(ctx context.Context, user string) ([]*tools.HTTPToolDef, error)
@@ -50,10 +54,13 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{agents: map[string]map[string][]byte{}, tools: map[string]map[string][]byte{}}
 }
 
-func put(m map[string]map[string][]byte, user, key string, v any) error {
+func put(m map[string]map[string][]byte, user, key string, v any, lim quota.Limit) error {
 	data, err := marshal(v)
 	if err != nil {
 		return err
+	}
+	if _, replace := m[user][key]; !replace && !lim.Allows(int64(len(m[user]))+1) {
+		return lim.Refuse(user, int64(len(m[user])))
 	}
 	if m[user] == nil {
 		m[user] = map[string][]byte{}
@@ -75,10 +82,10 @@ func (s *MemoryStore) GetAgent(_ context.Context, user, id string) (*loop.AgentC
 }
 
 // PutAgent implements Store.
-func (s *MemoryStore) PutAgent(_ context.Context, user, id string, cfg *loop.AgentConfig) error {
+func (s *MemoryStore) PutAgent(_ context.Context, user, id string, cfg *loop.AgentConfig, lim quota.Limit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return put(s.agents, user, id, cfg)
+	return put(s.agents, user, id, cfg, lim)
 }
 
 // DeleteAgent implements Store.
@@ -118,10 +125,10 @@ func (s *MemoryStore) GetTool(_ context.Context, user, name string) (*tools.HTTP
 }
 
 // PutTool implements Store.
-func (s *MemoryStore) PutTool(_ context.Context, user string, def *tools.HTTPToolDef) error {
+func (s *MemoryStore) PutTool(_ context.Context, user string, def *tools.HTTPToolDef, lim quota.Limit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return put(s.tools, user, def.Name, def)
+	return put(s.tools, user, def.Name, def, lim)
 }
 
 // DeleteTool implements Store.
@@ -178,13 +185,30 @@ func (s *RedisStore) get(ctx context.Context, key, field string, v any) error {
 	return unmarshal(data, v)
 }
 
-func (s *RedisStore) put(ctx context.Context, key, field string, v any) error {
+// putScript sets a field of a hash unless it is a new field and the hash
+// has ARGV[3] (> 0) fields already: the count and the write are one step,
+// so replicas writing at once cannot together pass the bound. It answers
+// -1 when it wrote, else the number of fields.
+var putScript = redis.NewScript(`
+local max = tonumber(ARGV[3])
+if max > 0 and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  local n = redis.call('HLEN', KEYS[1])
+  if n >= max then return n end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return -1`)
+
+func (s *RedisStore) put(ctx context.Context, user, key, field string, v any, lim quota.Limit) error {
 	data, err := marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := s.rdb.HSet(ctx, key, field, data).Err(); err != nil {
+	n, err := putScript.Run(ctx, s.rdb, []string{key}, field, data, max(lim.Max, 0)).Int64()
+	if err != nil {
 		return fmt.Errorf("registry: %w", err)
+	}
+	if n >= 0 {
+		return lim.Refuse(user, n)
 	}
 	return nil
 }
@@ -207,8 +231,8 @@ func (s *RedisStore) GetAgent(ctx context.Context, user, id string) (*loop.Agent
 }
 
 // PutAgent implements Store.
-func (s *RedisStore) PutAgent(ctx context.Context, user, id string, cfg *loop.AgentConfig) error {
-	return s.put(ctx, s.agentsKey(user), id, cfg)
+func (s *RedisStore) PutAgent(ctx context.Context, user, id string, cfg *loop.AgentConfig, lim quota.Limit) error {
+	return s.put(ctx, user, s.agentsKey(user), id, cfg, lim)
 }
 
 // DeleteAgent implements Store.
@@ -243,8 +267,8 @@ func (s *RedisStore) GetTool(ctx context.Context, user, name string) (*tools.HTT
 }
 
 // PutTool implements Store.
-func (s *RedisStore) PutTool(ctx context.Context, user string, def *tools.HTTPToolDef) error {
-	return s.put(ctx, s.toolsKey(user), def.Name, def)
+func (s *RedisStore) PutTool(ctx context.Context, user string, def *tools.HTTPToolDef, lim quota.Limit) error {
+	return s.put(ctx, user, s.toolsKey(user), def.Name, def, lim)
 }
 
 // DeleteTool implements Store.

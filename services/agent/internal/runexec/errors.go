@@ -19,6 +19,10 @@ var (
 	ErrShutdown = errors.New("the agent service is shutting down")
 )
 
+// CodeLimit is the data.code of a run's error event when the run failed on
+// a per-user or per-thread limit (quota.ErrExceeded).
+const CodeLimit = "resource_exhausted"
+
 // Causes of a run's cancellation besides ErrShutdown.
 var (
 	errCancelRequested = errors.New("run was cancelled")

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
@@ -17,10 +19,12 @@ import (
 // Run is a run this replica executes.
 type Run struct {
 	*env
-	user    string
-	rec     *runs.Run // guarded by mu
-	mu      sync.Mutex
-	lease   threads.Lease
+	user  string
+	rec   *runs.Run // guarded by mu
+	mu    sync.Mutex
+	lease threads.Lease
+	// slot gives up the run's place among its user's runs going.
+	slot    func()
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	timeout context.CancelFunc
@@ -136,16 +140,36 @@ func withErrorCode(data any) any {
 
 // save is the loop's save callback: a versioned save that stops once the
 // thread's lease is lost, so a run that lost its thread never overwrites it.
+// A state over the thread's byte bound has its oldest tool results cut
+// (read_file's too, which the filesystem hook never evicts) and is saved
+// again; one that no cut brings under the bound fails the run, and the
+// thread stays as it was last saved.
 func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
 	select {
 	case <-r.lease.Lost():
 		return threads.ErrLeaseLost
 	default:
 	}
-	if err := r.threads.Save(ctx, r.user, st, r.lease.Token()); err != nil {
-		return fmt.Errorf("save thread %s: %w", st.ThreadID, err)
+	lim := r.cfg.limits
+	b := threads.Bounds{Threads: lim.Threads, MaxBytes: lim.ThreadBytes.Max}
+	for {
+		err := r.threads.Save(ctx, r.user, st, r.lease.Token(), b)
+		var big *threads.TooLargeError
+		if !errors.As(err, &big) {
+			if err != nil {
+				return fmt.Errorf("save thread %s: %w", st.ThreadID, err)
+			}
+			return nil
+		}
+		// Cut down to three quarters of the bound, so that the rounds that
+		// follow fit without cutting (and encoding twice) every time.
+		if hooks.CutToolResults(st.Messages, big.Size-big.Max*3/4, hooks.DefaultEvictKeepChars) == 0 {
+			return fmt.Errorf("save thread %s: %w", st.ThreadID, &quota.Exceeded{
+				What:  fmt.Sprintf("thread %s would store %d bytes with its old tool results cut", st.ThreadID, big.Size),
+				Limit: lim.ThreadBytes,
+			})
+		}
 	}
-	return nil
 }
 
 // execute runs the loop and closes the run: status, final event, end of the
@@ -163,10 +187,15 @@ func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.M
 	if err := r.lease.Release(final); err != nil {
 		r.logger.Warn("release thread lock", "run_id", r.rec.ID, "error", err)
 	}
+	// Like the lock, the run's slot is free before its last event goes out.
+	r.slot()
 	if r.logFail == nil {
 		r.closing = true
 		switch {
 		case r.final != nil:
+			if m, ok := r.final.Data.(map[string]any); ok && r.final.Event == loop.EventError && errors.Is(err, quota.ErrExceeded) {
+				m["code"] = CodeLimit
+			}
 			r.emit(*r.final)
 		case endStatus == runs.StatusDone:
 			r.emit(loop.StreamEvent{Event: loop.EventDone})

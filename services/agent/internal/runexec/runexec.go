@@ -20,6 +20,7 @@ import (
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
@@ -53,7 +54,8 @@ const followBatch = 256
 type ThreadStore interface {
 	LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
-	Save(ctx context.Context, user string, state *loop.AgentState, fence string) error
+	Save(ctx context.Context, user string, state *loop.AgentState, fence string, b threads.Bounds) error
+	Count(ctx context.Context, user string) (int64, error)
 }
 
 // Agents resolves the agent a user names (registry.Registry implements it).
@@ -92,6 +94,9 @@ type Deps struct {
 	Runs runs.Store
 	// Log is the event log every replica reads.
 	Log runs.Log
+	// Quota counts each user's runs going and runs waiting for a busy
+	// thread, across replicas.
+	Quota quota.Store
 	// Agents resolves the agent of a run.
 	Agents Agents
 	// Tools resolves the external tools an agent names.
@@ -119,7 +124,29 @@ type config struct {
 	httpClient      *http.Client
 	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
+	limits          Limits
 }
+
+// Limits bound what one user's runs hold; a zero Limit does not bound.
+type Limits struct {
+	// Runs bounds the runs going at once (running or waiting for approval).
+	Runs quota.Limit
+	// Queued bounds the runs waiting for a busy thread (enqueue).
+	Queued quota.Limit
+	// Threads bounds the threads a user has; a run on a new thread is
+	// refused at its start when the user has Threads.Max.
+	Threads quota.Limit
+	// ThreadBytes bounds one thread's encoded state (Max in bytes). A save
+	// over it first cuts old tool results; a state still too large fails
+	// the run and leaves the thread as last saved.
+	ThreadBytes quota.Limit
+}
+
+// Kinds of what quota counts for runs.
+const (
+	kindRuns   = "runs"
+	kindQueued = "queued"
+)
 
 // Option configures an Executor.
 type Option func(*config)
@@ -162,9 +189,13 @@ func WithRunnerOptions(opts ...loop.RunnerOption) Option {
 	return func(c *config) { c.runnerOptions = append(c.runnerOptions, opts...) }
 }
 
+// WithLimits bounds what each user's runs hold.
+func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
+
 // env is what a run uses of its executor; none of it changes after New.
 type env struct {
 	threads ThreadStore
+	quota   quota.Store
 	runs    runs.Store
 	log     runs.Log
 	local   *runs.Memory // this replica's copy of its runs' events
@@ -194,7 +225,7 @@ type Executor struct {
 // New returns an executor and starts listening for cancel requests and
 // decisions addressed to its runs; Close stops it.
 func New(deps Deps, opts ...Option) (*Executor, error) {
-	if deps.Threads == nil || deps.Locker == nil || deps.Runs == nil || deps.Log == nil ||
+	if deps.Threads == nil || deps.Locker == nil || deps.Runs == nil || deps.Log == nil || deps.Quota == nil ||
 		deps.Agents == nil || deps.Tools == nil || deps.Models == nil || deps.Sandboxes == nil {
 		return nil, errors.New("runexec: every dependency but Logger is required")
 	}
@@ -212,7 +243,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	en := &env{threads: deps.Threads, runs: deps.Runs, log: deps.Log, logger: logger, cfg: cfg}
+	en := &env{threads: deps.Threads, quota: deps.Quota, runs: deps.Runs, log: deps.Log, logger: logger, cfg: cfg}
 	if mem, ok := deps.Log.(*runs.Memory); ok {
 		en.local = mem
 	} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -45,7 +46,7 @@ func newFixture(t *testing.T, model *llmtest.Script, opts ...runexec.Option) *fi
 	rm := runs.NewMemory()
 	agentStore := registry.NewMemoryStore()
 	exec, err := runexec.New(runexec.Deps{
-		Threads: ts, Locker: ts, Runs: rm, Log: sharedLog{rm},
+		Threads: ts, Locker: ts, Runs: rm, Log: sharedLog{rm}, Quota: quota.NewMemory(),
 		Agents: registry.New(agents(), agentStore), Tools: agentStore,
 		Models:    func([]*llmv1.ModelSpec) runexec.Model { return model },
 		Sandboxes: func(string, *loop.BackendCfg) wickfs.FileSystem { return nil },
@@ -143,7 +144,7 @@ func TestStartRefuses(t *testing.T) {
 	ctx := testCtx(t)
 	busy := f.start(ctx, runexec.Request{AgentID: "calc", ThreadID: "busy", Input: human("hi")})
 	<-block
-	if err := f.threads.Save(ctx, user, &loop.AgentState{ThreadID: "other", AgentID: "careful"}, ""); err != nil {
+	if err := f.threads.Save(ctx, user, &loop.AgentState{ThreadID: "other", AgentID: "careful"}, "", threads.Bounds{}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
@@ -51,9 +52,18 @@ func (e *Executor) Start(ctx context.Context, user string, req Request) (*Run, e
 	if err != nil {
 		return nil, err
 	}
+	// The run's slot is taken once it holds its thread: a run waiting for
+	// a busy thread counts as queued, not as going.
+	runID := ids.New("run_")
+	slot, err := quota.Hold(ctx, e.quota, user, kindRuns, runID, e.cfg.limits.Runs)
+	if err != nil {
+		_ = lease.Release(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	started := false
 	defer func() {
 		if !started {
+			slot()
 			_ = lease.Release(context.WithoutCancel(ctx))
 		}
 	}()
@@ -65,7 +75,7 @@ func (e *Executor) Start(ctx context.Context, user string, req Request) (*Run, e
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.register(ctx, user, req, lease, len(state.Messages))
+	r, err := e.register(ctx, user, req, runID, lease, slot, len(state.Messages))
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +121,18 @@ func (e *Executor) agent(ctx context.Context, user, agentID string) (*registry.E
 }
 
 // lockThread takes the thread's run lock, waiting for it when the request
-// says to enqueue.
+// says to enqueue. A request that waits holds one of the user's queued
+// slots meanwhile.
 func (e *Executor) lockThread(ctx context.Context, user string, req Request) (threads.Lease, error) {
-	lease, err := e.locker.Acquire(ctx, user, req.ThreadID, req.Enqueue)
+	lease, err := e.locker.Acquire(ctx, user, req.ThreadID, false)
+	if errors.Is(err, threads.ErrBusy) && req.Enqueue {
+		queued, qerr := quota.Hold(ctx, e.quota, user, kindQueued, ids.New("q_"), e.cfg.limits.Queued)
+		if qerr != nil {
+			return nil, qerr
+		}
+		lease, err = e.locker.Acquire(ctx, user, req.ThreadID, true)
+		queued()
+	}
 	if errors.Is(err, threads.ErrBusy) {
 		return nil, fmt.Errorf("%w: thread %s (set enqueue to wait for it)", err, req.ThreadID)
 	}
@@ -124,11 +143,22 @@ func (e *Executor) lockThread(ctx context.Context, user string, req Request) (th
 }
 
 // loadState loads the thread (or a new one) and binds it to the agent: a
-// thread belongs to the agent of its first run.
+// thread belongs to the agent of its first run. A new thread beyond the
+// user's bound is refused here, before the model is called; the store
+// refuses it again at its first save if another run took the place since.
 func (e *Executor) loadState(ctx context.Context, user string, req Request) (*loop.AgentState, error) {
 	state, err := e.threads.LoadOrCreate(ctx, user, req.ThreadID)
 	if err != nil {
 		return nil, fmt.Errorf("load thread %s: %w", req.ThreadID, err)
+	}
+	if lim := e.cfg.limits.Threads; state.Version == 0 && lim.Max > 0 {
+		n, err := e.threads.Count(ctx, user)
+		if err != nil {
+			return nil, err
+		}
+		if !lim.Allows(n + 1) {
+			return nil, lim.Refuse(user, n)
+		}
 	}
 	if state.AgentID != "" && state.AgentID != req.AgentID {
 		return nil, invalid("thread_id", fmt.Sprintf("thread %s belongs to agent %s", req.ThreadID, state.AgentID))
@@ -187,10 +217,11 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 }
 
 // register records the run and makes it this replica's, then logs its
-// first event. baseLen is the number of thread messages before the input.
-func (e *Executor) register(ctx context.Context, user string, req Request, lease threads.Lease, baseLen int) (*Run, error) {
+// first event. slot gives up the run's place among the user's runs going.
+// baseLen is the number of thread messages before the input.
+func (e *Executor) register(ctx context.Context, user string, req Request, runID string, lease threads.Lease, slot func(), baseLen int) (*Run, error) {
 	rec := &runs.Run{
-		ID: ids.New("run_"), User: user, ThreadID: req.ThreadID, AgentID: req.AgentID,
+		ID: runID, User: user, ThreadID: req.ThreadID, AgentID: req.AgentID,
 		Status: runs.StatusRunning, CreatedAt: time.Now().UTC(), LeaseToken: lease.Token(),
 	}
 	if err := e.runs.Put(ctx, rec); err != nil {
@@ -203,7 +234,7 @@ func (e *Executor) register(ctx context.Context, user string, req Request, lease
 	runCtx, cancelTimeout := context.WithTimeout(runCtx, e.cfg.maxRunDuration)
 	runCtx, cancel := context.WithCancelCause(runCtx)
 	r := &Run{
-		env: e.env, user: user, rec: rec, lease: lease, ctx: runCtx,
+		env: e.env, user: user, rec: rec, lease: lease, slot: slot, ctx: runCtx,
 		cancel:  func(cause error) { cancel(cause) },
 		timeout: cancelTimeout,
 		done:    make(chan struct{}), nudge: make(chan struct{}, 1), decide: make(chan struct{}, 1), waiting: make(chan struct{}, 1),

@@ -35,14 +35,14 @@ func BenchmarkRedisSaveLoad200(b *testing.B) {
 	s := NewRedisStore(newRedis(b))
 	ctx := context.Background()
 	st := thread200()
-	if err := s.Save(ctx, "bench", st, ""); err != nil {
+	if err := s.Save(ctx, "bench", st, "", Bounds{}); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		if err := s.Save(ctx, "bench", st, ""); err != nil {
+		if err := s.Save(ctx, "bench", st, "", Bounds{}); err != nil {
 			b.Fatal(err)
 		}
 		got, err := s.Get(ctx, "bench", "bench")

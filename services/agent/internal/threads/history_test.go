@@ -33,7 +33,7 @@ func TestSaveRefusesInvalidHistory(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					st := &loop.AgentState{ThreadID: "th-" + strings.ReplaceAll(tt.name, " ", "-"), Messages: tt.msgs}
-					err := s.Save(ctx, "alice", st, "")
+					err := s.Save(ctx, "alice", st, "", Bounds{})
 					if tt.want == nil {
 						if err != nil {
 							t.Fatalf("Save = %v", err)

@@ -133,7 +133,7 @@ func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*loop.Agent
 }
 
 // Save implements Store.
-func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState, fence string) error {
+func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState, fence string, b Bounds) error {
 	if err := checkSave(state); err != nil {
 		return err
 	}
@@ -145,11 +145,16 @@ func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentStat
 		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("encode thread: %w", err)
 	}
+	if err := b.checkSize(state.ThreadID, data); err != nil {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return err
+	}
 	k := memKey{user, state.ThreadID}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var cur int64
-	if e, ok := s.live(k); ok {
+	e, exists := s.live(k)
+	if exists {
 		cur = e.version
 	}
 	if s.locks[k] != fence {
@@ -160,9 +165,35 @@ func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentStat
 		state.Version, state.UpdatedAt = prevV, prevT
 		return ErrConflict
 	}
+	if !exists && b.Threads.Max > 0 {
+		if n := s.count(user); !b.Threads.Allows(n + 1) {
+			state.Version, state.UpdatedAt = prevV, prevT
+			return b.Threads.Refuse(user, n)
+		}
+	}
 	s.threads[k] = &memEntry{data: data, version: prevV + 1, agentID: state.AgentID,
 		count: len(state.Messages), updated: now, lastAccess: now}
 	return nil
+}
+
+// Count implements Store.
+func (s *MemoryStore) Count(_ context.Context, user string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count(user), nil
+}
+
+// count is the user's live threads; s.mu is held. It walks every thread,
+// which a single process can afford when a thread is created.
+func (s *MemoryStore) count(user string) int64 {
+	now := s.now()
+	var n int64
+	for k, e := range s.threads {
+		if k.user == user && now.Sub(e.lastAccess) <= s.ttl {
+			n++
+		}
+	}
+	return n
 }
 
 // Delete implements Store.

@@ -72,11 +72,18 @@ return r`)
 
 // saveScript is the compare-and-set: it writes only while the run lock
 // (KEYS[3], same hash slot) holds the writer's fence token (” = nobody),
-// and only over the version the writer loaded (0 = absent).
+// and only over the version the writer loaded (0 = absent). A new thread
+// is refused (-3) when the user's index holds ARGV[9] (> 0) threads
+// already, in the same step as the write, so replicas creating threads at
+// once cannot together pass the bound.
 var saveScript = redis.NewScript(`
 if (redis.call('GET', KEYS[3]) or '') ~= ARGV[8] then return -2 end
 local cur = redis.call('HGET', KEYS[1], 'v') or '0'
 if cur ~= ARGV[1] then return -1 end
+local max = tonumber(ARGV[9])
+if cur == '0' and max > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[7]) and redis.call('ZCARD', KEYS[2]) >= max then
+  return -3
+end
 local nv = tonumber(ARGV[1]) + 1
 redis.call('HSET', KEYS[1], 'v', nv, 's', ARGV[2], 'a', ARGV[3], 'n', ARGV[4], 'u', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
@@ -115,7 +122,7 @@ func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.Agen
 }
 
 // Save implements Store.
-func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState, fence string) error {
+func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState, fence string, b Bounds) error {
 	if err := checkSave(state); err != nil {
 		return err
 	}
@@ -127,9 +134,27 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentSta
 		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("encode thread: %w", err)
 	}
-	nv, err := saveScript.Run(ctx, s.rdb,
-		[]string{s.threadKey(user, state.ThreadID), s.indexKey(user), s.lockKey(user, state.ThreadID)},
-		prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence).Int64()
+	if err := b.checkSize(state.ThreadID, data); err != nil {
+		state.Version, state.UpdatedAt = prevV, prevT
+		return err
+	}
+	save := func() (int64, error) {
+		return saveScript.Run(ctx, s.rdb,
+			[]string{s.threadKey(user, state.ThreadID), s.indexKey(user), s.lockKey(user, state.ThreadID)},
+			prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence, max(b.Threads.Max, 0)).Int64()
+	}
+	nv, err := save()
+	if err == nil && nv == -3 {
+		// The index may still name threads that expired: drop them and
+		// count again before refusing.
+		var n int64
+		if n, err = s.Count(ctx, user); err == nil {
+			if nv, err = save(); err == nil && nv == -3 {
+				state.Version, state.UpdatedAt = prevV, prevT
+				return b.Threads.Refuse(user, n)
+			}
+		}
+	}
 	if err != nil {
 		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("save thread: %w", err)
@@ -143,6 +168,37 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentSta
 		return ErrConflict
 	}
 	return nil
+}
+
+// Count implements Store. Index entries whose thread expired are dropped
+// first, so that expired threads free their place.
+func (s *RedisStore) Count(ctx context.Context, user string) (int64, error) {
+	threadIDs, err := s.rdb.ZRange(ctx, s.indexKey(user), 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count threads: %w", err)
+	}
+	cmds := make([]*redis.IntCmd, len(threadIDs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range threadIDs {
+			cmds[i] = p.Exists(ctx, s.threadKey(user, id))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count threads: %w", err)
+	}
+	var gone []any
+	for i, c := range cmds {
+		if c.Val() == 0 {
+			gone = append(gone, threadIDs[i])
+		}
+	}
+	if len(gone) > 0 {
+		if err := s.rdb.ZRem(ctx, s.indexKey(user), gone...).Err(); err != nil {
+			return 0, fmt.Errorf("count threads: %w", err)
+		}
+	}
+	return int64(len(threadIDs) - len(gone)), nil
 }
 
 // Delete implements Store.

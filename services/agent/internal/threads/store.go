@@ -14,6 +14,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/quota"
 )
 
 // Defaults from the seed's thread store.
@@ -73,11 +74,48 @@ type Store interface {
 	// ErrLeaseLost (another holder) and stores nothing: a run whose lease
 	// passed to another replica can never overwrite what that replica wrote,
 	// even with the version it loaded.
-	Save(ctx context.Context, user string, state *loop.AgentState, fence string) error
+	//
+	// b bounds the save: a save that would create a thread beyond
+	// b.Threads is b.Threads.Refuse, and one whose encoded state is larger
+	// than b.MaxBytes is a *TooLargeError; either stores nothing.
+	Save(ctx context.Context, user string, state *loop.AgentState, fence string, b Bounds) error
+	// Count returns how many threads the user has (expired ones are not
+	// counted).
+	Count(ctx context.Context, user string) (int64, error)
 	// Delete removes the thread; deleting a missing thread is not an error.
 	Delete(ctx context.Context, user, threadID string) error
 	// List returns the user's threads, newest first, limited to agentID when set.
 	List(ctx context.Context, user, agentID string) ([]Summary, error)
+}
+
+// Bounds limit one Save; zero values do not limit.
+type Bounds struct {
+	// Threads bounds the threads of a user: it refuses a save that creates
+	// a thread when the user has Threads.Max already.
+	Threads quota.Limit
+	// MaxBytes bounds one thread's encoded state.
+	MaxBytes int64
+}
+
+// TooLargeError refuses a save whose encoded state is larger than
+// Bounds.MaxBytes. The caller may make the state smaller (cut old tool
+// results) and save again.
+type TooLargeError struct {
+	ThreadID string
+	// Size is the encoded state's size; Max the bound.
+	Size, Max int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("thread %s would store %d bytes, over its bound of %d", e.ThreadID, e.Size, e.Max)
+}
+
+// checkSize refuses an encoded state over b.MaxBytes.
+func (b Bounds) checkSize(threadID string, data []byte) error {
+	if b.MaxBytes > 0 && int64(len(data)) > b.MaxBytes {
+		return &TooLargeError{ThreadID: threadID, Size: int64(len(data)), Max: b.MaxBytes}
+	}
+	return nil
 }
 
 // Lease is a held run lock.

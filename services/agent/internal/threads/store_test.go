@@ -58,7 +58,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			st.AgentID = "a1"
 			st.Messages = append(st.Messages, loop.Human("hi"))
-			if err := s.Save(ctx, "alice", st, ""); err != nil {
+			if err := s.Save(ctx, "alice", st, "", Bounds{}); err != nil {
 				t.Fatalf("Save: %v", err)
 			}
 			if st.Version != 1 || st.UpdatedAt.IsZero() {
@@ -70,11 +70,11 @@ func TestStoreContract(t *testing.T) {
 				t.Fatalf("Get = %+v, %v", other, err)
 			}
 			other.Messages = append(other.Messages, loop.AI("hello"))
-			if err := s.Save(ctx, "alice", other, ""); err != nil {
+			if err := s.Save(ctx, "alice", other, "", Bounds{}); err != nil {
 				t.Fatalf("Save other: %v", err)
 			}
 			st.Messages = append(st.Messages, loop.AI("stale"))
-			if err := s.Save(ctx, "alice", st, ""); !errors.Is(err, ErrConflict) {
+			if err := s.Save(ctx, "alice", st, "", Bounds{}); !errors.Is(err, ErrConflict) {
 				t.Fatalf("stale Save = %v, want ErrConflict", err)
 			}
 			if st.Version != 1 {
@@ -86,7 +86,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			// Creating a thread that someone else created meanwhile also conflicts.
 			fresh := &loop.AgentState{ThreadID: "th1"}
-			if err := s.Save(ctx, "alice", fresh, ""); !errors.Is(err, ErrConflict) {
+			if err := s.Save(ctx, "alice", fresh, "", Bounds{}); !errors.Is(err, ErrConflict) {
 				t.Fatalf("blind create = %v, want ErrConflict", err)
 			}
 			// Users are isolated.
@@ -99,7 +99,7 @@ func TestStoreContract(t *testing.T) {
 			}
 			// List, filtered by agent.
 			st2 := &loop.AgentState{ThreadID: "th2", AgentID: "a2", Messages: []llm.Message{loop.Human("x")}}
-			if err := s.Save(ctx, "alice", st2, ""); err != nil {
+			if err := s.Save(ctx, "alice", st2, "", Bounds{}); err != nil {
 				t.Fatal(err)
 			}
 			all, _ := s.List(ctx, "alice", "")
@@ -138,7 +138,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 			ctx := context.Background()
 			s := mk(t)
 			base := &loop.AgentState{ThreadID: "race"}
-			if err := s.Save(ctx, "u", base, ""); err != nil {
+			if err := s.Save(ctx, "u", base, "", Bounds{}); err != nil {
 				t.Fatal(err)
 			}
 			const writers = 8
@@ -158,7 +158,7 @@ func TestConcurrentSavesOneWins(t *testing.T) {
 						return // another writer already won; this one loaded the newer state
 					}
 					st.Messages = append(st.Messages, loop.Human(fmt.Sprint(i)))
-					if err := s.Save(ctx, "u", st, ""); err == nil {
+					if err := s.Save(ctx, "u", st, "", Bounds{}); err == nil {
 						mu.Lock()
 						wins++
 						mu.Unlock()
@@ -183,7 +183,7 @@ func TestMemoryTTL(t *testing.T) {
 	s.now = func() time.Time { return now }
 	ctx := context.Background()
 	for _, id := range []string{"old", "touched"} {
-		if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: id}, ""); err != nil {
+		if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: id}, "", Bounds{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +206,7 @@ func TestRedisSlidingTTL(t *testing.T) {
 	rdb := newRedis(t)
 	s := NewRedisStore(rdb, WithRedisTTL(time.Hour))
 	ctx := context.Background()
-	if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: "t"}, ""); err != nil {
+	if err := s.Save(ctx, "u", &loop.AgentState{ThreadID: "t"}, "", Bounds{}); err != nil {
 		t.Fatal(err)
 	}
 	key := s.threadKey("u", "t")
@@ -354,13 +354,13 @@ func TestSavesFencedByLeaseToken(t *testing.T) {
 			}
 			st, _ := s.LoadOrCreate(ctx, "u", "t")
 			st.Messages = append(st.Messages, loop.Human("from a"))
-			if err := s.Save(ctx, "u", st, la.Token()); err != nil {
+			if err := s.Save(ctx, "u", st, la.Token(), Bounds{}); err != nil {
 				t.Fatalf("holder's save: %v", err)
 			}
 			for _, fence := range []string{"", "lk_someone_else"} {
 				stale, _ := s.Get(ctx, "u", "t")
 				stale.Messages = append(stale.Messages, loop.Human("intruder"))
-				if err := s.Save(ctx, "u", stale, fence); !errors.Is(err, ErrLeaseLost) {
+				if err := s.Save(ctx, "u", stale, fence, Bounds{}); !errors.Is(err, ErrLeaseLost) {
 					t.Fatalf("save fenced by %q while a holds the lock = %v, want ErrLeaseLost", fence, err)
 				}
 			}
@@ -377,7 +377,7 @@ func TestSavesFencedByLeaseToken(t *testing.T) {
 			}
 			t.Cleanup(func() { lb.Release(context.Background()) })
 			aView.Messages = append(aView.Messages, loop.Human("late write from a"))
-			if err := s.Save(ctx, "u", aView, la.Token()); !errors.Is(err, ErrLeaseLost) {
+			if err := s.Save(ctx, "u", aView, la.Token(), Bounds{}); !errors.Is(err, ErrLeaseLost) {
 				t.Fatalf("stale holder's save = %v, want ErrLeaseLost", err)
 			}
 			got, err := s.Get(ctx, "u", "t")
@@ -385,7 +385,7 @@ func TestSavesFencedByLeaseToken(t *testing.T) {
 				t.Fatalf("thread after refused saves = v%d %d messages, %v; want v1 with 1", got.Version, len(got.Messages), err)
 			}
 			got.Messages = append(got.Messages, loop.Human("from b"))
-			if err := s.Save(ctx, "u", got, lb.Token()); err != nil {
+			if err := s.Save(ctx, "u", got, lb.Token(), Bounds{}); err != nil {
 				t.Fatalf("new holder's save: %v", err)
 			}
 		})

@@ -1,0 +1,99 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultLease is how long a held member counts without renewal: the thread
+// lock's lease, so a replica that dies frees its users' run slots as soon
+// as it frees their threads.
+const DefaultLease = 15 * time.Second
+
+// Redis is the Store shared by replicas. Each user's set of a kind is a
+// sorted set of member ids scored by the time their lease ends (Redis's own
+// clock, so replicas' clocks need not agree); expired members are removed
+// before every count. A counter (INCR/DECR) would be cheaper but would leak
+// the runs of a replica that crashed before its DECR, and that user would
+// stay refused for good; a lease-scored set forgets them after one lease.
+type Redis struct {
+	rdb    redis.UniversalClient
+	prefix string
+	lease  time.Duration
+}
+
+// NewRedis returns a store on rdb with keys under prefix ("wick") and
+// members that live lease (DefaultLease when 0) without renewal.
+func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration) *Redis {
+	if prefix == "" {
+		prefix = "wick"
+	}
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return &Redis{rdb: rdb, prefix: prefix, lease: lease}
+}
+
+// key is the sorted set of a user's members of kind; the user is the hash
+// tag, as in every other per-user key.
+func (r *Redis) key(user, kind string) string { return r.prefix + ":{" + user + "}:held:" + kind }
+
+// takeScript prunes expired members, then adds ARGV[2] unless the set holds
+// ARGV[3] (> 0) members already. It answers {added, count}.
+var takeScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = redis.call('ZCARD', KEYS[1])
+local max = tonumber(ARGV[3])
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  if max > 0 and n >= max then return {0, n} end
+  n = n + 1
+end
+redis.call('ZADD', KEYS[1], now + lease, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], lease)
+return {1, n}`)
+
+// renewScript extends a member's lease, adding it back when it expired
+// meanwhile (it is still held: its holder is alive).
+var renewScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`)
+
+// Take implements Store.
+func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int64, bool, error) {
+	res, err := takeScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id, max).Int64Slice()
+	if err != nil {
+		return 0, false, fmt.Errorf("take %s: %w", kind, err)
+	}
+	if len(res) != 2 {
+		return 0, false, fmt.Errorf("take %s: unexpected reply %v", kind, res)
+	}
+	return res[1], res[0] == 1, nil
+}
+
+// Renew implements Store.
+func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
+	if err := renewScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id).Err(); err != nil {
+		return fmt.Errorf("renew %s: %w", kind, err)
+	}
+	return nil
+}
+
+// Drop implements Store.
+func (r *Redis) Drop(ctx context.Context, user, kind, id string) error {
+	if err := r.rdb.ZRem(ctx, r.key(user, kind), id).Err(); err != nil {
+		return fmt.Errorf("drop %s: %w", kind, err)
+	}
+	return nil
+}
+
+// Lease implements Store.
+func (r *Redis) Lease() time.Duration { return r.lease }
