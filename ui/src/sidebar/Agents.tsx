@@ -3,6 +3,8 @@
 import type { Wick, components } from "@wick-agent/sdk";
 import { useEffect, useState, type FormEvent } from "react";
 
+import { SideHead } from "./SideHead";
+
 export type Agent = components["schemas"]["wick.agent.v1.Agent"];
 type Skill = components["schemas"]["wick.agent.v1.Skill"];
 
@@ -17,12 +19,7 @@ interface ListProps {
 export function AgentList({ agents, selected, onSelect, onNew }: ListProps) {
   return (
     <div className="side-section">
-      <div className="side-head">
-        <h2>Agents</h2>
-        <button type="button" data-testid="agent-new" onClick={onNew} title="Create an agent">
-          + New
-        </button>
-      </div>
+      <SideHead title="Agents" newTestId="agent-new" newTitle="Create an agent" onNew={onNew} />
       <ul className="list" data-testid="agent-list">
         {agents.map((a) => (
           <li key={a.agent_id}>

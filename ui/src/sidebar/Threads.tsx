@@ -2,6 +2,8 @@
 // from its first message.
 import type { components } from "@wick-agent/sdk";
 
+import { SideHead } from "./SideHead";
+
 export type ThreadSummary = components["schemas"]["wick.agent.v1.ThreadSummary"];
 export type ThreadStatus = "idle" | "running" | "interrupted" | "error";
 
@@ -25,12 +27,7 @@ interface Props {
 export function ThreadList({ threads, selected, titles, statuses, onSelect, onNew, onDelete }: Props) {
   return (
     <div className="side-section">
-      <div className="side-head">
-        <h2>Threads</h2>
-        <button type="button" data-testid="thread-new" onClick={onNew} title="Start a new thread">
-          + New
-        </button>
-      </div>
+      <SideHead title="Threads" newTestId="thread-new" newTitle="Start a new thread" onNew={onNew} />
       <ul className="list" data-testid="thread-list">
         {threads.map((t) => {
           const id = t.thread_id ?? "";
