@@ -1,6 +1,335 @@
-// The app shell; replaced by the chat, threads and agents work.
-import { SidePanel } from "./panels/SidePanel";
+// The app shell: sidebar (agents, threads, sandbox) | chat | side panel.
+// It owns the client, the token, the open agent and thread (in the URL),
+// the errors shown and the connection state.
+import type { Wick } from "@wick-agent/sdk";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
-export function App() {
-  return <main><SidePanel /></main>;
+import { errorText, isAbort, isUnauthenticated, makeClient, type ConnState } from "./api/client";
+import { followConfig } from "./api/configEvents";
+import { Chat } from "./chat/Chat";
+import { useThreadChat } from "./chat/useThreadChat";
+import { SidePanel } from "./panels/SidePanel";
+import type { PanelContext } from "./panels/types";
+import { AgentForm, AgentList, AgentSettings, type Agent } from "./sidebar/Agents";
+import { ThreadList, type ThreadStatus, type ThreadSummary } from "./sidebar/Threads";
+import { ConnectionState, ErrorBanner, TokenDialog } from "./shell/Notices";
+import { isRunning, threadStatus, titleOf } from "./state/chat";
+import { formatRoute, parseRoute, type Route } from "./state/route";
+import { loadToken, saveToken } from "./state/session";
+
+/** The most thread titles looked up (GET /threads/{id}) per listing. */
+const MAX_TITLE_LOOKUPS = 30;
+/** The most errors kept for the banner. */
+const MAX_ERRORS = 20;
+
+/** narrow reports a one-column screen (the CSS's breakpoint). */
+function narrow(): boolean {
+  return window.matchMedia?.("(max-width: 800px)").matches ?? false;
+}
+
+export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
+  const [token, setToken] = useState(loadToken);
+  // Bumped by each sign-in, so that the same token entered again is tried again.
+  const [signIns, setSignIns] = useState(0);
+  const [tokenPrompt, setTokenPrompt] = useState<string | undefined>();
+  const [conn, setConnState] = useState<ConnState>(navigator.onLine === false ? "offline" : "connected");
+  const [errors, setErrors] = useState<string[]>([]);
+  const [agents, setAgents] = useState<Agent[]>([]);
+  const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
+  const [threads, setThreads] = useState<ThreadSummary[]>([]);
+  const [titles, setTitles] = useState<Record<string, string>>({});
+  const [storedStatus, setStoredStatus] = useState<Record<string, ThreadStatus>>({});
+  const [creating, setCreating] = useState(false);
+  // On a narrow screen the sidebar and the panel cover the chat: closed at first.
+  const [sidebarOpen, setSidebarOpen] = useState(() => !narrow());
+  const [panelOpen, setPanelOpen] = useState(() => !narrow());
+
+  const connRef = useRef(conn);
+  const setConn = useCallback((s: ConnState) => {
+    if (connRef.current === s) return;
+    connRef.current = s;
+    setConnState(s);
+  }, []);
+
+  // signIns is a dependency on purpose: a token entered again gets a new client and a new try.
+  const client: Wick = useMemo(() => makeClient(baseUrl, token, setConn), [baseUrl, token, setConn, signIns]);
+
+  const onError = useCallback((err: unknown) => {
+    if (isAbort(err)) return;
+    if (isUnauthenticated(err)) {
+      setTokenPrompt(errorText(err));
+      return;
+    }
+    setErrors((e) => [...e, errorText(err)].slice(-MAX_ERRORS));
+  }, []);
+
+  // The URL names the open agent and thread.
+  useEffect(() => {
+    const onHash = () => setRoute(parseRoute(location.hash));
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+  const navigate = useCallback((r: Route) => {
+    const h = formatRoute(r);
+    if (location.hash !== h) location.hash = h;
+    setRoute(r);
+    // On a narrow screen the sidebar covers the chat: choosing closes it.
+    if (narrow()) setSidebarOpen(false);
+  }, []);
+
+  useEffect(() => {
+    const online = () => setConn("connected");
+    const offline = () => setConn("offline");
+    window.addEventListener("online", online);
+    window.addEventListener("offline", offline);
+    return () => {
+      window.removeEventListener("online", online);
+      window.removeEventListener("offline", offline);
+    };
+  }, [setConn]);
+
+  const loadAgents = useCallback(async () => {
+    try {
+      const { data } = await client.api.GET("/agents");
+      setAgents(data?.agents ?? []);
+      setSignedIn(true);
+    } catch (err) {
+      onError(err);
+    }
+  }, [client, onError]);
+
+  // Start: does the gateway want a token? /health answers without one and
+  // counts the caller's agents only when the request authenticates.
+  useEffect(() => {
+    let live = true;
+    (async () => {
+      if (!token) {
+        try {
+          const { data } = await client.api.GET("/health");
+          if (!live) return;
+          if (data?.agents === undefined) {
+            setTokenPrompt("");
+            return;
+          }
+        } catch (err) {
+          if (live) onError(err);
+        }
+      }
+      if (live) await loadAgents();
+    })();
+    return () => {
+      live = false;
+    };
+  }, [client, token, loadAgents, onError]);
+
+  const needToken = tokenPrompt !== undefined;
+  // The agents loaded: the token (if any) is good, the feeds may start.
+  const [signedIn, setSignedIn] = useState(false);
+
+  // Config events keep the lists live.
+  useEffect(() => {
+    if (needToken || !signedIn) return;
+    const ctrl = new AbortController();
+    let queued = false;
+    const reload = () => {
+      if (queued) return;
+      queued = true;
+      queueMicrotask(() => {
+        queued = false;
+        void loadAgents();
+      });
+    };
+    void followConfig(client, baseUrl, ctrl.signal, {
+      live: reload,
+      error: onError,
+      event: (ev) => {
+        if (ev.event === "container_changed" && ev.agent_id) {
+          const status = (ev.data as { status?: string } | undefined)?.status;
+          if (status) setAgents((as) => as.map((a) => (a.agent_id === ev.agent_id ? { ...a, sandbox_state: status } : a)));
+        }
+        reload();
+      },
+    });
+    return () => ctrl.abort();
+  }, [client, baseUrl, needToken, signedIn, loadAgents, onError]);
+
+  // An agent: the one in the URL, else the first.
+  const agentId = route.agentId ?? agents[0]?.agent_id;
+  const agent = agents.find((a) => a.agent_id === agentId);
+  useEffect(() => {
+    if (!route.agentId && agents[0]?.agent_id) navigate({ agentId: agents[0].agent_id });
+    // An agent deleted elsewhere: back to the list.
+    if (route.agentId && agents.length > 0 && !agents.some((a) => a.agent_id === route.agentId)) navigate({});
+  }, [agents, route.agentId, navigate]);
+
+  const onThreadStarted = useCallback((a: string, t: string) => navigate({ agentId: a, threadId: t }), [navigate]);
+  const tc = useThreadChat({ client: signedIn ? client : undefined, agentId, threadId: route.threadId, onError, onThreadStarted, onConn: setConn });
+  const running = isRunning(tc.chat);
+
+  const loadThreads = useCallback(async () => {
+    if (!agentId) return setThreads([]);
+    try {
+      const { data } = await client.api.GET("/threads", { params: { query: { agent_id: agentId } } });
+      setThreads(data?.threads ?? []);
+    } catch (err) {
+      onError(err);
+    }
+  }, [client, agentId, onError]);
+
+  // The list changes when a run starts (a new thread) or ends.
+  const activeRunId = tc.chat.activeRunId;
+  useEffect(() => {
+    if (signedIn) void loadThreads();
+  }, [loadThreads, signedIn, activeRunId]);
+
+  // Titles (the first user message) and the status of stored threads.
+  const titlesRef = useRef(titles);
+  titlesRef.current = titles;
+  useEffect(() => {
+    const ctrl = new AbortController();
+    const todo = threads.filter((t) => t.thread_id && titlesRef.current[t.thread_id] === undefined).slice(0, MAX_TITLE_LOOKUPS);
+    (async () => {
+      for (const t of todo) {
+        const id = t.thread_id!;
+        try {
+          const { data } = await client.api.GET("/threads/{thread_id}", { params: { path: { thread_id: id } }, signal: ctrl.signal });
+          const msgs = data?.thread?.messages ?? [];
+          const last = msgs[msgs.length - 1];
+          // A stored thread that ends with calls and no results waits for approval.
+          const waits = last?.role === "assistant" && (last.tool_calls?.length ?? 0) > 0;
+          setTitles((ts) => ({ ...ts, [id]: titleOf(data?.thread) }));
+          if (waits) setStoredStatus((s) => ({ ...s, [id]: "interrupted" }));
+        } catch (err) {
+          if (ctrl.signal.aborted) return;
+          setTitles((ts) => ({ ...ts, [id]: "" }));
+        }
+      }
+    })();
+    return () => ctrl.abort();
+  }, [client, threads]);
+
+  // A thread is listed once saved; the one just started shows at once.
+  const shownThreads = useMemo(() => {
+    const id = tc.chat.threadId;
+    if (!id || threads.some((t) => t.thread_id === id)) return threads;
+    return [{ thread_id: id, ...(agentId ? { agent_id: agentId } : {}) }, ...threads];
+  }, [threads, tc.chat.threadId, agentId]);
+
+  const statuses = useMemo(() => {
+    const s: Record<string, ThreadStatus> = { ...storedStatus };
+    if (tc.chat.threadId) s[tc.chat.threadId] = threadStatus(tc.chat);
+    return s;
+  }, [storedStatus, tc.chat]);
+
+  // The title of a thread just started is its first message.
+  const firstUser = tc.chat.items.find((it) => it.kind === "user");
+  const shownTitles = useMemo(() => {
+    if (!tc.chat.threadId || titles[tc.chat.threadId] || firstUser?.kind !== "user") return titles;
+    return { ...titles, [tc.chat.threadId]: titleOf({ messages: [{ role: "user", content: firstUser.text }] }) };
+  }, [titles, tc.chat.threadId, firstUser]);
+
+  const deleteThread = async (id: string) => {
+    if (!window.confirm("Delete this thread and its history?")) return;
+    try {
+      await client.api.DELETE("/threads/{thread_id}", { params: { path: { thread_id: id } } });
+      setThreads((ts) => ts.filter((t) => t.thread_id !== id));
+      if (route.threadId === id) navigate({ ...(agentId ? { agentId } : {}) });
+    } catch (err) {
+      onError(err);
+    }
+  };
+
+  const createAgent = async (a: Agent) => {
+    try {
+      const { data } = await client.api.POST("/agents", { body: a });
+      setCreating(false);
+      await loadAgents();
+      navigate({ agentId: data?.agent?.agent_id ?? a.agent_id ?? "" });
+    } catch (err) {
+      onError(err);
+    }
+  };
+
+  const deleteAgent = async () => {
+    if (!agentId || !window.confirm(`Delete the agent ${agentId}?`)) return;
+    try {
+      await client.api.DELETE("/agents/{agent_id}", { params: { path: { agent_id: agentId } } });
+      setAgents((as) => as.filter((a) => a.agent_id !== agentId));
+      navigate({});
+    } catch (err) {
+      onError(err);
+    }
+  };
+
+  const onAgentChanged = useCallback((a: Agent) => setAgents((as) => as.map((x) => (x.agent_id === a.agent_id ? { ...x, ...a } : x))), []);
+
+  const panelContext: PanelContext | undefined = agentId
+    ? {
+        client,
+        agentId,
+        ...(route.threadId ? { threadId: route.threadId } : {}),
+        writtenFiles: tc.chat.writtenFiles,
+        todos: tc.chat.todos,
+        running,
+        onError,
+      }
+    : undefined;
+
+  return (
+    <div className={`app${sidebarOpen ? " sidebar-open" : ""}${panelOpen ? " panel-open" : ""}`}>
+      <header className="topbar">
+        <button type="button" className="icon" aria-label="Toggle the sidebar" aria-expanded={sidebarOpen} data-testid="sidebar-toggle" onClick={() => setSidebarOpen(!sidebarOpen)}>
+          ☰
+        </button>
+        <strong className="brand">Wick</strong>
+        <span className="ellipsis grow muted">{agent ? agent.name || agent.agent_id : ""}</span>
+        <ConnectionState state={conn} />
+        <button type="button" className="icon" aria-label="Toggle the side panel" aria-expanded={panelOpen} data-testid="panel-toggle" onClick={() => setPanelOpen(!panelOpen)}>
+          ▤
+        </button>
+      </header>
+      <ErrorBanner errors={errors} onDismiss={() => setErrors([])} />
+      <div className="layout">
+        <nav className="sidebar" aria-label="Agents and threads">
+          <AgentList agents={agents} selected={agentId} onSelect={(id) => navigate({ agentId: id })} onNew={() => setCreating(true)} />
+          {creating && <AgentForm onCreate={createAgent} onCancel={() => setCreating(false)} />}
+          {agentId && (
+            <ThreadList
+              threads={shownThreads}
+              selected={route.threadId}
+              titles={shownTitles}
+              statuses={statuses}
+              onSelect={(id) => navigate({ agentId, threadId: id })}
+              onNew={() => navigate({ agentId })}
+              onDelete={deleteThread}
+            />
+          )}
+          {agent && <AgentSettings client={client} agent={agent} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
+        </nav>
+        <Chat
+          chat={tc.chat}
+          loading={tc.loading}
+          running={running}
+          disabled={!agentId || needToken}
+          placeholder={agent ? `Ask ${agent.name || agent.agent_id} anything.` : "Choose or create an agent to start."}
+          onSend={tc.send}
+          onStop={tc.stop}
+          onDecide={tc.decide}
+          onError={onError}
+        />
+        <div className="panel">{panelContext && <SidePanel {...panelContext} />}</div>
+      </div>
+      {needToken && (
+        <TokenDialog
+          reason={tokenPrompt || undefined}
+          onSubmit={(t) => {
+            saveToken(t);
+            setTokenPrompt(undefined);
+            setToken(t);
+            setSignIns((n) => n + 1);
+          }}
+        />
+      )}
+    </div>
+  );
 }

@@ -1,0 +1,231 @@
+// The cards of the chat: messages, tool calls, approvals, run ends and
+// events of kinds without a card. Each is memoised on its item: while a run
+// streams only the last message re-renders.
+import { memo, useState } from "react";
+
+import type { AssistantItem, GenericItem, InterruptItem, RunInfo, ToolItem, UserItem } from "../state/chat";
+import { Markdown } from "./Markdown";
+import type { Decision } from "./useThreadChat";
+
+/** The most characters of a tool's output shown before "show all". */
+const OUTPUT_PREVIEW_CHARS = 4000;
+
+export const UserMessage = memo(function UserMessage({ item }: { item: UserItem }) {
+  return (
+    <div className="msg msg-user" data-testid="message" data-role="user">
+      <div className="msg-body">{item.text}</div>
+    </div>
+  );
+});
+
+export const AssistantMessage = memo(function AssistantMessage({ item }: { item: AssistantItem }) {
+  return (
+    <div className="msg msg-assistant" data-testid="message" data-role="assistant" data-streaming={item.streaming || undefined}>
+      <div className="msg-body" data-testid="message-text">
+        <Markdown text={item.text} />
+        {item.streaming && <span className="cursor" aria-hidden="true" />}
+      </div>
+    </div>
+  );
+});
+
+function json(v: unknown): string {
+  try {
+    return JSON.stringify(v, null, 2) ?? "";
+  } catch {
+    return String(v);
+  }
+}
+
+function duration(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+const STATE_LABEL = { running: "running…", done: "done", error: "failed", cancelled: "cancelled" } as const;
+
+function Clipped({ text, className }: { text: string; className: string }) {
+  const [all, setAll] = useState(false);
+  const long = text.length > OUTPUT_PREVIEW_CHARS;
+  return (
+    <>
+      <pre className={className}>{long && !all ? text.slice(0, OUTPUT_PREVIEW_CHARS) + "…" : text}</pre>
+      {long && (
+        <button type="button" className="link" onClick={() => setAll(!all)}>
+          {all ? "show less" : `show all ${text.length.toLocaleString()} characters`}
+        </button>
+      )}
+    </>
+  );
+}
+
+export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
+  const took = item.startedAt !== undefined && item.endedAt !== undefined ? duration(item.endedAt - item.startedAt) : undefined;
+  return (
+    <details className={`card tool tool-${item.state}`} data-testid="tool-card" data-tool-name={item.name} data-state={item.state}>
+      <summary>
+        <span className={`dot dot-${item.state}`} aria-hidden="true" />
+        <code className="tool-name">{item.name}</code>
+        <span className="muted">{STATE_LABEL[item.state]}</span>
+        {took && <span className="muted tool-duration">{took}</span>}
+      </summary>
+      <div className="card-body">
+        <div className="label">Arguments</div>
+        <Clipped className="code" text={json(item.args)} />
+        {item.error ? (
+          <>
+            <div className="label danger">Error</div>
+            <Clipped className="code danger" text={item.error} />
+          </>
+        ) : item.output !== undefined ? (
+          <>
+            <div className="label">Output</div>
+            <Clipped className="code" text={item.output} />
+          </>
+        ) : null}
+      </div>
+    </details>
+  );
+});
+
+export const GenericEvent = memo(function GenericEvent({ item }: { item: GenericItem }) {
+  return (
+    <details className="card generic" data-testid="event-generic" data-kind={item.eventKind}>
+      <summary>
+        <code>{item.eventKind}</code> <span className="muted">event</span>
+      </summary>
+      <pre className="code">{json(item.data)}</pre>
+    </details>
+  );
+});
+
+export const RunEnd = memo(function RunEnd({ run }: { run: RunInfo | undefined }) {
+  if (!run) return null;
+  return (
+    <div className="run-end">
+      {run.error && (
+        <div className="run-error" data-testid="run-error" role="alert">
+          The run failed: {run.error}
+        </div>
+      )}
+      {run.status === "cancelled" && <div className="muted">Stopped.</div>}
+      <div className="muted run-usage" data-testid="run-usage" title="tokens the run's model calls used">
+        {run.usage.input.toLocaleString()} tokens in · {run.usage.output.toLocaleString()} out
+      </div>
+    </div>
+  );
+});
+
+/** parseArgs reads edited arguments: a JSON object, or why not. */
+export function parseArgs(text: string): { args?: Record<string, unknown>; error?: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return { error: `not JSON: ${(err as Error).message}` };
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return { error: "the arguments must be a JSON object" };
+  return { args: v as Record<string, unknown> };
+}
+
+interface ApprovalProps {
+  item: InterruptItem;
+  onDecide(runId: string, decisions: Decision[]): Promise<void>;
+  onError(err: unknown): void;
+}
+
+/** ApprovalCard asks to approve, edit or reject each tool call a run waits on. */
+export const ApprovalCard = memo(function ApprovalCard({ item, onDecide, onError }: ApprovalProps) {
+  const [decided, setDecided] = useState<Record<string, Decision>>({});
+  const [busy, setBusy] = useState(false);
+  const open = !item.resolved && !busy;
+
+  const decide = async (d: Decision) => {
+    const all = { ...decided, [d.tool_call_id]: d };
+    setDecided(all);
+    if (!item.toolCalls.every((tc) => all[tc.id])) return;
+    setBusy(true);
+    try {
+      await onDecide(item.runId, item.toolCalls.map((tc) => all[tc.id]!));
+    } catch (err) {
+      onError(err);
+      setDecided({});
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="approvals">
+      {item.toolCalls.map((tc) => (
+        <ApprovalCall key={tc.id} id={tc.id} name={tc.name} args={tc.args ?? {}} decision={decided[tc.id]} open={open && !decided[tc.id]} resolved={item.resolved} onDecide={decide} />
+      ))}
+      {busy && <div className="muted">Sending the decision…</div>}
+    </div>
+  );
+});
+
+interface CallProps {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+  decision: Decision | undefined;
+  open: boolean;
+  resolved: boolean;
+  onDecide(d: Decision): void;
+}
+
+function ApprovalCall({ id, name, args, decision, open, resolved, onDecide }: CallProps) {
+  const original = json(args);
+  const [text, setText] = useState(original);
+  const [reason, setReason] = useState("");
+  const parsed = parseArgs(text);
+  const edited = text !== original;
+  return (
+    <div className="card approval" data-testid="approval-card" data-state={resolved ? "decided" : decision ? decision.action : "pending"}>
+      <div className="approval-head">
+        <strong>Approve</strong> <code>{name}</code>?
+        {resolved && <span className="muted"> · decided</span>}
+        {!resolved && decision && <span className="muted"> · {decision.action}</span>}
+      </div>
+      <label className="label" htmlFor={`args-${id}`}>
+        Arguments (JSON)
+      </label>
+      <textarea
+        id={`args-${id}`}
+        data-testid="approval-args"
+        className={`code${parsed.error ? " invalid" : ""}`}
+        value={text}
+        rows={Math.min(12, text.split("\n").length + 1)}
+        disabled={!open}
+        spellCheck={false}
+        aria-invalid={!!parsed.error}
+        onChange={(e) => setText(e.target.value)}
+      />
+      {parsed.error && <div className="danger small">{parsed.error}</div>}
+      <div className="row wrap">
+        <button type="button" className="primary" data-testid="approval-approve" disabled={!open || edited} title={edited ? "the arguments were edited: send them with “Approve edited”" : undefined} onClick={() => onDecide({ tool_call_id: id, action: "approve" })}>
+          Approve
+        </button>
+        <button
+          type="button"
+          data-testid="approval-edit"
+          disabled={!open || !!parsed.error || !edited}
+          onClick={() => parsed.args && onDecide({ tool_call_id: id, action: "edit", args: parsed.args })}
+        >
+          Approve edited
+        </button>
+        <input
+          data-testid="approval-reason"
+          className="grow"
+          placeholder="Reason to reject (told to the model)"
+          value={reason}
+          disabled={!open}
+          onChange={(e) => setReason(e.target.value)}
+        />
+        <button type="button" className="danger" data-testid="approval-reject" disabled={!open} onClick={() => onDecide({ tool_call_id: id, action: "reject", message: reason.trim() || "Rejected by the user." })}>
+          Reject
+        </button>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,248 @@
+// useThreadChat follows the open thread: it loads its history, starts runs,
+// applies their events once per animation frame (a token each costs no
+// render of its own), persists the run followed so that a reload re-joins
+// it after the last event rendered, and stops, approves and rejects.
+import { ConnectionLost, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
+import { useCallback, useEffect, useRef, useState } from "react";
+
+import { isAbort, type ConnState } from "../api/client";
+import {
+  addUserMessage,
+  applyEvent,
+  emptyChat,
+  endRunLocally,
+  fromThreadState,
+  resolveInterrupts,
+  type ChatState,
+} from "../state/chat";
+import { clearActiveRun, loadActiveRun, saveActiveRun } from "../state/session";
+
+/** How often at most the followed run's chat is saved for a reload. */
+const PERSIST_EVERY_MS = 250;
+/** While the tab is hidden animation frames stop; events are applied at this pace instead. */
+const HIDDEN_FLUSH_MS = 200;
+
+export interface Decision {
+  tool_call_id: string;
+  action: "approve" | "reject" | "edit";
+  args?: Record<string, unknown>;
+  message?: string;
+}
+
+export interface ThreadChat {
+  chat: ChatState;
+  /** The history is loading. */
+  loading: boolean;
+  send(text: string): void;
+  stop(): void;
+  decide(runId: string, decisions: Decision[]): Promise<void>;
+}
+
+export interface ThreadChatOptions {
+  client: Wick | undefined;
+  agentId: string | undefined;
+  threadId: string | undefined;
+  onError(err: unknown): void;
+  /** A new thread got its id from its first run. */
+  onThreadStarted(agentId: string, threadId: string): void;
+  onConn(s: ConnState): void;
+}
+
+export function useThreadChat(o: ThreadChatOptions): ThreadChat {
+  const [chat, setChatState] = useState<ChatState>(emptyChat);
+  const [loading, setLoading] = useState(false);
+  const chatRef = useRef<ChatState>(emptyChat);
+  const opts = useRef(o);
+  opts.current = o;
+  // The generation of the open thread: a stream of an earlier one stops
+  // applying its events (the run itself goes on: it is a background run).
+  const gen = useRef(0);
+  // Events with when they arrived: a tool's duration is measured from
+  // arrival, not from the frame that applied it.
+  const pending = useRef<{ ev: WickEvent; at: number }[]>([]);
+  const scheduled = useRef(false);
+  const lastPersist = useRef(0);
+  const persistTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+
+  const setChat = useCallback((next: ChatState) => {
+    chatRef.current = next;
+    setChatState(next);
+  }, []);
+
+  const persist = useCallback(() => {
+    persistTimer.current = undefined;
+    lastPersist.current = performance.now();
+    const c = chatRef.current;
+    const agentId = opts.current.agentId;
+    const runId = c.activeRunId;
+    const run = runId ? c.runs[runId] : undefined;
+    if (!agentId || !c.threadId || !run) return;
+    saveActiveRun({ agentId, threadId: c.threadId, runId: run.runId, lastEventId: run.lastEventId, chat: c });
+  }, []);
+
+  const schedulePersist = useCallback(() => {
+    if (persistTimer.current !== undefined) return;
+    const wait = Math.max(0, PERSIST_EVERY_MS - (performance.now() - lastPersist.current));
+    persistTimer.current = setTimeout(persist, wait);
+  }, [persist]);
+
+  const flush = useCallback(() => {
+    scheduled.current = false;
+    const evs = pending.current.splice(0);
+    if (evs.length === 0) return;
+    const before = chatRef.current;
+    let next = before;
+    for (const { ev, at } of evs) next = applyEvent(next, ev, at);
+    setChat(next);
+    if (!before.threadId && next.threadId && opts.current.agentId) opts.current.onThreadStarted(opts.current.agentId, next.threadId);
+    if (next.activeRunId) {
+      schedulePersist();
+    } else {
+      for (const id of Object.keys(next.runs)) if (before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(id);
+    }
+  }, [schedulePersist, setChat]);
+
+  const enqueue = useCallback(
+    (ev: WickEvent) => {
+      pending.current.push({ ev, at: Date.now() });
+      if (scheduled.current) return;
+      scheduled.current = true;
+      if (document.hidden) setTimeout(flush, HIDDEN_FLUSH_MS);
+      else requestAnimationFrame(flush);
+    },
+    [flush],
+  );
+
+  // follow applies a run's events while the thread stays open.
+  const follow = useCallback(
+    async (stream: RunStream, myGen: number) => {
+      try {
+        for await (const ev of stream) {
+          if (gen.current !== myGen) return;
+          enqueue(ev);
+        }
+      } catch (err) {
+        if (gen.current !== myGen || isAbort(err)) return;
+        flush();
+        const runId = stream.runId ?? chatRef.current.activeRunId;
+        if (err instanceof ConnectionLost && runId) {
+          // The run goes on without this page: re-join when the network is back.
+          opts.current.onConn("offline");
+          opts.current.onError(err);
+          const again = () => {
+            if (gen.current !== myGen) return;
+            const r = chatRef.current.runs[runId];
+            if (!r || !opts.current.client) return;
+            void follow(opts.current.client.join(runId, { after: r.lastEventId }), myGen);
+          };
+          window.addEventListener("online", again, { once: true });
+          return;
+        }
+        opts.current.onError(err);
+        if (runId) {
+          setChat(endRunLocally(chatRef.current, runId, err instanceof Error ? err.message : String(err), Date.now()));
+          clearActiveRun(runId);
+        }
+      }
+    },
+    [enqueue, flush, setChat],
+  );
+
+  // Opening a thread: its history, or the saved chat of its run going on.
+  const { client, agentId, threadId } = o;
+  useEffect(() => {
+    if (!client || !agentId) return;
+    if (threadId && chatRef.current.threadId === threadId) return; // the run that created it goes on
+    const myGen = ++gen.current;
+    pending.current = [];
+    if (!threadId) {
+      setChat(emptyChat);
+      return;
+    }
+    const ctrl = new AbortController();
+    const saved = loadActiveRun();
+    if (saved && saved.threadId === threadId && saved.agentId === agentId && saved.chat) {
+      setChat(saved.chat);
+      void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
+      return () => ctrl.abort();
+    }
+    setChat({ ...emptyChat, threadId });
+    setLoading(true);
+    client.api
+      .GET("/threads/{thread_id}", { params: { path: { thread_id: threadId } }, signal: ctrl.signal })
+      .then(({ data }) => {
+        if (gen.current !== myGen) return;
+        let c = fromThreadState(data?.thread ?? {});
+        c = { ...c, threadId };
+        setChat(c);
+        if (saved && saved.threadId === threadId && saved.agentId === agentId) {
+          // The run's chat did not fit in storage: follow the run from its start.
+          void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
+        }
+      })
+      .catch((err: unknown) => {
+        if (!isAbort(err)) opts.current.onError(err);
+      })
+      .finally(() => {
+        if (gen.current === myGen) setLoading(false);
+      });
+    return () => ctrl.abort();
+  }, [client, agentId, threadId, follow, setChat]);
+
+  // The page may close at any moment: save what it rendered.
+  useEffect(() => {
+    const onHide = () => {
+      flush();
+      persist();
+    };
+    window.addEventListener("pagehide", onHide);
+    return () => window.removeEventListener("pagehide", onHide);
+  }, [flush, persist]);
+
+  const send = useCallback(
+    (text: string) => {
+      const { client, agentId, onError } = opts.current;
+      const c = chatRef.current;
+      if (!client || !agentId || text.trim() === "") return;
+      if (c.activeRunId) return;
+      setChat(addUserMessage(c, text));
+      const myGen = gen.current;
+      // A background run outlives this page, so that a reload re-joins it;
+      // Stop cancels it explicitly.
+      const stream = client.stream(agentId, {
+        messages: [{ role: "user", content: text }],
+        ...(c.threadId ? { thread_id: c.threadId } : {}),
+        background: true,
+      });
+      follow(stream, myGen).catch(onError);
+    },
+    [follow, setChat],
+  );
+
+  const stop = useCallback(() => {
+    const { client, onError } = opts.current;
+    const runId = chatRef.current.activeRunId;
+    if (!client || !runId) return;
+    // The run's stream then ends with its "cancelled" error event.
+    client.cancelRun(runId).catch(onError);
+  }, []);
+
+  const decide = useCallback(
+    async (runId: string, decisions: Decision[]) => {
+      const { client } = opts.current;
+      if (!client) return;
+      await client.api.POST("/runs/{run_id}/resume", { params: { path: { run_id: runId } }, body: { decisions: decisions.map(toWire) } });
+      setChat(resolveInterrupts(chatRef.current, runId));
+    },
+    [setChat],
+  );
+
+  return { chat, loading, send, stop, decide };
+}
+
+// toWire is a decision as the generated types spell ResumeRun's: its args
+// are any JSON object, which they type as a record of never.
+function toWire(d: Decision) {
+  const { args, ...rest } = d;
+  return args ? { ...rest, args: args as Record<string, never> } : rest;
+}

@@ -1,0 +1,245 @@
+import type { WickEvent } from "@wick-agent/sdk";
+import { describe, expect, it } from "vitest";
+
+import {
+  addUserMessage,
+  applyEvents,
+  emptyChat,
+  endRunLocally,
+  fromThreadState,
+  isRunning,
+  threadStatus,
+  titleOf,
+  type AssistantItem,
+  type ChatState,
+  type ToolItem,
+} from "./chat";
+import { compareEventIds } from "./eventId";
+
+const RUN = "run-1";
+const base = { run_id: RUN, thread_id: "th-1" };
+
+// id gives the n-th event id of a run in the log's "<ms>-<seq>" form; n ≥ 10
+// makes string order differ from numeric order.
+const id = (n: number) => `1700000000000-${n}`;
+
+const start = (n = 0): WickEvent => ({ ...base, id: id(n), event: "on_run_start", data: { run_id: RUN, thread_id: "th-1", agent_id: "a" } });
+const delta = (n: number, text: string): WickEvent => ({ ...base, id: id(n), event: "on_chat_model_stream", data: { delta: text } });
+const toolStart = (n: number, callId: string, name = "write_file", args: Record<string, unknown> = { path: "/workspace/a.txt" }): WickEvent => ({
+  ...base,
+  id: id(n),
+  name,
+  event: "on_tool_start",
+  data: { tool_call_id: callId, args },
+});
+const toolEnd = (n: number, callId: string, name = "write_file", error = ""): WickEvent => ({
+  ...base,
+  id: id(n),
+  name,
+  event: "on_tool_end",
+  data: { tool_call_id: callId, output: error ? "" : "ok", error },
+});
+const done = (n: number): WickEvent => ({ ...base, id: id(n), event: "done", data: { stop_reason: "end_turn" } });
+
+function textOf(s: ChatState): string {
+  return s.items
+    .filter((it): it is AssistantItem => it.kind === "assistant")
+    .map((it) => it.text)
+    .join("|");
+}
+
+function tools(s: ChatState): ToolItem[] {
+  return s.items.filter((it): it is ToolItem => it.kind === "tool");
+}
+
+describe("compareEventIds", () => {
+  it.each([
+    ["9-0", "10-0", -1],
+    ["1-9", "1-10", -1],
+    ["1-10", "1-9", 1],
+    ["5-5", "5-5", 0],
+    ["", "1-0", -1],
+    ["1-0", "", 1],
+  ])("%s vs %s", (a, b, want) => {
+    expect(Math.sign(compareEventIds(a, b))).toBe(want);
+  });
+});
+
+describe("applyEvents", () => {
+  it("accumulates deltas into one assistant message", () => {
+    const s = applyEvents(emptyChat, [start(), delta(1, "Hel"), delta(2, "lo"), delta(3, " world")], 0);
+    expect(textOf(s)).toBe("Hello world");
+    expect(s.threadId).toBe("th-1");
+    expect(isRunning(s)).toBe(true);
+    expect(threadStatus(s)).toBe("running");
+  });
+
+  it("keeps the user's message before the run's", () => {
+    let s = addUserMessage(emptyChat, "hi");
+    s = applyEvents(s, [start(), delta(1, "yes")], 0);
+    expect(s.items.map((it) => it.kind)).toEqual(["user", "assistant"]);
+  });
+
+  it.each([
+    { name: "a re-join that overlaps", batches: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], [9, 10, 11, 12, 13]] },
+    { name: "duplicates", batches: [[0, 1, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]] },
+    { name: "a stale event after a newer one", batches: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], [3, 12, 13]] },
+    { name: "ids compared as numbers (10 after 9)", batches: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11, 12, 13]] },
+  ])("applies every token once: $name", ({ batches }) => {
+    const words = Array.from({ length: 14 }, (_, n) => `w${n} `);
+    let s = emptyChat;
+    for (const b of batches) s = applyEvents(s, b.map((n) => (n === 0 ? start() : delta(n, words[n]!))), 0);
+    expect(textOf(s)).toBe(words.slice(1).join(""));
+    expect(s.runs[RUN]!.lastEventId).toBe(id(13));
+  });
+
+  it("matches tool ends to starts, measures durations, records written files", () => {
+    const s = applyEvents(
+      emptyChat,
+      [start(), delta(1, "I will write."), toolStart(2, "c1"), toolStart(3, "c2", "read_file", { path: "x" })],
+      1000,
+    );
+    expect(tools(s).map((t) => t.state)).toEqual(["running", "running"]);
+    const s2 = applyEvents(s, [toolEnd(4, "c2", "read_file", "no such file"), toolEnd(5, "c1")], 1250);
+    const [c1, c2] = tools(s2);
+    expect(c1).toMatchObject({ toolCallId: "c1", state: "done", output: "ok", startedAt: 1000, endedAt: 1250 });
+    expect(c2).toMatchObject({ toolCallId: "c2", state: "error", error: "no such file" });
+    expect(s2.writtenFiles).toEqual([{ path: "/workspace/a.txt", runId: RUN, eventId: id(5), version: 1 }]);
+    // Text after a tool card is a new message.
+    const s3 = applyEvents(s2, [delta(6, "Done.")], 1300);
+    expect(textOf(s3)).toBe("I will write.|Done.");
+  });
+
+  it("bumps a rewritten file's version and puts it first", () => {
+    const s = applyEvents(
+      emptyChat,
+      [
+        start(),
+        toolStart(1, "c1"),
+        toolEnd(2, "c1"),
+        toolStart(3, "c2", "write_file", { path: "b.md" }),
+        toolEnd(4, "c2"),
+        toolStart(5, "c3", "edit_file", { path: "/workspace/a.txt" }),
+        toolEnd(6, "c3", "edit_file"),
+        toolStart(7, "c4", "write_file", { path: "/workspace/c.txt" }),
+        toolEnd(8, "c4", "write_file", "denied"),
+      ],
+      0,
+    );
+    expect(s.writtenFiles.map((f) => [f.path, f.version])).toEqual([
+      ["/workspace/a.txt", 2],
+      ["/workspace/b.md", 1],
+    ]);
+  });
+
+  it("cancels the cards a run leaves open", () => {
+    const s = applyEvents(
+      emptyChat,
+      [start(), toolStart(1, "c1"), { ...base, id: id(2), event: "error", data: { message: "run cancelled", stop_reason: "cancelled" } }],
+      5,
+    );
+    expect(tools(s)[0]).toMatchObject({ state: "cancelled", endedAt: 5 });
+    expect(s.runs[RUN]).toMatchObject({ status: "cancelled" });
+    expect(s.runs[RUN]!.error).toBeUndefined();
+    expect(isRunning(s)).toBe(false);
+    expect(s.items.at(-1)).toMatchObject({ kind: "runEnd", runId: RUN });
+  });
+
+  it("keeps a run's error in words and ends its stream", () => {
+    const s = applyEvents(
+      emptyChat,
+      [start(), delta(1, "par"), { ...base, id: id(2), event: "error", data: { message: "model unavailable", stop_reason: "error" } }],
+      0,
+    );
+    expect(s.runs[RUN]).toMatchObject({ status: "error", error: "model unavailable" });
+    expect((s.items[0] as AssistantItem).streaming).toBe(false);
+    expect(threadStatus(s)).toBe("idle");
+  });
+
+  it("ends a run the page lost", () => {
+    let s = applyEvents(emptyChat, [start(), toolStart(1, "c1")], 0);
+    s = endRunLocally(s, RUN, "connection lost", 9);
+    expect(tools(s)[0]!.state).toBe("cancelled");
+    expect(s.runs[RUN]!.error).toBe("connection lost");
+  });
+
+  it("sums usage per run", () => {
+    const s = applyEvents(
+      emptyChat,
+      [
+        start(),
+        { ...base, id: id(1), event: "on_usage", data: { input_tokens: 10, output_tokens: 3 } },
+        { ...base, id: id(2), event: "on_usage", data: { input_tokens: 20, output_tokens: 4 } },
+        done(3),
+      ],
+      0,
+    );
+    expect(s.runs[RUN]!.usage).toEqual({ input: 30, output: 7 });
+    expect(s.runs[RUN]!.status).toBe("done");
+  });
+
+  it("keeps todos and unknown kinds in order", () => {
+    const s = applyEvents(
+      emptyChat,
+      [
+        start(),
+        delta(1, "a"),
+        { ...base, id: id(2), event: "unknown", kind: "on_subagent_start", data: { name: "researcher" } },
+        { ...base, id: id(3), event: "on_todos", data: { todos: [{ id: "1", title: "plan", status: "in_progress" }] } },
+        { ...base, id: id(4), event: "unknown", kind: "on_background_task", data: {} },
+      ],
+      0,
+    );
+    expect(s.items.map((it) => (it.kind === "event" ? it.eventKind : it.kind))).toEqual(["assistant", "on_subagent_start", "on_background_task"]);
+    expect(s.todos).toEqual([{ id: "1", title: "plan", status: "in_progress" }]);
+  });
+
+  it("asks for approval and resolves the card when the run goes on", () => {
+    let s = applyEvents(
+      emptyChat,
+      [start(), { ...base, id: id(1), event: "on_interrupt", data: { tool_calls: [{ id: "c1", name: "write_file", args: { path: "a" } }] } }],
+      0,
+    );
+    expect(threadStatus(s)).toBe("interrupted");
+    expect(isRunning(s)).toBe(true);
+    expect(s.items.at(-1)).toMatchObject({ kind: "interrupt", resolved: false });
+    s = applyEvents(s, [toolStart(2, "c1")], 0);
+    expect(threadStatus(s)).toBe("running");
+    expect(s.items.find((it) => it.kind === "interrupt")).toMatchObject({ resolved: true });
+  });
+
+  it("follows two runs of a thread apart", () => {
+    const other = { run_id: "run-2", thread_id: "th-1" };
+    let s = applyEvents(emptyChat, [start(), delta(1, "one"), done(2)], 0);
+    // The second run's ids are smaller than the first's last: ids are per run.
+    s = applyEvents(s, [{ ...other, id: "1-0", event: "on_run_start", data: { run_id: "run-2", agent_id: "a" } }, { ...other, id: "1-1", event: "on_chat_model_stream", data: { delta: "two" } }], 0);
+    expect(textOf(s)).toBe("one|two");
+    expect(s.activeRunId).toBe("run-2");
+  });
+});
+
+describe("fromThreadState", () => {
+  it("renders messages, tool calls with results, todos and files", () => {
+    const s = fromThreadState({
+      thread_id: "th-9",
+      messages: [
+        { role: "system", content: "be brief" },
+        { role: "user", content: "write  a\nnote" },
+        { role: "assistant", content: "Sure.", tool_calls: [{ id: "c1", name: "write_file", args: { path: "/workspace/n.txt" } as never }, { id: "c2", name: "ls" }] },
+        { role: "tool", tool_call_id: "c1", name: "write_file", content: "wrote 4 bytes" },
+        { role: "assistant", content: "Done." },
+      ],
+      todos: [{ id: "1", title: "t", status: "done" }],
+      files: { "/workspace/n.txt": "note" },
+    });
+    expect(s.threadId).toBe("th-9");
+    expect(s.items.map((it) => it.kind)).toEqual(["user", "assistant", "tool", "tool", "assistant"]);
+    expect(tools(s).map((t) => [t.toolCallId, t.state, t.output])).toEqual([
+      ["c1", "done", "wrote 4 bytes"],
+      ["c2", "cancelled", undefined],
+    ]);
+    expect(s.todos).toHaveLength(1);
+    expect(s.writtenFiles.map((f) => f.path)).toEqual(["/workspace/n.txt"]);
+    expect(titleOf({ messages: [{ role: "user", content: "write  a\nnote" }] })).toBe("write a note");
+  });
+});

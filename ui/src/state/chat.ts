@@ -1,0 +1,360 @@
+// The chat of one thread as a pure reducer of run events: what the chat
+// view renders and what the side panels read (todos, written files). Events
+// are applied in batches (one per animation frame while streaming), each
+// event at most once: a re-join that overlaps, a duplicate or a stale event
+// is dropped by its id, the event's position in its run's log.
+import type { Todo, ToolCall, WickEvent, components } from "@wick-agent/sdk";
+
+import type { WrittenFile } from "../panels/types";
+import { compareEventIds } from "./eventId";
+
+type AgentState = components["schemas"]["wick.agent.v1.AgentState"];
+
+export type ToolCardState = "running" | "done" | "error" | "cancelled";
+export type RunStatus = "running" | "interrupted" | "done" | "error" | "cancelled";
+
+export interface UserItem {
+  kind: "user";
+  key: string;
+  text: string;
+}
+
+export interface AssistantItem {
+  kind: "assistant";
+  key: string;
+  runId: string;
+  text: string;
+  /** More text may follow; a finished message's Markdown never changes. */
+  streaming: boolean;
+}
+
+export interface ToolItem {
+  kind: "tool";
+  key: string;
+  runId: string;
+  toolCallId: string;
+  name: string;
+  args: unknown;
+  state: ToolCardState;
+  output?: string;
+  error?: string;
+  /** Client clock (ms) when the start and the end were applied: the duration shown. */
+  startedAt?: number;
+  endedAt?: number;
+}
+
+export interface InterruptItem {
+  kind: "interrupt";
+  key: string;
+  runId: string;
+  toolCalls: ToolCall[];
+  /** Decided, or the run went on or ended: the card no longer asks. */
+  resolved: boolean;
+}
+
+/** An event of a kind the UI has no card for, shown as it came. */
+export interface GenericItem {
+  kind: "event";
+  key: string;
+  runId: string;
+  eventKind: string;
+  eventId: string;
+  data: unknown;
+}
+
+/** The end of a run: its usage, and its error or cancellation. */
+export interface RunEndItem {
+  kind: "runEnd";
+  key: string;
+  runId: string;
+}
+
+export type ChatItem = UserItem | AssistantItem | ToolItem | InterruptItem | GenericItem | RunEndItem;
+
+export interface Usage {
+  input: number;
+  output: number;
+}
+
+export interface RunInfo {
+  runId: string;
+  status: RunStatus;
+  /** The last event applied: where a re-join continues. */
+  lastEventId: string;
+  usage: Usage;
+  /** The run's error in words (status "error"). */
+  error?: string;
+  stopReason?: string;
+}
+
+export interface ChatState {
+  threadId?: string;
+  items: ChatItem[];
+  runs: Record<string, RunInfo>;
+  /** The run whose events arrive now, if any. */
+  activeRunId?: string;
+  todos: Todo[];
+  /** Newest first. */
+  writtenFiles: WrittenFile[];
+}
+
+export const emptyChat: ChatState = { items: [], runs: {}, todos: [], writtenFiles: [] };
+
+/** The tools whose success writes the file named by their "path" argument. */
+const WRITING_TOOLS = new Set(["write_file", "edit_file"]);
+/** The agent-facing workspace a relative path is under (BackendConfig.workdir's default). */
+const WORKDIR = "/workspace";
+
+let userSeq = 0;
+
+/** addUserMessage shows the message the user sent, before its run's first event. */
+export function addUserMessage(state: ChatState, text: string): ChatState {
+  userSeq++;
+  return { ...state, items: [...state.items, { kind: "user", key: `user-${Date.now()}-${userSeq}`, text }] };
+}
+
+/** applyEvents applies a batch of events; now is the client clock (ms) for tool durations. */
+export function applyEvents(state: ChatState, events: readonly WickEvent[], now: number): ChatState {
+  let s = state;
+  for (const ev of events) s = applyEvent(s, ev, now);
+  return s;
+}
+
+/** applyEvent applies one event of runId's log (ev.run_id when it has one). */
+export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHint?: string): ChatState {
+  const runId = ev.run_id ?? (ev.event === "on_run_start" ? ev.data.run_id : undefined) ?? runIdHint ?? state.activeRunId;
+  if (!runId) return state;
+  const known = state.runs[runId];
+  if (known && ev.id !== "" && compareEventIds(ev.id, known.lastEventId) <= 0) {
+    // Already applied, or older than what was: the log is ordered, so an
+    // event at or before the last one applied is a repeat.
+    return state;
+  }
+  const run: RunInfo = known
+    ? { ...known, lastEventId: ev.id || known.lastEventId }
+    : { runId, status: "running", lastEventId: ev.id, usage: { input: 0, output: 0 } };
+  let s: ChatState = {
+    ...state,
+    runs: { ...state.runs, [runId]: run },
+    threadId: state.threadId ?? ev.thread_id,
+  };
+  if (run.status === "running" || run.status === "interrupted") s.activeRunId = runId;
+  if (run.status === "interrupted" && ev.event !== "on_interrupt" && ev.event !== "on_usage") {
+    // The run went on: it was resumed.
+    s = resolveInterrupts(s, runId);
+    s = setRun(s, runId, { status: "running" });
+  }
+
+  switch (ev.event) {
+    case "on_run_start":
+      return s;
+    case "on_chat_model_stream": {
+      const delta = ev.data.delta ?? "";
+      if (delta === "") return s;
+      const last = s.items[s.items.length - 1];
+      if (last?.kind === "assistant" && last.runId === runId && last.streaming) {
+        return replaceItem(s, s.items.length - 1, { ...last, text: last.text + delta });
+      }
+      return pushItem(s, { kind: "assistant", key: `a-${runId}-${ev.id}`, runId, text: delta, streaming: true });
+    }
+    case "on_tool_start": {
+      s = endStreaming(s, runId);
+      const id = ev.data.tool_call_id;
+      const i = findTool(s, id);
+      const item: ToolItem = {
+        kind: "tool",
+        key: `t-${runId}-${id}`,
+        runId,
+        toolCallId: id,
+        name: ev.name ?? "tool",
+        args: ev.data.args ?? {},
+        state: "running",
+        startedAt: now,
+      };
+      return i >= 0 ? replaceItem(s, i, { ...(s.items[i] as ToolItem), ...item }) : pushItem(s, item);
+    }
+    case "on_tool_end": {
+      s = endStreaming(s, runId);
+      const id = ev.data.tool_call_id;
+      const failed = !!ev.data.error;
+      let i = findTool(s, id);
+      if (i < 0) {
+        // The start came before the events this page has (a join that
+        // began later): show the end alone.
+        s = pushItem(s, { kind: "tool", key: `t-${runId}-${id}`, runId, toolCallId: id, name: ev.name ?? "tool", args: {}, state: "running" });
+        i = s.items.length - 1;
+      }
+      const tool = s.items[i] as ToolItem;
+      const ended: ToolItem = {
+        ...tool,
+        state: failed ? "error" : "done",
+        endedAt: now,
+        ...(ev.data.output !== undefined ? { output: ev.data.output } : {}),
+        ...(failed ? { error: ev.data.error } : {}),
+      };
+      s = replaceItem(s, i, ended);
+      if (!failed && WRITING_TOOLS.has(ended.name)) s = recordWrite(s, ended.args, runId, ev.id);
+      return s;
+    }
+    case "on_todos":
+      return { ...s, todos: ev.data.todos ?? [] };
+    case "on_interrupt": {
+      s = endStreaming(s, runId);
+      s = setRun(s, runId, { status: "interrupted" });
+      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: ev.data.tool_calls ?? [], resolved: false });
+    }
+    case "on_usage": {
+      const u = s.runs[runId]!.usage;
+      return setRun(s, runId, {
+        usage: { input: u.input + Number(ev.data.input_tokens ?? 0), output: u.output + Number(ev.data.output_tokens ?? 0) },
+      });
+    }
+    case "done":
+      return endRun(s, runId, { status: "done", stopReason: ev.data.stop_reason }, now);
+    case "error": {
+      const cancelled = ev.data.stop_reason === "cancelled";
+      return endRun(s, runId, {
+        status: cancelled ? "cancelled" : "error",
+        ...(ev.data.stop_reason ? { stopReason: ev.data.stop_reason } : {}),
+        ...(cancelled ? {} : { error: ev.data.message || "the run failed" }),
+      }, now);
+    }
+    case "unknown":
+      return pushItem(s, { kind: "event", key: `e-${runId}-${ev.id}`, runId, eventKind: ev.kind, eventId: ev.id, data: ev.data });
+  }
+}
+
+/**
+ * endRunLocally ends a run the page can no longer follow (the stream
+ * failed for good): its open cards stop spinning, the error says why.
+ */
+export function endRunLocally(state: ChatState, runId: string, error: string, now: number): ChatState {
+  if (!state.runs[runId]) return state;
+  return endRun(state, runId, { status: "error", error }, now);
+}
+
+/** resolveInterrupts marks the run's approval cards decided. */
+export function resolveInterrupts(state: ChatState, runId: string): ChatState {
+  if (!state.items.some((it) => it.kind === "interrupt" && it.runId === runId && !it.resolved)) return state;
+  return {
+    ...state,
+    items: state.items.map((it) => (it.kind === "interrupt" && it.runId === runId && !it.resolved ? { ...it, resolved: true } : it)),
+  };
+}
+
+/** isRunning reports whether the thread has a run going (or waiting for approval). */
+export function isRunning(state: ChatState): boolean {
+  const r = state.activeRunId ? state.runs[state.activeRunId] : undefined;
+  return r !== undefined && (r.status === "running" || r.status === "interrupted");
+}
+
+/** threadStatus is the thread list's status of a thread shown in this state. */
+export function threadStatus(state: ChatState): "idle" | "running" | "interrupted" | "error" {
+  const r = state.activeRunId ? state.runs[state.activeRunId] : undefined;
+  if (!r) return "idle";
+  if (r.status === "running") return "running";
+  if (r.status === "interrupted") return "interrupted";
+  if (r.status === "error") return "error";
+  return "idle";
+}
+
+/**
+ * fromThreadState renders a stored thread (GET /threads/{id}): its messages,
+ * tool calls with their results, todos and the files it wrote.
+ */
+export function fromThreadState(thread: AgentState): ChatState {
+  const items: ChatItem[] = [];
+  const tools = new Map<string, number>();
+  const msgs = thread.messages ?? [];
+  msgs.forEach((m, n) => {
+    const key = `h-${n}`;
+    switch (m.role) {
+      case "user":
+        items.push({ kind: "user", key, text: m.content ?? "" });
+        break;
+      case "assistant":
+        if (m.content) items.push({ kind: "assistant", key, runId: "", text: m.content, streaming: false });
+        for (const tc of m.tool_calls ?? []) {
+          const id = tc.id ?? "";
+          tools.set(id, items.length);
+          items.push({ kind: "tool", key: `${key}-${id}`, runId: "", toolCallId: id, name: tc.name ?? "tool", args: tc.args ?? {}, state: "cancelled" });
+        }
+        break;
+      case "tool": {
+        const i = tools.get(m.tool_call_id ?? "");
+        const t = i !== undefined ? items[i] : undefined;
+        if (t?.kind === "tool") items[i!] = { ...t, state: "done", output: m.content ?? "" };
+        break;
+      }
+    }
+  });
+  const writtenFiles: WrittenFile[] = Object.keys(thread.files ?? {}).map((path) => ({ path, runId: "", eventId: "", version: 1 }));
+  const todos = (thread.todos ?? []).map((t) => ({ id: t.id ?? "", title: t.title ?? "", status: t.status ?? "pending" }));
+  return { ...emptyChat, ...(thread.thread_id ? { threadId: thread.thread_id } : {}), items, todos, writtenFiles };
+}
+
+/** titleOf is a thread's title: its first user message, on one line. */
+export function titleOf(thread: AgentState | undefined, maxChars = 60): string {
+  const first = thread?.messages?.find((m) => m.role === "user")?.content?.trim() ?? "";
+  const line = first.replace(/\s+/g, " ");
+  return line.length > maxChars ? line.slice(0, maxChars - 1) + "…" : line;
+}
+
+function pushItem(s: ChatState, item: ChatItem): ChatState {
+  return { ...s, items: [...s.items, item] };
+}
+
+function replaceItem(s: ChatState, i: number, item: ChatItem): ChatState {
+  const items = s.items.slice();
+  items[i] = item;
+  return { ...s, items };
+}
+
+function setRun(s: ChatState, runId: string, patch: Partial<RunInfo>): ChatState {
+  return { ...s, runs: { ...s.runs, [runId]: { ...s.runs[runId]!, ...patch } } };
+}
+
+function findTool(s: ChatState, toolCallId: string): number {
+  for (let i = s.items.length - 1; i >= 0; i--) {
+    const it = s.items[i]!;
+    if (it.kind === "tool" && it.toolCallId === toolCallId) return i;
+  }
+  return -1;
+}
+
+// endStreaming freezes the run's message being streamed: what follows a
+// tool card is a new message.
+function endStreaming(s: ChatState, runId: string): ChatState {
+  const i = s.items.length - 1;
+  const last = s.items[i];
+  if (last?.kind === "assistant" && last.runId === runId && last.streaming) return replaceItem(s, i, { ...last, streaming: false });
+  return s;
+}
+
+function endRun(s: ChatState, runId: string, patch: Partial<RunInfo>, now: number): ChatState {
+  s = endStreaming(s, runId);
+  s = resolveInterrupts(s, runId);
+  if (s.items.some((it) => it.kind === "tool" && it.runId === runId && it.state === "running")) {
+    // A run that ends with a call still open never finished it.
+    s = {
+      ...s,
+      items: s.items.map((it) => (it.kind === "tool" && it.runId === runId && it.state === "running" ? { ...it, state: "cancelled", endedAt: now } : it)),
+    };
+  }
+  s = setRun(s, runId, patch);
+  if (!s.items.some((it) => it.kind === "runEnd" && it.runId === runId)) s = pushItem(s, { kind: "runEnd", key: `end-${runId}`, runId });
+  if (s.activeRunId === runId) {
+    const { activeRunId: _, ...rest } = s;
+    s = rest;
+  }
+  return s;
+}
+
+function recordWrite(s: ChatState, args: unknown, runId: string, eventId: string): ChatState {
+  const raw = typeof args === "object" && args !== null ? (args as Record<string, unknown>).path : undefined;
+  if (typeof raw !== "string" || raw === "") return s;
+  const path = raw.startsWith("/") ? raw : `${WORKDIR}/${raw.replace(/^\.\//, "")}`;
+  const old = s.writtenFiles.find((f) => f.path === path);
+  const file: WrittenFile = { path, runId, eventId, version: (old?.version ?? 0) + 1 };
+  return { ...s, writtenFiles: [file, ...s.writtenFiles.filter((f) => f.path !== path)] };
+}
