@@ -14,7 +14,8 @@ const run = promisify(execFile);
 
 export const uiDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const repoRoot = path.resolve(uiDir, "..");
-export const distDir = path.join(uiDir, "dist");
+/** The UI build the suites serve: ui/dist, or WICK_UI_DIST (another build). */
+export const distDir = process.env.WICK_UI_DIST ? path.resolve(process.env.WICK_UI_DIST) : path.join(uiDir, "dist");
 
 /** How long a suite may take to print its addresses. */
 const START_TIMEOUT_MS = 90_000;
