@@ -1,21 +1,15 @@
 // Approval on an interactive agent: approve writes the file as asked, edit
 // writes it with the edited arguments, reject with a reason writes nothing.
 // Checked through the API. Sequential: the three share one file.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 import { APPROVE_ANSWER, APPROVE_CONTENT, APPROVE_PATH, EDITED_CONTENT } from "./fixtures.js";
-import { client, launchChromium, newPage, openNewThread, readFile, send, signIn, suites, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { client, newPage, openNewThread, readFile, send, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
-let browser: Browser;
+const browser = useBrowser();
 let page: Page;
 let errors: string[];
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
 
 const alice = users.alice;
 
@@ -23,7 +17,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
   const wick = client(url, alice.token);
 
   beforeAll(async () => {
-    ({ page, errors } = await newPage(browser));
+    ({ page, errors } = await newPage(browser()));
     await signIn(page, url, alice.token);
   });
   afterAll(async () => {

@@ -1,8 +1,8 @@
 // Chat against the real suite: the token prompt, tokens streamed in order,
 // tool cards with the written file in Files and the Canvas, Stop mid-run and
 // a reload mid-run that resumes without a duplicate.
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import type { Page } from "playwright-core";
+import { describe, expect, test } from "vitest";
 
 import { HELLO_TEXT, REPORT_HEADING, REPORT_PATH, SLOW_END, SLOW_TEXT, SLOW_WORDS, TODO_TITLE, TOOLS_ANSWER } from "./fixtures.js";
 import {
@@ -11,7 +11,6 @@ import {
   currentThreadId,
   finalRunStatus,
   lastAssistantText,
-  launchChromium,
   newPage,
   openNewThread,
   readFile,
@@ -19,26 +18,21 @@ import {
   send,
   signIn,
   suites,
+  useBrowser,
   users,
   waitForAnswer,
   waitForIdle,
   words,
 } from "./helpers.js";
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useBrowser();
 
 const alice = users.alice;
 
 // Each test has its own browser context; the files of the run (and these
 // tests) run in parallel, so every test opens a thread of its own.
 async function withPage(fn: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
-  const { context, page, errors } = await newPage(browser);
+  const { context, page, errors } = await newPage(browser());
   try {
     await fn(page, errors);
   } finally {

@@ -5,7 +5,7 @@ import path from "node:path";
 
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { Wick } from "@wick-agent/sdk";
-import { expect, inject } from "vitest";
+import { afterAll, beforeAll, expect, inject } from "vitest";
 
 import { launchChromium } from "./harness/browser.mjs";
 import { repoRoot } from "./harness/suite.mjs";
@@ -19,7 +19,20 @@ export const UI_TIMEOUT_MS = 20_000;
 /** Where the test run writes its screenshots (linked from the README). */
 export const screenshotDir = path.join(repoRoot, "docs", "ui");
 
-export { launchChromium };
+/** Launches Chromium before the file's tests and closes it after them; call at the top level. */
+export function useBrowser(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => {
+    if (!browser) throw new Error("Chromium is not running: useBrowser's beforeAll has not run");
+    return browser;
+  };
+}
 
 /** An API client of a suite as a user, to check what the UI did. */
 export function client(url: string, token: string): Wick {
@@ -145,4 +158,15 @@ export async function recordAssistantText(page: Page): Promise<() => Promise<str
     new MutationObserver(read).observe(document.body, { subtree: true, childList: true, characterData: true });
   });
   return () => page.evaluate(() => (window as unknown as { __snapshots: string[] }).__snapshots);
+}
+
+/** Types a command into the terminal panel (open) and waits until a row reads want. */
+export async function runInTerminal(page: Page, command: string, want: string, timeout = UI_TIMEOUT_MS): Promise<void> {
+  const term = page.getByTestId("terminal");
+  await term.locator(".xterm-rows").waitFor();
+  await term.click();
+  await page.keyboard.type(command);
+  await page.keyboard.press("Enter");
+  // xterm's DOM renderer: one element per row.
+  await expect.poll(async () => (await term.locator(".xterm-rows > *").allTextContents()).map((r) => r.trim()), { timeout }).toContain(want);
 }

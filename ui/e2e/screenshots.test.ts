@@ -1,22 +1,16 @@
 // Screenshots of each main view, written to docs/ui/*.png on every run (the
 // README links them), on the local backend. Each view is also checked for
 // what it must show, and the narrow one for fitting in 375 px.
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 import { HELLO_TEXT, REPORT_HEADING, TOOLS_ANSWER } from "./fixtures.js";
-import { agentItem, launchChromium, newPage, openNewThread, screenshot, send, signIn, suites, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { agentItem, newPage, openNewThread, runInTerminal, screenshot, send, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
 /** The narrowest viewport the UI must work in. */
 const NARROW = 375;
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useBrowser();
 
 const carol = users.carol;
 const local = suites.filter((s) => s.backend === "local");
@@ -25,7 +19,7 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
   let page: Page;
   let errors: string[];
   beforeAll(async () => {
-    ({ page, errors } = await newPage(browser));
+    ({ page, errors } = await newPage(browser()));
     await signIn(page, url, carol.token);
   });
   afterAll(async () => {
@@ -57,12 +51,7 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
 
   test("terminal", async () => {
     await page.getByTestId("panel-tab-terminal").click();
-    const term = page.getByTestId("terminal");
-    await term.locator(".xterm-rows").waitFor();
-    await term.click();
-    await page.keyboard.type("echo hi && ls /workspace");
-    await page.keyboard.press("Enter");
-    await expect.poll(async () => (await term.locator(".xterm-rows > *").allTextContents()).map((r) => r.trim())).toContain("hi");
+    await runInTerminal(page, "echo hi && ls /workspace", "hi");
     await screenshot(page, "terminal");
   });
 
@@ -91,7 +80,7 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
     { name: "dark", colorScheme: "dark", width: 1280, height: 800 },
   ] as const) {
     test(`${name}: ${width} px, ${colorScheme}`, async () => {
-      const p = await newPage(browser, { width, height, colorScheme });
+      const p = await newPage(browser(), { width, height, colorScheme });
       try {
         await signIn(p.page, url, carol.token);
         await openNewThread(p.page, "hello");

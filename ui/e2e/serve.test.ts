@@ -1,18 +1,11 @@
 // The suite serves the built UI: index.html revalidates, hashed assets are
 // cached for good with the right types, app routes get the app, and
 // Chromium loads it without an error.
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 
-import { launchChromium, newPage, suites } from "./helpers.js";
+import { newPage, suites, useBrowser } from "./helpers.js";
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useBrowser();
 
 describe.each(suites)("on the $backend backend", ({ url }) => {
   test("index.html and app routes: HTML that revalidates", async () => {
@@ -41,7 +34,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
   });
 
   test("Chromium renders the app into #root without errors", async () => {
-    const { context, page, errors } = await newPage(browser);
+    const { context, page, errors } = await newPage(browser());
     try {
       const res = await page.goto(url + "/");
       expect(res?.status()).toBe(200);

@@ -1,23 +1,16 @@
 // A second user, with another token in a fresh browser context, sees none of
 // the first user's threads.
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 
 import { HELLO_TEXT } from "./fixtures.js";
-import { agentItem, client, currentThreadId, launchChromium, newPage, openNewThread, send, signIn, suites, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { agentItem, client, currentThreadId, newPage, openNewThread, send, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-});
+const browser = useBrowser();
 
 describe.each(suites)("on the $backend backend", ({ url }) => {
   test("bob sees none of alice's threads", async () => {
-    const a = await newPage(browser);
-    const b = await newPage(browser);
+    const a = await newPage(browser());
+    const b = await newPage(browser());
     try {
       await signIn(a.page, url, users.alice.token);
       await openNewThread(a.page, "hello");
