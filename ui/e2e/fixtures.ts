@@ -55,15 +55,19 @@ export const SCRIPTS = {
 };
 
 /**
- * The agents (agents.yaml): templates every user can run. None names a
- * backend, so each runs on the suite's own (local or Docker).
+ * The agents (agents.yaml) of a suite: templates every user can run. Each
+ * names the suite's backend: an agent without one has no sandbox, so no
+ * file tools, files or terminal.
  */
-export const AGENTS = {
-  hello: { name: "Hello agent", model: "script:hello" },
-  writer: { name: "Agent that writes a report", model: "script:tools" },
-  slow: { name: "Slow agent", model: "script:slow" },
-  approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive" },
-};
+export function agentsFor(backend: "local" | "docker") {
+  const b = { backend: { type: backend } };
+  return {
+    hello: { name: "Hello agent", model: "script:hello", ...b },
+    writer: { name: "Agent that writes a report", model: "script:tools", ...b },
+    slow: { name: "Slow agent", model: "script:slow", ...b },
+    approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive", ...b },
+  };
+}
 
 /** The default agent's model. */
 export const DEFAULT_MODEL = "script:tools";

@@ -111,7 +111,7 @@ async function streamMeasures(seconds) {
     backend: "local",
     users: { perf: token },
     scripts: { stream: { delay: `${1000 / TOKENS_PER_SECOND}ms`, turns: [{ text: words.join(" ") }] } },
-    agents: { stream: { name: "Streams for the numbers", model: "script:stream" } },
+    agents: { stream: { name: "Streams for the numbers", model: "script:stream", backend: { type: "local" } } },
     model: "script:stream",
     logLevel: "error",
   });

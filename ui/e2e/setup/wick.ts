@@ -5,7 +5,7 @@ import { rm } from "node:fs/promises";
 
 import type { TestProject } from "vitest/node";
 
-import { AGENTS, DEFAULT_MODEL, SCRIPTS, newUsers } from "../fixtures.js";
+import { DEFAULT_MODEL, SCRIPTS, agentsFor, newUsers } from "../fixtures.js";
 import { buildBinaries, dockerAnswers, requireDist, startSuite, type StartedSuite } from "../harness/suite.mjs";
 
 /** A suite as the tests see it. */
@@ -41,7 +41,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   try {
     const backends = docker ? (["local", "docker"] as const) : (["local"] as const);
     const results = await Promise.allSettled(
-      backends.map((backend) => startSuite({ binDir, backend, users: tokens, scripts: SCRIPTS, agents: AGENTS, model: DEFAULT_MODEL })),
+      backends.map((backend) => startSuite({ binDir, backend, users: tokens, scripts: SCRIPTS, agents: agentsFor(backend), model: DEFAULT_MODEL })),
     );
     for (const r of results) if (r.status === "fulfilled") started.push(r.value);
     const failed = results.find((r) => r.status === "rejected");
