@@ -58,7 +58,7 @@ fmt: ## format Go and proto sources
 	gofmt -w $$(git ls-files '*.go')
 	$(BUF) format proto -w
 
-test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js)
+test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js, Chromium)
 	./scripts/test-deps.sh
 
 test: test-deps ## run every test (Go with the race detector, the TypeScript SDK, then the UI), against real dependencies
