@@ -37,11 +37,14 @@ if (!(seconds > 0)) throw new Error(`--seconds ${opts.seconds}: want a positive 
 
 await requireDist();
 const size = await initialJavaScript();
+// Rows as the README's performance table has them: what, measured, target, verdict.
+const verdict = (ok) => (ok ? "met" : "not met");
 const rows = [
   [
-    "UI: initial-route JavaScript, gzipped",
-    `≤ ${TARGET_INITIAL_KB} KB`,
+    "UI: initial-route JavaScript, gzipped (`make bench-ui`)",
     `${kb(size.initial)} KB (${size.files.length} file${size.files.length === 1 ? "" : "s"}; lazy chunks ${kb(size.lazy)} KB more)`,
+    `≤ ${TARGET_INITIAL_KB} KB`,
+    verdict(size.initial <= TARGET_INITIAL_KB * 1024),
   ],
 ];
 let failed = size.initial > TARGET_INITIAL_KB * 1024;
@@ -50,22 +53,28 @@ if (!opts["size-only"]) {
     const m = await streamMeasures(seconds);
     const p50 = quantile(m.latencies, 0.5);
     const max = Math.max(...m.latencies);
+    const first = m.latencies[0];
     rows.push(
       [
-        `UI: longest main-thread task, ${seconds} s stream at ${TOKENS_PER_SECOND} tokens/s`,
-        `< ${TARGET_LONG_TASK_MS} ms`,
+        `UI: longest main-thread task while a ${seconds} s stream renders at ${TOKENS_PER_SECOND} tokens/s, Chromium`,
         m.longTasks.length ? `${Math.round(Math.max(...m.longTasks))} ms (${m.longTasks.length} tasks ≥ ${TARGET_LONG_TASK_MS} ms)` : `none ≥ ${TARGET_LONG_TASK_MS} ms`,
+        `< ${TARGET_LONG_TASK_MS} ms`,
+        verdict(m.longTasks.length === 0),
       ],
-      ["UI: first token painted after its SSE event", `≤ ${TARGET_FIRST_TOKEN_MS} ms`, `${Math.round(m.latencies[0])} ms`],
-      ["UI: every token painted after its SSE event, p50 / max", "", `${Math.round(p50)} / ${Math.round(max)} ms (${m.latencies.length} tokens)`],
+      [
+        "UI: first token painted after its SSE event reaches the page",
+        `${Math.round(first)} ms (every token: p50 ${Math.round(p50)} ms, max ${Math.round(max)} ms, ${m.latencies.length} tokens)`,
+        `≤ ${TARGET_FIRST_TOKEN_MS} ms`,
+        verdict(first <= TARGET_FIRST_TOKEN_MS),
+      ],
     );
-    failed ||= m.longTasks.length > 0 || m.latencies[0] > TARGET_FIRST_TOKEN_MS;
+    failed ||= m.longTasks.length > 0 || first > TARGET_FIRST_TOKEN_MS;
   } catch (err) {
-    rows.push(["UI: stream measures", "", `not measured: ${String(err?.message ?? err).split("\n")[0]}`]);
+    rows.push(["UI: stream measures", `not measured: ${String(err?.message ?? err).split("\n")[0]}`, "", ""]);
     failed = true;
   }
 }
-console.log("\n| measure | target | measured |\n|---|---|---|");
+console.log("\n| what | measured | target | |\n|---|---|---|---|");
 for (const r of rows) console.log(`| ${r.join(" | ")} |`);
 console.log("\nInitial-route files (gzipped):");
 for (const f of size.files) console.log(`  ${f.name}  ${kb(f.gz)} KB`);
