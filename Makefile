@@ -14,7 +14,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count=1 -timeout 30m
 BIN := $(CURDIR)/bin
 
-.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts bench build run clean
+.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts test-ui bench bench-ui build ui run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -58,31 +58,77 @@ fmt: ## format Go and proto sources
 	gofmt -w $$(git ls-files '*.go')
 	$(BUF) format proto -w
 
-test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js)
+test-deps: ## install and start what the tests need (Docker engine, redis-server, busybox, Node.js, Chromium)
 	./scripts/test-deps.sh
 
-test: test-deps ## run every test (Go with the race detector, then the TypeScript SDK), against real dependencies
+test: test-deps ## run every test (Go with the race detector, the TypeScript SDK, then the UI), against real dependencies
 	go test $(GOTEST_FLAGS) $(PKGS)
 	$(MAKE) test-ts
+	$(MAKE) test-ui
 
 # The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
 # and starts it on free ports.
 test-ts: ## build and test the TypeScript SDK (sdk/typescript) against the real suite
 	cd sdk/typescript && npm ci && npm run build && npm test
 
+# The UI's unit tests (jsdom), then its browser tests: Debian's Chromium
+# (CHROMIUM_PATH, default /usr/bin/chromium; never downloaded) against the
+# real suite, on the local backend and on Docker (required under CI=true).
+test-ui: ui ## test the web UI: unit tests, then browser tests against the real suite
+	cd ui && npm test && npm run e2e
+
 bench: test-deps ## run every benchmark (figures go into the README's performance table)
 	go test $(BENCH_FLAGS) $(PKGS) | tee bench.out
+
+# The UI's numbers (docs/ui.md): initial-route JavaScript gzipped, long tasks
+# while a 60 s stream renders, first token painted after its SSE event.
+bench-ui: ui ## measure the web UI in Chromium against the real suite (figures for the README)
+	cd ui && node scripts/perf.mjs
+
+# The UI is built when one of its inputs is newer than the last build: the
+# targets are npm's own record of an install (node_modules/.package-lock.json)
+# and a file of each build's output, touched once the build succeeded (a
+# failed Vite build leaves no index.html, so the next make builds again).
+UI_STAMP := ui/dist/index.html
+SDK_STAMP := sdk/typescript/dist/index.js
+SDK_INPUTS = $(shell find sdk/typescript/src -type f) sdk/typescript/tsconfig.json sdk/typescript/tsconfig.build.json
+UI_INPUTS = $(shell find ui/src ui/public -type f 2>/dev/null) ui/index.html ui/vite.config.ts ui/tsconfig.json
+
+ui: $(UI_STAMP) ## build the web UI into ui/dist (skipped when it is newer than its sources)
+
+sdk/typescript/node_modules/.package-lock.json: sdk/typescript/package.json sdk/typescript/package-lock.json
+	cd sdk/typescript && npm ci
+	@touch $@
+
+$(SDK_STAMP): sdk/typescript/node_modules/.package-lock.json $(SDK_INPUTS)
+	cd sdk/typescript && npm run build
+	@touch $@
+
+ui/node_modules/.package-lock.json: ui/package.json ui/package-lock.json
+	cd ui && npm ci
+	@touch $@
+
+$(UI_STAMP): ui/node_modules/.package-lock.json $(SDK_STAMP) $(UI_INPUTS)
+	cd ui && npm run build
+	@touch $@
 
 build: ## build every binary into bin/ (wick-daemon and wickfs static)
 	mkdir -p $(BIN)
 	go build -o $(BIN)/ ./cmd/... ./services/agent/cmd/... ./services/sandbox/cmd/... ./services/llmgw/cmd/... ./services/gateway/cmd/...
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/ ./daemon/cmd/... ./wickfs/cmd/...
 
-run: ## run the whole suite in one process with embedded defaults
+run: ## run the whole suite in one process with embedded defaults (and the web UI when Node.js is installed)
 	@mkdir -p $(BIN)
 	@# The static binaries let sandboxes run in Docker when an engine answers.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./daemon/cmd/wick-daemon ./wickfs/cmd/wickfs
-	WICK_DAEMON_BIN=$(BIN)/wick-daemon WICK_WICKFS_BIN=$(BIN)/wickfs go run ./cmd/wick $(ARGS)
+	@# The UI is built once and rebuilt only when its sources change; without
+	@# Node.js the suite runs all the same and says how to get the UI.
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory ui || echo "make run: the web UI did not build (above); running without it" >&2; \
+	else \
+	  echo "make run: Node.js and npm are not installed, so there is no web UI; install Node.js 20.19 or later with npm (Debian: apt-get install nodejs npm) and run make run again" >&2; \
+	fi
+	WICK_DAEMON_BIN=$(BIN)/wick-daemon WICK_WICKFS_BIN=$(BIN)/wickfs go run ./cmd/wick $$([ -f ui/dist/index.html ] && echo -ui-dir ui/dist) $(ARGS)
 
 clean:
 	rm -rf $(BIN) bench.out

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what Wick's tests need, when it is missing: a Docker
 # engine, redis-server, a static busybox (for test images built FROM
-# scratch) and Node.js with npm (the TypeScript SDK's tests). Idempotent, and quick when everything is already there.
+# scratch), Node.js with npm (the TypeScript SDK's and the UI's tests), and
+# Debian's Chromium with a font (the UI's browser tests drive it; they never
+# download a browser). Idempotent, and quick when everything is already there.
 # Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
 set -euo pipefail
 
@@ -12,9 +14,13 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# CHROMIUM_PATH names another Chromium for the browser tests.
+[ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || need+=(chromium)
 # Test images are built FROM scratch, so busybox must be the static build.
+# Without a font, Chromium's screenshots show boxes for text.
 if command -v dpkg >/dev/null 2>&1; then
   dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+  dpkg -s fonts-dejavu-core >/dev/null 2>&1 || need+=(fonts-dejavu-core)
 else
   command -v busybox >/dev/null 2>&1 || need+=(busybox-static)
 fi
@@ -59,4 +65,4 @@ if ! docker_up; then
     exit 1
   fi
 fi
-log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version)"
+log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")"

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/wick-agent/wick/platform/backend"
@@ -118,7 +119,12 @@ func run(args []string, out io.Writer) error {
 	}
 	s := srv.Suite()
 	fmt.Fprintf(out, "Wick is running.\n\n")
-	fmt.Fprintf(out, "  REST API   %s   (UI, SSE, WebSocket terminal; OpenAPI at %s/openapi.json)\n", s.HTTPURL, s.HTTPURL)
+	if err := gateway.CheckUIDir(cfg.Gateway.UIDir); err != nil {
+		fmt.Fprintf(out, "  UI         none: %s\n", strings.TrimPrefix(err.Error(), gateway.ErrNoUI.Error()+": "))
+	} else {
+		fmt.Fprintf(out, "  UI         %s/\n", s.HTTPURL)
+	}
+	fmt.Fprintf(out, "  REST API   %s   (SSE, WebSocket terminal; OpenAPI at %s/openapi.json)\n", s.HTTPURL, s.HTTPURL)
 	fmt.Fprintf(out, "  OpenAI API %s/v1/\n", s.HTTPURL)
 	fmt.Fprintf(out, "  gRPC API   %s   (wick.agent.v1.AgentService, %s)\n", s.Addrs["gateway"], grpcTransport(cfg))
 	fmt.Fprintf(out, "  gRPC       gateway %s, agent %s, sandbox %s, llmgw %s   (%s between services)\n", s.Addrs["gateway"], s.Addrs["agent"], s.Addrs["sandbox"], s.Addrs["llmgw"], internalTransport(cfg))

@@ -679,26 +679,108 @@ func TestUI(t *testing.T) {
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "index.html"), []byte("<html>app</html>"), 0o644))
 	must(t, os.MkdirAll(filepath.Join(dir, "assets"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "assets", "app.js"), []byte("js"), 0o644))
+	for name, data := range map[string]string{"app-1a2b.js": "js", "app-1a2b.css": "css", "font-1a2b.woff2": "woff2", "logo-1a2b.svg": "<svg/>"} {
+		must(t, os.WriteFile(filepath.Join(dir, "assets", name), []byte(data), 0o644))
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "favicon.ico"), []byte("ico"), 0o644))
 	env := startGateway(t, gateway.Config{UIDir: dir})
+	const (
+		html      = "text/html; charset=utf-8"
+		noCache   = "no-cache"
+		immutable = "public, max-age=31536000, immutable"
+	)
 	for _, tc := range []struct {
-		path, want string
-		code       int
+		path, want        string
+		code              int
+		contentType       string
+		cacheControl      string
+		cacheControlFixed bool
 	}{
-		{"/", "<html>app</html>", 200},
-		{"/chat/123", "<html>app</html>", 200},
-		{"/assets/app.js", "js", 200},
-		{"/assets/missing.js", "NOT_FOUND", 404},
-		{"/../../etc/passwd", "<html>app</html>", 200},
+		{"/", "<html>app</html>", 200, html, noCache, true},
+		{"/chat/123", "<html>app</html>", 200, html, noCache, true},
+		{"/agents-view/x/y", "<html>app</html>", 200, html, noCache, true},
+		{"/assets/app-1a2b.js", "js", 200, "text/javascript; charset=utf-8", immutable, true},
+		{"/assets/app-1a2b.css", "css", 200, "text/css; charset=utf-8", immutable, true},
+		{"/assets/font-1a2b.woff2", "woff2", 200, "font/woff2", immutable, true},
+		{"/assets/logo-1a2b.svg", "<svg/>", 200, "image/svg+xml", immutable, true},
+		// Outside assets/ a name carries no hash: the browser's heuristics apply.
+		{"/favicon.ico", "ico", 200, "image/x-icon", "", true},
+		{"/assets/missing.js", "NOT_FOUND", 404, "application/json", "", false},
+		{"/../../etc/passwd", "<html>app</html>", 200, html, noCache, true},
 	} {
 		r := do(t, env.url, "", "GET", tc.path, "")
 		if r.code != tc.code || !strings.Contains(r.body, tc.want) {
 			t.Errorf("GET %s = %d %q", tc.path, r.code, r.body)
 		}
+		if got := r.header.Get("Content-Type"); got != tc.contentType {
+			t.Errorf("GET %s: Content-Type %q, want %q", tc.path, got, tc.contentType)
+		}
+		if got := r.header.Get("Cache-Control"); tc.cacheControlFixed && got != tc.cacheControl {
+			t.Errorf("GET %s: Cache-Control %q, want %q", tc.path, got, tc.cacheControl)
+		}
+	}
+	// index.html revalidates: a conditional request is answered 304.
+	r := do(t, env.url, "", "GET", "/", "")
+	if lm := r.header.Get("Last-Modified"); lm == "" {
+		t.Error("index.html has no Last-Modified to revalidate against")
+	} else if r := do(t, env.url, "", "GET", "/", "", "If-Modified-Since", lm); r.code != http.StatusNotModified {
+		t.Errorf("conditional GET / = %d, want 304", r.code)
 	}
 	// The API keeps its JSON 404s.
 	if r := do(t, env.url, aliceToken, "GET", "/agents/a1-alice/nothing", ""); r.code != 404 || !strings.Contains(r.body, "NOT_FOUND") {
 		t.Errorf("API 404 = %d %s", r.code, r.body)
+	}
+}
+
+// TestNoUI: without a UI build a browser that opens the suite reads how to
+// build one; every other unknown path stays a JSON 404.
+func TestNoUI(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir() // a directory without index.html is no UI either
+	for name, dir := range map[string]string{"no -ui-dir": "", "no index.html": empty, "missing directory": filepath.Join(empty, "nope")} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env := startGateway(t, gateway.Config{UIDir: dir})
+			r := do(t, env.url, "", "GET", "/", "")
+			if r.code != 404 || !strings.Contains(r.body, "make ui") || !strings.Contains(r.body, "-ui-dir ui/dist") {
+				t.Errorf("GET / = %d %q, want a page saying how to build the UI", r.code, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+				t.Errorf("GET /: Content-Type %q", ct)
+			}
+			if r := do(t, env.url, "", "HEAD", "/", ""); r.code != 404 || r.body != "" {
+				t.Errorf("HEAD / = %d %q", r.code, r.body)
+			}
+			if r := do(t, env.url, "", "GET", "/chat/1", ""); r.code != 404 || !strings.Contains(r.body, "NOT_FOUND") {
+				t.Errorf("GET /chat/1 = %d %q, want a JSON 404", r.code, r.body)
+			}
+			if r := do(t, env.url, "", "POST", "/", "{}"); r.code != 404 || !strings.Contains(r.body, "NOT_FOUND") {
+				t.Errorf("POST / = %d %q, want a JSON 404", r.code, r.body)
+			}
+		})
+	}
+}
+
+func TestCheckUIDir(t *testing.T) {
+	t.Parallel()
+	good := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(good, "index.html"), []byte("<html></html>"), 0o644))
+	for _, tc := range []struct {
+		dir  string
+		want string // in the error; "" when the directory is servable
+	}{
+		{good, ""},
+		{"", "make ui"},
+		{t.TempDir(), "has no index.html"},
+		{filepath.Join(good, "missing"), "UI directory"},
+	} {
+		err := gateway.CheckUIDir(tc.dir)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckUIDir(%q) = %v", tc.dir, err)
+		case tc.want != "" && (!errors.Is(err, gateway.ErrNoUI) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckUIDir(%q) = %v, want ErrNoUI saying %q", tc.dir, err, tc.want)
+		}
 	}
 }
 

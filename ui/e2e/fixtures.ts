@@ -1,0 +1,85 @@
+// What the suites under test are started with (setup/wick.ts) and what the
+// browser tests expect of them. The texts carry no Markdown syntax, so the
+// rendered text of a message is the streamed text.
+
+/** The answer of the "hello" script: 40 tokens, streamed one by one. */
+export const HELLO_TEXT = Array.from({ length: 40 }, (_, i) => `token${i}`).join(" ");
+
+/** What the "tools" script writes, and its answers. */
+export const TOOLS_INTRO = "I will plan the work, then write the report.";
+export const TOOLS_ANSWER = "The report is written and the plan is done.";
+export const REPORT_PATH = "/workspace/report.md";
+export const REPORT_HEADING = "Report of the browser test";
+export const REPORT_CONTENT = `# ${REPORT_HEADING}\n\nThe canvas renders this file as a document.\n\n- one\n- two\n`;
+export const TODO_TITLE = "write the report";
+
+/** The "slow" script: 300 tokens at 20 ms, about 6 s unless it is stopped. */
+export const SLOW_WORDS = Array.from({ length: 300 }, (_, i) => `word${i}`);
+export const SLOW_TEXT = SLOW_WORDS.join(" ");
+export const SLOW_END = "The slow script has finished.";
+
+/** The "approve" script: a write that waits for approval. */
+export const APPROVE_PATH = "/workspace/approved.txt";
+export const APPROVE_CONTENT = "approved\n";
+export const EDITED_CONTENT = "edited in the browser\n";
+export const APPROVE_ANSWER = "The file request is settled.";
+
+export const SCRIPTS = {
+  hello: { delay: "10ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
+  tools: {
+    delay: "2ms",
+    turns: [
+      {
+        text: TOOLS_INTRO,
+        tool_calls: [
+          { name: "write_todos", arguments: { todos: [{ title: TODO_TITLE, status: "completed" }] } },
+          { name: "write_file", arguments: { path: REPORT_PATH, content: REPORT_CONTENT } },
+        ],
+      },
+      { text: TOOLS_ANSWER },
+    ],
+    end_text: "The tools script has finished.",
+  },
+  slow: { delay: "20ms", turns: [{ text: SLOW_TEXT }], end_text: SLOW_END },
+  approve: {
+    delay: "2ms",
+    turns: [
+      {
+        text: "I will write a file once you approve.",
+        tool_calls: [{ name: "write_file", arguments: { path: APPROVE_PATH, content: APPROVE_CONTENT } }],
+      },
+      { text: APPROVE_ANSWER },
+    ],
+    end_text: "The approve script has finished.",
+  },
+};
+
+/**
+ * The agents (agents.yaml) of a suite: templates every user can run. Each
+ * names the suite's backend: an agent without one has no sandbox, so no
+ * file tools, files or terminal.
+ */
+export function agentsFor(backend: "local" | "docker") {
+  const b = { backend: { type: backend } };
+  return {
+    hello: { name: "Hello agent", model: "script:hello", ...b },
+    writer: { name: "Agent that writes a report", model: "script:tools", ...b },
+    slow: { name: "Slow agent", model: "script:slow", ...b },
+    approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive", ...b },
+  };
+}
+
+/** The default agent's model. */
+export const DEFAULT_MODEL = "script:tools";
+
+/**
+ * The users of a run: bob checks that he sees none of alice's threads; carol
+ * poses for the screenshots. Names and tokens are new every run, so that
+ * Docker containers of another run are never adopted and cleaning up
+ * removes only this run's.
+ */
+export function newUsers(): Record<"alice" | "bob" | "carol", { name: string; token: string }> {
+  const id = Math.random().toString(16).slice(2, 10);
+  const user = (n: string) => ({ name: `${n}-${id}`, token: `ui-e2e-${n}-${id}-0123456789` });
+  return { alice: user("alice"), bob: user("bob"), carol: user("carol") };
+}
