@@ -3,7 +3,7 @@
 // document, CSV as a sortable table, HTML in a sandboxed frame, images
 // inline. A file is reloaded when a run writes it again.
 import type { Wick } from "@wick-agent/sdk";
-import { lazy, Suspense, useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useRef, useState } from "react";
 
 import { decodeText, fetchLimited, saveFile } from "./content";
 import { CsvTable } from "./CsvTable";
@@ -44,6 +44,9 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
   const kind = file ? canvasKind(file.path) : "text";
   const [content, setContent] = useState<Content>();
   const [source, setSource] = useState(false);
+  // The effect below reads the latest callback without depending on it.
+  const errors = useRef(onError);
+  errors.current = onError;
 
   useEffect(() => {
     if (!file) return;
@@ -72,14 +75,13 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
     })().catch((err: unknown) => {
       if (abort.signal.aborted) return;
       setContent({ key, state: "error", message: err instanceof Error ? err.message : String(err) });
-      onError(err);
+      errors.current(err);
     });
     return () => {
       abort.abort();
       if (url) URL.revokeObjectURL(url);
     };
-    // file and kind follow from key; onError may change on every render.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // file and kind follow from key, which names the path and version.
   }, [client, agentId, key]);
 
   if (!file) {

@@ -117,7 +117,6 @@ export default function CodeEditor({ path, value, readOnly = false, onChange, on
       view.current = null;
     };
     // The editor is made once; the effects below follow the props.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   useEffect(() => {

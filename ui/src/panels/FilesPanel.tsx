@@ -12,12 +12,12 @@ import {
   findNode,
   joinPath,
   needsLoad,
-  ROOT,
   rows,
   setChildren,
   toggle,
   toNodes,
   visibleDirs,
+  workspaceRoot,
   type TreeNode,
   type TreeState,
 } from "./fileTree";
@@ -56,16 +56,38 @@ type OpenFile =
   | { path: string; state: "error"; message: string };
 
 export function FilesPanel({ client, agentId, writtenFiles, running, onError }: FilesPanelProps) {
-  const [tree, setTree] = useState<TreeState>(emptyTree);
+  // Undefined until the agent is read (its backend places the workspace);
+  // null for an agent without a backend, which has no files.
+  const [tree, setTree] = useState<TreeState | null>();
   const [rootError, setRootError] = useState<string>();
   // Where uploads go: the directory last clicked, or the open file's.
-  const [cwd, setCwd] = useState(ROOT);
+  const [cwd, setCwd] = useState("");
   const [open, setOpen] = useState<OpenFile>();
   const [busy, setBusy] = useState<string>();
   const [uploadLimit, setUploadLimit] = useState(DEFAULT_UPLOAD_LIMIT);
   const inFlight = useRef(new Set<string>());
+  const rootRef = useRef<string | undefined>(undefined);
+  rootRef.current = tree?.root;
+  const isRoot = (dir: string) => dir === rootRef.current;
   const errors = useRef(onError);
   errors.current = onError;
+
+  // The agent's backend says where its workspace is; read again on every
+  // refresh, since the backend can be switched.
+  const readRoot = useCallback(async () => {
+    try {
+      const { data } = await client.api.GET("/agents/{agent_id}", { params: { path: { agent_id: agentId } } });
+      const root = workspaceRoot(data?.agent?.backend);
+      setTree((t) => (root === undefined ? null : t?.root === root ? t : emptyTree(root)));
+      setCwd((c) => (root !== undefined && (c === "" || !c.startsWith(root)) ? root : c));
+    } catch (err) {
+      setRootError(err instanceof Error ? err.message : String(err));
+      errors.current(err);
+    }
+  }, [client, agentId]);
+  useEffect(() => {
+    void readRoot();
+  }, [readRoot]);
 
   const listDir = useCallback(
     async (dir: string) => {
@@ -75,13 +97,13 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
         const { data } = await client.api.GET("/agents/{agent_id}/files/list", {
           params: { path: { agent_id: agentId }, query: { path: dir } },
         });
-        setTree((s) => setChildren(s, dir, toNodes(dir, data?.entries ?? [])));
-        if (dir === ROOT) setRootError(undefined);
+        setTree((s) => s && setChildren(s, dir, toNodes(dir, data?.entries ?? [])));
+        setRootError((e) => (isRoot(dir) ? undefined : e));
       } catch (err) {
         // Recorded as empty so that it is not fetched again in a loop; a
         // refresh tries again.
-        setTree((s) => setChildren(s, dir, []));
-        if (dir === ROOT) setRootError(err instanceof Error ? err.message : String(err));
+        setTree((s) => s && setChildren(s, dir, []));
+        if (isRoot(dir)) setRootError(err instanceof Error ? err.message : String(err));
         errors.current(err);
       } finally {
         inFlight.current.delete(dir);
@@ -92,7 +114,7 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
 
   // Expanded directories load when first shown.
   useEffect(() => {
-    for (const dir of needsLoad(tree)) void listDir(dir);
+    if (tree) for (const dir of needsLoad(tree)) void listDir(dir);
   }, [tree, listDir]);
 
   const loadFile = useCallback(
@@ -138,9 +160,10 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
   reloadState.current = { tree, open, dirty };
   const refresh = useCallback(() => {
     const { tree: t, open: o, dirty: d } = reloadState.current;
-    for (const dir of visibleDirs(t)) void listDir(dir);
+    void readRoot();
+    if (t) for (const dir of visibleDirs(t)) void listDir(dir);
     if (o && !d && o.state !== "loading") void loadFile(o.path, undefined);
-  }, [listDir, loadFile]);
+  }, [readRoot, listDir, loadFile]);
   const seen = useRef({ writes, running });
   useEffect(() => {
     const before = seen.current;
@@ -152,14 +175,15 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
   useEffect(() => {
     if (!openPath) return;
     const abort = new AbortController();
-    const node = findNode(reloadState.current.tree, openPath);
+    const t = reloadState.current.tree;
+    const node = t ? findNode(t, openPath) : undefined;
     void loadFile(openPath, node?.size, abort.signal);
     return () => abort.abort();
   }, [openPath, loadFile]);
 
   const clickNode = (node: TreeNode) => {
     if (node.type === "dir") {
-      setTree((s) => toggle(s, node.path));
+      setTree((s) => s && toggle(s, node.path));
       setCwd(node.path);
       return;
     }
@@ -202,7 +226,7 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
     } finally {
       setBusy(undefined);
       input.value = "";
-      setTree((s) => (s.expanded.has(dir) || dir === ROOT ? s : toggle(s, dir)));
+      setTree((s) => (s && !s.expanded.has(dir) ? toggle(s, dir) : s));
       void listDir(dir);
     }
   };
@@ -218,13 +242,13 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
     }
   };
 
-  const lines = rows(tree);
+  const lines = tree ? rows(tree) : [];
   return (
     <div className={open ? "wp-files wp-files-open" : "wp-files"}>
       <div className="wp-toolbar">
         <label className="wp-button" title={`Upload files into ${cwd}`}>
           Upload
-          <input type="file" multiple className="wp-visually-hidden" data-testid="file-upload" onChange={upload} disabled={!!busy} />
+          <input type="file" multiple className="wp-visually-hidden" data-testid="file-upload" onChange={upload} disabled={!!busy || !tree} />
         </label>
         <span className="wp-muted wp-grow wp-ellipsis" data-testid="file-upload-limit">
           to {cwd} · max {formatBytes(uploadLimit)}
@@ -241,7 +265,9 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
       <div className="wp-tree" role="tree" aria-label="Workspace files" data-testid="files-tree">
         {rootError ? (
           <p className="wp-empty">The workspace cannot be listed: {rootError}</p>
-        ) : !(ROOT in tree.children) ? (
+        ) : tree === null ? (
+          <p className="wp-empty">This agent has no sandbox backend, so it has no files. Choose a backend to give it a workspace.</p>
+        ) : !tree || !(tree.root in tree.children) ? (
           <p className="wp-empty">Loading…</p>
         ) : lines.length === 0 ? (
           <p className="wp-empty">The workspace is empty.</p>

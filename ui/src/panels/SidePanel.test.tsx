@@ -8,7 +8,8 @@ import type { PanelContext, WrittenFile } from "./types";
 afterEach(cleanup);
 
 /** A fake of the SDK client: a workspace of files in memory. */
-function fakeClient(files: Record<string, string>) {
+function fakeClient(files: Record<string, string>, backend: { type?: string; workdir?: string } | null = { type: "local" }) {
+  const getAgent = vi.fn(async () => ({ data: { agent: { agent_id: "default", ...(backend ? { backend } : {}) } } }));
   const list = vi.fn(async (_route: string, init: { params: { query: { path: string } } }) => {
     const dir = init.params.query.path;
     const names = new Map<string, { name: string; type: string; size: string }>();
@@ -28,8 +29,10 @@ function fakeClient(files: Record<string, string>) {
     files[path] = typeof body === "string" ? body : "";
     return { path, bytes_written: 0 };
   });
-  const client = { api: { GET: list }, downloadStream, upload } as unknown as Wick;
-  return { client, list, downloadStream, upload };
+  const GET = (route: string, init: { params: { query: { path: string } } }) =>
+    route === "/agents/{agent_id}" ? getAgent() : list(route, init);
+  const client = { api: { GET }, downloadStream, upload } as unknown as Wick;
+  return { client, list, getAgent, downloadStream, upload };
 }
 
 function written(path: string, version = 1, runId = "run_1"): WrittenFile {
@@ -212,6 +215,25 @@ describe("FilesPanel", () => {
     await screen.findByText(/A binary file/);
     expect(screen.getByTestId("file-download")).toBeTruthy();
     expect(screen.queryByTestId("file-save")).toBeNull();
+  });
+
+  it("lists a Docker backend's workdir", async () => {
+    const { client, list } = fakeClient({ "/app/main.go": "package main" }, { type: "docker", workdir: "/app" });
+    render(<SidePanel {...ctx(client)} />);
+    fireEvent.click(screen.getByTestId("panel-tab-files"));
+    expect((await screen.findByTestId("file-entry")).dataset.path).toBe("/app/main.go");
+    expect(list.mock.calls[0]?.[1]).toEqual({ params: { path: { agent_id: "default" }, query: { path: "/app" } } });
+    expect(screen.getByTestId("file-upload-limit").textContent).toContain("to /app");
+  });
+
+  it("says that an agent without a backend has no files, without listing", async () => {
+    const { client, list } = fakeClient({}, null);
+    const c = ctx(client);
+    render(<SidePanel {...c} />);
+    fireEvent.click(screen.getByTestId("panel-tab-files"));
+    await screen.findByText(/has no sandbox backend/);
+    expect(list).not.toHaveBeenCalled();
+    expect(c.onError).not.toHaveBeenCalled();
   });
 
   it("reports a listing that fails", async () => {

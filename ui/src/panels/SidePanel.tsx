@@ -62,8 +62,7 @@ export function SidePanel(props: Partial<PanelContext>) {
       setCanvasPath(fresh[0].path);
       show("canvas");
     }
-    // show only reads agentId, which is a dependency.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // show reads only agentId, a dependency.
   }, [agentId, threadId, writtenFiles]);
 
   const onTabKey = (e: KeyboardEvent<HTMLDivElement>) => {

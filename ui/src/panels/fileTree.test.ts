@@ -3,18 +3,31 @@ import { describe, expect, it } from "vitest";
 import {
   baseName,
   dirOf,
-  emptyTree,
+  emptyTree as newTree,
   findNode,
   joinPath,
+  DEFAULT_ROOT as ROOT,
   needsLoad,
-  ROOT,
   rows,
   setChildren,
   toggle,
   toNodes,
   visibleDirs,
+  workspaceRoot,
   type TreeState,
 } from "./fileTree";
+
+describe("workspaceRoot", () => {
+  it("is /workspace, a Docker backend's workdir, or none without a backend", () => {
+    expect(workspaceRoot({ type: "local" })).toBe("/workspace");
+    // The local backend's workspace is always /workspace (the service ignores workdir there).
+    expect(workspaceRoot({ type: "local", workdir: "/app" })).toBe("/workspace");
+    expect(workspaceRoot({ type: "docker" })).toBe("/workspace");
+    expect(workspaceRoot({ type: "docker", workdir: "/app" })).toBe("/app");
+    expect(workspaceRoot({})).toBeUndefined();
+    expect(workspaceRoot(undefined)).toBeUndefined();
+  });
+});
 
 const root = toNodes(ROOT, [
   { name: "notes.txt", type: "file", size: "12" },
@@ -35,6 +48,8 @@ describe("toNodes", () => {
     expect(root.find((n) => n.name === "link")?.type).toBe("symlink");
   });
 });
+
+const emptyTree = newTree(ROOT);
 
 describe("the tree", () => {
   const loaded = setChildren(emptyTree, ROOT, root);
@@ -89,6 +104,13 @@ describe("the tree", () => {
 
   it("keeps the root expanded", () => {
     expect(toggle(loaded, ROOT)).toBe(loaded);
+  });
+
+  it("starts at another root", () => {
+    let t = newTree("/app");
+    expect(needsLoad(t)).toEqual(["/app"]);
+    t = setChildren(t, "/app", toNodes("/app", [{ name: "x", type: "file" }]));
+    expect(rows(t).map((r) => r.node.path)).toEqual(["/app/x"]);
   });
 });
 

@@ -3,8 +3,25 @@
 // Pure functions over an immutable state, so that React re-renders on
 // change and the logic is tested without a DOM.
 
-/** The directory the tree starts at: the workspace, as the agent sees it. */
-export const ROOT = "/workspace";
+/** The workspace as the agent sees it, unless its Docker backend names another workdir. */
+export const DEFAULT_ROOT = "/workspace";
+
+/** The backend fields of an agent that place its workspace (GET /agents/{agent_id}). */
+export interface BackendLike {
+  type?: string;
+  workdir?: string;
+}
+
+/**
+ * workspaceRoot is the directory the tree starts at: what the agent service
+ * lists for an empty path (services/agent/rpc_files.go, workdir): a Docker
+ * backend's workdir, else /workspace. Undefined for an agent without a
+ * backend, which has no files.
+ */
+export function workspaceRoot(backend: BackendLike | undefined): string | undefined {
+  if (!backend?.type) return undefined;
+  return backend.type === "docker" && backend.workdir ? backend.workdir : DEFAULT_ROOT;
+}
 
 /** An entry of a directory. */
 export interface TreeNode {
@@ -24,6 +41,8 @@ export interface ListEntry {
 
 /** The tree: each loaded directory's entries and the expanded ones. */
 export interface TreeState {
+  /** The directory the tree starts at. */
+  root: string;
   /** Entries by directory path; a directory not in it has not been loaded. */
   children: Readonly<Record<string, readonly TreeNode[]>>;
   /** Expanded directories (the root always is). */
@@ -39,7 +58,10 @@ export interface TreeRow {
   loading: boolean;
 }
 
-export const emptyTree: TreeState = { children: {}, expanded: new Set([ROOT]) };
+/** A tree of which nothing is loaded yet. */
+export function emptyTree(root: string): TreeState {
+  return { root, children: {}, expanded: new Set([root]) };
+}
 
 /** joinPath is dir + "/" + name without doubled slashes. */
 export function joinPath(dir: string, name: string): string {
@@ -85,12 +107,12 @@ export function setChildren(state: TreeState, dir: string, nodes: readonly TreeN
     if (!under(k)) children[k] = v;
   }
   children[dir] = nodes;
-  return { children, expanded: new Set([...state.expanded].filter((p) => !under(p))) };
+  return { root: state.root, children, expanded: new Set([...state.expanded].filter((p) => !under(p))) };
 }
 
 /** toggle expands a collapsed directory or collapses an expanded one (the root stays expanded). */
 export function toggle(state: TreeState, dir: string): TreeState {
-  if (dir === ROOT) return state;
+  if (dir === state.root) return state;
   const expanded = new Set(state.expanded);
   if (!expanded.delete(dir)) expanded.add(dir);
   return { ...state, expanded };
@@ -110,7 +132,7 @@ export function visibleDirs(state: TreeState): string[] {
       if (n.type === "dir" && state.expanded.has(n.path)) walk(n.path);
     }
   };
-  walk(ROOT);
+  walk(state.root);
   return out;
 }
 
@@ -124,7 +146,7 @@ export function rows(state: TreeState): TreeRow[] {
       if (expanded) walk(node.path, depth + 1);
     }
   };
-  walk(ROOT, 0);
+  walk(state.root, 0);
   return out;
 }
 
