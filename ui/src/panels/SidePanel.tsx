@@ -1,6 +1,140 @@
-// The side panel with its tabs; replaced by the panels work.
-import type { PanelContext } from "./types";
+// The side panel: Todos, Files, Canvas and Terminal in tabs. A panel is
+// mounted when its tab is first shown and then kept (hidden) while another
+// is, so that an open file, a canvas selection and a terminal session
+// survive switching tabs. The Canvas opens itself when a run writes a file
+// (the seed's data flow: done → artifact detection → Canvas).
+import { lazy, Suspense, useEffect, useRef, useState, type KeyboardEvent } from "react";
 
-export function SidePanel(_props: Partial<PanelContext>) {
-  return <aside />;
+import { CanvasPanel } from "./CanvasPanel";
+import { FilesPanel } from "./FilesPanel";
+import { TodosPanel, todoStatus } from "./TodosPanel";
+import { PANEL_TABS, type PanelContext, type PanelTab } from "./types";
+import { newWrites, writeKeys } from "./writes";
+import "./panels.css";
+
+// xterm.js and its CSS load with the tab, not with the page.
+const TerminalPanel = lazy(() => import("./TerminalPanel"));
+
+const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", terminal: "Terminal" };
+
+const noFiles: PanelContext["writtenFiles"] = [];
+const noTodos: PanelContext["todos"] = [];
+const logError = (err: unknown) => console.error(err);
+
+/**
+ * SidePanel renders the panels for the shell's context. Without a client
+ * and an agent (none chosen yet) it shows the tabs and says so.
+ */
+export function SidePanel(props: Partial<PanelContext>) {
+  const { client, agentId, threadId, running = false } = props;
+  const writtenFiles = props.writtenFiles ?? noFiles;
+  const todos = props.todos ?? noTodos;
+  const onError = props.onError ?? logError;
+
+  const [tab, setTab] = useState<PanelTab>("todos");
+  // The tabs shown so far for this agent: their panels stay mounted.
+  const [visited, setVisited] = useState<{ agentId: string | undefined; tabs: ReadonlySet<PanelTab> }>({
+    agentId,
+    tabs: new Set(),
+  });
+  const [canvasPath, setCanvasPath] = useState<string>();
+  const shown = new Set(visited.agentId === agentId ? visited.tabs : []).add(tab);
+
+  const show = (t: PanelTab) => {
+    setTab(t);
+    setVisited((v) => ({ agentId, tabs: new Set(v.agentId === agentId ? v.tabs : []).add(t) }));
+  };
+
+  // The writes already known in this thread; a run's new ones open the canvas.
+  const seen = useRef<{ agentId: string | undefined; threadId: string | undefined; keys: Set<string> } | null>(null);
+  useEffect(() => {
+    const prev = seen.current;
+    seen.current = { agentId, threadId, keys: writeKeys(writtenFiles) };
+    // Another agent or thread: what it has is not news. A new thread
+    // getting its id from its first run is the same conversation.
+    const sameThread = prev && prev.agentId === agentId && (prev.threadId === threadId || prev.threadId === undefined);
+    if (!prev || !sameThread) {
+      setCanvasPath(undefined);
+      return;
+    }
+    const fresh = newWrites(prev.keys, writtenFiles);
+    if (fresh[0]) {
+      setCanvasPath(fresh[0].path);
+      show("canvas");
+    }
+    // show reads only agentId, a dependency.
+  }, [agentId, threadId, writtenFiles]);
+
+  const onTabKey = (e: KeyboardEvent<HTMLDivElement>) => {
+    const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+    if (step === 0) return;
+    e.preventDefault();
+    const next = PANEL_TABS[(PANEL_TABS.indexOf(tab) + step + PANEL_TABS.length) % PANEL_TABS.length] ?? tab;
+    show(next);
+    document.getElementById(`wp-tab-${next}`)?.focus();
+  };
+
+  const done = todos.filter((t) => todoStatus(t.status) === "done").length;
+  const badges: Partial<Record<PanelTab, string>> = {
+    ...(todos.length > 0 ? { todos: `${done}/${todos.length}` } : {}),
+    ...(writtenFiles.length > 0 ? { canvas: String(writtenFiles.length) } : {}),
+  };
+
+  const ready = client !== undefined && agentId !== undefined && agentId !== "";
+  const noAgent = <p className="wp-empty">Choose an agent to see its files, canvas and terminal.</p>;
+  const panel = (t: PanelTab) => {
+    if (t === "todos") return <TodosPanel todos={todos} />;
+    if (!ready) return noAgent;
+    switch (t) {
+      case "files":
+        return <FilesPanel key={agentId} client={client} agentId={agentId} writtenFiles={writtenFiles} running={running} onError={onError} />;
+      case "canvas":
+        return (
+          <CanvasPanel
+            key={agentId}
+            client={client}
+            agentId={agentId}
+            writtenFiles={writtenFiles}
+            selected={canvasPath}
+            onSelect={setCanvasPath}
+            onError={onError}
+          />
+        );
+      case "terminal":
+        return (
+          <Suspense fallback={<p className="wp-empty">Loading the terminal…</p>}>
+            <TerminalPanel key={agentId} client={client} agentId={agentId} onError={onError} />
+          </Suspense>
+        );
+    }
+  };
+
+  return (
+    <aside className="wp-side" aria-label="Side panel">
+      <div className="wp-tabs" role="tablist" aria-label="Panels" onKeyDown={onTabKey}>
+        {PANEL_TABS.map((t) => (
+          <button
+            key={t}
+            id={`wp-tab-${t}`}
+            type="button"
+            role="tab"
+            aria-selected={t === tab}
+            aria-controls={`wp-panel-${t}`}
+            tabIndex={t === tab ? 0 : -1}
+            className="wp-tab"
+            data-testid={`panel-tab-${t}`}
+            onClick={() => show(t)}
+          >
+            {LABELS[t]}
+            {badges[t] && <span className="wp-badge">{badges[t]}</span>}
+          </button>
+        ))}
+      </div>
+      {PANEL_TABS.filter((t) => shown.has(t)).map((t) => (
+        <section key={t} id={`wp-panel-${t}`} role="tabpanel" aria-labelledby={`wp-tab-${t}`} className="wp-panel" data-panel={t} hidden={t !== tab}>
+          {panel(t)}
+        </section>
+      ))}
+    </aside>
+  );
 }
