@@ -63,9 +63,11 @@ type proc struct {
 	// ready waits until the process serves, failing the test if it exits first.
 	ready func(t *testing.T, exited <-chan error)
 
-	out    *lockedBuffer // stdout and stderr of every start, shown when the test fails
-	cmd    *exec.Cmd
-	exited chan error
+	out *lockedBuffer // stdout and stderr of every start, shown when the test fails
+	cmd *exec.Cmd
+	// done is closed when the running process has exited; its error goes
+	// to the ready check's channel, which may or may not read it.
+	done chan struct{}
 }
 
 // lockedBuffer collects a process's output, written from its own goroutines.
@@ -109,12 +111,17 @@ func (p *proc) start() {
 	}
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = p.out, p.out
+	// A test binary that dies (a timeout's panic) takes its processes along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		p.t.Fatalf("start %s: %v", p.name, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	p.cmd, p.exited = cmd, exited
+	exited, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(done)
+	}()
+	p.cmd, p.done = cmd, done
 	p.ready(p.t, exited)
 }
 
@@ -126,7 +133,7 @@ func (p *proc) kill() {
 		p.t.Fatalf("%s is not running", p.name)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
+	<-p.done
 	p.cmd = nil
 }
 
