@@ -30,6 +30,15 @@ var (
 	serviceBinErr  error
 )
 
+// TestMain removes the service binaries, which are large, after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if serviceBinDir != "" {
+		os.RemoveAll(serviceBinDir)
+	}
+	os.Exit(code)
+}
+
 // serviceBinaries builds wick-agent, wick-sandbox and wick-llmgw and returns
 // the directory that holds them.
 func serviceBinaries(t *testing.T) string {
