@@ -64,18 +64,9 @@ func dockerSetup(t *testing.T) (*client.Client, string) {
 	return cli, dockerImage
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// TestDockerConversation runs the conversation with the sandbox in a real
-// container driven by wick-daemon: the trace then reaches the daemon too.
-func TestDockerConversation(t *testing.T) {
-	exp := installTracing()
-	cli, image := dockerSetup(t)
-	manager := "wick-e2e-" + randomHex(6)
+// removeManaged removes, when the test ends, the containers and volumes
+// labelled with the sandbox service's manager id.
+func removeManaged(t *testing.T, cli *client.Client, manager string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -89,6 +80,21 @@ func TestDockerConversation(t *testing.T) {
 			_ = cli.VolumeRemove(ctx, v.Name, true)
 		}
 	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// TestDockerConversation runs the conversation with the sandbox in a real
+// container driven by wick-daemon: the trace then reaches the daemon too.
+func TestDockerConversation(t *testing.T) {
+	exp := installTracing()
+	cli, image := dockerSetup(t)
+	manager := "wick-e2e-" + randomHex(6)
+	removeManaged(t, cli, manager)
 	env := startWick(t, func(c *suite.Config) {
 		c.Backend = backend.Docker
 		c.Sandbox.ManagerID = manager

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"strings"
+	"syscall"
 )
 
 // Sentinel errors. Every error an implementation returns wraps at most one of
@@ -19,9 +20,15 @@ var (
 	// ErrInvalidArgument: the request itself is wrong (bad pattern, empty
 	// old_text, a directory given as a file, text not found, ...).
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrTooLarge: a size limit was exceeded; nothing was written.
+	// ErrTooLarge: a size limit was exceeded, or the workspace is full;
+	// nothing was written.
 	ErrTooLarge = errors.New("size limit exceeded")
 )
+
+// errNoSpace is a write that found the workspace's file system full. It is
+// an ErrTooLarge, as the file would not fit; an atomic write leaves the old
+// file as it was.
+var errNoSpace = &detailError{msg: "no space left on device: the workspace is full; the file was not changed", kind: ErrTooLarge}
 
 // classify maps an error from the os package onto the sentinels; anything it
 // does not recognise is returned as is.
@@ -35,6 +42,8 @@ func classify(err error) error {
 		return ErrOutsideWorkspace
 	case errors.Is(err, fs.ErrPermission):
 		return ErrPermission
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return errNoSpace
 	}
 	return nil
 }

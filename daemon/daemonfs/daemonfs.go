@@ -373,6 +373,12 @@ func (f *FS) ExecStream(ctx context.Context, command string, stdout, stderr io.W
 	if err != nil {
 		return nil, fromStatus(err)
 	}
+	// Until the daemon's header, the command was not taken and the caller
+	// may make the call elsewhere; after it, a broken stream is not
+	// Unavailable, so the command is never run twice.
+	if _, err := stream.Header(); err != nil {
+		return nil, fromStatus(err)
+	}
 	max := f.cfg.maxOutputBytes
 	if o.MaxOutputBytes > 0 {
 		max = min(max, o.MaxOutputBytes)
@@ -383,6 +389,9 @@ func (f *FS) ExecStream(ctx context.Context, command string, stdout, stderr io.W
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("exec: the daemon ended the stream without an exit status")
+		}
+		if status.Code(err) == codes.Unavailable {
+			return nil, status.Errorf(codes.Aborted, "exec: wick-daemon stopped while the command ran, which was not run again: %s", status.Convert(err).Message())
 		}
 		if err != nil {
 			return nil, fromStatus(err)

@@ -2,11 +2,15 @@ package server
 
 import (
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	"github.com/wick-agent/wick/wickfs"
 )
+
+// ExecStartedHeader is the header Exec sends once it has taken the command.
+const ExecStartedHeader = "wick-exec-started"
 
 // Exec runs a command and streams its output as it is produced. The command
 // leads its own process group; the group is killed at the timeout and when
@@ -14,6 +18,12 @@ import (
 func (s *Server) Exec(req *daemonv1.ExecRequest, stream grpc.ServerStreamingServer[daemonv1.ExecResponse]) error {
 	if req.GetTimeout().AsDuration() < 0 || req.GetMaxOutputBytes() < 0 {
 		return invalidf("timeout and max_output_bytes must not be negative")
+	}
+	// The header tells the client the command was taken: if the stream
+	// breaks after it (this daemon killed), the command may have run, and
+	// the client must not run it again elsewhere.
+	if err := stream.SendHeader(metadata.Pairs(ExecStartedHeader, "1")); err != nil {
+		return err
 	}
 	st, err := s.fs.ExecStream(stream.Context(), req.GetCommand(),
 		execWriter{stream, false}, execWriter{stream, true},

@@ -53,7 +53,7 @@ func rpcErr(err error) error {
 		// The loop produced a history it must never produce: our bug, not
 		// the client's, hence Internal rather than InvalidArgument.
 		return status.Error(codes.Internal, msg)
-	case errors.Is(err, runexec.ErrShutdown):
+	case errors.Is(err, runexec.ErrShutdown), errors.Is(err, runexec.ErrStoreUnavailable):
 		return status.Error(codes.Unavailable, msg)
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, msg)
@@ -66,7 +66,9 @@ func rpcErr(err error) error {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) {
-		return status.Error(codes.Unavailable, msg)
+		// The service's own network calls are to its store (Redis); its
+		// other dependencies answer with a status, handled above.
+		return status.Error(codes.Unavailable, "the store is unreachable: "+msg)
 	}
 	return status.Error(codes.Internal, msg)
 }

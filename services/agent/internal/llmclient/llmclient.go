@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
@@ -92,7 +94,7 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (ll
 	defer cancel()
 	stream, err := c.api.Stream(ctx, sr)
 	if err != nil {
-		return llm.Result{}, fmt.Errorf("llm stream: %w", err)
+		return llm.Result{}, streamError(err)
 	}
 	var res llm.Result
 	var content strings.Builder
@@ -102,7 +104,7 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (ll
 			break
 		}
 		if err != nil {
-			return llm.Result{}, fmt.Errorf("llm stream: %w", err)
+			return llm.Result{}, streamError(err)
 		}
 		if d := resp.GetDelta(); d != "" {
 			content.WriteString(d)
@@ -122,4 +124,14 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (ll
 	}
 	res.Content = content.String()
 	return res, nil
+}
+
+// streamError wraps a failed call. Unavailable (the gateway was killed or
+// cannot be dialled, or it found no provider up) says so in words, for the
+// run's error event; the status stays in the chain for its code.
+func streamError(err error) error {
+	if status.Code(err) == codes.Unavailable {
+		return fmt.Errorf("the model is unreachable: %w", err)
+	}
+	return fmt.Errorf("llm stream: %w", err)
 }

@@ -172,7 +172,20 @@ func (e *Executor) current(ctx context.Context, user, runID string) (*runs.Run, 
 // Follow sends the events of a run this replica started, from its first,
 // until its log ends.
 func (e *Executor) Follow(ctx context.Context, r *Run, send func(loop.StreamEvent) error) error {
-	return e.follow(ctx, r.user, r.rec.ID, "", send)
+	if err := e.follow(ctx, r.user, r.rec.ID, "", send); err != nil {
+		return err
+	}
+	// A run stopped because its log was unreachable has no final event to
+	// show for it: the follower must not end as if the run had.
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.logFail != nil {
+		return r.logFail
+	}
+	return nil
 }
 
 // Join sends the events of the user's run after the event id after ("":

@@ -17,11 +17,19 @@ var (
 	ErrNotWaiting = errors.New("not waiting for approval")
 	// ErrShutdown means the executor is closing: try another replica.
 	ErrShutdown = errors.New("the agent service is shutting down")
+	// ErrStoreUnavailable means the run's event log (Redis, when shared)
+	// could not be reached, so the run was stopped: a run nobody can follow
+	// must not go on. The thread keeps what was saved before.
+	ErrStoreUnavailable = errors.New("the run store is unreachable")
 )
 
 // CodeLimit is the data.code of a run's error event when the run failed on
 // a per-user or per-thread limit (quota.ErrExceeded).
 const CodeLimit = "resource_exhausted"
+
+// CodeUnavailable is the data.code of a run's error event when a dependency
+// the run needed (the LLM gateway, the model's provider) did not answer.
+const CodeUnavailable = "unavailable"
 
 // Causes of a run's cancellation besides ErrShutdown.
 var (

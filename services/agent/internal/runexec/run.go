@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -109,8 +112,8 @@ func (r *Run) emit(ev loop.StreamEvent) {
 	if err != nil {
 		// A run whose events cannot be logged cannot be followed: stop it.
 		r.logger.Error("append run event", "run_id", rec.ID, "error", err)
-		r.logFail = err
-		r.cancel(fmt.Errorf("event log unavailable: %w", err))
+		r.logFail = fmt.Errorf("%w: the run was stopped, as its events could not be logged: %w", ErrStoreUnavailable, err)
+		r.cancel(r.logFail)
 		return
 	}
 	if r.sharedLog() {
@@ -180,6 +183,10 @@ func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.M
 
 	err := runner.Run(r.ctx, r.rec.ID, state, input, r.emit, r.save)
 	close(watchDone)
+	if r.logFail != nil {
+		// The loop only saw its context cancelled; the cause is the store.
+		err = r.logFail
+	}
 	r.err = err
 
 	final := context.WithoutCancel(r.ctx)
@@ -193,8 +200,15 @@ func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.M
 		r.closing = true
 		switch {
 		case r.final != nil:
-			if m, ok := r.final.Data.(map[string]any); ok && r.final.Event == loop.EventError && errors.Is(err, quota.ErrExceeded) {
-				m["code"] = CodeLimit
+			if m, ok := r.final.Data.(map[string]any); ok && r.final.Event == loop.EventError {
+				switch {
+				case errors.Is(err, quota.ErrExceeded):
+					m["code"] = CodeLimit
+				case status.Code(err) == codes.Unavailable:
+					// A dependency that is down (the LLM gateway, the
+					// model's provider) is worth a retry later.
+					m["code"] = CodeUnavailable
+				}
 			}
 			r.emit(*r.final)
 		case endStatus == runs.StatusDone:

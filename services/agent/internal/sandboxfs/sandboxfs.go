@@ -15,6 +15,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
@@ -301,6 +303,11 @@ func (f *FS) Exec(ctx context.Context, command string, opts ...wickfs.ExecOption
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if status.Code(err) == codes.Unavailable {
+			// The service went away with the command running: the model
+			// should know the command's fate is unknown, not retry blindly.
+			return nil, fmt.Errorf("exec: the sandbox service became unreachable while the command ran; whether it finished is unknown: %w", err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("exec: %w", err)
