@@ -86,7 +86,8 @@ var catalogs = map[protoreflect.FullName]*catalog{
 				data: obj("", object{
 					"message": str("What went wrong."),
 					"code": str("What ended the run: cancelled, aborted, failed, lost (its replica stopped), max_turns, " +
-						"or error (the model or a hook failed)."),
+						"error (the model or a hook failed), resource_exhausted (a per-user or per-thread limit) " +
+						"or unavailable (a dependency did not answer; worth a retry later)."),
 					"stop_reason": str("The loop's reason, when the loop ended the run: error, max_turns or cancelled."),
 				}, "message", "code")},
 		},

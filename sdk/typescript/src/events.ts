@@ -85,7 +85,12 @@ export interface DoneEvent extends EventBase {
  */
 export interface RunErrorEvent extends EventBase {
   event: "error";
-  data: { message: string; stop_reason?: string };
+  /**
+   * code says what ended the run: cancelled, aborted, failed, lost, max_turns,
+   * error, resource_exhausted (a limit) or unavailable (a dependency did not
+   * answer; worth a retry later).
+   */
+  data: { message: string; code?: string; stop_reason?: string };
 }
 
 /**

@@ -700,7 +700,7 @@ export interface components {
         /** @description The run failed or was cancelled; the last event. */
         "RunEvent.error": {
             data?: {
-                /** @description What ended the run: cancelled, aborted, failed, lost (its replica stopped), max_turns, or error (the model or a hook failed). */
+                /** @description What ended the run: cancelled, aborted, failed, lost (its replica stopped), max_turns, error (the model or a hook failed), resource_exhausted (a per-user or per-thread limit) or unavailable (a dependency did not answer; worth a retry later). */
                 code: string;
                 /** @description What went wrong. */
                 message: string;
