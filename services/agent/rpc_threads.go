@@ -29,7 +29,8 @@ func (s *Service) ListThreads(ctx context.Context, req *agentv1.ListThreadsReque
 	}
 	out := &agentv1.ListThreadsResponse{}
 	for _, t := range list {
-		out.Threads = append(out.Threads, &agentv1.ThreadSummary{ThreadId: t.ThreadID, AgentId: t.AgentID, MessageCount: int32(t.MessageCount), UpdatedAt: ts(t.UpdatedAt)})
+		out.Threads = append(out.Threads, &agentv1.ThreadSummary{ThreadId: t.ThreadID, AgentId: t.AgentID, MessageCount: int32(t.MessageCount), UpdatedAt: ts(t.UpdatedAt),
+			Title: t.Title, Status: t.Status})
 	}
 	return out, nil
 }

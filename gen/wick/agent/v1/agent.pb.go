@@ -3613,7 +3613,18 @@ type ThreadSummary struct {
 	// message_count is the number of messages.
 	MessageCount int32 `protobuf:"varint,3,opt,name=message_count,json=messageCount,proto3" json:"message_count,omitempty"`
 	// updated_at is when the thread was last saved.
-	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// title is the text of the thread's first user message, whitespace
+	// collapsed to single spaces and cut to 80 characters (the last one "…"
+	// when cut); empty when the thread has no user message or was last saved
+	// before titles were kept.
+	Title string `protobuf:"bytes,5,opt,name=title,proto3" json:"title,omitempty"`
+	// status is what the thread is doing: "idle" (no run holds it),
+	// "running" (a run holds its lock), "interrupted" (its run waits for
+	// approval of tool calls: send decisions with ResumeRun, or cancel it),
+	// or "error" (no run holds it and its last run failed, or died; the
+	// thread itself can be continued).
+	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3674,6 +3685,20 @@ func (x *ThreadSummary) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *ThreadSummary) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ThreadSummary) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
 }
 
 // ListThreadsRequest lists threads.
@@ -4744,13 +4769,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x15not_running_agent_ids\x18\x02 \x03(\tR\x12notRunningAgentIds\"\x14\n" +
 	"\x12WatchEventsRequest\"G\n" +
 	"\x13WatchEventsResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.ConfigEventR\x05event\"\xa7\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.ConfigEventR\x05event\"\xd5\x01\n" +
 	"\rThreadSummary\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12#\n" +
 	"\rmessage_count\x18\x03 \x01(\x05R\fmessageCount\x129\n" +
 	"\n" +
-	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"/\n" +
+	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x14\n" +
+	"\x05title\x18\x05 \x01(\tR\x05title\x12\x16\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\"/\n" +
 	"\x12ListThreadsRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\"M\n" +
 	"\x13ListThreadsResponse\x126\n" +

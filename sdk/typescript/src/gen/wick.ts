@@ -1430,8 +1430,23 @@ export interface components {
              * @description message_count is the number of messages.
              */
             message_count?: number;
+            /**
+             * @description status is what the thread is doing: "idle" (no run holds it),
+             *     "running" (a run holds its lock), "interrupted" (its run waits for
+             *     approval of tool calls: send decisions with ResumeRun, or cancel it),
+             *     or "error" (no run holds it and its last run failed, or died; the
+             *     thread itself can be continued).
+             */
+            status?: string;
             /** @description thread_id identifies the thread. */
             thread_id?: string;
+            /**
+             * @description title is the text of the thread's first user message, whitespace
+             *     collapsed to single spaces and cut to 80 characters (the last one "…"
+             *     when cut); empty when the thread has no user message or was last saved
+             *     before titles were kept.
+             */
+            title?: string;
             /**
              * Format: date-time
              * @description updated_at is when the thread was last saved.

@@ -8,6 +8,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
 
 // approver is the loop.Approver of an interactive run: the run waits, as
@@ -18,6 +19,7 @@ type approver struct{ r *Run }
 func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
 	r := a.r
 	r.setStatus(ctx, runs.StatusWaiting, calls, "")
+	r.markThread(context.WithoutCancel(ctx), threads.MarkWaiting)
 	signal(r.waiting)
 	timeout := time.NewTimer(r.cfg.approvalTimeout)
 	defer timeout.Stop()
@@ -30,6 +32,7 @@ func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) (
 		}
 		if d != nil {
 			r.setStatus(ctx, runs.StatusRunning, nil, "")
+			r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
 			return completeDecisions(calls, d), nil
 		}
 		select {

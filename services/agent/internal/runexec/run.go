@@ -175,6 +175,17 @@ func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
 	}
 }
 
+// markThread leaves the run's mark on its thread (threads.Store.MarkRun),
+// from which a thread list tells a run waiting for approval or a failed
+// one. The mark is only shown there, so a failure is logged and the run
+// goes on; a lost lease marks nothing, as the thread is another run's.
+func (r *Run) markThread(ctx context.Context, mark string) {
+	err := r.threads.MarkRun(ctx, r.user, r.rec.ThreadID, r.lease.Token(), mark)
+	if err != nil && !errors.Is(err, threads.ErrLeaseLost) {
+		r.logger.Warn("mark thread", "run_id", r.rec.ID, "mark", mark, "error", err)
+	}
+}
+
 // execute runs the loop and closes the run: status, final event, end of the
 // log, lock release.
 func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
@@ -191,6 +202,11 @@ func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.M
 
 	final := context.WithoutCancel(r.ctx)
 	endStatus, msg, code := r.outcome(err)
+	mark := threads.MarkNone
+	if endStatus == runs.StatusFailed {
+		mark = threads.MarkFailed
+	}
+	r.markThread(final, mark)
 	if err := r.lease.Release(final); err != nil {
 		r.logger.Warn("release thread lock", "run_id", r.rec.ID, "error", err)
 	}

@@ -43,6 +43,8 @@ type memEntry struct {
 	version    int64
 	agentID    string
 	count      int
+	title      string
+	mark       string // the run's mark (MarkRun), kept across saves
 	updated    time.Time
 	lastAccess time.Time
 }
@@ -171,8 +173,26 @@ func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentStat
 			return b.Threads.Refuse(user, n)
 		}
 	}
-	s.threads[k] = &memEntry{data: data, version: prevV + 1, agentID: state.AgentID,
-		count: len(state.Messages), updated: now, lastAccess: now}
+	ne := &memEntry{data: data, version: prevV + 1, agentID: state.AgentID,
+		count: len(state.Messages), title: title(state.Messages), updated: now, lastAccess: now}
+	if exists {
+		ne.mark = e.mark
+	}
+	s.threads[k] = ne
+	return nil
+}
+
+// MarkRun implements Store.
+func (s *MemoryStore) MarkRun(_ context.Context, user, threadID, fence, mark string) error {
+	k := memKey{user, threadID}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.locks[k] != fence {
+		return ErrLeaseLost
+	}
+	if e, ok := s.live(k); ok {
+		e.mark = mark
+	}
 	return nil
 }
 
@@ -216,7 +236,9 @@ func (s *MemoryStore) List(_ context.Context, user, agentID string) ([]Summary, 
 		if !ok || (agentID != "" && e.agentID != agentID) {
 			continue
 		}
-		out = append(out, Summary{ThreadID: k.thread, AgentID: e.agentID, MessageCount: e.count, UpdatedAt: e.updated})
+		_, locked := s.locks[k]
+		out = append(out, Summary{ThreadID: k.thread, AgentID: e.agentID, MessageCount: e.count, UpdatedAt: e.updated,
+			Title: e.title, Status: statusOf(locked, e.mark)})
 	}
 	s.mu.Unlock()
 	sortSummaries(out)

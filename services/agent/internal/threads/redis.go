@@ -34,7 +34,7 @@ func WithPrefix(p string) RedisOption { return func(s *RedisStore) { s.prefix = 
 
 // RedisStore is the Store and Locker shared by replicas. A thread is a hash
 // {v: version, s: state JSON, a: agent id, n: message count, u: updated
-// unix ms} with a sliding TTL; each user has a sorted set of thread ids by
+// unix ms, t: title, r: run mark (MarkRun)} with a sliding TTL; each user has a sorted set of thread ids by
 // update time for List. Keys carry the user as a hash tag so that a thread,
 // its index and its lock live in one cluster slot and one script can touch them.
 type RedisStore struct {
@@ -75,7 +75,7 @@ return r`)
 // and only over the version the writer loaded (0 = absent). A new thread
 // is refused (-3) when the user's index holds ARGV[9] (> 0) threads
 // already, in the same step as the write, so replicas creating threads at
-// once cannot together pass the bound.
+// once cannot together pass the bound. The run mark (r) is left as it is.
 var saveScript = redis.NewScript(`
 if (redis.call('GET', KEYS[3]) or '') ~= ARGV[8] then return -2 end
 local cur = redis.call('HGET', KEYS[1], 'v') or '0'
@@ -85,7 +85,7 @@ if cur == '0' and max > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[7]) and red
   return -3
 end
 local nv = tonumber(ARGV[1]) + 1
-redis.call('HSET', KEYS[1], 'v', nv, 's', ARGV[2], 'a', ARGV[3], 'n', ARGV[4], 'u', ARGV[5])
+redis.call('HSET', KEYS[1], 'v', nv, 's', ARGV[2], 'a', ARGV[3], 'n', ARGV[4], 'u', ARGV[5], 't', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[7])
 redis.call('PEXPIRE', KEYS[2], ARGV[6])
@@ -141,7 +141,7 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentSta
 	save := func() (int64, error) {
 		return saveScript.Run(ctx, s.rdb,
 			[]string{s.threadKey(user, state.ThreadID), s.indexKey(user), s.lockKey(user, state.ThreadID)},
-			prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence, max(b.Threads.Max, 0)).Int64()
+			prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence, max(b.Threads.Max, 0), title(state.Messages)).Int64()
 	}
 	nv, err := save()
 	if err == nil && nv == -3 {
@@ -166,6 +166,26 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentSta
 	case -1:
 		state.Version, state.UpdatedAt = prevV, prevT
 		return ErrConflict
+	}
+	return nil
+}
+
+// markScript sets the run mark of a thread that exists while the run lock
+// (KEYS[2]) holds the writer's fence token; it leaves the TTL alone.
+var markScript = redis.NewScript(`
+if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return -2 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'r', ARGV[2])
+return 1`)
+
+// MarkRun implements Store.
+func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, mark string) error {
+	n, err := markScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.lockKey(user, threadID)}, fence, mark).Int64()
+	if err != nil {
+		return fmt.Errorf("mark thread %s: %w", threadID, err)
+	}
+	if n == -2 {
+		return ErrLeaseLost
 	}
 	return nil
 }
@@ -214,7 +234,9 @@ func (s *RedisStore) Delete(ctx context.Context, user, threadID string) error {
 	return nil
 }
 
-// List implements Store. Index entries whose thread expired are dropped here.
+// List implements Store. Index entries whose thread expired are dropped
+// here. Each thread's fields and whether its lock is held are read in one
+// pipeline.
 func (s *RedisStore) List(ctx context.Context, user, agentID string) ([]Summary, error) {
 	threadIDs, err := s.rdb.ZRevRange(ctx, s.indexKey(user), 0, -1).Result()
 	if err != nil {
@@ -224,9 +246,11 @@ func (s *RedisStore) List(ctx context.Context, user, agentID string) ([]Summary,
 		return nil, nil
 	}
 	cmds := make([]*redis.SliceCmd, len(threadIDs))
+	locks := make([]*redis.IntCmd, len(threadIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range threadIDs {
-			cmds[i] = p.HMGet(ctx, s.threadKey(user, id), "a", "n", "u")
+			cmds[i] = p.HMGet(ctx, s.threadKey(user, id), "a", "n", "u", "t", "r")
+			locks[i] = p.Exists(ctx, s.lockKey(user, id))
 		}
 		return nil
 	})
@@ -237,7 +261,7 @@ func (s *RedisStore) List(ctx context.Context, user, agentID string) ([]Summary,
 	var gone []any
 	for i, c := range cmds {
 		vals := c.Val()
-		if len(vals) != 3 || vals[2] == nil {
+		if len(vals) != 5 || vals[2] == nil {
 			gone = append(gone, threadIDs[i])
 			continue
 		}
@@ -247,7 +271,10 @@ func (s *RedisStore) List(ctx context.Context, user, agentID string) ([]Summary,
 		}
 		n, _ := strconv.Atoi(fmt.Sprint(vals[1]))
 		u, _ := strconv.ParseInt(fmt.Sprint(vals[2]), 10, 64)
-		out = append(out, Summary{ThreadID: threadIDs[i], AgentID: a, MessageCount: n, UpdatedAt: time.UnixMilli(u).UTC()})
+		t, _ := vals[3].(string)
+		mark, _ := vals[4].(string)
+		out = append(out, Summary{ThreadID: threadIDs[i], AgentID: a, MessageCount: n, UpdatedAt: time.UnixMilli(u).UTC(),
+			Title: t, Status: statusOf(locks[i].Val() == 1, mark)})
 	}
 	if len(gone) > 0 {
 		s.rdb.ZRem(ctx, s.indexKey(user), gone...)

@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
@@ -57,6 +59,74 @@ type Summary struct {
 	AgentID      string
 	MessageCount int
 	UpdatedAt    time.Time
+	// Title is the first user message, cut (see title); "" for threads
+	// saved before titles were kept.
+	Title string
+	// Status is one of the Status constants.
+	Status string
+}
+
+// Statuses of a Summary: what the thread is doing, known from its run lock
+// and the mark its last run left (Store.MarkRun), so List never decodes a
+// state.
+const (
+	StatusIdle    = "idle"
+	StatusRunning = "running"
+	// StatusInterrupted is a run that holds the thread and waits for
+	// approval of tool calls. The saved state never shows it (the loop
+	// saves only answered tool calls), so the run marks it.
+	StatusInterrupted = "interrupted"
+	// StatusError is a thread no run holds whose last run failed, or died
+	// while waiting for approval.
+	StatusError = "error"
+)
+
+// Marks a run leaves on its thread with Store.MarkRun.
+const (
+	// MarkNone clears the mark: the run goes on, or ended well.
+	MarkNone = ""
+	// MarkWaiting says the run waits for approval.
+	MarkWaiting = "waiting"
+	// MarkFailed says the run failed.
+	MarkFailed = "failed"
+)
+
+// statusOf is a thread's Status from whether its run lock is held and its
+// run mark. A waiting mark on a thread nobody holds was left by a run that
+// died waiting: its run record is closed as failed, so the thread is too.
+func statusOf(locked bool, mark string) string {
+	switch {
+	case locked && mark == MarkWaiting:
+		return StatusInterrupted
+	case locked:
+		return StatusRunning
+	case mark == MarkFailed || mark == MarkWaiting:
+		return StatusError
+	default:
+		return StatusIdle
+	}
+}
+
+// MaxTitleRunes bounds a Summary's Title, the "…" that ends a cut one
+// included: enough for a list row.
+const MaxTitleRunes = 80
+
+// title is the thread's title: its first user message's text with runs of
+// whitespace collapsed to one space, cut on a rune boundary to
+// MaxTitleRunes; "" when there is no user message.
+func title(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		t := strings.Join(strings.Fields(m.Content), " ")
+		if utf8.RuneCountInString(t) <= MaxTitleRunes {
+			return t
+		}
+		r := []rune(t)[:MaxTitleRunes-1]
+		return strings.TrimRight(string(r), " ") + "…"
+	}
+	return ""
 }
 
 // Store persists thread states per user. States returned are the caller's
@@ -86,6 +156,12 @@ type Store interface {
 	Delete(ctx context.Context, user, threadID string) error
 	// List returns the user's threads, newest first, limited to agentID when set.
 	List(ctx context.Context, user, agentID string) ([]Summary, error)
+	// MarkRun sets the mark (a Mark constant) of the run holding the
+	// thread's lock with fence, from which List tells a waiting or failed
+	// run. Like Save it writes nothing and returns ErrLeaseLost when fence
+	// does not hold the lock; a thread not saved yet is not marked (nil):
+	// List does not show it.
+	MarkRun(ctx context.Context, user, threadID, fence, mark string) error
 }
 
 // Bounds limit one Save; zero values do not limit.
