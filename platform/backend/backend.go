@@ -19,8 +19,10 @@ const (
 	Auto = "auto"
 )
 
-// DefaultImage is the sandbox image when a spec names none. It must be on
-// the engine: no registry may be reachable, so nothing pulls it. Where it is
-// missing, the all-in-one `wick` command builds a small busybox image FROM
-// scratch instead (services/sandbox/sandboximage).
-const DefaultImage = "wick-sandbox:latest"
+// DefaultImage is the sandbox image when a spec names none: `make images`
+// builds it (busybox FROM scratch). It is not "wick-sandbox", the image of
+// the sandbox service itself. It must be on the engine: no registry may be
+// reachable, so nothing pulls it. Where it is missing, the all-in-one `wick`
+// command builds the same busybox image under a content tag instead
+// (services/sandbox/sandboximage).
+const DefaultImage = "wick-sandbox-runtime:latest"

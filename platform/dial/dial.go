@@ -6,11 +6,15 @@ package dial
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/tlsconf"
@@ -42,10 +46,19 @@ func WithDialOption(opt grpc.DialOption) Option {
 	return func(o *options) { o.extra = append(o.extra, opt) }
 }
 
+// TargetHelp describes the targets New accepts, for flags' help text.
+const TargetHelp = "host:port (every address the name resolves to), dns:///name:port (a headless Service), a comma-separated list host:port,host:port, or unix:///path; calls are spread round robin"
+
+// listScheme names the resolver of a comma-separated list. Each connection
+// has its own (grpc.WithResolvers), so nothing is registered globally.
+const listScheme = "wick-list"
+
 // New returns a client connection to target: "host:port" (resolved with DNS,
-// every address used), "unix:///path", or any gRPC target URI. Without
-// WithTLS the connection is plaintext: the cluster network or a service
-// mesh must then carry TLS.
+// every address used), "host:port,host:port" (each address used as given),
+// "unix:///path", or any gRPC target URI such as "dns:///name:port". Calls
+// are balanced round robin over every address. Without WithTLS the
+// connection is plaintext: the cluster network or a service mesh must then
+// carry TLS.
 func New(target string, opts ...Option) (*grpc.ClientConn, error) {
 	var o options
 	for _, opt := range opts {
@@ -54,7 +67,18 @@ func New(target string, opts ...Option) (*grpc.ClientConn, error) {
 	if target == "" {
 		return nil, fmt.Errorf("dial: empty target")
 	}
-	if !strings.Contains(target, "://") && !strings.HasPrefix(target, "unix:") {
+	var list *manual.Resolver
+	switch {
+	case strings.Contains(target, "://") || strings.HasPrefix(target, "unix:"):
+	case strings.Contains(target, ","):
+		addrs, err := parseList(target)
+		if err != nil {
+			return nil, err
+		}
+		list = manual.NewBuilderWithScheme(listScheme)
+		list.InitialState(resolver.State{Addresses: addrs})
+		target = listScheme + ":///" + target
+	default:
 		target = "dns:///" + target
 	}
 	creds := insecure.NewCredentials()
@@ -72,10 +96,40 @@ func New(target string, opts ...Option) (*grpc.ClientConn, error) {
 			grpc.WithChainUnaryInterceptor(o.key.UnaryClientInterceptor()),
 			grpc.WithChainStreamInterceptor(o.key.StreamClientInterceptor()))
 	}
+	if list != nil {
+		dopts = append(dopts, grpc.WithResolvers(list))
+	}
 	dopts = append(dopts, o.extra...)
 	conn, err := grpc.NewClient(target, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", target, err)
 	}
 	return conn, nil
+}
+
+// parseList checks every element of a comma-separated list of host:port
+// addresses, so that a typo fails at start rather than as calls that never
+// reach a replica.
+func parseList(target string) ([]resolver.Address, error) {
+	var addrs []resolver.Address
+	for i, a := range strings.Split(target, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, fmt.Errorf("dial %q: element %d is empty", target, i+1)
+		}
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("dial %q: element %d: %w (want host:port)", target, i+1, err)
+		}
+		if host == "" {
+			return nil, fmt.Errorf("dial %q: element %d (%q) has no host", target, i+1, a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("dial %q: element %d (%q): port %q is not a number from 1 to 65535", target, i+1, a, port)
+		}
+		// ServerName keeps TLS verifying each replica by its own host,
+		// not by the whole list the connection's authority would be.
+		addrs = append(addrs, resolver.Address{Addr: a, ServerName: host})
+	}
+	return addrs, nil
 }

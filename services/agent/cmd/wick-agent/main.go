@@ -14,6 +14,7 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent"
 )
@@ -27,8 +28,8 @@ func main() {
 		limits                                                                                  = agent.DefaultLimits()
 	)
 	define := func(fs *flag.FlagSet) {
-		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address")
-		fs.StringVar(&sandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address")
+		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
+		fs.StringVar(&sandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address: "+dial.TargetHelp)
 		fs.StringVar(&redisAddr, "redis-addr", "", "Redis address(es), comma-separated, shared by replicas; empty keeps state in memory")
 		fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates; empty registers one default agent")
 		fs.StringVar(&defaultModel, "default-model", agent.DefaultModel, "model of agents that name none")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/app"
+	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/services/gateway"
 )
@@ -33,11 +34,11 @@ func main() {
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&httpAddr, "http-addr", gateway.DefaultHTTPAddr, "HTTP listen address")
-		fs.StringVar(&agentAddr, "agent-addr", "127.0.0.1:7001", "agent service gRPC address (every address a name resolves to is used)")
+		fs.StringVar(&agentAddr, "agent-addr", "127.0.0.1:7001", "agent service gRPC address: "+dial.TargetHelp)
 		fs.StringVar(&llmHTTP, "llm-http-addr", "", "LLM gateway's OpenAI-compatible HTTP base URL, proxied at /v1/ (e.g. http://llmgw:8080)")
 		fs.StringVar(&cfg.LLMToken, "llm-http-token", "", "bearer token the LLM gateway's HTTP endpoint requires, if any")
-		fs.StringVar(&sandbox, "sandbox-addr", "", "sandbox service gRPC address, for /health")
-		fs.StringVar(&llm, "llm-addr", "", "LLM gateway gRPC address, for /health")
+		fs.StringVar(&sandbox, "sandbox-addr", "", "sandbox service gRPC address, for /health: "+dial.TargetHelp)
+		fs.StringVar(&llm, "llm-addr", "", "LLM gateway gRPC address, for /health: "+dial.TargetHelp)
 		fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user", or a JSON object {"token":"user"}`)
 		fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs separated by commas (prefer WICK_TOKENS or a file)")
 		fs.StringVar(&verifier, "verifier-url", "", "external token verifier URL; GET with the bearer token, answers {\"user\":…}")
