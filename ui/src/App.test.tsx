@@ -93,6 +93,22 @@ describe("App", () => {
     await waitFor(() => expect(screen.getByTestId("thread-item").dataset.status).toBe("idle"));
   });
 
+  it("keeps the prompt open for a refused token, saying why, and keeps no token", async () => {
+    render(<App baseUrl="http://wick.test" />);
+    fireEvent.change(await screen.findByTestId("token-input"), { target: { value: "wrong" } });
+    fireEvent.click(screen.getByTestId("token-submit"));
+    const why = await screen.findByRole("alert");
+    expect(why.textContent).toBe("The token was refused: a token is required (401 UNAUTHENTICATED)");
+    expect(screen.getByTestId("token-dialog")).toBeTruthy();
+    expect(screen.queryByTestId("agent-list")).toBeNull();
+    expect(sessionStorage.getItem("wick.token")).toBeNull();
+
+    fireEvent.change(screen.getByTestId("token-input"), { target: { value: TOKEN } });
+    fireEvent.click(screen.getByTestId("token-submit"));
+    await screen.findByTestId("agent-item");
+    expect(screen.queryByTestId("token-dialog")).toBeNull();
+  });
+
   it("shows an error in words and dismisses it", async () => {
     sessionStorage.setItem("wick.token", TOKEN);
     location.hash = "#/agents/default/threads/missing";

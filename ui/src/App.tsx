@@ -335,7 +335,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
               onDelete={deleteThread}
             />
           )}
-          {signedIn && agent && <AgentSettings client={client} agent={agent} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
+          {signedIn && agent && <AgentSettings client={client} agent={agent} running={running} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
         </nav>
         <Chat
           chat={tc.chat}

@@ -215,7 +215,7 @@ function ApprovalQuestion({ id, name, args, decision, open, onDecide }: CallProp
         onChange={(e) => setText(e.target.value)}
       />
       {parsed.error && <div className="danger small">{parsed.error}</div>}
-      <div className="row wrap">
+      <div className="row wrap approval-actions">
         <button type="button" className="primary" data-testid="approval-approve" disabled={!open || edited} title={edited ? "the arguments were edited: send them with “Approve edited”" : undefined} onClick={() => onDecide({ tool_call_id: id, action: "approve" })}>
           Approve
         </button>
@@ -227,6 +227,8 @@ function ApprovalQuestion({ id, name, args, decision, open, onDecide }: CallProp
         >
           Approve edited
         </button>
+      </div>
+      <div className="row approval-actions">
         <input
           data-testid="approval-reason"
           className="grow"
