@@ -29,8 +29,11 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
     await send(page, "Write the file.");
     await page.getByTestId("approval-card").waitFor();
     // The thread says it waits.
-    await page.locator('[data-testid="thread-item"][data-status="interrupted"]').first().waitFor();
-    await page.locator('[data-testid="tool-card"][data-tool-name="write_file"]').first().waitFor();
+    await page.locator('[data-testid="thread-item"][aria-current="true"][data-status="interrupted"]').waitFor();
+    // The card is the waiting call's: its tool and its arguments, which nothing ran yet.
+    expect(await page.getByTestId("approval-card").textContent()).toContain("write_file");
+    expect(JSON.parse(await page.getByTestId("approval-args").inputValue())).toEqual({ path: APPROVE_PATH, content: APPROVE_CONTENT });
+    expect(await page.locator('[data-testid="tool-card"][data-tool-name="write_file"]').count()).toBe(0);
   }
 
   test("approve: the file is written as the agent asked", async () => {
@@ -46,16 +49,22 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
 
   test("edit: the file is written with the edited arguments; bad JSON is refused first", async () => {
     await askForApproval();
-    await page.getByTestId("approval-edit").click();
     const args = page.getByTestId("approval-args");
+    const edit = page.getByTestId("approval-edit");
     const asked = JSON.parse(await args.inputValue()) as { path: string; content: string };
-    expect(asked.path).toBe(APPROVE_PATH);
-    // Invalid JSON is not sent: the card stays.
+    // Unchanged arguments are approved as they are, not "edited".
+    expect(await edit.isEnabled()).toBe(false);
+    // Invalid JSON cannot be sent, and the card says why.
     await args.fill("{ not json");
-    await page.getByTestId("approval-approve").click();
-    await page.getByTestId("approval-card").waitFor();
+    expect(await args.getAttribute("aria-invalid")).toBe("true");
+    expect(await edit.isEnabled()).toBe(false);
+    expect(await page.getByTestId("approval-approve").isEnabled()).toBe(false);
+    expect(await page.getByTestId("approval-card").textContent()).toContain("not JSON");
     await args.fill(JSON.stringify({ ...asked, content: EDITED_CONTENT }));
-    await page.getByTestId("approval-approve").click();
+    expect(await args.getAttribute("aria-invalid")).toBe("false");
+    // Edited: plain Approve would not send what is shown, so only "Approve edited" does.
+    expect(await page.getByTestId("approval-approve").isEnabled()).toBe(false);
+    await edit.click();
     await waitForAnswer(page, APPROVE_ANSWER);
     await waitForIdle(page);
     expect(await readFile(wick, "approve", APPROVE_PATH)).toBe(EDITED_CONTENT);
@@ -64,14 +73,14 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
 
   test("reject with a reason: nothing is written and the run goes on", async () => {
     await askForApproval();
-    const reason = page.getByTestId("approval-reason");
-    // The reason field is on the card, or shows once Reject is pressed.
-    if (!(await reason.isVisible())) await page.getByTestId("approval-reject").click();
-    await reason.fill("not today");
+    // The reason is told to the model with the rejection.
+    await page.getByTestId("approval-reason").fill("not today");
     await page.getByTestId("approval-reject").click();
     await waitForAnswer(page, APPROVE_ANSWER);
     await waitForIdle(page);
-    await page.locator('[data-testid="tool-card"][data-tool-name="write_file"][data-state="error"]').last().waitFor();
+    const rejected = page.locator('[data-testid="tool-card"][data-tool-name="write_file"][data-state="error"]').last();
+    await rejected.waitFor();
+    expect(await rejected.textContent()).toContain("not today");
     // Still the edited content of the test before.
     expect(await readFile(wick, "approve", APPROVE_PATH)).toBe(EDITED_CONTENT);
     expect(errors).toEqual([]);

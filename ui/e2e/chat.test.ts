@@ -4,7 +4,7 @@
 import type { Page } from "playwright-core";
 import { describe, expect, test } from "vitest";
 
-import { HELLO_TEXT, REPORT_HEADING, REPORT_PATH, SLOW_END, SLOW_TEXT, SLOW_WORDS, TODO_TITLE, TOOLS_ANSWER } from "./fixtures.js";
+import { HELLO_TEXT, REPORT_HEADING, REPORT_PATH, SLOW_END, SLOW_TEXT, SLOW_WORDS, TODO_STATUS, TODO_TITLE, TOOLS_ANSWER } from "./fixtures.js";
 import {
   agentItem,
   client,
@@ -50,8 +50,10 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
       expect(await page.getByTestId("agent-list").count()).toBe(0);
       await page.getByTestId("token-input").fill("not-a-token");
       await page.getByTestId("token-submit").click();
-      // Refused: the prompt stays (or comes back) and says why.
-      await page.getByTestId("token-dialog").waitFor();
+      // Refused: the prompt stays and says why; nothing of the user shows.
+      await expect.poll(() => page.getByTestId("token-dialog").getByRole("alert").textContent()).toMatch(/token/i);
+      expect(await page.getByTestId("token-dialog").isVisible()).toBe(true);
+      expect(await page.getByTestId("agent-list").count()).toBe(0);
       await page.getByTestId("token-input").fill(alice.token);
       await page.getByTestId("token-submit").click();
       await page.getByTestId("agent-list").waitFor();
@@ -59,7 +61,8 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
       // The token is kept for the tab: a reload asks no more.
       await page.reload();
       await page.getByTestId("agent-list").waitFor();
-      expect(await page.getByTestId("token-dialog").isVisible()).toBe(false);
+      await agentItem(page, "hello").waitFor();
+      expect(await page.getByTestId("token-dialog").count()).toBe(0);
       expect(errors).toEqual([]);
     });
   });
@@ -68,6 +71,8 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
     await withPage(async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "hello");
+      // Nothing to send yet: Send waits for text.
+      expect(await page.getByTestId("chat-send").isEnabled()).toBe(false);
       const snapshots = await recordAssistantText(page);
       await send(page, "Say hello, token by token.");
       await page.locator('[data-testid="message"][data-role="user"]').last().waitFor();
@@ -102,7 +107,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
 
       await page.getByTestId("panel-tab-todos").click();
       await expect.poll(() => page.getByTestId("todo-item").allTextContents()).toEqual([expect.stringContaining(TODO_TITLE)]);
-      expect(await page.getByTestId("todo-item").first().getAttribute("data-status")).toBe("completed");
+      expect(await page.getByTestId("todo-item").first().getAttribute("data-status")).toBe(TODO_STATUS);
 
       await page.getByTestId("panel-tab-files").click();
       await page.getByTestId("files-tree").waitFor();
@@ -151,12 +156,8 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
       await expect.poll(async () => words(await lastAssistantText(page).textContent()).split(" ").length).toBeGreaterThan(20);
       const threadId = await currentThreadId(page);
       await page.reload();
-      // The app reopens the thread by itself (its URL) or from the list.
-      await page.getByTestId("agent-list").waitFor();
-      if (!(await page.getByTestId("message").first().isVisible())) {
-        await agentItem(page, "slow").click();
-        await page.locator(`[data-testid="thread-item"][data-thread-id="${threadId}"]`).click();
-      }
+      // The app reopens the thread by itself (its URL names it), marked open in the list.
+      await page.locator(`[data-testid="thread-item"][data-thread-id="${threadId}"][aria-current="true"]`).waitFor();
       await waitForAnswer(page, SLOW_TEXT, 30_000);
       const got = words(await lastAssistantText(page).textContent()).split(" ");
       expect(got).toEqual(SLOW_WORDS);

@@ -12,6 +12,8 @@ export const REPORT_PATH = "/workspace/report.md";
 export const REPORT_HEADING = "Report of the browser test";
 export const REPORT_CONTENT = `# ${REPORT_HEADING}\n\nThe canvas renders this file as a document.\n\n- one\n- two\n`;
 export const TODO_TITLE = "write the report";
+/** The todo's status as the API spells it (pending, in_progress, done). */
+export const TODO_STATUS = "done";
 
 /** The "slow" script: 300 tokens at 20 ms, about 6 s unless it is stopped. */
 export const SLOW_WORDS = Array.from({ length: 300 }, (_, i) => `word${i}`);
@@ -32,7 +34,7 @@ export const SCRIPTS = {
       {
         text: TOOLS_INTRO,
         tool_calls: [
-          { name: "write_todos", arguments: { todos: [{ title: TODO_TITLE, status: "completed" }] } },
+          { name: "write_todos", arguments: { todos: [{ title: TODO_TITLE, status: "done" }] } },
           { name: "write_file", arguments: { path: REPORT_PATH, content: REPORT_CONTENT } },
         ],
       },

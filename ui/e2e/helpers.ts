@@ -59,13 +59,26 @@ export async function newPage(browser: Browser, opts: PageOptions = {}): Promise
   return { context, page, errors };
 }
 
-/** Opens the app and answers its token prompt; the agents are then listed. */
+/** Opens the app and answers its token prompt; the agents are then listed (in the sidebar, closed on a narrow screen). */
 export async function signIn(page: Page, url: string, token: string): Promise<void> {
   await page.goto(url + "/");
   await page.getByTestId("token-dialog").waitFor();
   await page.getByTestId("token-input").fill(token);
   await page.getByTestId("token-submit").click();
-  await page.getByTestId("agent-list").waitFor();
+  await page.getByTestId("token-dialog").waitFor({ state: "hidden" });
+  await page.getByTestId("agent-list").waitFor({ state: "attached" });
+}
+
+/**
+ * Shows the sidebar: on a wide screen it is always there; on a narrow one
+ * it covers the chat and opens with its toggle, as a person would open it.
+ */
+export async function showSidebar(page: Page): Promise<void> {
+  const list = page.getByTestId("agent-list");
+  await list.waitFor({ state: "attached" });
+  if (await list.isVisible()) return;
+  await page.getByTestId("sidebar-toggle").click();
+  await list.waitFor();
 }
 
 /** The list entry of an agent. */
@@ -73,9 +86,16 @@ export function agentItem(page: Page, agentId: string): Locator {
   return page.locator(`[data-testid="agent-item"][data-agent-id="${agentId}"]`);
 }
 
+/** Selects an agent (opening the sidebar when it is closed). */
+export async function selectAgent(page: Page, agentId: string): Promise<void> {
+  await showSidebar(page);
+  await agentItem(page, agentId).click();
+  await expect.poll(() => agentItem(page, agentId).getAttribute("aria-current")).toBe("true");
+}
+
 /** Selects an agent and starts a new thread with it. */
 export async function openNewThread(page: Page, agentId: string): Promise<void> {
-  await agentItem(page, agentId).click();
+  await selectAgent(page, agentId);
   await page.getByTestId("thread-new").click();
   await page.getByTestId("chat-input").waitFor();
 }
@@ -101,10 +121,15 @@ export async function waitForAnswer(page: Page, want: string, timeout = UI_TIMEO
   await expect.poll(async () => words(await lastAssistantText(page).textContent().catch(() => "")), { timeout }).toBe(want);
 }
 
-/** Waits until the run of the open thread has ended: Stop is gone, Send is back. */
+/**
+ * Waits until the run of the open thread has ended: Stop is gone, Send is
+ * back and the box takes a message (Send itself is enabled only when the box
+ * has text in it).
+ */
 export async function waitForIdle(page: Page, timeout = UI_TIMEOUT_MS): Promise<void> {
   await page.getByTestId("chat-stop").waitFor({ state: "hidden", timeout });
-  await expect.poll(() => page.getByTestId("chat-send").isEnabled(), { timeout }).toBe(true);
+  await page.getByTestId("chat-send").waitFor({ timeout });
+  expect(await page.getByTestId("chat-input").isEnabled()).toBe(true);
 }
 
 /** The thread open in the page: the list entry marked as selected, else the newest. */

@@ -33,6 +33,8 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
     await waitForAnswer(page, TOOLS_ANSWER);
     await waitForIdle(page);
     await page.locator('[data-testid="tool-card"][data-state="done"]').nth(1).waitFor();
+    // The run wrote the report: the Canvas opened by itself and shows it.
+    await expect.poll(() => page.getByTestId("canvas-markdown").first().textContent()).toContain(REPORT_HEADING);
     await screenshot(page, "chat");
   });
 
@@ -51,7 +53,9 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
 
   test("terminal", async () => {
     await page.getByTestId("panel-tab-terminal").click();
-    await runInTerminal(page, "echo hi && ls /workspace", "hi");
+    await runInTerminal(page, "echo hi && ls", "hi");
+    // The shell starts in the workspace: the report is there.
+    await expect.poll(async () => (await page.getByTestId("terminal").locator(".xterm-rows > *").allTextContents()).join("\n")).toContain("report.md");
     await screenshot(page, "terminal");
   });
 
@@ -75,18 +79,20 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
     expect(errors).toEqual([]);
   });
 
-  for (const { name, colorScheme, width, height } of [
-    { name: "mobile", colorScheme: "light", width: NARROW, height: 740 },
-    { name: "dark", colorScheme: "dark", width: 1280, height: 800 },
+  // The dark one has tool cards and the Canvas in it: the views whose colours matter most.
+  for (const { name, colorScheme, width, height, agent, ask, answer } of [
+    { name: "mobile", colorScheme: "light", width: NARROW, height: 740, agent: "hello", ask: "Say hello.", answer: HELLO_TEXT },
+    { name: "dark", colorScheme: "dark", width: 1280, height: 800, agent: "writer", ask: "Plan, then write the report.", answer: TOOLS_ANSWER },
   ] as const) {
     test(`${name}: ${width} px, ${colorScheme}`, async () => {
       const p = await newPage(browser(), { width, height, colorScheme });
       try {
         await signIn(p.page, url, carol.token);
-        await openNewThread(p.page, "hello");
-        await send(p.page, "Say hello.");
-        await waitForAnswer(p.page, HELLO_TEXT);
+        await openNewThread(p.page, agent);
+        await send(p.page, ask);
+        await waitForAnswer(p.page, answer);
         await waitForIdle(p.page);
+        if (agent === "writer") await expect.poll(() => p.page.getByTestId("canvas-markdown").first().textContent()).toContain(REPORT_HEADING);
         // Nothing wider than the viewport: no sideways scrolling.
         const scrollWidth = await p.page.evaluate(() => document.scrollingElement?.scrollWidth ?? 0);
         expect(scrollWidth).toBeLessThanOrEqual(width);

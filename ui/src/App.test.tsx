@@ -15,11 +15,13 @@ function json(v: unknown, status = 200): Response {
   return new Response(JSON.stringify(v), { status, headers: { "Content-Type": "application/json" } });
 }
 
-function frame(id: string, event: string, data: unknown): string {
-  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify({ id, run_id: "r1", thread_id: "th1", event, data })}\n\n`;
+function frame(id: string, event: string, data: unknown, name?: string): string {
+  return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify({ id, run_id: "r1", thread_id: "th1", event, ...(name ? { name } : {}), data })}\n\n`;
 }
 
 let streamed: unknown[] = [];
+/** The run writes a file instead of answering. */
+let writes = false;
 
 function gateway(req: Request): Response {
   const u = new URL(req.url);
@@ -38,13 +40,20 @@ function gateway(req: Request): Response {
     case "/threads":
       return json({ threads: [] });
     case "/agents/default/stream":
-      return sse([
-        frame("5-0", "on_run_start", { run_id: "r1", thread_id: "th1", agent_id: "default" }),
-        frame("5-1", "on_chat_model_stream", { delta: "Hello " }),
-        frame("5-2", "on_chat_model_stream", { delta: "**world**" }),
-        frame("5-3", "on_usage", { input_tokens: 7, output_tokens: 2 }),
-        frame("5-4", "done", { stop_reason: "end_turn" }),
-      ]);
+      return sse(writes
+        ? [
+            frame("5-0", "on_run_start", { run_id: "r1", thread_id: "th1", agent_id: "default" }),
+            frame("5-1", "on_tool_start", { tool_call_id: "c1", args: { path: "/workspace/a.md", content: "# A" } }, "write_file"),
+            frame("5-2", "on_tool_end", { tool_call_id: "c1", output: "ok" }, "write_file"),
+            frame("5-3", "done", { stop_reason: "end_turn" }),
+          ]
+        : [
+            frame("5-0", "on_run_start", { run_id: "r1", thread_id: "th1", agent_id: "default" }),
+            frame("5-1", "on_chat_model_stream", { delta: "Hello " }),
+            frame("5-2", "on_chat_model_stream", { delta: "**world**" }),
+            frame("5-3", "on_usage", { input_tokens: 7, output_tokens: 2 }),
+            frame("5-4", "done", { stop_reason: "end_turn" }),
+          ]);
   }
   return json({ code: 5, status: "NOT_FOUND", message: `no ${u.pathname}` }, 404);
 }
@@ -53,6 +62,7 @@ beforeEach(() => {
   sessionStorage.clear();
   location.hash = "";
   streamed = [];
+  writes = false;
   vi.stubGlobal(
     "fetch",
     vi.fn(async (req: Request) => {
@@ -91,6 +101,53 @@ describe("App", () => {
     expect(reply.querySelector("strong")?.textContent).toBe("world");
     expect(location.hash).toBe("#/agents/default/threads/th1");
     await waitFor(() => expect(screen.getByTestId("thread-item").dataset.status).toBe("idle"));
+  });
+
+  it("keeps the prompt open for a refused token, saying why, and keeps no token", async () => {
+    render(<App baseUrl="http://wick.test" />);
+    fireEvent.change(await screen.findByTestId("token-input"), { target: { value: "wrong" } });
+    fireEvent.click(screen.getByTestId("token-submit"));
+    const why = await screen.findByRole("alert");
+    expect(why.textContent).toBe("The token was refused: a token is required (401 UNAUTHENTICATED)");
+    expect(screen.getByTestId("token-dialog")).toBeTruthy();
+    expect(screen.queryByTestId("agent-list")).toBeNull();
+    expect(sessionStorage.getItem("wick.token")).toBeNull();
+
+    fireEvent.change(screen.getByTestId("token-input"), { target: { value: TOKEN } });
+    fireEvent.click(screen.getByTestId("token-submit"));
+    await screen.findByTestId("agent-item");
+    expect(screen.queryByTestId("token-dialog")).toBeNull();
+  });
+
+  it("opens the side panel, closed by the user, when a run writes a file", async () => {
+    sessionStorage.setItem("wick.token", TOKEN);
+    writes = true;
+    const { container } = render(<App baseUrl="http://wick.test" />);
+    await screen.findByTestId("agent-item");
+    fireEvent.click(screen.getByTestId("panel-toggle"));
+    expect(container.querySelector(".app")!.classList.contains("panel-open")).toBe(false);
+    fireEvent.change(screen.getByTestId("chat-input"), { target: { value: "write" } });
+    await act(async () => {
+      fireEvent.click(screen.getByTestId("chat-send"));
+    });
+    await waitFor(() => expect(screen.getByTestId("tool-card").dataset.state).toBe("done"));
+    await waitFor(() => expect(container.querySelector(".app")!.classList.contains("panel-open")).toBe(true));
+    expect(screen.getByTestId("panel-tab-canvas").getAttribute("aria-selected")).toBe("true");
+  });
+
+  it("on a narrow screen: the sidebar starts closed, stays open for choosing a thread, closes on a thread", async () => {
+    vi.stubGlobal("matchMedia", (q: string) => ({ matches: q === "(max-width: 800px)", media: q, addEventListener() {}, removeEventListener() {} }));
+    sessionStorage.setItem("wick.token", TOKEN);
+    const { container } = render(<App baseUrl="http://wick.test" />);
+    const app = container.querySelector(".app")!;
+    await screen.findByTestId("agent-item");
+    expect(app.classList.contains("sidebar-open")).toBe(false);
+    expect(app.classList.contains("panel-open")).toBe(false);
+    fireEvent.click(screen.getByTestId("sidebar-toggle"));
+    fireEvent.click(screen.getByTestId("agent-item"));
+    expect(app.classList.contains("sidebar-open")).toBe(true);
+    fireEvent.click(screen.getByTestId("thread-new"));
+    expect(app.classList.contains("sidebar-open")).toBe(false);
   });
 
   it("shows an error in words and dismisses it", async () => {

@@ -10,6 +10,7 @@ import { Chat } from "./chat/Chat";
 import { useThreadChat } from "./chat/useThreadChat";
 import { SidePanel } from "./panels/SidePanel";
 import type { PanelContext } from "./panels/types";
+import { newWrites, writeKeys } from "./panels/writes";
 import { AgentForm, AgentList, AgentSettings, type Agent } from "./sidebar/Agents";
 import { ThreadList, type ThreadStatus, type ThreadSummary } from "./sidebar/Threads";
 import { ConnectionState, ErrorBanner, TokenDialog } from "./shell/Notices";
@@ -57,7 +58,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   const onError = useCallback((err: unknown) => {
     if (isAbort(err)) return;
     if (isUnauthenticated(err)) {
-      setTokenPrompt(errorText(err));
+      setTokenPrompt(refusedText(err));
       return;
     }
     setErrors((e) => [...e, errorText(err)].slice(-MAX_ERRORS));
@@ -69,12 +70,14 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     window.addEventListener("hashchange", onHash);
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
-  const navigate = useCallback((r: Route) => {
+  // closeSidebar: the choice leads to the chat (a thread, a new one). On a
+  // narrow screen the sidebar covers the chat, so it then closes; choosing
+  // an agent keeps it open for choosing its thread.
+  const navigate = useCallback((r: Route, closeSidebar = false) => {
     const h = formatRoute(r);
     if (location.hash !== h) location.hash = h;
     setRoute(r);
-    // On a narrow screen the sidebar covers the chat: choosing closes it.
-    if (narrow()) setSidebarOpen(false);
+    if (closeSidebar && narrow()) setSidebarOpen(false);
   }, []);
 
   useEffect(() => {
@@ -261,6 +264,34 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     }
   };
 
+  // A token is tried before the prompt closes: a refused one keeps it open,
+  // saying why, and is not kept.
+  const tryToken = async (t: string) => {
+    try {
+      const { data } = await makeClient(baseUrl, t, setConn).api.GET("/agents");
+      saveToken(t);
+      setAgents(data?.agents ?? []);
+      setTokenPrompt(undefined);
+      setToken(t);
+      setSignIns((n) => n + 1);
+    } catch (err) {
+      setTokenPrompt(isUnauthenticated(err) ? refusedText(err) : errorText(err));
+    }
+  };
+
+  // A run of the open thread wrote a file: the panel opens its Canvas, so
+  // the panel opens too when the user had closed it, except on a narrow
+  // screen, where it would cover the reply being written.
+  const writes = useRef<{ threadId: string | undefined; keys: Set<string> }>({ threadId: undefined, keys: new Set() });
+  const writtenFiles = tc.chat.writtenFiles;
+  const chatThread = tc.chat.threadId;
+  useEffect(() => {
+    const prev = writes.current;
+    writes.current = { threadId: chatThread, keys: writeKeys(writtenFiles) };
+    const sameThread = prev.threadId === chatThread || prev.threadId === undefined;
+    if (sameThread && newWrites(prev.keys, writtenFiles).length > 0 && !narrow()) setPanelOpen(true);
+  }, [chatThread, writtenFiles]);
+
   const onAgentChanged = useCallback((a: Agent) => setAgents((as) => as.map((x) => (x.agent_id === a.agent_id ? { ...x, ...a } : x))), []);
 
   const panelContext: PanelContext | undefined = agentId
@@ -291,20 +322,20 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
       <ErrorBanner errors={errors} onDismiss={() => setErrors([])} />
       <div className="layout">
         <nav className="sidebar" aria-label="Agents and threads">
-          <AgentList agents={agents} selected={agentId} onSelect={(id) => navigate({ agentId: id })} onNew={() => setCreating(true)} />
+          {signedIn && <AgentList agents={agents} selected={agentId} onSelect={(id) => navigate({ agentId: id })} onNew={() => setCreating(true)} />}
           {creating && <AgentForm onCreate={createAgent} onCancel={() => setCreating(false)} />}
-          {agentId && (
+          {signedIn && agentId && (
             <ThreadList
               threads={shownThreads}
               selected={route.threadId}
               titles={shownTitles}
               statuses={statuses}
-              onSelect={(id) => navigate({ agentId, threadId: id })}
-              onNew={() => navigate({ agentId })}
+              onSelect={(id) => navigate({ agentId, threadId: id }, true)}
+              onNew={() => navigate({ agentId }, true)}
               onDelete={deleteThread}
             />
           )}
-          {agent && <AgentSettings client={client} agent={agent} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
+          {signedIn && agent && <AgentSettings client={client} agent={agent} running={running} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
         </nav>
         <Chat
           chat={tc.chat}
@@ -320,16 +351,13 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
         <div className="panel">{panelContext && <SidePanel {...panelContext} />}</div>
       </div>
       {needToken && (
-        <TokenDialog
-          reason={tokenPrompt || undefined}
-          onSubmit={(t) => {
-            saveToken(t);
-            setTokenPrompt(undefined);
-            setToken(t);
-            setSignIns((n) => n + 1);
-          }}
-        />
+        <TokenDialog reason={tokenPrompt || undefined} onSubmit={tryToken} />
       )}
     </div>
   );
+}
+
+/** refusedText says that the gateway refused the token, and its words. */
+function refusedText(err: unknown): string {
+  return `The token was refused: ${errorText(err)}`;
 }

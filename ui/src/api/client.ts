@@ -41,7 +41,9 @@ export function isAbort(err: unknown): boolean {
 export function errorText(err: unknown): string {
   if (err instanceof WickError) {
     const trace = err.traceId ? ` · trace ${err.traceId}` : "";
-    return `${err.message} (${err.status} ${err.code}${trace})`;
+    // The server names the limit and how to get under it; say first that it is one.
+    const lead = err.code === "RESOURCE_EXHAUSTED" ? "Over a limit: " : "";
+    return `${lead}${err.message} (${err.status} ${err.code}${trace})`;
   }
   if (err instanceof ConnectionLost) return `Connection lost: ${err.message}`;
   if (err instanceof TypeError && /fetch|network/i.test(err.message)) return `The server cannot be reached (${err.message})`;

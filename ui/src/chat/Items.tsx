@@ -174,18 +174,31 @@ interface CallProps {
   onDecide(d: Decision): void;
 }
 
-function ApprovalCall({ id, name, args, decision, open, resolved, onDecide }: CallProps) {
+const DECIDED_LABEL = { approve: "approved", edit: "approved with edited arguments", reject: "rejected" } as const;
+
+function ApprovalCall(props: CallProps) {
+  // Decided: the question is gone; the call's tool card tells what came of it.
+  if (props.resolved) {
+    return (
+      <div className="approval-decided muted small" data-testid="approval-decided">
+        <code>{props.name}</code> {props.decision ? DECIDED_LABEL[props.decision.action] : "decided"}
+      </div>
+    );
+  }
+  return <ApprovalQuestion {...props} />;
+}
+
+function ApprovalQuestion({ id, name, args, decision, open, onDecide }: CallProps) {
   const original = json(args);
   const [text, setText] = useState(original);
   const [reason, setReason] = useState("");
   const parsed = parseArgs(text);
   const edited = text !== original;
   return (
-    <div className="card approval" data-testid="approval-card" data-state={resolved ? "decided" : decision ? decision.action : "pending"}>
+    <div className="card approval" data-testid="approval-card" data-state={decision ? decision.action : "pending"}>
       <div className="approval-head">
         <strong>Approve</strong> <code>{name}</code>?
-        {resolved && <span className="muted"> · decided</span>}
-        {!resolved && decision && <span className="muted"> · {decision.action}</span>}
+        {decision && <span className="muted"> · {DECIDED_LABEL[decision.action]}</span>}
       </div>
       <label className="label" htmlFor={`args-${id}`}>
         Arguments (JSON)
@@ -202,7 +215,7 @@ function ApprovalCall({ id, name, args, decision, open, resolved, onDecide }: Ca
         onChange={(e) => setText(e.target.value)}
       />
       {parsed.error && <div className="danger small">{parsed.error}</div>}
-      <div className="row wrap">
+      <div className="row wrap approval-actions">
         <button type="button" className="primary" data-testid="approval-approve" disabled={!open || edited} title={edited ? "the arguments were edited: send them with “Approve edited”" : undefined} onClick={() => onDecide({ tool_call_id: id, action: "approve" })}>
           Approve
         </button>
@@ -214,6 +227,8 @@ function ApprovalCall({ id, name, args, decision, open, resolved, onDecide }: Ca
         >
           Approve edited
         </button>
+      </div>
+      <div className="row approval-actions">
         <input
           data-testid="approval-reason"
           className="grow"

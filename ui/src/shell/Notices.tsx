@@ -4,13 +4,15 @@ import { useState } from "react";
 import type { ConnState } from "../api/client";
 
 interface TokenProps {
-  /** Why the token is asked for again, if it is. */
+  /** Why the token is asked for (again), if it is: a refused one says so. */
   reason: string | undefined;
-  onSubmit(token: string): void;
+  /** Tries the token; the dialog stays, busy, until it settles. */
+  onSubmit(token: string): Promise<void>;
 }
 
 export function TokenDialog({ reason, onSubmit }: TokenProps) {
   const [token, setToken] = useState("");
+  const [busy, setBusy] = useState(false);
   return (
     <div className="overlay">
       <form
@@ -21,17 +23,23 @@ export function TokenDialog({ reason, onSubmit }: TokenProps) {
         data-testid="token-dialog"
         onSubmit={(e) => {
           e.preventDefault();
-          if (token.trim()) onSubmit(token.trim());
+          if (!token.trim() || busy) return;
+          setBusy(true);
+          void onSubmit(token.trim()).finally(() => setBusy(false));
         }}
       >
         <h2 id="token-title">Sign in to Wick</h2>
         <p className="muted">
           This gateway requires an access token (one of its <code>-tokens</code>). It is kept in this tab only.
         </p>
-        {reason && <p className="danger small">{reason}</p>}
+        {reason && (
+          <p className="danger small" role="alert">
+            {reason}
+          </p>
+        )}
         <input data-testid="token-input" type="password" autoComplete="current-password" aria-label="Access token" placeholder="Access token" value={token} onChange={(e) => setToken(e.target.value)} autoFocus />
-        <button type="submit" className="primary" data-testid="token-submit" disabled={token.trim() === ""}>
-          Continue
+        <button type="submit" className="primary" data-testid="token-submit" disabled={token.trim() === "" || busy}>
+          {busy ? "Checking…" : "Continue"}
         </button>
       </form>
     </div>

@@ -194,16 +194,21 @@ export function hookStates(agent: Agent): { name: string; on: boolean; idle?: st
   });
 }
 
+/** How a sandbox state reads: the API's "none" is a sandbox not made yet. */
+const STATE_LABEL: Record<string, string> = { none: "not started", "": "no sandbox" };
+
 interface SettingsProps {
   client: Wick;
   agent: Agent;
+  /** A run of the open thread is going: when it ends, the sandbox it used is read again. */
+  running?: boolean;
   onChanged(agent: Agent): void;
   onDelete(): void;
   onError(err: unknown): void;
 }
 
 /** AgentSettings controls the open agent's sandbox and hooks and lists its skills. */
-export function AgentSettings({ client, agent, onChanged, onDelete, onError }: SettingsProps) {
+export function AgentSettings({ client, agent, running = false, onChanged, onDelete, onError }: SettingsProps) {
   const id = agent.agent_id ?? "";
   const current = backendChoice(agent);
   const [choice, setChoice] = useState<BackendChoice | "">(current);
@@ -213,7 +218,7 @@ export function AgentSettings({ client, agent, onChanged, onDelete, onError }: S
   const [notRunning, setNotRunning] = useState(false);
   const [sandboxState, setSandboxState] = useState<string | undefined>();
   const hooks = hookStates(agent);
-  const state = sandboxState || agent.sandbox_state || "unknown";
+  const state = agent.backend?.type ? sandboxState || agent.sandbox_state || "unknown" : "";
 
   // The list leaves out the sandbox's state: GET /agents/{id} has it. The
   // agent changes with every config event, so this follows them.
@@ -226,7 +231,8 @@ export function AgentSettings({ client, agent, onChanged, onDelete, onError }: S
         if (!ctrl.signal.aborted) onError(err);
       });
     return () => ctrl.abort();
-  }, [client, id, agent, onError]);
+    // running: a run may start the sandbox (the local backend says nothing when it does).
+  }, [client, id, agent, running, onError]);
 
 
   useEffect(() => {
@@ -284,8 +290,8 @@ export function AgentSettings({ client, agent, onChanged, onDelete, onError }: S
     <div className="side-section agent-settings">
       <div className="side-head">
         <h2>Sandbox</h2>
-        <span className={`state state-${state}`} data-testid="container-state" data-state={state}>
-          {state}
+        <span className={`state state-${state || "none"}`} data-testid="container-state" data-state={state}>
+          {STATE_LABEL[state] ?? state}
         </span>
       </div>
       <div className="row wrap">

@@ -10,8 +10,16 @@ export type ThreadStatus = "idle" | "running" | "interrupted" | "error";
 const STATUS_LABEL: Record<ThreadStatus, string> = {
   idle: "",
   running: "running",
-  interrupted: "waiting for approval",
+  interrupted: "waiting",
   error: "error",
+};
+
+/** The status in full, for the badge's tooltip: the label is short so that the title keeps its room. */
+const STATUS_TITLE: Record<ThreadStatus, string> = {
+  idle: "",
+  running: "a run is going",
+  interrupted: "waiting for approval",
+  error: "the last run failed",
 };
 
 interface Props {
@@ -45,7 +53,11 @@ export function ThreadList({ threads, selected, titles, statuses, onSelect, onNe
               >
                 <span className={`dot dot-${status}`} aria-hidden="true" />
                 <span className="grow ellipsis">{titles[id] || `Thread ${id.slice(0, 8)}`}</span>
-                {STATUS_LABEL[status] && <span className="badge">{STATUS_LABEL[status]}</span>}
+                {STATUS_LABEL[status] && (
+                  <span className="badge" title={STATUS_TITLE[status]}>
+                    {STATUS_LABEL[status]}
+                  </span>
+                )}
               </button>
               <button type="button" className="icon" data-testid="thread-delete" aria-label="Delete thread" title="Delete thread" onClick={() => onDelete(id)}>
                 ×
