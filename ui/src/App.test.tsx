@@ -20,6 +20,8 @@ function frame(id: string, event: string, data: unknown, name?: string): string 
 }
 
 let streamed: unknown[] = [];
+/** What GET /threads answers. */
+let listed: unknown[] = [];
 /** The run writes a file instead of answering. */
 let writes = false;
 
@@ -38,7 +40,7 @@ function gateway(req: Request): Response {
     case "/agents/skills/available":
       return json({ skills: [] });
     case "/threads":
-      return json({ threads: [] });
+      return json({ threads: listed });
     case "/agents/default/stream":
       return sse(writes
         ? [
@@ -62,6 +64,7 @@ beforeEach(() => {
   sessionStorage.clear();
   location.hash = "";
   streamed = [];
+  listed = [];
   writes = false;
   vi.stubGlobal(
     "fetch",
@@ -78,6 +81,23 @@ afterEach(() => {
 });
 
 describe("App", () => {
+  it("lists threads with the title and status the list carries, loading no thread", async () => {
+    listed = [
+      { thread_id: "ta", agent_id: "default", title: "Plan the trip", status: "interrupted" },
+      { thread_id: "tb", agent_id: "default", status: "error" },
+      { thread_id: "tc", agent_id: "default", title: "Newer server", status: "sleeping" },
+    ];
+    sessionStorage.setItem("wick.token", TOKEN);
+    render(<App baseUrl="http://wick.test" />);
+    await waitFor(() => expect(screen.getAllByTestId("thread-item")).toHaveLength(3));
+    const items = screen.getAllByTestId("thread-item");
+    expect(items.map((i) => i.dataset.status)).toEqual(["interrupted", "error", "idle"]);
+    expect(items[0]!.textContent).toContain("Plan the trip");
+    expect(items[1]!.textContent).toContain("Thread tb");
+    const calls = vi.mocked(fetch).mock.calls.map(([req]) => new URL((req as Request).url).pathname);
+    expect(calls.filter((p) => p.startsWith("/threads/"))).toEqual([]);
+  });
+
   it("asks for the token, then chats", async () => {
     render(<App baseUrl="http://wick.test" />);
     const input = await screen.findByTestId("token-input");

@@ -18,8 +18,10 @@ import { isRunning, threadStatus, titleOf } from "./state/chat";
 import { formatRoute, parseRoute, type Route } from "./state/route";
 import { loadToken, saveToken } from "./state/session";
 
-/** The most thread titles looked up (GET /threads/{id}) per listing. */
-const MAX_TITLE_LOOKUPS = 30;
+/** asStatus reads a ThreadSummary's status; an unknown value (a newer server) shows as idle. */
+function asStatus(s: string | undefined): ThreadStatus {
+  return s === "running" || s === "interrupted" || s === "error" ? s : "idle";
+}
 /** The most errors kept for the banner. */
 const MAX_ERRORS = 20;
 
@@ -38,8 +40,6 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   const [agents, setAgents] = useState<Agent[]>([]);
   const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
   const [threads, setThreads] = useState<ThreadSummary[]>([]);
-  const [titles, setTitles] = useState<Record<string, string>>({});
-  const [storedStatus, setStoredStatus] = useState<Record<string, ThreadStatus>>({});
   const [creating, setCreating] = useState(false);
   // On a narrow screen the sidebar and the panel cover the chat: closed at first.
   const [sidebarOpen, setSidebarOpen] = useState(() => !narrow());
@@ -185,31 +185,13 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     if (signedIn) void loadThreads();
   }, [loadThreads, signedIn, activeRunId]);
 
-  // Titles (the first user message) and the status of stored threads.
-  const titlesRef = useRef(titles);
-  titlesRef.current = titles;
-  useEffect(() => {
-    const ctrl = new AbortController();
-    const todo = threads.filter((t) => t.thread_id && titlesRef.current[t.thread_id] === undefined).slice(0, MAX_TITLE_LOOKUPS);
-    (async () => {
-      for (const t of todo) {
-        const id = t.thread_id!;
-        try {
-          const { data } = await client.api.GET("/threads/{thread_id}", { params: { path: { thread_id: id } }, signal: ctrl.signal });
-          const msgs = data?.thread?.messages ?? [];
-          const last = msgs[msgs.length - 1];
-          // A stored thread that ends with calls and no results waits for approval.
-          const waits = last?.role === "assistant" && (last.tool_calls?.length ?? 0) > 0;
-          setTitles((ts) => ({ ...ts, [id]: titleOf(data?.thread) }));
-          if (waits) setStoredStatus((s) => ({ ...s, [id]: "interrupted" }));
-        } catch (err) {
-          if (ctrl.signal.aborted) return;
-          setTitles((ts) => ({ ...ts, [id]: "" }));
-        }
-      }
-    })();
-    return () => ctrl.abort();
-  }, [client, threads]);
+  // Titles and statuses come with the list (ThreadSummary), read by the
+  // server without loading any thread's state.
+  const titles = useMemo(() => Object.fromEntries(threads.map((t) => [t.thread_id ?? "", t.title ?? ""])), [threads]);
+  const storedStatus = useMemo(
+    () => Object.fromEntries(threads.map((t) => [t.thread_id ?? "", asStatus(t.status)])) as Record<string, ThreadStatus>,
+    [threads],
+  );
 
   // A thread is listed once saved; the one just started shows at once.
   const shownThreads = useMemo(() => {
