@@ -406,7 +406,33 @@ func (l *redisLease) Release(ctx context.Context) error {
 	l.stopOnce.Do(func() { close(l.stop) })
 	<-l.done
 	if err := releaseScript.Run(ctx, l.s.rdb, []string{l.key}, l.token).Err(); err != nil {
+		// Redis may answer again well before the lock expires by itself (a
+		// restart, a failover): keep trying until then, so that the thread's
+		// next run does not wait out a whole lease.
+		go l.retryRelease(time.Now().Add(l.s.lease))
 		return fmt.Errorf("release thread lock: %w", err)
 	}
 	return nil
+}
+
+// maxReleaseBackoff bounds the pause between retries of a failed release.
+const maxReleaseBackoff = time.Second
+
+// retryRelease retries the release with backoff until it succeeds or the
+// lock has expired anyway (deadline). The script deletes only this lease's
+// lock, so a retry can never free another holder's.
+func (l *redisLease) retryRelease(deadline time.Time) {
+	for delay := l.s.retry; ; delay = min(2*delay, maxReleaseBackoff) {
+		wait := time.NewTimer(delay)
+		<-wait.C
+		if time.Now().After(deadline) {
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		err := releaseScript.Run(ctx, l.s.rdb, []string{l.key}, l.token).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+	}
 }

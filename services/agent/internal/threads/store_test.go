@@ -428,3 +428,59 @@ func TestLeaseLostBeforeItExpires(t *testing.T) {
 		t.Fatalf("the lease was given up only after it expired (PTTL %v): another replica could already hold the thread", ttl)
 	}
 }
+
+// A release that fails while Redis is unreachable is retried, so the thread
+// is free soon after Redis answers again, not only once the lease expires.
+func TestFailedReleaseIsRetried(t *testing.T) {
+	t.Parallel()
+	addr := testenv.Redis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { rdb.Close() })
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { admin.Close() })
+	const lease = time.Minute
+	s := NewRedisStore(rdb, WithLease(lease), WithRetryInterval(10*time.Millisecond))
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, "u", "t", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
+		t.Skipf("CLIENT PAUSE WRITE unsupported: %v", err)
+	}
+	unpaused := false
+	t.Cleanup(func() {
+		if !unpaused {
+			admin.Do(context.Background(), "CLIENT", "UNPAUSE")
+		}
+	})
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := l.Release(short); err == nil {
+		t.Fatal("Release succeeded while Redis refused writes")
+	}
+	if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	unpaused = true
+
+	// Without the retry the lock would hold for the whole minute.
+	deadline := time.Now().Add(lease / 3)
+	for {
+		n, err := admin.Exists(ctx, s.lockKey("u", "t")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lock is still held %v after Redis answered again", lease/3)
+		}
+		time.Sleep(20 * time.Millisecond) // polling Redis: there is no event to wait on
+	}
+	if _, err := s.Acquire(ctx, "u", "t", false); err != nil {
+		t.Fatalf("Acquire after the retried release: %v", err)
+	}
+}
