@@ -130,10 +130,11 @@ func New(target string, d Dialer, opts ...Option) (*Client, error) {
 	c := &Client{target: target, host: host, port: port, dialer: d, o: o, endpoints: map[string]*endpoint{}, done: make(chan struct{})}
 	c.SandboxServiceClient = sandboxv1.NewSandboxServiceClient(router{c})
 	if static != nil {
+		close(c.done)
 		if err := c.set(static, ""); err != nil {
+			_ = c.Close() // the endpoints dialled before the failure
 			return nil, err
 		}
-		close(c.done)
 		return c, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
