@@ -107,11 +107,27 @@ func New(target string, opts ...Option) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
-// parseList checks every element of a comma-separated list of host:port
-// addresses, so that a typo fails at start rather than as calls that never
-// reach a replica.
+// parseList turns a comma-separated list into the resolver's addresses.
 func parseList(target string) ([]resolver.Address, error) {
-	var addrs []resolver.Address
+	elems, err := SplitList(target)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]resolver.Address, 0, len(elems))
+	for _, a := range elems {
+		host, _, _ := net.SplitHostPort(a) // SplitList has checked it
+		// ServerName keeps TLS verifying each replica by its own host,
+		// not by the whole list the connection's authority would be.
+		addrs = append(addrs, resolver.Address{Addr: a, ServerName: host})
+	}
+	return addrs, nil
+}
+
+// SplitList checks every element of a comma-separated list of host:port
+// addresses and returns them trimmed, so that a typo fails at start rather
+// than as calls that never reach a replica.
+func SplitList(target string) ([]string, error) {
+	var out []string
 	for i, a := range strings.Split(target, ",") {
 		a = strings.TrimSpace(a)
 		if a == "" {
@@ -127,9 +143,7 @@ func parseList(target string) ([]resolver.Address, error) {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 			return nil, fmt.Errorf("dial %q: element %d (%q): port %q is not a number from 1 to 65535", target, i+1, a, port)
 		}
-		// ServerName keeps TLS verifying each replica by its own host,
-		// not by the whole list the connection's authority would be.
-		addrs = append(addrs, resolver.Address{Addr: a, ServerName: host})
+		out = append(out, a)
 	}
-	return addrs, nil
+	return out, nil
 }

@@ -357,6 +357,9 @@ type suite struct {
 	sandbox *fakeSandbox
 	llmAddr string
 	sbAddr  string
+	// sbClient, when set, replaces a connection to sbAddr (placement over
+	// several sandbox services).
+	sbClient sandboxv1.SandboxServiceClient
 }
 
 func newSuite(t *testing.T, script func(n int, req *llmv1.StreamRequest) reply) *suite {
@@ -401,9 +404,13 @@ type replica struct {
 
 func (s *suite) agent(stores agent.Stores, rdb redis.UniversalClient, opts ...agent.Option) *replica {
 	s.t.Helper()
+	sb := s.sbClient
+	if sb == nil {
+		sb = sandboxv1.NewSandboxServiceClient(s.conn(s.sbAddr))
+	}
 	svc, err := agent.New(agent.Deps{
 		LLM:     llmv1.NewLLMServiceClient(s.conn(s.llmAddr)),
-		Sandbox: sandboxv1.NewSandboxServiceClient(s.conn(s.sbAddr)),
+		Sandbox: sb,
 		Stores:  stores,
 	}, opts...)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
@@ -17,19 +18,30 @@ import (
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent"
+	"github.com/wick-agent/wick/services/agent/internal/placement"
+)
+
+// The values of -sandbox-placement.
+const (
+	placementShared     = "shared"
+	placementRendezvous = "rendezvous"
 )
 
 func main() {
 	var (
 		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage string
-		toolAllow                                                                               string
-		leaseDur, threadTTL, runRetention                                                       time.Duration
+		toolAllow, sandboxPlacement                                                             string
+		leaseDur, threadTTL, runRetention, sandboxRefresh                                       time.Duration
 		maxTransfer                                                                             int64
 		limits                                                                                  = agent.DefaultLimits()
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
 		fs.StringVar(&sandboxAddr, "sandbox-addr", "127.0.0.1:7002", "sandbox service gRPC address: "+dial.TargetHelp)
+		fs.StringVar(&sandboxPlacement, "sandbox-placement", placementShared,
+			placementShared+": every address of -sandbox-addr reaches every sandbox (replicas of one engine), calls spread round robin; "+
+				placementRendezvous+": each address is a sandbox service owning its own engine, and each (user, agent) sandbox lives on the one rendezvous hashing picks")
+		fs.DurationVar(&sandboxRefresh, "sandbox-refresh", placement.DefaultRefresh, "with -sandbox-placement "+placementRendezvous+", how often a DNS name in -sandbox-addr is resolved again")
 		fs.StringVar(&redisAddr, "redis-addr", "", "Redis address(es), comma-separated, shared by replicas; empty keeps state in memory")
 		fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates; empty registers one default agent")
 		fs.StringVar(&defaultModel, "default-model", agent.DefaultModel, "model of agents that name none")
@@ -51,7 +63,7 @@ func main() {
 		if err != nil {
 			return err
 		}
-		sbConn, err := env.Dial(sandboxAddr)
+		sb, closeSB, err := sandboxClient(env, sandboxPlacement, sandboxAddr, sandboxRefresh)
 		if err != nil {
 			return err
 		}
@@ -78,7 +90,7 @@ func main() {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))
 		}
 		svc, err := agent.New(agent.Deps{
-			LLM: llmv1.NewLLMServiceClient(llmConn), Sandbox: sandboxv1.NewSandboxServiceClient(sbConn),
+			LLM: llmv1.NewLLMServiceClient(llmConn), Sandbox: sb,
 			Stores: stores, Logger: env.Logger,
 		}, opts...)
 		if err != nil {
@@ -90,11 +102,38 @@ func main() {
 			<-ctx.Done()
 			_ = svc.Close()
 			_ = llmConn.Close()
-			_ = sbConn.Close()
+			_ = closeSB()
 			if rdb != nil {
 				_ = rdb.Close()
 			}
 		}()
 		return nil
 	})
+}
+
+// sandboxClient connects to the sandbox service(s). Placement is a flag, not
+// inferred from the number of addresses: a headless Service of replicas
+// that share one engine (and -manager-id) and one of sandbox services each
+// owning an engine resolve alike, and only the operator knows which it is.
+// Round robin over engines would be wrong: a sandbox lives on one.
+func sandboxClient(env app.Env, mode, target string, refresh time.Duration) (sandboxv1.SandboxServiceClient, func() error, error) {
+	switch mode {
+	case placementShared:
+		conn, err := env.Dial(target)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sandboxv1.NewSandboxServiceClient(conn), conn.Close, nil
+	case placementRendezvous:
+		d := func(t string, opts ...dial.Option) (*grpc.ClientConn, error) {
+			return dial.New(t, append([]dial.Option{dial.WithIdentity(env.Key), dial.WithTLS(env.TLS)}, opts...)...)
+		}
+		c, err := placement.New(target, d, placement.WithRefresh(refresh), placement.WithLogger(env.Logger))
+		if err != nil {
+			return nil, nil, fmt.Errorf("-sandbox-addr: %w", err)
+		}
+		env.Logger.Info("sandboxes placed by rendezvous hashing", "target", target, "endpoints", c.Endpoints())
+		return c, c.Close, nil
+	}
+	return nil, nil, fmt.Errorf("-sandbox-placement %q: want %s or %s", mode, placementShared, placementRendezvous)
 }
