@@ -141,6 +141,7 @@ func TestChecksCatchBreakage(t *testing.T) {
 			setArg(r, "agent", "llm-addr", "dns:///llmgw-headless.wick.svc.cluster.local:7013")
 		}, "Service llmgw-headless has no port 7013"},
 		{"agents ×2", func(r *rendered) { n := int32(2); r.deployment("agent").Spec.Replicas = &n }, "replicas 2, want 3"},
+		{"outside the namespace", func(r *rendered) { r.PDBs[0].Namespace = "" }, `namespace "", want "wick"`},
 		{"no PDB", func(r *rendered) { r.PDBs = nil }, "no PodDisruptionBudget"},
 		{"no HPA", func(r *rendered) { r.HPAs = nil }, "no HorizontalPodAutoscaler"},
 		{"surge by stopping", func(r *rendered) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,28 +60,19 @@ type objectMeta struct{ Kind, Name, Namespace string }
 
 // objectMetas lists every namespaced object.
 func (r *rendered) objectMetas() []objectMeta {
-	var out []objectMeta
-	add := func(kind string, m metav1.ObjectMeta) { out = append(out, objectMeta{kind, m.Name, m.Namespace}) }
-	for _, o := range r.ConfigMaps {
-		add("ConfigMap", o.ObjectMeta)
-	}
-	for _, o := range r.Secrets {
-		add("Secret", o.ObjectMeta)
-	}
-	for _, o := range r.Services {
-		add("Service", o.ObjectMeta)
-	}
+	out := slices.Concat(metasOf("ConfigMap", r.ConfigMaps), metasOf("Secret", r.Secrets),
+		metasOf("Service", r.Services), metasOf("PodDisruptionBudget", r.PDBs),
+		metasOf("HorizontalPodAutoscaler", r.HPAs), metasOf("NetworkPolicy", r.Policies))
 	for _, w := range r.workloads() {
 		out = append(out, objectMeta{w.Kind, w.Name, w.Namespace})
 	}
-	for _, o := range r.PDBs {
-		add("PodDisruptionBudget", o.ObjectMeta)
-	}
-	for _, o := range r.HPAs {
-		add("HorizontalPodAutoscaler", o.ObjectMeta)
-	}
-	for _, o := range r.Policies {
-		add("NetworkPolicy", o.ObjectMeta)
+	return out
+}
+
+func metasOf[O metav1.Object](kind string, list []O) []objectMeta {
+	var out []objectMeta
+	for _, o := range list {
+		out = append(out, objectMeta{kind, o.GetName(), o.GetNamespace()})
 	}
 	return out
 }
@@ -112,35 +104,25 @@ func (r *rendered) add(apiVersion, kind string, b []byte) error {
 	var obj any
 	switch apiVersion + " " + kind {
 	case "v1 Namespace":
-		o := &corev1.Namespace{}
-		r.Namespaces, obj = append(r.Namespaces, o), o
+		obj = appendNew(&r.Namespaces)
 	case "v1 ConfigMap":
-		o := &corev1.ConfigMap{}
-		r.ConfigMaps, obj = append(r.ConfigMaps, o), o
+		obj = appendNew(&r.ConfigMaps)
 	case "v1 Secret":
-		o := &corev1.Secret{}
-		r.Secrets, obj = append(r.Secrets, o), o
+		obj = appendNew(&r.Secrets)
 	case "v1 Service":
-		o := &corev1.Service{}
-		r.Services, obj = append(r.Services, o), o
+		obj = appendNew(&r.Services)
 	case "apps/v1 Deployment":
-		o := &appsv1.Deployment{}
-		r.Deployments, obj = append(r.Deployments, o), o
+		obj = appendNew(&r.Deployments)
 	case "apps/v1 StatefulSet":
-		o := &appsv1.StatefulSet{}
-		r.StatefulSets, obj = append(r.StatefulSets, o), o
+		obj = appendNew(&r.StatefulSets)
 	case "apps/v1 DaemonSet":
-		o := &appsv1.DaemonSet{}
-		r.DaemonSets, obj = append(r.DaemonSets, o), o
+		obj = appendNew(&r.DaemonSets)
 	case "policy/v1 PodDisruptionBudget":
-		o := &policyv1.PodDisruptionBudget{}
-		r.PDBs, obj = append(r.PDBs, o), o
+		obj = appendNew(&r.PDBs)
 	case "autoscaling/v2 HorizontalPodAutoscaler":
-		o := &autoscalingv2.HorizontalPodAutoscaler{}
-		r.HPAs, obj = append(r.HPAs, o), o
+		obj = appendNew(&r.HPAs)
 	case "networking.k8s.io/v1 NetworkPolicy":
-		o := &networkingv1.NetworkPolicy{}
-		r.Policies, obj = append(r.Policies, o), o
+		obj = appendNew(&r.Policies)
 	default:
 		return fmt.Errorf("no check knows %s %s: add it to rendered", apiVersion, kind)
 	}
@@ -150,6 +132,13 @@ func (r *rendered) add(apiVersion, kind string, b []byte) error {
 		return fmt.Errorf("strict decode: %w", err)
 	}
 	return nil
+}
+
+// appendNew appends a new zero object to list and returns it.
+func appendNew[T any](list *[]*T) *T {
+	o := new(T)
+	*list = append(*list, o)
+	return o
 }
 
 // imageName is an image reference without registry, tag or digest:
