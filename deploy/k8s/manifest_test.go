@@ -1,0 +1,230 @@
+package k8s
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// flagsOf are the flags of every binary, read once by TestMain.
+var flagsOf map[string]binaryFlags
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "wick-k8s-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	flagsOf, err = buildBinaries(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// overlays are the kustomizations to apply, with their own rules.
+var overlays = []struct {
+	dir   string
+	check func(*problems, *rendered)
+}{
+	{"overlays/dev", checkDev},
+	{"overlays/prod", checkProd},
+}
+
+// allProblems is every rule applied to an overlay.
+func allProblems(r *rendered, overlay func(*problems, *rendered)) problems {
+	p := check(r, flagsOf)
+	checkRollout(&p, r)
+	overlay(&p, r)
+	return p
+}
+
+func TestOverlays(t *testing.T) {
+	for _, o := range overlays {
+		t.Run(o.dir, func(t *testing.T) {
+			t.Parallel()
+			r, err := render(o.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.workloads()) < 4 {
+				t.Fatalf("%d workloads, want the four services at least", len(r.workloads()))
+			}
+			for _, msg := range allProblems(r, o.check) {
+				t.Error(msg)
+			}
+		})
+	}
+}
+
+// TestFlagsRead guards the usage parser: were it to read nothing, no flag
+// would be checked.
+func TestFlagsRead(t *testing.T) {
+	for bin, want := range map[string][]string{
+		"wick-gateway": {"agent-addr", "tokens-file", "grpc-allow-plaintext", "drain-delay"},
+		"wick-agent":   {"default-backend", "redis-addr", "sandbox-addr"},
+		"wick-sandbox": {"allow-local", "daemon-bin", "state-dir"},
+		"wick-llmgw":   {"http-addr", "http-token", "secrets-dir"},
+	} {
+		for _, f := range want {
+			if _, ok := flagsOf[bin][f]; !ok {
+				t.Errorf("%s: flag -%s not read from its usage", bin, f)
+			}
+		}
+	}
+	if !flagsOf["wick-gateway"]["grpc-allow-plaintext"].Bool || flagsOf["wick-gateway"]["agent-addr"].Bool {
+		t.Error("bool flags told apart wrongly")
+	}
+	if got := flagsOf["wick-agent"]["drain-delay"].Default; got != "2s" {
+		t.Errorf("wick-agent -drain-delay default %q, want 2s", got)
+	}
+}
+
+// TestChecksCatchBreakage breaks prod one way at a time and expects the
+// rule it breaks to be reported: each rule can fail.
+func TestChecksCatchBreakage(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*rendered)
+		want   string
+	}{
+		{"unknown flag", func(r *rendered) { addArg(r, "agent", "-no-such-flag=1") }, "flag -no-such-flag is not a flag of wick-agent"},
+		{"unknown variable", func(r *rendered) { addEnv(r, "llmgw", corev1.EnvVar{Name: "WICK_NO_SUCH", Value: "x"}) }, "variable WICK_NO_SUCH sets no flag"},
+		{"flag without value", func(r *rendered) { addArg(r, "agent", "-redis-addr") }, "flag -redis-addr takes a value"},
+		{"allow-local", func(r *rendered) { addArg(r, "sandbox", "-allow-local") }, "-allow-local lets sandboxes run"},
+		{"local backend", func(r *rendered) { setArg(r, "agent", "default-backend", "local") }, "-default-backend=local"},
+		{"no daemon binary", func(r *rendered) { dropArg(r, "sandbox", "daemon-bin") }, "-daemon-bin is not set"},
+		{"loopback listener", func(r *rendered) { setArg(r, "llmgw", "grpc-addr", "127.0.0.1:7003") }, `-grpc-addr="127.0.0.1:7003": want :PORT`},
+		{"no limits", func(r *rendered) { container(r, "gateway").Resources.Limits = nil }, "no memory limit"},
+		{"http probe", func(r *rendered) {
+			container(r, "agent").ReadinessProbe.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(7001)}}
+		}, "readiness probe must be grpc:"},
+		{"probe on the TLS port", func(r *rendered) {
+			addArg(r, "agent", "-tls-cert=/etc/wick/tls/tls.crt")
+			addArg(r, "agent", "-health-addr=:7101")
+		}, "probe on port 7001, want 7101"},
+		{"root", func(r *rendered) {
+			container(r, "agent").SecurityContext.RunAsNonRoot = nil
+			r.deployment("agent").Spec.Template.Spec.SecurityContext.RunAsNonRoot = nil
+		}, "runAsNonRoot must be true"},
+		{"writable root", func(r *rendered) { f := false; container(r, "llmgw").SecurityContext.ReadOnlyRootFilesystem = &f }, "readOnlyRootFilesystem must be true"},
+		{"capabilities", func(r *rendered) { container(r, "llmgw").SecurityContext.Capabilities.Drop = nil }, "capabilities must drop ALL"},
+		{"escalation", func(r *rendered) { container(r, "gateway").SecurityContext.AllowPrivilegeEscalation = nil }, "allowPrivilegeEscalation must be false"},
+		{"privileged", func(r *rendered) { yes := true; container(r, "agent").SecurityContext.Privileged = &yes }, "agent: privileged"},
+		{"short grace", func(r *rendered) {
+			g := int64(20)
+			r.deployment("agent").Spec.Template.Spec.TerminationGracePeriodSeconds = &g
+		}, "terminationGracePeriodSeconds 20 must be more than"},
+		{"key as an argument", func(r *rendered) { addArg(r, "llmgw", "-http-token=abc") }, "-http-token is a secret"},
+		{"key in a ConfigMap", func(r *rendered) { r.ConfigMaps[0].Data["OPENAI_API_KEY"] = "sk-x" }, "key OPENAI_API_KEY looks secret"},
+		{"key as a value", func(r *rendered) {
+			addEnv(r, "llmgw", corev1.EnvVar{Name: "OPENAI_API_KEY", Value: "sk-x"})
+		}, "variable OPENAI_API_KEY looks secret"},
+		{"a Secret in the manifests", func(r *rendered) { r.Secrets = append(r.Secrets, &corev1.Secret{}) }, "Secrets are created in the cluster"},
+		{"no identity key", func(r *rendered) { dropEnv(r, "sandbox", "WICK_IDENTITY_KEY") }, "needs WICK_IDENTITY_KEY"},
+		{"no tokens", func(r *rendered) { dropArg(r, "gateway", "tokens-file") }, "no bearer tokens"},
+		{"open llmgw HTTP API", func(r *rendered) { dropEnv(r, "llmgw", "WICK_HTTP_TOKEN") }, "needs WICK_HTTP_TOKEN from a Secret"},
+		{"no telemetry", func(r *rendered) { container(r, "agent").EnvFrom = nil }, "no OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{"not headless", func(r *rendered) { r.service("agent-headless", "wick").Spec.ClusterIP = "" }, "is not headless"},
+		{"wrong address form", func(r *rendered) { setArg(r, "gateway", "agent-addr", "agent:7001") }, `"agent:7001": want dns:///`},
+		{"wrong port", func(r *rendered) {
+			setArg(r, "agent", "llm-addr", "dns:///llmgw-headless.wick.svc.cluster.local:7013")
+		}, "Service llmgw-headless has no port 7013"},
+		{"agents ×2", func(r *rendered) { n := int32(2); r.deployment("agent").Spec.Replicas = &n }, "replicas 2, want 3"},
+		{"outside the namespace", func(r *rendered) { r.PDBs[0].Namespace = "" }, `namespace "", want "wick"`},
+		{"no PDB", func(r *rendered) { r.PDBs = nil }, "no PodDisruptionBudget"},
+		{"no HPA", func(r *rendered) { r.HPAs = nil }, "no HorizontalPodAutoscaler"},
+		{"surge by stopping", func(r *rendered) {
+			one := intstr.FromInt32(1)
+			r.deployment("agent").Spec.Strategy.RollingUpdate.MaxUnavailable = &one
+		}, "maxUnavailable: 0"},
+		{"no default deny", func(r *rendered) { dropPolicy(r, "default-deny") }, "no default-deny NetworkPolicy"},
+		{"llmgw open to anyone", func(r *rendered) { policy(r, "llmgw").Spec.Ingress[0].From = nil }, "outside → llmgw TCP/7013 is allowed, want refused"},
+		{"sandbox open to anyone", func(r *rendered) { policy(r, "sandbox").Spec.Ingress[0].From = nil }, "outside → sandbox TCP/7002 is allowed"},
+		{"gateway egress open", func(r *rendered) {
+			policy(r, "gateway").Spec.Egress = append(policy(r, "gateway").Spec.Egress, networkingv1.NetworkPolicyEgressRule{})
+		}, "gateway → outside TCP/443 is allowed"},
+		{"no sandbox policy", func(r *rendered) { dropPolicy(r, "sandbox") }, "agent → sandbox TCP/7002 is refused, want allowed"},
+		{"llmgw egress to private networks", func(r *rendered) { policy(r, "llmgw").Spec.Egress[0].To[0].IPBlock.Except = nil }, "llmgw → private TCP/443 is allowed"},
+		{"engine off its node pool", func(r *rendered) { r.statefulSet("sandbox").Spec.Template.Spec.NodeSelector = nil }, "privileged container outside"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := render("overlays/prod")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := allProblems(r, checkProd); len(p) != 0 {
+				t.Fatalf("prod has problems before breaking it: %q", p)
+			}
+			tc.mutate(r)
+			p := allProblems(r, checkProd)
+			if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, tc.want) }) {
+				t.Errorf("no problem says %q; got %q", tc.want, p)
+			}
+		})
+	}
+}
+
+// container returns the suite container of workload name.
+func container(r *rendered, name string) *corev1.Container {
+	for _, w := range r.workloads() {
+		if w.Name == name {
+			for i := range w.Pod.Spec.Containers {
+				if _, ok := flagsOf[imageName(w.Pod.Spec.Containers[i].Image)]; ok {
+					return &w.Pod.Spec.Containers[i]
+				}
+			}
+		}
+	}
+	panic("no suite container in workload " + name)
+}
+
+func addArg(r *rendered, name, arg string) {
+	c := container(r, name)
+	c.Args = append(c.Args, arg)
+}
+
+func dropArg(r *rendered, name, flag string) {
+	c := container(r, name)
+	c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "-"+flag+"=") || a == "-"+flag })
+}
+
+func setArg(r *rendered, name, flag, value string) {
+	dropArg(r, name, flag)
+	addArg(r, name, "-"+flag+"="+value)
+}
+
+func addEnv(r *rendered, name string, e corev1.EnvVar) {
+	c := container(r, name)
+	c.Env = append(c.Env, e)
+}
+
+func dropEnv(r *rendered, name, env string) {
+	c := container(r, name)
+	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == env })
+}
+
+func policy(r *rendered, name string) *networkingv1.NetworkPolicy {
+	for _, p := range r.Policies {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no NetworkPolicy " + name)
+}
+
+func dropPolicy(r *rendered, name string) {
+	r.Policies = slices.DeleteFunc(r.Policies, func(p *networkingv1.NetworkPolicy) bool { return p.Name == name })
+}
