@@ -113,7 +113,7 @@ func TestSandboxPlacement(t *testing.T) {
 
 	// A restarted agent, given the list in another order, finds every file.
 	ag.kill()
-	ag = newAgent(addrs[1] + "," + addrs[2] + "," + addrs[0])
+	newAgent(addrs[1] + "," + addrs[2] + "," + addrs[0])
 	for _, u := range users {
 		if got, err := read(u); err != nil || !strings.Contains(got, u) {
 			t.Fatalf("%s after an agent restart: %q, %v", u, got, err)

@@ -134,11 +134,7 @@ func checkPod(p *problems, w workload) {
 	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
 		p.add(w.String(), "automountServiceAccountToken must be false: nothing here calls the API server")
 	}
-	var all []corev1.Container
-	for _, c := range spec.InitContainers {
-		all = append(all, c)
-	}
-	all = append(all, spec.Containers...)
+	all := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
 	for _, c := range all {
 		where := w.String() + " " + c.Name
 		key := w.Name + "/" + c.Name

@@ -34,6 +34,8 @@ type Env struct {
 	Key *identity.Key
 	// Server is the gRPC server to register services on.
 	Server *server.Server
+
+	stops *[]func()
 	// TLS is the service's TLS identity (-tls-cert…); nil in plaintext.
 	TLS *tlsconf.Source
 }
@@ -43,6 +45,12 @@ type Env struct {
 func (e Env) Dial(target string) (*grpc.ClientConn, error) {
 	return dial.New(target, dial.WithIdentity(e.Key), dial.WithTLS(e.TLS))
 }
+
+// OnStop runs f once the server has stopped: after the drain delay and the
+// graceful stop, so that what the service's calls use (its stores, its
+// clients, its runs) is closed only after the last call ended, not while
+// draining. Functions run in reverse order of registration.
+func (e Env) OnStop(f func()) { *e.stops = append(*e.stops, f) }
 
 // Common holds the flags every service has.
 type Common struct {
@@ -174,7 +182,13 @@ func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet),
 		return fmt.Errorf("listen %s: %w", c.Addr, err)
 	}
 	defer lis.Close() // a no-op once served
-	env := Env{Logger: logger, Key: key, TLS: src}
+	var stops []func()
+	defer func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}()
+	env := Env{Logger: logger, Key: key, TLS: src, stops: &stops}
 	sopts := []server.Option{
 		server.WithIdentity(key),
 		server.WithDrainDelay(c.DrainDelay),

@@ -3,7 +3,16 @@ package app
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/wick-agent/wick/platform/tlsconf"
 	"github.com/wick-agent/wick/platform/tlsconf/tlstest"
@@ -59,4 +68,50 @@ func TestTLSFlags(t *testing.T) {
 			t.Fatalf("run = %v, want a load error", err)
 		}
 	})
+}
+
+// TestOnStopRunsAfterTheServerStopped checks that what a service registers
+// with OnStop runs once the server has stopped accepting calls, not when
+// the signal arrives: calls in flight during the drain still have their
+// stores and clients.
+func TestOnStopRunsAfterTheServerStopped(t *testing.T) {
+	var addr net.Addr
+	var order []string
+	start := func(ctx context.Context, env Env) error {
+		env.OnStop(func() { order = append(order, "second registered") })
+		env.OnStop(func() {
+			order = append(order, "first registered")
+			if c, err := net.DialTimeout("tcp", addr.String(), time.Second); err == nil {
+				c.Close()
+				t.Error("OnStop ran while the server still accepted connections")
+			}
+		})
+		go func() {
+			// Ask for shutdown as a supervisor would, once serving.
+			conn, err := grpc.NewClient(addr.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
+				t.Error(err)
+			}
+			_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		}()
+		return nil
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = lis.Addr()
+	lis.Close()
+	args := []string{"-grpc-addr", addr.String(), "-log-level", "error", "-drain-delay", "0s"}
+	if err := run("wick-test", "127.0.0.1:0", args, nil, start); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(order, ", "); got != "first registered, second registered" {
+		t.Fatalf("OnStop functions ran as %q, want the last registered first", got)
+	}
 }

@@ -98,15 +98,15 @@ func main() {
 		}
 		svc.Register(env.Server.GRPC())
 		env.Logger.Info("agent service ready", "templates", svc.TemplateCount(), "redis", redisAddr != "")
-		go func() {
-			<-ctx.Done()
+		// Runs go on while the server drains; they end only once it has stopped.
+		env.OnStop(func() {
 			_ = svc.Close()
 			_ = llmConn.Close()
 			_ = closeSB()
 			if rdb != nil {
 				_ = rdb.Close()
 			}
-		}()
+		})
 		return nil
 	})
 }

@@ -47,12 +47,12 @@ func main() {
 			return err
 		}
 		svc.Register(env.Server.GRPC())
-		go func() {
-			<-ctx.Done()
+		// Commands go on while the server drains; the service closes once it has stopped.
+		env.OnStop(func() {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = svc.Close(cctx)
-		}()
+		})
 		return nil
 	})
 }
