@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/wick-agent/wick/daemon/internal/bufpool"
+	"github.com/wick-agent/wick/daemon/server"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -375,10 +376,15 @@ func (f *FS) ExecStream(ctx context.Context, command string, stdout, stderr io.W
 	}
 	// Until the daemon's header, the command was not taken and the caller
 	// may make the call elsewhere; after it, a broken stream is not
-	// Unavailable, so the command is never run twice.
-	if _, err := stream.Header(); err != nil {
+	// Unavailable, so the command is never run twice. A stream that broke
+	// before any header gives Header() no error, only no header: that is a
+	// command not taken. An older daemon sends no header; its first message
+	// then says the command was taken.
+	md, err := stream.Header()
+	if err != nil {
 		return nil, fromStatus(err)
 	}
+	taken := len(md.Get(server.ExecStartedHeader)) > 0
 	max := f.cfg.maxOutputBytes
 	if o.MaxOutputBytes > 0 {
 		max = min(max, o.MaxOutputBytes)
@@ -390,12 +396,13 @@ func (f *FS) ExecStream(ctx context.Context, command string, stdout, stderr io.W
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("exec: the daemon ended the stream without an exit status")
 		}
-		if status.Code(err) == codes.Unavailable {
+		if taken && status.Code(err) == codes.Unavailable {
 			return nil, status.Errorf(codes.Aborted, "exec: wick-daemon stopped while the command ran, which was not run again: %s", status.Convert(err).Message())
 		}
 		if err != nil {
 			return nil, fromStatus(err)
 		}
+		taken = true
 		switch m := msg.GetOutput().(type) {
 		case *daemonv1.ExecResponse_Stdout:
 			_, err = wout.Write(m.Stdout)

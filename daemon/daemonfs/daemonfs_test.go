@@ -3,8 +3,10 @@ package daemonfs_test
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -60,5 +62,48 @@ func TestRefusesBeforeCalling(t *testing.T) {
 				t.Fatalf("err = %v; want ErrInvalidArgument without a call", err)
 			}
 		})
+	}
+}
+
+// stalledDaemon takes Exec calls and holds them without a header, as a
+// daemon killed before it took the command would leave them.
+type stalledDaemon struct {
+	daemonv1.UnimplementedDaemonServer
+	called chan struct{}
+}
+
+func (d *stalledDaemon) Exec(_ *daemonv1.ExecRequest, stream grpc.ServerStreamingServer[daemonv1.ExecResponse]) error {
+	d.called <- struct{}{}
+	<-stream.Context().Done()
+	return stream.Context().Err()
+}
+
+// TestExecBrokenBeforeTaken checks that a stream that breaks before the
+// daemon's header is Unavailable, so the caller may run the command
+// elsewhere: only a command the daemon took is never run again.
+func TestExecBrokenBeforeTaken(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	d := &stalledDaemon{called: make(chan struct{}, 1)}
+	daemonv1.RegisterDaemonServer(srv, d)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := daemonfs.Dial(context.Background(), lis.Addr().String(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fs := daemonfs.New(daemonv1.NewDaemonClient(conn))
+	go func() {
+		<-d.called
+		srv.Stop() // the daemon dies before it sent its header
+	}()
+	_, err = fs.Exec(context.Background(), "true")
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("Exec = %v (%s); want Unavailable: the command was never taken", err, status.Code(err))
 	}
 }
