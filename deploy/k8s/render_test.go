@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -77,10 +78,17 @@ func metasOf[O metav1.Object](kind string, list []O) []objectMeta {
 	return out
 }
 
+// kustomizeMu serialises builds: kyaml loads its OpenAPI schema into
+// package state on first use without a lock, which the race detector
+// reports when two overlays build in parallel.
+var kustomizeMu sync.Mutex
+
 // render builds the kustomization in dir.
 func render(dir string) (*rendered, error) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	kustomizeMu.Lock()
 	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	kustomizeMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}

@@ -375,8 +375,11 @@ func TestDNS(t *testing.T) {
 			moved++
 		}
 	}
-	if moved < 80 || moved > 120 {
-		t.Errorf("a third endpoint took %d of 300 sandboxes, want 100 ± 20 %%", moved)
+	// The endpoints' ports are the kernel's choice here, so this bound is
+	// loose (over 5 standard deviations); TestSpread holds ±20 % on fixed
+	// addresses.
+	if moved < 55 || moved > 145 {
+		t.Errorf("a third endpoint took %d of 300 sandboxes, want about 100", moved)
 	}
 	for _, k := range ks {
 		if c.Endpoint(k.user, k.agent) != engines[2].addr {
