@@ -210,7 +210,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   const firstUser = tc.chat.items.find((it) => it.kind === "user");
   const shownTitles = useMemo(() => {
     if (!tc.chat.threadId || titles[tc.chat.threadId] || firstUser?.kind !== "user") return titles;
-    return { ...titles, [tc.chat.threadId]: titleOf({ messages: [{ role: "user", content: firstUser.text }] }) };
+    return { ...titles, [tc.chat.threadId]: titleOf(firstUser.text) };
   }, [titles, tc.chat.threadId, firstUser]);
 
   const deleteThread = async (id: string) => {

@@ -240,6 +240,10 @@ describe("fromThreadState", () => {
     ]);
     expect(s.todos).toHaveLength(1);
     expect(s.writtenFiles.map((f) => f.path)).toEqual(["/workspace/n.txt"]);
-    expect(titleOf({ messages: [{ role: "user", content: "write  a\nnote" }] })).toBe("write a note");
+    expect(titleOf("write  a\nnote")).toBe("write a note");
+    // The server's rule (threads.title): 80 code points with the "…", cut on a code point.
+    expect(titleOf("x".repeat(80))).toBe("x".repeat(80));
+    expect(titleOf("😀".repeat(81))).toBe("😀".repeat(79) + "…");
+    expect(titleOf("a".repeat(78) + " bcd")).toBe("a".repeat(78) + "…");
   });
 });

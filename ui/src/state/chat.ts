@@ -293,11 +293,18 @@ export function fromThreadState(thread: AgentState): ChatState {
   return { ...emptyChat, ...(thread.thread_id ? { threadId: thread.thread_id } : {}), items, todos, writtenFiles };
 }
 
-/** titleOf is a thread's title: its first user message, on one line. */
-export function titleOf(thread: AgentState | undefined, maxChars = 60): string {
-  const first = thread?.messages?.find((m) => m.role === "user")?.content?.trim() ?? "";
-  const line = first.replace(/\s+/g, " ");
-  return line.length > maxChars ? line.slice(0, maxChars - 1) + "…" : line;
+/** The longest title, "…" included: the server's threads.MaxTitleRunes. */
+export const MAX_TITLE_CHARS = 80;
+
+/**
+ * titleOf is the title the server gives a thread whose first user message is
+ * text (ThreadSummary.title), for a thread shown before its first save:
+ * whitespace collapsed, cut on a code point to MAX_TITLE_CHARS.
+ */
+export function titleOf(text: string): string {
+  const line = text.trim().replace(/\s+/g, " ");
+  const chars = Array.from(line);
+  return chars.length > MAX_TITLE_CHARS ? chars.slice(0, MAX_TITLE_CHARS - 1).join("").trimEnd() + "…" : line;
 }
 
 function pushItem(s: ChatState, item: ChatItem): ChatState {
