@@ -9,6 +9,9 @@ import { Terminal as XTerm, type ITheme } from "@xterm/xterm";
 import type { Terminal as WickTerminal, Wick } from "@wick-agent/sdk";
 import { useEffect, useRef, useState } from "react";
 
+
+/** The most input held while the terminal connects (a paste, not a file). */
+const MAX_PENDING_INPUT = 64 << 10;
 export interface TerminalPanelProps {
   client: Wick;
   agentId: string;
@@ -46,6 +49,16 @@ export default function TerminalPanel({ client, agentId, onError }: TerminalPane
   const xterm = useRef<XTerm | null>(null);
   const fit = useRef<FitAddon | null>(null);
   const session = useRef<WickTerminal | null>(null);
+  // Keys typed while the socket opens, sent once it is open; null when
+  // nothing is opening (typing into a closed terminal goes nowhere).
+  const pending = useRef<{ data: (string | Uint8Array)[]; bytes: number } | null>(null);
+  const send = (d: string | Uint8Array) => {
+    if (session.current) return session.current.write(d);
+    const p = pending.current;
+    if (!p || p.bytes + d.length > MAX_PENDING_INPUT) return;
+    p.data.push(d);
+    p.bytes += d.length;
+  };
   const [status, setStatus] = useState<TerminalStatus>({ state: "connecting" });
   // Bumped by Reconnect: a new session in the same xterm.
   const [attempt, setAttempt] = useState(0);
@@ -79,9 +92,9 @@ export default function TerminalPanel({ client, agentId, onError }: TerminalPane
     observer.observe(host.current);
     // xterm reports its new size after fit(); the shell learns it too.
     const resized = term.onResize(({ rows, cols }) => session.current?.resize(rows, cols));
-    const typed = term.onData((s) => session.current?.write(s));
+    const typed = term.onData((s) => send(s));
     // Some mouse reports are binary strings (one byte per character).
-    const binary = term.onBinary((s) => session.current?.write(Uint8Array.from(s, (c) => c.charCodeAt(0) & 0xff)));
+    const binary = term.onBinary((s) => send(Uint8Array.from(s, (c) => c.charCodeAt(0) & 0xff)));
 
     const media = window.matchMedia?.("(prefers-color-scheme: dark)");
     const onScheme = () => {
@@ -106,6 +119,7 @@ export default function TerminalPanel({ client, agentId, onError }: TerminalPane
     const abort = new AbortController();
     let open: WickTerminal | null = null;
     setStatus({ state: "connecting" });
+    pending.current = { data: [], bytes: 0 };
     client
       .terminal(agentId, {
         rows: term.rows,
@@ -121,6 +135,9 @@ export default function TerminalPanel({ client, agentId, onError }: TerminalPane
           }
           open = t;
           session.current = t;
+          // What was typed while the socket opened goes first.
+          for (const d of pending.current?.data ?? []) t.write(d);
+          pending.current = null;
           setStatus({ state: "open" });
           term.focus();
           // The panel may have been resized while the socket opened.
@@ -140,6 +157,7 @@ export default function TerminalPanel({ client, agentId, onError }: TerminalPane
           );
         },
         (err: unknown) => {
+          pending.current = null;
           if (abort.signal.aborted) return;
           setStatus({ state: "closed", message: `The terminal did not open: ${errorText(err)}` });
           errors.current(err);
@@ -149,6 +167,7 @@ export default function TerminalPanel({ client, agentId, onError }: TerminalPane
         if (session.current === open) session.current = null;
       });
     return () => {
+      pending.current = null;
       abort.abort();
       open?.close();
       if (session.current === open) session.current = null;
