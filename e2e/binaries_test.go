@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"github.com/wick-agent/wick/platform/testenv"
@@ -47,11 +44,11 @@ func TestBinaries(t *testing.T) {
 		}},
 		{"wick-llmgw", "./services/llmgw/cmd/wick-llmgw", "wick.llm.v1.LLMService", func(t *testing.T) ([]string, string) {
 			args, target := tcpArgs(t)
-			return append(args, "-http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t))), target
+			return append(args, "-http-addr", "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t))), target
 		}},
 		{"wick-gateway", "./services/gateway/cmd/wick-gateway", "wick.agent.v1.AgentService", func(t *testing.T) ([]string, string) {
 			args, target := tcpArgs(t)
-			return append(args, "-http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t))), target
+			return append(args, "-http-addr", "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t))), target
 		}},
 		{"wick-daemon", "./daemon/cmd/wick-daemon", "wick.daemon.v1.Daemon", func(t *testing.T) ([]string, string) {
 			dir := t.TempDir()
@@ -82,12 +79,12 @@ func TestBinaries(t *testing.T) {
 				}
 			})
 
+			testenv.GRPCServing(target)(t, exited)
 			conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			waitServing(t, conn, exited)
 			checkReflection(t, conn, tt.service)
 
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -108,46 +105,9 @@ func TestBinaries(t *testing.T) {
 // tcpArgs gives a service built on platform/app its listen address and the
 // common shutdown bounds.
 func tcpArgs(t *testing.T) ([]string, string) {
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	return []string{"-grpc-addr", addr, "-log-format", "text",
 		"-drain-delay", binaryDrainDelay.String(), "-shutdown-timeout", binaryShutdownTimeout.String()}, addr
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitServing polls health until SERVING; a process start has no event to wait on.
-func waitServing(t *testing.T, conn *grpc.ClientConn, exited <-chan error) {
-	t.Helper()
-	hc := healthpb.NewHealthClient(conn)
-	deadline := time.Now().Add(30 * time.Second)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			t.Fatalf("binary exited before serving: %v", err)
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
-		if err == nil && resp.Status == healthpb.HealthCheckResponse_SERVING {
-			return
-		}
-		if err == nil {
-			err = fmt.Errorf("status %v", resp.Status)
-		}
-		last = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("not SERVING within 30s: %v", last)
 }
 
 func checkReflection(t *testing.T, conn *grpc.ClientConn, want string) {

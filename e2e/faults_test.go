@@ -282,7 +282,7 @@ func TestFaultRedisStopped(t *testing.T) {
 	s := startProcs(t, procConfig{sandboxArgs: localSandboxArgs, agentArgs: []string{"-run-lease", "2s"}})
 	createFaultAgent(t, s, "redis-fault", "script:fault-stream?delay=50ms", localBackend)
 
-	evs, err := streamRun(t, s, "redis-fault", "", "write the note", once(afterToolEnd("write_file", "on_chat_model_stream"), s.redis.kill))
+	evs, err := streamRun(t, s, "redis-fault", "", "write the note", once(afterToolEnd("write_file", "on_chat_model_stream"), s.redis.Kill))
 	t.Logf("events %d, last %v, err %v", len(evs), lastEvent(evs), err)
 	threadID := threadOf(evs)
 	if threadID == "" {
@@ -300,7 +300,7 @@ func TestFaultRedisStopped(t *testing.T) {
 		checkUnavailable(t, "GetThread", err, nil)
 	})
 
-	s.redis.start()
+	s.redis.Start()
 	// go-redis, after failed dials, retries in the background once a second
 	// and answers the last dial error meanwhile: Unavailable until then.
 	waitFor(t, "the agent reaches Redis again", time.Minute, func() (bool, string) {
@@ -344,7 +344,7 @@ func TestFaultLLMGatewayKilled(t *testing.T) {
 	s := startProcs(t, procConfig{sandboxArgs: localSandboxArgs})
 	createFaultAgent(t, s, "llm-fault", "script:fault-stream?delay=50ms", localBackend)
 
-	evs, err := streamRun(t, s, "llm-fault", "", "write the note", once(afterToolEnd("write_file", "on_chat_model_stream"), s.llmgw.kill))
+	evs, err := streamRun(t, s, "llm-fault", "", "write the note", once(afterToolEnd("write_file", "on_chat_model_stream"), s.llmgw.Kill))
 	t.Logf("events %d, last %v, err %v", len(evs), lastEvent(evs), err)
 	threadID := threadOf(evs)
 	if ends := toolEnds(t, evs)["write_file"]; len(ends) != 1 || field(ends[0], "error") != "" {
@@ -356,7 +356,7 @@ func TestFaultLLMGatewayKilled(t *testing.T) {
 		t.Fatalf("thread after the fault = %v, want the user message and the completed write_file round", msgs)
 	}
 
-	s.llmgw.start()
+	s.llmgw.Start()
 	evs, err = streamRun(t, s, "llm-fault", threadID, "go on", nil)
 	checkDone(t, evs, err)
 	after := validThread(t, s, threadID)
@@ -462,12 +462,12 @@ func TestFaultSandboxKilled(t *testing.T) {
 
 	evs, err := streamRun(t, s, "sandbox-fault", "", "sleep", once(toolStart("execute"), func() {
 		waitProcess(t, cli, sandboxContainer(t, cli, manager).ID, "sleep")
-		s.sandbox.kill()
+		s.sandbox.Kill()
 	}))
 	threadID := checkExecFault(t, s, evs, err, "the sandbox service became unreachable while the command ran")
 	before := sandboxContainer(t, cli, manager)
 
-	s.sandbox.start()
+	s.sandbox.Start()
 	checkNoteReadBack(t, s, "sandbox-fault", threadID)
 	if after := sandboxContainer(t, cli, manager); after.ID != before.ID {
 		t.Errorf("the sandbox's container changed from %s to %s; want it adopted", before.ID, after.ID)

@@ -17,6 +17,7 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // TestSandboxPlacement runs three wick-sandbox processes, each with its own
@@ -32,10 +33,10 @@ func TestSandboxPlacement(t *testing.T) {
 		return []string{"-grpc-addr", grpcAddr, "-identity-key", key.String(), "-log-format", "text",
 			"-drain-delay", "0s", "-shutdown-timeout", "1s"}
 	}
-	addr := func() string { return "127.0.0.1:" + strconv.Itoa(freePort(t)) }
+	addr := func() string { return "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)) }
 
 	type engine struct {
-		proc     *proc
+		proc     *testenv.Proc
 		addr     string
 		stateDir string
 	}
@@ -49,16 +50,16 @@ func TestSandboxPlacement(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		e := &engine{addr: addr(), stateDir: dir}
 		args := append(common(e.addr), "-state-dir", dir, "-manager-id", fmt.Sprintf("wick-e2e-place-%d", i))
-		e.proc = newProc(t, fmt.Sprintf("wick-sandbox-%d", i), filepath.Join(bins, "wick-sandbox"), append(args, localSandboxArgs...), grpcReady(e.addr))
-		e.proc.start()
+		e.proc = testenv.NewProc(t, fmt.Sprintf("wick-sandbox-%d", i), filepath.Join(bins, "wick-sandbox"), append(args, localSandboxArgs...), testenv.GRPCServing(e.addr))
+		e.proc.Start()
 		engines = append(engines, e)
 		addrs = append(addrs, e.addr)
 	}
 	agentAddr := addr()
-	newAgent := func(sandboxAddr string) *proc {
-		p := newProc(t, "wick-agent", filepath.Join(bins, "wick-agent"), append(common(agentAddr),
-			"-llm-addr", addr(), "-sandbox-addr", sandboxAddr, "-sandbox-placement", "rendezvous", "-default-model", e2eModel), grpcReady(agentAddr))
-		p.start()
+	newAgent := func(sandboxAddr string) *testenv.Proc {
+		p := testenv.NewProc(t, "wick-agent", filepath.Join(bins, "wick-agent"), append(common(agentAddr),
+			"-llm-addr", addr(), "-sandbox-addr", sandboxAddr, "-sandbox-placement", "rendezvous", "-default-model", e2eModel), testenv.GRPCServing(agentAddr))
+		p.Start()
 		return p
 	}
 	ag := newAgent(strings.Join(addrs, ","))
@@ -112,7 +113,7 @@ func TestSandboxPlacement(t *testing.T) {
 	}
 
 	// A restarted agent, given the list in another order, finds every file.
-	ag.kill()
+	ag.Kill()
 	newAgent(addrs[1] + "," + addrs[2] + "," + addrs[0])
 	for _, u := range users {
 		if got, err := read(u); err != nil || !strings.Contains(got, u) {
@@ -121,7 +122,7 @@ func TestSandboxPlacement(t *testing.T) {
 	}
 
 	dead := held[users[0]]
-	dead.proc.kill()
+	dead.proc.Kill()
 	for _, u := range users {
 		got, err := read(u)
 		if held[u] != dead {
@@ -135,7 +136,7 @@ func TestSandboxPlacement(t *testing.T) {
 		}
 	}
 
-	dead.proc.start()
+	dead.proc.Start()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		got, err := read(users[0])

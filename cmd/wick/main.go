@@ -58,7 +58,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "PEM key of -tls-cert")
 	fs.StringVar(&cfg.TLS.CAFile, "tls-ca", "", "PEM CA bundle: the services' gRPC ports then require client certificates it signed (mutual TLS)")
 	fs.StringVar(&cfg.TLS.ServerName, "tls-server-name", "", "name verified in the services' certificates instead of the host of their addresses")
-	fs.StringVar(&cfg.RedisAddr, "redis-addr", "", "Redis for threads, runs and agents (default: in memory)")
+	fs.StringVar(&cfg.RedisAddr, "redis-addr", "", "Redis for threads, runs and agents: host:port or redis://[user:password@]host:port[/db] (default: in memory)")
 	fs.StringVar(&cfg.Model, "model", "", "default agent's model (default: from OPENAI_API_KEY / ANTHROPIC_API_KEY, else "+suite.DemoModel+")")
 	fs.StringVar(&cfg.Backend, "sandbox", backend.Auto, "sandbox backend: "+backend.Auto+" (Docker when an engine answers), "+backend.Docker+" or "+backend.Local)
 	fs.StringVar(&cfg.Sandbox.StateDir, "sandbox-state-dir", "", "sandbox state directory (default: a temporary one)")
@@ -132,7 +132,7 @@ func run(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "  sandbox    %s\n", s.Backend)
 	store := "in memory"
 	if cfg.RedisAddr != "" {
-		store = "Redis at " + cfg.RedisAddr
+		store = "Redis at " + agent.ShownRedis(cfg.RedisAddr)
 	}
 	fmt.Fprintf(out, "  state      %s\n", store)
 	if s.Anonymous {

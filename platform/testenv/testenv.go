@@ -97,7 +97,7 @@ func startRedis(t testing.TB, bin string, port int) (string, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		if pingRedis(addr) == nil {
+		if redisPing(addr, "") == nil {
 			break
 		}
 		select {
@@ -118,22 +118,37 @@ func startRedis(t testing.TB, bin string, port int) (string, error) {
 	return addr, nil
 }
 
-func pingRedis(addr string) error {
+// redisPing sends PING, after AUTH when password is set, in RESP inline
+// commands (the platform module does not depend on a Redis client).
+func redisPing(addr, password string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
+	r := bufio.NewReader(c)
+	if password != "" {
+		if _, err := fmt.Fprintf(c, "AUTH %s\r\n", password); err != nil {
+			return err
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(line, "+OK") {
+			return fmt.Errorf("unexpected AUTH reply %q", strings.TrimSpace(line))
+		}
+	}
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
 	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("unexpected PING reply %q", line)
+		return fmt.Errorf("unexpected PING reply %q", strings.TrimSpace(line))
 	}
 	return nil
 }

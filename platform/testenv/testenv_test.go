@@ -12,7 +12,7 @@ func TestRedis(t *testing.T) {
 		t.Fatalf("two servers share %s", a)
 	}
 	for _, addr := range []string{a, b} {
-		if err := pingRedis(addr); err != nil {
+		if err := redisPing(addr, ""); err != nil {
 			t.Fatalf("ping %s: %v", addr, err)
 		}
 	}

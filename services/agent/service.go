@@ -97,6 +97,8 @@ type RedisOptions struct {
 	// RunRetention is how long a finished run and its event log are kept
 	// (default 10 min).
 	RunRetention time.Duration
+	// Replica names this replica in the thread locks it holds (ReplicaName).
+	Replica string
 }
 
 // RedisStores returns stores shared by every replica on rdb; the caller owns rdb.
@@ -110,6 +112,9 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 	}
 	if o.Lease > 0 {
 		topts = append(topts, threads.WithLease(o.Lease))
+	}
+	if o.Replica != "" {
+		topts = append(topts, threads.WithHolderName(o.Replica))
 	}
 	ts := threads.NewRedisStore(rdb, topts...)
 	ropts := []runs.RedisOption{}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
@@ -287,16 +286,13 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	}
 	stores := agent.MemoryStores()
 	if cfg.RedisAddr != "" {
-		rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{cfg.RedisAddr}})
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		perr := rdb.Ping(pctx).Err()
-		cancel()
-		if perr != nil {
-			rdb.Close()
-			return nil, fmt.Errorf("redis %s: %w", cfg.RedisAddr, perr)
+		replica := agent.ReplicaName()
+		rdb, err := agent.OpenRedis(ctx, cfg.RedisAddr, "wick@"+replica)
+		if err != nil {
+			return nil, err
 		}
 		closers = append(closers, func() { rdb.Close() })
-		stores = agent.RedisStores(rdb, agent.RedisOptions{})
+		stores = agent.RedisStores(rdb, agent.RedisOptions{Replica: replica})
 	}
 	agentOpts := append([]agent.Option{
 		agent.WithDefaultModel(s.Model),

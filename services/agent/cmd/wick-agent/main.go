@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,7 +41,7 @@ func main() {
 			placementShared+": every address of -sandbox-addr reaches every sandbox (replicas of one engine), calls spread round robin; "+
 				placementRendezvous+": each address is a sandbox service owning its own engine, and each (user, agent) sandbox lives on the one rendezvous hashing picks")
 		fs.DurationVar(&sandboxRefresh, "sandbox-refresh", placement.DefaultRefresh, "with -sandbox-placement "+placementRendezvous+", how often a DNS name in -sandbox-addr is resolved again")
-		fs.StringVar(&redisAddr, "redis-addr", "", "Redis address(es), comma-separated, shared by replicas; empty keeps state in memory")
+		fs.StringVar(&redisAddr, "redis-addr", "", "Redis shared by replicas: host:port, host:port,… (a cluster), or redis://[user:password@]host:port[/db] (rediss:// for TLS); empty keeps state in memory")
 		fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates; empty registers one default agent")
 		fs.StringVar(&defaultModel, "default-model", agent.DefaultModel, "model of agents that name none")
 		fs.StringVar(&defaultBackend, "default-backend", backend.Local, "backend of the built-in default agent: "+backend.Local+", "+backend.Docker+" or "+backend.None)
@@ -70,14 +69,12 @@ func main() {
 		stores := agent.MemoryStores()
 		var rdb redis.UniversalClient
 		if redisAddr != "" {
-			rdb = redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(redisAddr, ",")})
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := rdb.Ping(pctx).Err()
-			cancel()
+			replica := agent.ReplicaName()
+			rdb, err = agent.OpenRedis(ctx, redisAddr, "wick-agent@"+replica)
 			if err != nil {
-				return fmt.Errorf("redis %s: %w", redisAddr, err)
+				return err
 			}
-			stores = agent.RedisStores(rdb, agent.RedisOptions{Lease: leaseDur, ThreadTTL: threadTTL, RunRetention: runRetention})
+			stores = agent.RedisStores(rdb, agent.RedisOptions{Lease: leaseDur, ThreadTTL: threadTTL, RunRetention: runRetention, Replica: replica})
 		} else {
 			env.Logger.Warn("no -redis-addr: threads and runs live in this process only; replicas cannot share them")
 		}

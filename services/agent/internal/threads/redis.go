@@ -32,6 +32,11 @@ func WithRetryInterval(d time.Duration) RedisOption { return func(s *RedisStore)
 // WithPrefix sets the key prefix, so several suites can share one Redis.
 func WithPrefix(p string) RedisOption { return func(s *RedisStore) { s.prefix = p } }
 
+// WithHolderName ends every lock token this store takes with "@" and name
+// (a replica's host and pid), so that reading a thread's lock key tells an
+// operator which replica runs it.
+func WithHolderName(name string) RedisOption { return func(s *RedisStore) { s.holder = name } }
+
 // RedisStore is the Store and Locker shared by replicas. A thread is a hash
 // {v: version, s: state JSON, a: agent id, n: message count, u: updated
 // unix ms, t: title, r: run mark (MarkRun)} with a sliding TTL; each user has a sorted set of thread ids by
@@ -43,6 +48,7 @@ type RedisStore struct {
 	lease  time.Duration
 	retry  time.Duration
 	prefix string
+	holder string
 }
 
 // NewRedisStore returns a store on rdb; the caller owns rdb.
@@ -297,6 +303,9 @@ return 0`)
 func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bool) (Lease, error) {
 	key := s.lockKey(user, threadID)
 	tok := ids.New("lk_")
+	if s.holder != "" {
+		tok += "@" + s.holder
+	}
 	var acquired time.Time
 	for {
 		acquired = time.Now()
