@@ -157,6 +157,17 @@ func TestChecksCatchBreakage(t *testing.T) {
 		{"no sandbox policy", func(r *rendered) { dropPolicy(r, "sandbox") }, "agent → sandbox TCP/7002 is refused, want allowed"},
 		{"llmgw egress to private networks", func(r *rendered) { policy(r, "llmgw").Spec.Egress[0].To[0].IPBlock.Except = nil }, "llmgw → private TCP/443 is allowed"},
 		{"engine off its node pool", func(r *rendered) { r.statefulSet("sandbox").Spec.Template.Spec.NodeSelector = nil }, "privileged container outside"},
+		{"engines scaled, list not", func(r *rendered) { n := int32(4); r.statefulSet("sandbox").Spec.Replicas = &n }, "names 3 sandbox services but StatefulSet sandbox has 4 replicas"},
+		{"engines out of order", func(r *rendered) {
+			setEngines(r, "sandbox-1.sandbox-headless.wick.svc.cluster.local:7002,sandbox-0.sandbox-headless.wick.svc.cluster.local:7002,sandbox-2.sandbox-headless.wick.svc.cluster.local:7002")
+		}, "element 0 is pod sandbox-1"},
+		{"engines by a Service name", func(r *rendered) { setEngines(r, "dns:///sandbox-headless.wick.svc.cluster.local:7002") }, "want <statefulset>-<i>"},
+		{"engines under another Service", func(r *rendered) {
+			setEngines(r, "sandbox-0.agent-headless.wick.svc.cluster.local:7002,sandbox-1.agent-headless.wick.svc.cluster.local:7002,sandbox-2.agent-headless.wick.svc.cluster.local:7002")
+		}, `named under Service "sandbox-headless"`},
+		{"a variable from the node", func(r *rendered) {
+			addEnv(r, "sandbox", corev1.EnvVar{Name: "WICK_IDLE_TIMEOUT", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
+		}, "only a value, a secretKeyRef or the pod's name"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,6 +225,17 @@ func addEnv(r *rendered, name string, e corev1.EnvVar) {
 func dropEnv(r *rendered, name, env string) {
 	c := container(r, name)
 	c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == env })
+}
+
+// setEngines sets the list of sandbox services the agents place sandboxes on.
+func setEngines(r *rendered, list string) {
+	for _, cm := range r.ConfigMaps {
+		if _, ok := cm.Data["WICK_SANDBOX_ADDR"]; ok {
+			cm.Data["WICK_SANDBOX_ADDR"] = list
+			return
+		}
+	}
+	panic("no ConfigMap sets WICK_SANDBOX_ADDR")
 }
 
 func policy(r *rendered, name string) *networkingv1.NetworkPolicy {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/wick-agent/wick/platform/config"
@@ -275,9 +276,15 @@ func checkService(p *problems, s service, r *rendered, all []service) {
 		p.add(where, "no OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
 	for flag, binary := range addressFlags {
-		if v, ok := s.Set[flag]; ok {
-			checkTarget(p, where+" -"+flag, v.Value, binary, r, all)
+		v, ok := s.Set[flag]
+		if !ok {
+			continue
 		}
+		if flag == "sandbox-addr" && s.value("sandbox-placement") == "rendezvous" {
+			checkEngines(p, where+" -"+flag, v.Value, r, all)
+			continue
+		}
+		checkTarget(p, where+" -"+flag, v.Value, binary, r, all)
 	}
 	switch s.Binary {
 	case "wick-gateway":
@@ -416,6 +423,50 @@ func checkTarget(p *problems, where, target, binary string, r *rendered, all []s
 	}
 	port, _ := strconv.Atoi(m[3])
 	checkServicePort(p, where, target, svc, int32(port), binary, "grpc-addr", all)
+}
+
+// enginePod is one element of a rendezvous -sandbox-addr: a StatefulSet
+// pod's own name under its headless Service.
+var enginePod = regexp.MustCompile(`^([a-z0-9-]+)-(\d+)\.([a-z0-9-]+)\.([a-z0-9-]+)\.svc\.cluster\.local:(\d+)$`)
+
+// checkEngines checks the sandbox services an agent places sandboxes over:
+// every pod of one StatefulSet, by its stable name, in order. Placement
+// hashes these names, so a missing or extra one would send sandboxes to an
+// engine that does not hold them or to none.
+func checkEngines(p *problems, where, list string, r *rendered, all []service) {
+	elems := strings.Split(list, ",")
+	var sts *appsv1.StatefulSet
+	for i, e := range elems {
+		m := enginePod.FindStringSubmatch(e)
+		if m == nil {
+			p.add(where, "%q: want <statefulset>-<i>.<headless Service>.<namespace>.svc.cluster.local:<port>, one per replica", e)
+			return
+		}
+		if idx, _ := strconv.Atoi(m[2]); idx != i {
+			p.add(where, "element %d is pod %s-%s: want the pods in order from 0", i, m[1], m[2])
+			return
+		}
+		if sts == nil {
+			sts = r.statefulSet(m[1])
+			if sts == nil || sts.Namespace != m[4] {
+				p.add(where, "%q: no StatefulSet %s in namespace %s", e, m[1], m[4])
+				return
+			}
+			if sts.Spec.ServiceName != m[3] {
+				p.add(where, "%q: StatefulSet %s's pods are named under Service %q, not %q", e, m[1], sts.Spec.ServiceName, m[3])
+				return
+			}
+			checkTarget(p, where, "dns:///"+m[3]+"."+m[4]+".svc.cluster.local:"+m[5], "wick-sandbox", r, all)
+		} else if m[1] != sts.Name {
+			p.add(where, "%q: every engine must be a pod of StatefulSet %s", e, sts.Name)
+			return
+		}
+	}
+	if sts != nil {
+		if n := replicas(r, workload{Kind: "StatefulSet", Name: sts.Name}); int(n) != len(elems) {
+			p.add(where, "names %d sandbox services but StatefulSet %s has %d replicas: change both together", len(elems), sts.Name, n)
+		}
+	}
 }
 
 // checkURL checks an http:// URL of a Service in front of binary's flag port.

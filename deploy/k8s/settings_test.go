@@ -15,6 +15,9 @@ type setting struct {
 	Secret *corev1.SecretKeySelector
 	// Where says how it is given, for messages: "arg" or the variable name.
 	Where string
+	// PodName is set when the value is the pod's own name (a fieldRef to
+	// metadata.name): Value is then empty, and each pod has its own.
+	PodName bool
 }
 
 // argForm is the one form of an argument the manifests use: -name or
@@ -58,7 +61,7 @@ func settingsOf(c corev1.Container, flags binaryFlags, r *rendered) (map[string]
 		}
 		out[m[1]] = setting{Value: v, Where: "arg"}
 	}
-	env := func(name, value string, secret *corev1.SecretKeySelector) {
+	env := func(name, value string, secret *corev1.SecretKeySelector, podName bool) {
 		if !strings.HasPrefix(name, "WICK_") {
 			if !otherEnv.MatchString(name) {
 				problems = append(problems, fmt.Sprintf("variable %s is read by nothing in %s", name, imageName(c.Image)))
@@ -74,7 +77,7 @@ func settingsOf(c corev1.Container, flags binaryFlags, r *rendered) (map[string]
 			problems = append(problems, fmt.Sprintf("flag -%s is given twice (%s and %s)", flag, prev.Where, name))
 			return
 		}
-		out[flag] = setting{Value: value, Secret: secret, Where: name}
+		out[flag] = setting{Value: value, Secret: secret, Where: name, PodName: podName}
 	}
 	for _, ef := range c.EnvFrom {
 		switch {
@@ -87,7 +90,7 @@ func settingsOf(c corev1.Container, flags binaryFlags, r *rendered) (map[string]
 				continue
 			}
 			for k, v := range cm.Data {
-				env(ef.Prefix+k, v, nil)
+				env(ef.Prefix+k, v, nil, false)
 			}
 		default:
 			// A Secret's keys are not in the manifests: which variables it
@@ -97,14 +100,19 @@ func settingsOf(c corev1.Container, flags binaryFlags, r *rendered) (map[string]
 	}
 	for _, e := range c.Env {
 		var secret *corev1.SecretKeySelector
-		if e.ValueFrom != nil {
-			if e.ValueFrom.SecretKeyRef == nil {
-				problems = append(problems, fmt.Sprintf("variable %s: only a value or a secretKeyRef", e.Name))
+		podName := false
+		if vf := e.ValueFrom; vf != nil {
+			switch {
+			case vf.SecretKeyRef != nil:
+				secret = vf.SecretKeyRef
+			case vf.FieldRef != nil && vf.FieldRef.FieldPath == "metadata.name":
+				podName = true
+			default:
+				problems = append(problems, fmt.Sprintf("variable %s: only a value, a secretKeyRef or the pod's name (fieldRef metadata.name)", e.Name))
 				continue
 			}
-			secret = e.ValueFrom.SecretKeyRef
 		}
-		env(e.Name, e.Value, secret)
+		env(e.Name, e.Value, secret, podName)
 	}
 	return out, problems
 }
