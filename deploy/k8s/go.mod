@@ -3,7 +3,9 @@ module github.com/wick-agent/wick/deploy/k8s
 go 1.26.0
 
 require (
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/wick-agent/wick/platform v0.0.0
+	github.com/wick-agent/wick/services/sandbox v0.0.0
 	k8s.io/api v0.35.0
 	k8s.io/apimachinery v0.35.0
 	sigs.k8s.io/kustomize/api v0.21.2
@@ -53,4 +55,10 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/wick-agent/wick/platform v0.0.0 => ../../platform
+replace (
+	github.com/wick-agent/wick/daemon v0.0.0 => ../../daemon
+	github.com/wick-agent/wick/gen v0.0.0 => ../../gen
+	github.com/wick-agent/wick/platform v0.0.0 => ../../platform
+	github.com/wick-agent/wick/services/sandbox v0.0.0 => ../../services/sandbox
+	github.com/wick-agent/wick/wickfs v0.0.0 => ../../wickfs
+)

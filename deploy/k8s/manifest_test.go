@@ -12,8 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// flagsOf are the flags of every binary, read once by TestMain.
-var flagsOf map[string]binaryFlags
+// flagsOf are the flags of every binary, read once by TestMain from the
+// binaries it built into binDir.
+var (
+	flagsOf map[string]binaryFlags
+	binDir  string
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wick-k8s-bin-")
@@ -21,6 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	binDir = dir
 	flagsOf, err = buildBinaries(dir)
 	if err != nil {
 		os.RemoveAll(dir)
