@@ -130,7 +130,7 @@ func TestTopology(t *testing.T) {
 			"/usr/local/bin/wickfs":      wickfsBin,
 			// The engine of each sandbox pod is its dockerd sidecar; here all
 			// three share this machine's engine, each with its own manager id.
-			"unix:///var/run/wick-docker/docker.sock": dockerHost,
+			"unix:///var/run/wick-docker/docker.sock":               dockerHost,
 			"registry.example.com/wick/wick-sandbox-runtime:latest": image,
 			// No collector runs here: traces go to a port nothing listens on,
 			// and the exporters drop them.
