@@ -19,6 +19,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/config"
+	"github.com/wick-agent/wick/platform/diag"
 	"github.com/wick-agent/wick/platform/logging"
 	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/services/agent"
@@ -47,6 +48,7 @@ func run(args []string, out io.Writer) error {
 		logLevel   string
 		logFormat  string
 		warmImages string
+		diagFlags  diag.Flags
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
 	fs.StringVar(&cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "public gRPC API address (wick.agent.v1.AgentService with bearer tokens) and gateway health")
@@ -83,6 +85,7 @@ func run(args []string, out io.Writer) error {
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
+	diagFlags.RegisterPprof(fs)
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: json or text")
 	if err := config.Parse(fs, args); err != nil {
@@ -112,6 +115,12 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	defer shutdownTelemetry(context.Background())
+
+	dl, err := diag.Start(diagFlags, nil, logger)
+	if err != nil {
+		return err
+	}
+	defer dl.Close(context.Background())
 
 	srv, err := wickserver.New(wickserver.WithConfig(cfg))
 	if err != nil {

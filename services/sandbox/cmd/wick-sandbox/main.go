@@ -48,7 +48,7 @@ func main() {
 		if warmImages != "" {
 			cfg.WarmPoolImages = strings.Split(warmImages, ",")
 		}
-		svc, err := sandbox.New(cfg, sandbox.WithLogger(env.Logger))
+		svc, err := sandbox.New(cfg, sandbox.WithLogger(env.Logger), sandbox.WithMetrics(env.Metrics))
 		if err != nil {
 			return err
 		}
