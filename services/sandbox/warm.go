@@ -49,6 +49,8 @@ const (
 type warmContainer struct {
 	id, name, volume, dir, image string
 	cuser                        dockerbox.User
+	// params are what it was created with: the service's defaults.
+	params dockerbox.Params
 }
 
 // warmPool holds the ready containers; the refill loop tops it up.
@@ -191,8 +193,12 @@ func (s *Service) claim(ctx context.Context, b *box, e dockerbox.Engine, set set
 	if err := dockerbox.CreateVolume(ctx, e, own, labels); err != nil {
 		return err
 	}
-	if err := dockerbox.SetLimits(ctx, e, w.id, set.Params); err != nil {
-		return err
+	// Most sandboxes ask for the defaults, which the container has; an
+	// update is a cgroup write that a loaded engine can take 100 ms over.
+	if p := set.Params; p.Memory != w.params.Memory || p.NanoCPUs != w.params.NanoCPUs || p.Pids != w.params.Pids {
+		if err := dockerbox.SetLimits(ctx, e, w.id, p); err != nil {
+			return err
+		}
 	}
 	// The container's socket directory becomes the sandbox's; the bind
 	// mount follows the directory, not its path.
@@ -313,7 +319,7 @@ func (s *Service) makeWarm(ctx context.Context, e dockerbox.Engine, img string) 
 	id := make([]byte, 8)
 	_, _ = rand.Read(id)
 	name := warmPrefix + hex.EncodeToString(id)
-	w = &warmContainer{name: name, volume: name, dir: filepath.Join(s.cfg.StateDir, "warm", name), image: img, cuser: cu}
+	w = &warmContainer{name: name, volume: name, dir: filepath.Join(s.cfg.StateDir, "warm", name), image: img, cuser: cu, params: set.Params}
 	defer func() {
 		if err != nil {
 			s.discardWarm(context.WithoutCancel(ctx), e, w)
