@@ -34,7 +34,13 @@ func percentiles(b *testing.B, samples []time.Duration, unit time.Duration, name
 // BenchmarkEnsure measures EnsureSandbox of a new sandbox until its daemon
 // answers (target p50 ≤ 500 ms). Deleting it is not timed.
 func BenchmarkEnsure(b *testing.B) {
-	h := newHarness(b)
+	percentiles(b, ensureNew(b, newHarness(b), nil), time.Millisecond, "")
+}
+
+// ensureNew times b.N EnsureSandbox calls of new sandboxes on h until their
+// daemon answers; after each, untimed, it deletes the sandbox and runs
+// between (nil: nothing).
+func ensureNew(b *testing.B, h *harness, between func()) []time.Duration {
 	ctx := as("bench")
 	var samples []time.Duration
 	b.ResetTimer()
@@ -50,9 +56,13 @@ func BenchmarkEnsure(b *testing.B) {
 		if _, err := h.cli.DeleteSandbox(ctx, &sandboxv1.DeleteSandboxRequest{AgentId: agent}); err != nil {
 			b.Fatal(err)
 		}
+		if between != nil {
+			between()
+		}
 		b.StartTimer()
 	}
-	percentiles(b, samples, time.Millisecond, "")
+	b.StopTimer()
+	return samples
 }
 
 // BenchmarkExecTrue measures the round trip of `true` through the service,
@@ -152,7 +162,9 @@ func BenchmarkEnsureWarmPool(b *testing.B) {
 			h := newHarness(b, func(c *Config) { c.WarmPool = size })
 			ctx := as("bench")
 			var warmMiB float64
+			var refill func()
 			if size > 0 {
+				refill = func() { h.waitWarm(size) }
 				w := h.waitWarm(size)
 				st, err := h.docker.ContainerStatsOneShot(ctx, w.id)
 				if err != nil {
@@ -166,26 +178,7 @@ func BenchmarkEnsureWarmPool(b *testing.B) {
 				}
 				warmMiB = float64(stats.MemoryStats.Usage) / (1 << 20)
 			}
-			var samples []time.Duration
-			b.ResetTimer()
-			for i := range b.N {
-				agent := fmt.Sprintf("warm-%d", i)
-				start := time.Now()
-				sb := h.ensure(ctx, agent, nil)
-				samples = append(samples, time.Since(start))
-				b.StopTimer()
-				if sb.GetTransport() != transportDaemon {
-					b.Fatalf("transport %q", sb.GetTransport())
-				}
-				if _, err := h.cli.DeleteSandbox(ctx, &sandboxv1.DeleteSandboxRequest{AgentId: agent}); err != nil {
-					b.Fatal(err)
-				}
-				if size > 0 {
-					h.waitWarm(size)
-				}
-				b.StartTimer()
-			}
-			b.StopTimer()
+			samples := ensureNew(b, h, refill)
 			percentiles(b, samples, time.Millisecond, "")
 			if size > 0 {
 				b.ReportMetric(testutil.ToFloat64(h.svc.warm.claims.WithLabelValues("hit")), "hits")
