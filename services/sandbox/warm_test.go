@@ -10,6 +10,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -219,5 +220,33 @@ func TestWarmPoolBounds(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "warm pool") {
 			t.Fatalf("WarmPool %d: %v", n, err)
 		}
+	}
+}
+
+// TestWarmPoolSkipsExistingWorkspace: a sandbox the service does not know
+// whose workspace volume exists (a returning user, seen by another
+// instance) starts on that workspace, not on a warm container.
+func TestWarmPoolSkipsExistingWorkspace(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) { c.WarmPool = 1 })
+	h.waitWarm(1)
+	ctx, cancel := context.WithTimeout(as("carol"), 2*time.Minute)
+	defer cancel()
+	own := volumePrefix + sandboxKey(h.manager, "carol", "back")
+	if _, err := h.docker.VolumeCreate(ctx, volume.CreateOptions{Name: own, Labels: map[string]string{dockerbox.LabelManager: h.manager, testLabel: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	sb := h.ensure(ctx, "back", nil)
+	in, err := h.inspect(sb.GetContainerName())
+	if err != nil || in.Config.Labels[dockerbox.LabelWarm] != "" {
+		t.Fatalf("sandbox on an existing workspace: %v, labels %v", err, in.Config.Labels)
+	}
+	for _, m := range in.Mounts {
+		if m.Destination == DefaultWorkdir && m.Name != own {
+			t.Fatalf("workspace mounted from %s, want %s", m.Name, own)
+		}
+	}
+	if got := testutil.ToFloat64(h.svc.warm.claims.WithLabelValues("hit")) + testutil.ToFloat64(h.svc.warm.claims.WithLabelValues("miss")); got != 0 {
+		t.Fatalf("claims counted: %v", got)
 	}
 }
