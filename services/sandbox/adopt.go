@@ -38,6 +38,16 @@ func (s *Service) adoptExisting(ctx context.Context, b *box, e dockerbox.Engine,
 		return false, nil
 	}
 	owner, workspace, ok := s.ownership(ctx, e, in.Name, in.Config.Labels)
+	// A warm container another instance is claiming has the sandbox's name
+	// a moment before its owner's record exists: wait for it as for a start.
+	for !ok && in.Config.Labels[dockerbox.LabelWarm] != "" && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		owner, workspace, ok = s.ownership(ctx, e, in.Name, in.Config.Labels)
+	}
 	if !ok || owner[dockerbox.LabelKey] != b.key {
 		return false, nil
 	}

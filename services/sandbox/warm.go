@@ -169,30 +169,49 @@ func (s *Service) claimWarm(ctx context.Context, b *box, e dockerbox.Engine, set
 // claim made.
 func (s *Service) claim(ctx context.Context, b *box, e dockerbox.Engine, set settings, w *warmContainer) (err error) {
 	own := volumePrefix + b.key
+	// A daemon that died while the container waited would hold the claim
+	// for the whole daemon start timeout in connect; one health call first
+	// costs about a millisecond.
+	hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+	alive := s.healthy(hc, filepath.Join(w.dir, dockerbox.SocketName))
+	cancel()
+	// What the claim made is undone on failure, and only that: a rename
+	// refused because another instance holds the name leaves that
+	// instance's volume and socket directory alone.
+	renamed, madeOwn := false, false
 	defer func() {
 		if err == nil {
 			return
 		}
 		cctx := context.WithoutCancel(ctx)
 		s.discardWarm(cctx, e, w)
-		if rerr := dockerbox.RemoveVolume(cctx, e, own); rerr != nil {
-			s.log.Warn("remove workspace volume of a failed claim", "volume", own, "err", rerr)
+		if madeOwn {
+			if rerr := dockerbox.RemoveVolume(cctx, e, own); rerr != nil {
+				s.log.Warn("remove workspace volume of a failed claim", "volume", own, "err", rerr)
+			}
 		}
-		_ = os.RemoveAll(b.hostDir)
+		if renamed {
+			_ = os.RemoveAll(b.hostDir)
+		}
 		b.mu.Lock()
 		b.volume, b.engine, b.containerID = own, nil, ""
 		b.mu.Unlock()
 	}()
+	if !alive {
+		return fmt.Errorf("%w: the warm container's daemon does not answer", errUnavailable)
+	}
 	// The rename is the claim: only one instance can give a container the
 	// sandbox's name.
 	if err := dockerbox.Rename(ctx, e, w.id, b.name); err != nil {
 		return err
 	}
+	renamed = true
 	labels := s.labels(b, set)
 	labels[dockerbox.LabelWorkspace] = w.volume
 	if err := dockerbox.CreateVolume(ctx, e, own, labels); err != nil {
 		return err
 	}
+	madeOwn = true
 	// Most sandboxes ask for the defaults, which the container has; an
 	// update is a cgroup write that a loaded engine can take 100 ms over.
 	if p := set.Params; p.Memory != w.params.Memory || p.NanoCPUs != w.params.NanoCPUs || p.Pids != w.params.Pids {
