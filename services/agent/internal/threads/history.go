@@ -30,12 +30,12 @@ type stored struct {
 	gen string
 	// size is the stored array's length in bytes, brackets included.
 	size int64
-	// heads are the stored messages', in order.
+	// heads describe the stored messages, in order.
 	heads []head
 }
 
-// noteLoaded is the note for a state just loaded from an array of size
-// bytes. A history that leaves tool calls unanswered gets none: appending to
+// noteLoaded gives a state just loaded from an array of size bytes its
+// note. A history that leaves tool calls unanswered gets none: appending to
 // it could pair a new result with an old call, which only a check of the
 // whole history sees, so its next save writes it whole.
 func noteLoaded(st *loop.AgentState, gen string, size int64, complete bool) {
@@ -68,9 +68,10 @@ func base(state *loop.AgentState, prev int64) *stored {
 // same content, and a message anyone changed points elsewhere: eviction
 // and the byte bound give a tool result a new string, the loop gives an
 // assistant message a new slice of calls; nothing edits them in place, or
-// rewrites a stored message's role, call id or name. A message is then two
-// word comparisons, which keeps the check of a 2,000-message history at
-// about 2 µs, far below the rest of a save.
+// rewrites a stored message's role, call id or name. A message is then a
+// few word comparisons: about 2 µs for a 2,000-message history, where
+// comparing every field cost 10 µs, three times the rest of a memory
+// store's save.
 type head struct {
 	content *byte
 	calls   *llm.ToolCall
