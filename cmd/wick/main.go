@@ -19,11 +19,13 @@ import (
 
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/config"
+	"github.com/wick-agent/wick/platform/diag"
 	"github.com/wick-agent/wick/platform/logging"
 	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/wickserver"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
@@ -45,6 +47,8 @@ func run(args []string, out io.Writer) error {
 		agentsFile string
 		logLevel   string
 		logFormat  string
+		warmImages string
+		diagFlags  diag.Flags
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
 	fs.StringVar(&cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "public gRPC API address (wick.agent.v1.AgentService with bearer tokens) and gateway health")
@@ -65,6 +69,8 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.Sandbox.DaemonBin, "daemon-bin", "", "static wick-daemon binary for Docker sandboxes (WICK_DAEMON_BIN; default: next to wick)")
 	fs.StringVar(&cfg.Sandbox.WickfsBin, "wickfs-bin", "", "static wickfs binary for Docker sandboxes (WICK_WICKFS_BIN; default: next to wick)")
 	fs.StringVar(&cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
+	fs.IntVar(&cfg.Sandbox.WarmPool, "warm-pool", 0, fmt.Sprintf("ready Docker containers kept per image of -warm-pool-images, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
+	fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
 	fs.BoolVar(&cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates (default: one \"default\" agent)")
 	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user" or a JSON object`)
@@ -79,6 +85,7 @@ func run(args []string, out io.Writer) error {
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
+	diagFlags.RegisterPprof(fs)
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: json or text")
 	if err := config.Parse(fs, args); err != nil {
@@ -95,6 +102,7 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	cfg.Gateway.CORSOrigins = gateway.SplitList(origins)
+	cfg.Sandbox.WarmPoolImages = gateway.SplitList(warmImages)
 	if agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
@@ -107,6 +115,12 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	defer shutdownTelemetry(context.Background())
+
+	dl, err := diag.Start(diagFlags, nil, logger)
+	if err != nil {
+		return err
+	}
+	defer dl.Close(context.Background())
 
 	srv, err := wickserver.New(wickserver.WithConfig(cfg))
 	if err != nil {

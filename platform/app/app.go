@@ -15,9 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
 
 	"github.com/wick-agent/wick/platform/config"
+	"github.com/wick-agent/wick/platform/diag"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/logging"
@@ -38,6 +41,9 @@ type Env struct {
 	stops *[]func()
 	// TLS is the service's TLS identity (-tls-cert…); nil in plaintext.
 	TLS *tlsconf.Source
+	// Metrics is the registry of the service's Prometheus metrics, served
+	// at -metrics-addr.
+	Metrics *prometheus.Registry
 }
 
 // Dial connects to another service of the suite as this one does: signing
@@ -64,6 +70,8 @@ type Common struct {
 	TLS tlsconf.Files
 	// HealthAddr, when set, serves grpc.health.v1 alone in plaintext.
 	HealthAddr string
+	// Diag are the operator's listeners: -pprof-addr and -metrics-addr.
+	Diag diag.Flags
 }
 
 // Register defines the common flags on fs.
@@ -78,6 +86,7 @@ func (c *Common) Register(fs *flag.FlagSet, defaultAddr string) {
 	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM key of -tls-cert")
 	fs.StringVar(&c.TLS.CAFile, "tls-ca", "", "PEM CA bundle: the server then requires client certificates it signed (mutual TLS) and clients verify servers against it; empty: no client certificates, servers verified against the system roots")
 	fs.StringVar(&c.TLS.ServerName, "tls-server-name", "", "name verified in the certificates of the services this one calls, instead of each target's host (for IP targets)")
+	c.Diag.Register(fs)
 	fs.StringVar(&c.HealthAddr, "health-addr", "", "extra plaintext listener serving only grpc.health.v1, for probes that cannot present a client certificate (kubelet's grpc probe); empty: none")
 }
 
@@ -188,7 +197,13 @@ func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet),
 			stops[i]()
 		}
 	}()
-	env := Env{Logger: logger, Key: key, TLS: src, stops: &stops}
+	env := Env{Logger: logger, Key: key, TLS: src, stops: &stops, Metrics: prometheus.NewRegistry()}
+	env.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	dl, err := diag.Start(c.Diag, env.Metrics, logger)
+	if err != nil {
+		return err
+	}
+	defer dl.Close(context.Background())
 	sopts := []server.Option{
 		server.WithIdentity(key),
 		server.WithDrainDelay(c.DrainDelay),

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
@@ -155,6 +156,8 @@ type options struct {
 	limits         Limits
 	// run configures the run executor: its limits, in the order given.
 	run []runexec.Option
+	// metrics, when set, gets the service's Prometheus metrics.
+	metrics prometheus.Registerer
 }
 
 // Option configures the service.
@@ -226,6 +229,24 @@ func WithRunnerOptions(opts ...loop.RunnerOption) Option {
 func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
 
 // runOption passes an option on to the run executor.
+// WithMetrics registers the service's Prometheus metrics on reg:
+// wick_agent_run_log_append_seconds, the time each event of a run takes to
+// be appended to the run log.
+func WithMetrics(reg prometheus.Registerer) Option { return func(o *options) { o.metrics = reg } }
+
+// appendHistogram is wick_agent_run_log_append_seconds, registered on reg.
+func appendHistogram(reg prometheus.Registerer) (prometheus.Histogram, error) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "wick_agent_run_log_append_seconds",
+		Help:    "Time to append one event of a run to the run log (a Redis stream when replicas share it).",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14), // 50 µs to 0.4 s
+	})
+	if err := reg.Register(h); err != nil {
+		return nil, fmt.Errorf("agent: metrics: %w", err)
+	}
+	return h, nil
+}
+
 func runOption(ro runexec.Option) Option {
 	return func(o *options) { o.run = append(o.run, ro) }
 }
@@ -345,6 +366,13 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		Logger: s.logger,
 	}
 	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
+	if s.cfg.metrics != nil {
+		h, err := appendHistogram(s.cfg.metrics)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, runexec.WithAppendLatency(h))
+	}
 	return runexec.New(deps, append(opts, s.cfg.run...)...)
 }
 

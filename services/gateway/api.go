@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/services/gateway/internal/httperr"
@@ -41,6 +43,14 @@ func (g *Gateway) newAPIMux() (*runtime.ServeMux, error) {
 		runtime.WithOutgoingHeaderMatcher(outgoingHeader),
 		runtime.WithMiddlewares(recordRoute),
 		runtime.WithDisableHTTPMethodOverride(),
+		// Called with each message of a stream as it arrives (and once
+		// with none before the first), before it is encoded.
+		runtime.WithForwardResponseOption(func(_ context.Context, w http.ResponseWriter, m proto.Message) error {
+			if sw, ok := w.(*sse.Writer); ok && m != nil {
+				sw.Received()
+			}
+			return nil
+		}),
 	)
 	if err := agentv1.RegisterAgentServiceHandlerClient(context.Background(), mux, g.agent); err != nil {
 		return nil, fmt.Errorf("gateway: register agent service: %w", err)
@@ -197,7 +207,7 @@ func (g *Gateway) sseAware(next http.Handler) http.Handler {
 				r.URL.RawQuery = q.Encode()
 			}
 		}
-		sw := sse.NewWriter(w, g.cfg.Heartbeat)
+		sw := sse.NewWriter(w, g.cfg.Heartbeat, sse.WithForwarded(func(d time.Duration) { g.metrics.sseForward.Observe(d.Seconds()) }))
 		defer sw.Close()
 		g.metrics.streams.Inc()
 		defer g.metrics.streams.Dec()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -905,5 +906,31 @@ func TestStreamAsJSONLines(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &env); err != nil || env.Result["run_id"] != "run1" {
 			t.Fatalf("line %q: %v", l, err)
 		}
+	}
+}
+
+// TestSSEForwardMetric: each event of a stream is observed in
+// wick_gateway_sse_event_forward_seconds once its frame is flushed.
+func TestSSEForwardMetric(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	env := startGateway(t, gateway.Config{}, gateway.WithRegistry(reg))
+	resp := openStream(t, t.Context(), env.url, aliceToken, "POST", "/agents/a1-alice/stream", `{"messages":[{"role":"user","content":"tokens 5"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	events := readAll(t, resp.Body)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count uint64
+	for _, mf := range mfs {
+		if mf.GetName() == "wick_gateway_sse_event_forward_seconds" {
+			count = mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	if len(events) != 7 || count != uint64(len(events)) {
+		t.Fatalf("%d events observed, %d sent", count, len(events))
 	}
 }

@@ -17,6 +17,8 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	streams  prometheus.Gauge
+	// sseForward is the gateway's own share of an event's latency.
+	sseForward prometheus.Histogram
 }
 
 func newMetrics(reg *prometheus.Registry) (*metrics, error) {
@@ -34,9 +36,17 @@ func newMetrics(reg *prometheus.Registry) (*metrics, error) {
 			Name: "wick_gateway_sse_streams",
 			Help: "Server-Sent Event streams open now.",
 		}),
+		// Events carry no creation time, so the time they spend before
+		// the gateway is not known here: this is from an event's arrival
+		// from the agent service to its frame flushed to the client.
+		sseForward: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wick_gateway_sse_event_forward_seconds",
+			Help:    "Time from a stream event's arrival from the agent service to its Server-Sent Event frame flushed to the client.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10), // 10 µs to 2.6 s
+		}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.requests, m.duration, m.streams,
+		m.requests, m.duration, m.streams, m.sseForward,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"time"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
@@ -33,17 +34,31 @@ func (s *Service) adoptExisting(ctx context.Context, b *box, e dockerbox.Engine,
 	if err != nil {
 		return false, err
 	}
-	if in.Config == nil || in.Config.Labels[dockerbox.LabelKey] != b.key || in.State == nil || !in.State.Running {
+	if in.Config == nil || in.State == nil || !in.State.Running {
 		return false, nil
 	}
-	if raw := in.Config.Labels[dockerbox.LabelSpec]; raw != "" {
+	owner, workspace, ok := s.ownership(ctx, e, in.Name, in.Config.Labels)
+	// A warm container another instance is claiming has the sandbox's name
+	// a moment before its owner's record exists: wait for it as for a start.
+	for !ok && in.Config.Labels[dockerbox.LabelWarm] != "" && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		owner, workspace, ok = s.ownership(ctx, e, in.Name, in.Config.Labels)
+	}
+	if !ok || owner[dockerbox.LabelKey] != b.key {
+		return false, nil
+	}
+	if raw := owner[dockerbox.LabelSpec]; raw != "" {
 		var old settings
 		if json.Unmarshal([]byte(raw), &old) == nil && old.Params.Image != "" {
 			set = old
 		}
 	}
 	b.mu.Lock()
-	b.set, b.engine, b.containerID, b.cuser = set, e, in.ID, cu
+	b.set, b.engine, b.containerID, b.cuser, b.volume = set, e, in.ID, cu, workspace
 	b.mu.Unlock()
 	if set.DockerHost != "" {
 		b.mu.Lock()
@@ -78,7 +93,8 @@ func (s *Service) healthy(ctx context.Context, sock string) bool {
 
 // adopt runs at start: containers with this manager's label that the
 // service does not know are adopted when their daemon answers, else removed,
-// so a crash leaves no orphans.
+// so a crash leaves no orphans; so are warm containers nobody claimed, with
+// their volumes.
 func (s *Service) adopt(ctx context.Context) {
 	e, err := s.pool.Get(ctx, "")
 	if err != nil {
@@ -95,13 +111,23 @@ func (s *Service) adopt(ctx context.Context) {
 		if c.State == "created" && time.Since(time.Unix(c.Created, 0)) < s.cfg.DaemonStartTimeout {
 			continue // another instance sharing the manager id is starting it
 		}
-		l := c.Labels
+		var name string
+		if len(c.Names) > 0 {
+			name = c.Names[0]
+		}
+		l, workspace, ok := s.ownership(ctx, e, name, c.Labels)
+		if !ok {
+			s.log.Info("removing an unclaimed warm container", "container", c.ID)
+			s.discardWarm(ctx, e, &warmContainer{id: c.ID, name: strings.TrimPrefix(name, "/"), volume: strings.TrimPrefix(name, "/"),
+				dir: filepath.Join(s.cfg.StateDir, "warm", strings.TrimPrefix(name, "/"))})
+			continue
+		}
 		user, agent, key := l[dockerbox.LabelUser], l[dockerbox.LabelAgent], l[dockerbox.LabelKey]
 		var set settings
-		ok := key != "" && key == sandboxKey(s.cfg.ManagerID, user, agent) && c.State == "running" &&
+		ok = key != "" && key == sandboxKey(s.cfg.ManagerID, user, agent) && c.State == "running" &&
 			json.Unmarshal([]byte(l[dockerbox.LabelSpec]), &set) == nil && set.Params.Workdir != ""
 		if ok {
-			ok = s.adoptOne(ctx, e, c.ID, user, agent, set)
+			ok = s.adoptOne(ctx, e, c.ID, user, agent, workspace, set)
 		}
 		if !ok {
 			s.log.Info("removing orphan sandbox container", "container", c.ID, "agent", agent)
@@ -127,17 +153,21 @@ func (s *Service) adoptStopped(ctx context.Context, e dockerbox.Engine) {
 		if key == "" || key != sandboxKey(s.cfg.ManagerID, user, agent) || json.Unmarshal([]byte(l[dockerbox.LabelSpec]), &set) != nil {
 			continue
 		}
+		workspace := volumePrefix + key
+		if ws := l[dockerbox.LabelWorkspace]; ws != "" {
+			workspace = ws // it claimed a warm container
+		}
 		s.mu.Lock()
 		if _, known := s.boxes[key]; !known {
 			b := &box{key: key, user: user, agent: agent, state: stateStopped, set: set, engine: e,
-				name: "wick-" + key, volume: "wick-ws-" + key, hostDir: s.boxDir(key)}
+				name: sandboxPrefix + key, volume: workspace, hostDir: s.boxDir(key)}
 			s.boxes[key] = b
 		}
 		s.mu.Unlock()
 	}
 }
 
-func (s *Service) adoptOne(ctx context.Context, e dockerbox.Engine, id, user, agent string, set settings) bool {
+func (s *Service) adoptOne(ctx context.Context, e dockerbox.Engine, id, user, agent, workspace string, set settings) bool {
 	b, err := s.boxFor(user, agent)
 	if err != nil {
 		return false
@@ -174,7 +204,7 @@ func (s *Service) adoptOne(ctx context.Context, e dockerbox.Engine, id, user, ag
 		return false
 	}
 	b.mu.Lock()
-	b.set, b.engine, b.containerID, b.cuser, b.lastUsed = set, e, id, cu, s.now()
+	b.set, b.engine, b.containerID, b.cuser, b.lastUsed, b.volume = set, e, id, cu, s.now(), workspace
 	if set.TTL > 0 {
 		// The TTL bounds a container's life, counted from its start.
 		if started.IsZero() {

@@ -295,7 +295,7 @@ func (s *Service) boxFor(user, agent string) (*box, error) {
 		return nil, fmt.Errorf("%w: user has %d sandboxes, the limit", errExhausted, n)
 	}
 	b := &box{key: key, user: user, agent: agent, state: stateCreating,
-		name: "wick-" + key, volume: "wick-ws-" + key, hostDir: s.boxDir(key)}
+		name: sandboxPrefix + key, volume: volumePrefix + key, hostDir: s.boxDir(key)}
 	s.boxes[key] = b
 	return b, nil
 }

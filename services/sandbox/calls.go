@@ -208,7 +208,7 @@ func (s *Service) RestartSandbox(ctx context.Context, req *sandboxv1.RestartSand
 		b.mu.Lock()
 		set := b.set
 		b.mu.Unlock()
-		return s.start(ctx, b, set)
+		return s.start(ctx, b, set, false)
 	})
 	if err != nil {
 		return nil, err

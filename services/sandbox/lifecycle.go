@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -53,7 +54,7 @@ func (s *Service) ensure(ctx context.Context, user, agent string, spec *sandboxv
 	}
 	b.mu.Unlock()
 	set.User, set.Agent = user, agent
-	if err := s.start(ctx, b, set); err != nil {
+	if err := s.start(ctx, b, set, state != stateStopped); err != nil {
 		b.mu.Lock()
 		b.state = stateFailed
 		b.mu.Unlock()
@@ -70,8 +71,8 @@ func (s *Service) ensure(ctx context.Context, user, agent string, spec *sandboxv
 	return b, nil
 }
 
-// start brings a box up; b.life is held.
-func (s *Service) start(ctx context.Context, b *box, set settings) error {
+// start brings a box up; b.life is held. fresh says the sandbox never ran.
+func (s *Service) start(ctx context.Context, b *box, set settings, fresh bool) error {
 	now := s.now()
 	b.mu.Lock()
 	set.Created = b.set.Created // when the sandbox, not this container, was created
@@ -99,12 +100,12 @@ func (s *Service) start(ctx context.Context, b *box, set settings) error {
 			}
 			return err
 		}
-		return s.startDocker(ctx, b, e, set)
+		return s.startDocker(ctx, b, e, set, fresh)
 	}
 	return s.startLocal(b)
 }
 
-func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, set settings) error {
+func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, set settings, fresh bool) error {
 	if err := s.haveBinaries(); err != nil {
 		return err
 	}
@@ -124,6 +125,21 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 			return fmt.Errorf("%w: %v", errInvalid, err)
 		}
 		return fmt.Errorf("resolve sandbox user: %w", err)
+	}
+	if !remote {
+		// A returning user's workspace is never swapped for a fresh one:
+		// only a sandbox that never ran and has no workspace yet may
+		// claim a warm container.
+		ws, exists, err := s.workspaceOf(ctx, e, b)
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.volume = ws
+		b.mu.Unlock()
+		if fresh && !exists && s.claimWarm(ctx, b, e, set) {
+			return nil
+		}
 	}
 	spec := dockerbox.Spec{Name: b.name, Volume: b.volume, Labels: s.labels(b, set), Params: set.Params, User: cu}
 	if remote {
@@ -233,14 +249,20 @@ func (s *Service) lockHostDir(b *box) error {
 	b.mu.Lock()
 	cu := b.cuser
 	b.mu.Unlock()
+	return s.lockDir(b.hostDir, cu)
+}
+
+// lockDir is lockHostDir of the socket directory dir of a container
+// running as cu.
+func (s *Service) lockDir(dir string, cu dockerbox.User) error {
 	owner := 0
 	if cu.UID == 0 {
 		owner = 65534
 	}
-	if err := os.Lchown(b.hostDir, owner, owner); err != nil {
+	if err := os.Lchown(dir, owner, owner); err != nil {
 		return fmt.Errorf("lock socket dir: %w", err)
 	}
-	if err := os.Chmod(b.hostDir, 0o755); err != nil {
+	if err := os.Chmod(dir, 0o755); err != nil {
 		return fmt.Errorf("lock socket dir: %w", err)
 	}
 	return nil
@@ -306,8 +328,16 @@ func (s *Service) remove(ctx context.Context, b *box) error {
 				return err
 			}
 		}
-		if err := dockerbox.RemoveVolume(ctx, e, b.volume); err != nil {
+		// A sandbox that claimed a warm container has its workspace on
+		// that container's volume and its own as the record of it.
+		ws, _, err := s.workspaceOf(ctx, e, b)
+		if err != nil {
 			return err
+		}
+		for _, v := range slices.Compact([]string{ws, volumePrefix + b.key}) {
+			if err := dockerbox.RemoveVolume(ctx, e, v); err != nil {
+				return err
+			}
 		}
 	}
 	if err := os.RemoveAll(b.hostDir); err != nil {

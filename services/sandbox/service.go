@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
@@ -109,6 +110,12 @@ type Config struct {
 	MaxSandboxes int
 	// Labels are added to every container and volume (tests mark theirs).
 	Labels map[string]string
+	// WarmPool is how many ready containers the service keeps per image of
+	// WarmPoolImages on the local engine (warm.go); 0 keeps none, at most
+	// MaxWarmPool.
+	WarmPool int
+	// WarmPoolImages are the images kept warm (default: DefaultImage).
+	WarmPoolImages []string
 }
 
 func (c *Config) defaults() {
@@ -174,6 +181,10 @@ func WithEngineDialer(dial func(host string) (dockerbox.Engine, error)) Option {
 	return func(s *Service) { s.pool = dockerbox.NewPool(dial) }
 }
 
+// WithMetrics registers the service's Prometheus metrics (the warm pool's)
+// on reg.
+func WithMetrics(reg prometheus.Registerer) Option { return func(s *Service) { s.metrics = reg } }
+
 // Service implements sandboxv1.SandboxServiceServer.
 type Service struct {
 	sandboxv1.UnimplementedSandboxServiceServer
@@ -193,6 +204,11 @@ type Service struct {
 	bgCtx      context.Context
 	stopReaper context.CancelFunc
 	bg         sync.WaitGroup
+
+	// warm is the warm pool, nil without one; metrics, when set, gets
+	// its metrics.
+	warm    *warmPool
+	metrics prometheus.Registerer
 
 	// onFallback, when set, is told each time a call takes the Docker-exec path.
 	onFallback func(op string)
@@ -218,6 +234,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	default:
 		return nil, fmt.Errorf("sandbox: default type %q must be %q or %q", cfg.DefaultType, backend.Docker, backend.Local)
 	}
+	if cfg.WarmPool < 0 || cfg.WarmPool > MaxWarmPool {
+		return nil, fmt.Errorf("sandbox: warm pool of %d containers per image must be between 0 and %d", cfg.WarmPool, MaxWarmPool)
+	}
 	if cfg.MultiUser && !cfg.AllowLocal && (cfg.DefaultType == backend.Local || cfg.LocalFallback) {
 		return nil, fmt.Errorf("sandbox: several users share this service and its sandboxes would run locally, on this host: that needs AllowLocal (-allow-local) set explicitly, or a Docker engine")
 	}
@@ -229,12 +248,26 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if s.pool == nil {
 		s.pool = dockerbox.NewPool(nil)
 	}
+	if cfg.WarmPool > 0 {
+		images := cfg.WarmPoolImages
+		if len(images) == 0 {
+			images = []string{cfg.DefaultImage}
+		}
+		s.warm = newWarmPool(cfg.WarmPool, images)
+		if s.metrics != nil {
+			for _, c := range s.warm.collectors() {
+				if err := s.metrics.Register(c); err != nil {
+					return nil, fmt.Errorf("sandbox: metrics: %w", err)
+				}
+			}
+		}
+	}
 	abs, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	s.cfg.StateDir = abs
-	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin")} {
+	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin"), filepath.Join(abs, "warm")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: state dir: %w", err)
 		}
@@ -266,6 +299,10 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	// The reaper also enforces TTLs, so it runs even without an idle timeout.
 	s.bg.Add(1)
 	go s.reapLoop(ctx)
+	if s.warm != nil {
+		s.bg.Add(1)
+		go s.refillWarm(ctx)
+	}
 	return s, nil
 }
 
@@ -321,8 +358,9 @@ func (s *Service) haveBinaries() error {
 // Register registers the service on r.
 func (s *Service) Register(r grpc.ServiceRegistrar) { sandboxv1.RegisterSandboxServiceServer(r, s) }
 
-// Close stops the reaper and background work and releases connections.
-// Containers keep running: the next instance adopts them.
+// Close stops the reaper and background work, removes the warm pool's
+// ready containers and releases connections. Sandbox containers keep
+// running: the next instance adopts them.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -335,6 +373,7 @@ func (s *Service) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	s.reapWarm(ctx)
 	s.mu.Lock()
 	boxes := make([]*box, 0, len(s.boxes))
 	for _, b := range s.boxes {

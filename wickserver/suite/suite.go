@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
@@ -90,6 +91,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// GatewayOptions are passed to gateway.New.
 	GatewayOptions []gateway.Option
+	// Metrics is the registry of every service's Prometheus metrics,
+	// served at the gateway's /metrics; nil makes one.
+	Metrics *prometheus.Registry
 }
 
 // Suite is the running suite.
@@ -147,6 +151,9 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	}
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = DefaultHTTPAddr
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
 	}
 	key := cfg.Key
 	if key == nil {
@@ -255,7 +262,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		sbCfg.StateDir = dir
 		closers = append(closers, func() { os.RemoveAll(dir) })
 	}
-	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(log.With("service", "sandbox")))
+	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
@@ -298,6 +305,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		agent.WithDefaultModel(s.Model),
 		agent.WithDefaultBackend(s.Backend),
 		agent.WithDefaultImage(sbCfg.DefaultImage),
+		agent.WithMetrics(cfg.Metrics),
 	}, cfg.AgentOptions...)
 	agentSvc, err := agent.New(agent.Deps{
 		LLM:     llmv1.NewLLMServiceClient(llmConn),
@@ -331,6 +339,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		gateway.WithHealthCheck("agent", agentConn),
 		gateway.WithHealthCheck("sandbox", sbConn),
 		gateway.WithHealthCheck("llmgw", llmConn),
+		gateway.WithRegistry(cfg.Metrics),
 	}, cfg.GatewayOptions...)
 	gw, err := gateway.New(cfg.Gateway, agentConn, gwOpts...)
 	if err != nil {

@@ -81,7 +81,7 @@ func main() {
 		opts := []agent.Option{
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
-			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits),
+			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
 		}
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

@@ -42,6 +42,12 @@ type AgentState struct {
 	// Version is the store's optimistic-concurrency version.
 	Version   int64     `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Stored is the thread store's own note of which messages it holds
+	// for this state, set when the store loads or saves it, so that the
+	// next save can append only the messages added since instead of
+	// rewriting the whole history. Opaque to everyone else; nil for a
+	// state the store has not seen. Never serialized.
+	Stored any `json:"-"`
 
 	// toolRegistry is rebuilt each run by BeforeAgent hooks, never serialized.
 	toolRegistry *toolRegistry

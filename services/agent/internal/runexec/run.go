@@ -108,7 +108,11 @@ func (r *Run) emit(ev loop.StreamEvent) {
 		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
+	start := time.Now()
 	id, err := r.log.Append(ctx, rec.ID, ev)
+	if o := r.cfg.appendLatency; o != nil {
+		o.Observe(time.Since(start).Seconds())
+	}
 	if err != nil {
 		// A run whose events cannot be logged cannot be followed: stop it.
 		r.logger.Error("append run event", "run_id", rec.ID, "error", err)

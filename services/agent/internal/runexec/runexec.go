@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/netguard"
@@ -126,6 +128,8 @@ type config struct {
 	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
 	limits          Limits
+	// appendLatency, when set, observes run log appends.
+	appendLatency prometheus.Observer
 }
 
 // Limits bound what one user's runs hold; a zero Limit does not bound.
@@ -189,6 +193,10 @@ func WithToolNetworkAllow(prefixes ...netip.Prefix) Option {
 func WithRunnerOptions(opts ...loop.RunnerOption) Option {
 	return func(c *config) { c.runnerOptions = append(c.runnerOptions, opts...) }
 }
+
+// WithAppendLatency observes the time each append of a run's event to the
+// run log takes (a Redis round trip in the shared setup), in seconds.
+func WithAppendLatency(o prometheus.Observer) Option { return func(c *config) { c.appendLatency = o } }
 
 // WithLimits bounds what each user's runs hold.
 func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }

@@ -2,6 +2,7 @@ package threads
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -63,7 +64,8 @@ func storeRaw(t *testing.T, s Store, user, threadID, data string) {
 	case *MemoryStore:
 		now := s.now()
 		s.mu.Lock()
-		s.threads[memKey{user, threadID}] = &memEntry{data: []byte(data), version: 1, updated: now, lastAccess: now}
+		meta, body := splitRaw(data)
+		s.threads[memKey{user, threadID}] = &memEntry{meta: meta, body: body, gen: "g_raw", version: 1, updated: now, lastAccess: now}
 		s.mu.Unlock()
 	case *RedisStore:
 		if err := s.rdb.HSet(context.Background(), s.threadKey(user, threadID), "v", 1, "s", data).Err(); err != nil {
@@ -72,6 +74,22 @@ func storeRaw(t *testing.T, s Store, user, threadID, data string) {
 	default:
 		t.Fatalf("no raw writer for %T", s)
 	}
+}
+
+// splitRaw splits a stored state into the memory store's two parts; data
+// that is not a JSON object becomes the meta part, with no messages.
+func splitRaw(data string) (meta, body []byte) {
+	var parts map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(data), &parts); err != nil {
+		return []byte(data), []byte("[")
+	}
+	msgs := parts["messages"]
+	delete(parts, "messages")
+	meta, err := json.Marshal(parts)
+	if err != nil {
+		panic(err)
+	}
+	return meta, msgs[:len(msgs)-1]
 }
 
 func TestLoadReportsCorruptedThread(t *testing.T) {

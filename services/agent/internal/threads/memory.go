@@ -2,7 +2,8 @@ package threads
 
 import (
 	"context"
-	"fmt"
+	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -38,8 +39,13 @@ type MemoryStore struct {
 
 type memKey struct{ user, thread string }
 
+// memEntry is a stored thread in two parts (history.go).
 type memEntry struct {
-	data       []byte
+	meta []byte
+	// body is the messages array without its closing bracket, so that an
+	// append only adds bytes after the end.
+	body       []byte
+	gen        string
 	version    int64
 	agentID    string
 	count      int
@@ -131,24 +137,35 @@ func (s *MemoryStore) Get(_ context.Context, user, threadID string) (*loop.Agent
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return decode(threadID, e.data, e.version)
+	// A full slice expression makes append copy, so the entry's body is
+	// never written here.
+	msgs := append(e.body[:len(e.body):len(e.body)], ']')
+	return decodeParts(threadID, e.meta, msgs, e.version, e.gen)
 }
 
 // Save implements Store.
 func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentState, fence string, b Bounds) error {
-	if err := checkSave(state); err != nil {
-		return err
-	}
 	now := s.now().UTC()
 	prevV, prevT := state.Version, state.UpdatedAt
 	state.Version, state.UpdatedAt = prevV+1, now
-	data, err := marshal(state)
+	err := s.save(user, state, prevV, fence, b, now)
+	if errors.Is(err, errMoved) {
+		// The thread was replaced by a whole write this state never saw
+		// (deleted and written again up to the same version): write it
+		// whole.
+		state.Stored = nil
+		err = s.save(user, state, prevV, fence, b, now)
+	}
 	if err != nil {
 		state.Version, state.UpdatedAt = prevV, prevT
-		return fmt.Errorf("encode thread: %w", err)
 	}
-	if err := b.checkSize(state.ThreadID, data); err != nil {
-		state.Version, state.UpdatedAt = prevV, prevT
+	return err
+}
+
+// save is one attempt of Save over version prev.
+func (s *MemoryStore) save(user string, state *loop.AgentState, prev int64, fence string, b Bounds, now time.Time) error {
+	enc, err := encodeSave(state, prev, b)
+	if err != nil {
 		return err
 	}
 	k := memKey{user, state.ThreadID}
@@ -160,25 +177,38 @@ func (s *MemoryStore) Save(_ context.Context, user string, state *loop.AgentStat
 		cur = e.version
 	}
 	if s.locks[k] != fence {
-		state.Version, state.UpdatedAt = prevV, prevT
 		return ErrLeaseLost
 	}
-	if cur != prevV {
-		state.Version, state.UpdatedAt = prevV, prevT
+	if cur != prev {
 		return ErrConflict
 	}
 	if !exists && b.Threads.Max > 0 {
 		if n := s.count(user); !b.Threads.Allows(n + 1) {
-			state.Version, state.UpdatedAt = prevV, prevT
 			return b.Threads.Refuse(user, n)
 		}
 	}
-	ne := &memEntry{data: data, version: prevV + 1, agentID: state.AgentID,
+	ne := &memEntry{meta: enc.meta, gen: enc.gen, version: prev + 1, agentID: state.AgentID,
 		count: len(state.Messages), title: title(state.Messages), updated: now, lastAccess: now}
+	switch {
+	case enc.from == nil:
+		// Room for the rounds that follow, so that their appends do not
+		// copy a long history again at once.
+		body := enc.msgs[:len(enc.msgs)-1]
+		ne.body = slices.Grow(body, len(body)/4)
+	case e.gen != enc.from.gen || int64(len(e.body))+1 != enc.from.size:
+		return errMoved
+	case len(enc.msgs) == 0:
+		ne.body = e.body
+	default:
+		// Readers hold the entry's body only up to its length, so growing
+		// it in place changes nothing they see.
+		ne.body = append(e.body, enc.msgs[:len(enc.msgs)-1]...)
+	}
 	if exists {
 		ne.mark = e.mark
 	}
 	s.threads[k] = ne
+	state.Stored = enc.note(prev+1, state.Messages)
 	return nil
 }
 

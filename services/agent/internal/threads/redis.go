@@ -38,9 +38,12 @@ func WithPrefix(p string) RedisOption { return func(s *RedisStore) { s.prefix = 
 func WithHolderName(name string) RedisOption { return func(s *RedisStore) { s.holder = name } }
 
 // RedisStore is the Store and Locker shared by replicas. A thread is a hash
-// {v: version, s: state JSON, a: agent id, n: message count, u: updated
-// unix ms, t: title, r: run mark (MarkRun)} with a sliding TTL; each user has a sorted set of thread ids by
-// update time for List. Keys carry the user as a hash tag so that a thread,
+// {v: version, m: meta part (history.go), g: generation of the messages
+// array, a: agent id, n: message count, u: updated unix ms, t: title, r: run
+// mark (MarkRun)} and a string holding its messages array, both with a
+// sliding TTL; a thread saved before the two parts has its whole state in
+// the hash's s instead, until its next save. Each user has a sorted set of
+// thread ids by update time for List. Keys carry the user as a hash tag so that a thread,
 // its index and its lock live in one cluster slot and one script can touch them.
 type RedisStore struct {
 	rdb    redis.UniversalClient
@@ -68,13 +71,20 @@ func (s *RedisStore) lockKey(user, thread string) string {
 	return s.prefix + ":{" + user + "}:lock:" + thread
 }
 
-// getScript reads a thread and slides its TTL in one round trip.
+func (s *RedisStore) msgsKey(user, thread string) string {
+	return s.prefix + ":{" + user + "}:msgs:" + thread
+}
+
+// getScript reads a thread and slides its TTL in one round trip: version,
+// whole state (a thread stored before the two parts), meta part,
+// generation, and the messages array.
 var getScript = redis.NewScript(`
-local r = redis.call('HMGET', KEYS[1], 'v', 's')
+local r = redis.call('HMGET', KEYS[1], 'v', 's', 'm', 'g')
 if not r[1] then return false end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
-return r`)
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
+return {r[1], r[2] or '', r[3] or '', r[4] or '', redis.call('GET', KEYS[3]) or ''}`)
 
 // saveScript is the compare-and-set: it writes only while the run lock
 // (KEYS[3], same hash slot) holds the writer's fence token (” = nobody),
@@ -82,17 +92,33 @@ return r`)
 // is refused (-3) when the user's index holds ARGV[9] (> 0) threads
 // already, in the same step as the write, so replicas creating threads at
 // once cannot together pass the bound. The run mark (r) is left as it is.
+//
+// ARGV[12] says how the messages (KEYS[4]) are written: -1 whole (SET to
+// ARGV[13], a new generation ARGV[11]); otherwise it is the array's length
+// that the writer appends to, and ARGV[13] replaces the array's closing
+// bracket, so a load stays one GET. An append whose array is not the one
+// the writer knows (generation ARGV[11] and that length) writes nothing
+// and answers -4.
 var saveScript = redis.NewScript(`
 if (redis.call('GET', KEYS[3]) or '') ~= ARGV[8] then return -2 end
 local cur = redis.call('HGET', KEYS[1], 'v') or '0'
 if cur ~= ARGV[1] then return -1 end
-local max = tonumber(ARGV[9])
-if cur == '0' and max > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[7]) and redis.call('ZCARD', KEYS[2]) >= max then
-  return -3
+local size = tonumber(ARGV[12])
+if size < 0 then
+  local max = tonumber(ARGV[9])
+  if cur == '0' and max > 0 and not redis.call('ZSCORE', KEYS[2], ARGV[7]) and redis.call('ZCARD', KEYS[2]) >= max then
+    return -3
+  end
+  redis.call('SET', KEYS[4], ARGV[13])
+  redis.call('HDEL', KEYS[1], 's')
+else
+  if redis.call('HGET', KEYS[1], 'g') ~= ARGV[11] or redis.call('STRLEN', KEYS[4]) ~= size then return -4 end
+  if #ARGV[13] > 0 then redis.call('SETRANGE', KEYS[4], size - 1, ARGV[13]) end
 end
 local nv = tonumber(ARGV[1]) + 1
-redis.call('HSET', KEYS[1], 'v', nv, 's', ARGV[2], 'a', ARGV[3], 'n', ARGV[4], 'u', ARGV[5], 't', ARGV[10])
+redis.call('HSET', KEYS[1], 'v', nv, 'm', ARGV[2], 'g', ARGV[11], 'a', ARGV[3], 'n', ARGV[4], 'u', ARGV[5], 't', ARGV[10])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('PEXPIRE', KEYS[4], ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[7])
 redis.call('PEXPIRE', KEYS[2], ARGV[6])
 return nv`)
@@ -108,46 +134,65 @@ func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*
 
 // Get implements Store.
 func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
-	res, err := getScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.indexKey(user)}, s.ttl.Milliseconds()).Slice()
+	keys := []string{s.threadKey(user, threadID), s.indexKey(user), s.msgsKey(user, threadID)}
+	res, err := getScript.Run(ctx, s.rdb, keys, s.ttl.Milliseconds()).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load thread: %w", err)
 	}
-	if len(res) != 2 {
+	if len(res) != 5 {
 		return nil, fmt.Errorf("load thread: unexpected reply %v", res)
 	}
-	vs, _ := res[0].(string)
-	data, _ := res[1].(string)
+	var f [5]string
+	for i := range f {
+		f[i], _ = res[i].(string)
+	}
+	vs, whole, meta, gen, msgs := f[0], f[1], f[2], f[3], f[4]
 	v, err := strconv.ParseInt(vs, 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("load thread %s: %w: bad version %q", threadID, ErrCorrupt, vs)
 	}
-	return decode(threadID, []byte(data), v)
+	if meta == "" {
+		return decodeWhole(threadID, []byte(whole), v)
+	}
+	return decodeParts(threadID, []byte(meta), []byte(msgs), v, gen)
 }
 
 // Save implements Store.
 func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState, fence string, b Bounds) error {
-	if err := checkSave(state); err != nil {
-		return err
-	}
 	prevV, prevT := state.Version, state.UpdatedAt
-	now := time.Now().UTC()
-	state.Version, state.UpdatedAt = prevV+1, now
-	data, err := marshal(state)
+	state.Version, state.UpdatedAt = prevV+1, time.Now().UTC()
+	err := s.save(ctx, user, state, prevV, fence, b)
+	if errors.Is(err, errMoved) {
+		// The thread was replaced by a whole write this state never saw
+		// (deleted and written again up to the same version): write it
+		// whole.
+		state.Stored = nil
+		err = s.save(ctx, user, state, prevV, fence, b)
+	}
 	if err != nil {
 		state.Version, state.UpdatedAt = prevV, prevT
-		return fmt.Errorf("encode thread: %w", err)
 	}
-	if err := b.checkSize(state.ThreadID, data); err != nil {
-		state.Version, state.UpdatedAt = prevV, prevT
+	return err
+}
+
+// save is one attempt of Save over version prev.
+func (s *RedisStore) save(ctx context.Context, user string, state *loop.AgentState, prev int64, fence string, b Bounds) error {
+	enc, err := encodeSave(state, prev, b)
+	if err != nil {
 		return err
 	}
+	size := int64(-1)
+	if enc.from != nil {
+		size = enc.from.size
+	}
+	keys := []string{s.threadKey(user, state.ThreadID), s.indexKey(user), s.lockKey(user, state.ThreadID), s.msgsKey(user, state.ThreadID)}
 	save := func() (int64, error) {
-		return saveScript.Run(ctx, s.rdb,
-			[]string{s.threadKey(user, state.ThreadID), s.indexKey(user), s.lockKey(user, state.ThreadID)},
-			prevV, data, state.AgentID, len(state.Messages), now.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence, max(b.Threads.Max, 0), title(state.Messages)).Int64()
+		return saveScript.Run(ctx, s.rdb, keys,
+			prev, enc.meta, state.AgentID, len(state.Messages), state.UpdatedAt.UnixMilli(), s.ttl.Milliseconds(), state.ThreadID, fence,
+			max(b.Threads.Max, 0), title(state.Messages), enc.gen, size, enc.msgs).Int64()
 	}
 	nv, err := save()
 	if err == nil && nv == -3 {
@@ -156,23 +201,22 @@ func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentSta
 		var n int64
 		if n, err = s.Count(ctx, user); err == nil {
 			if nv, err = save(); err == nil && nv == -3 {
-				state.Version, state.UpdatedAt = prevV, prevT
 				return b.Threads.Refuse(user, n)
 			}
 		}
 	}
 	if err != nil {
-		state.Version, state.UpdatedAt = prevV, prevT
 		return fmt.Errorf("save thread: %w", err)
 	}
 	switch nv {
 	case -2:
-		state.Version, state.UpdatedAt = prevV, prevT
 		return ErrLeaseLost
 	case -1:
-		state.Version, state.UpdatedAt = prevV, prevT
 		return ErrConflict
+	case -4:
+		return errMoved
 	}
+	state.Stored = enc.note(nv, state.Messages)
 	return nil
 }
 
@@ -230,7 +274,7 @@ func (s *RedisStore) Count(ctx context.Context, user string) (int64, error) {
 // Delete implements Store.
 func (s *RedisStore) Delete(ctx context.Context, user, threadID string) error {
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, s.threadKey(user, threadID))
+		p.Del(ctx, s.threadKey(user, threadID), s.msgsKey(user, threadID))
 		p.ZRem(ctx, s.indexKey(user), threadID)
 		return nil
 	})

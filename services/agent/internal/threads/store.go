@@ -14,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/wick-agent/wick/llm"
-	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 )
@@ -51,6 +50,9 @@ var (
 	// aside, which a run repairs); it cannot be continued, only
 	// deleted.
 	ErrCorrupt = errors.New("stored thread is corrupted")
+	// errMoved means a save meant to append found another messages array
+	// than the one it appends to; it is then written whole.
+	errMoved = errors.New("stored messages were replaced")
 )
 
 // Summary describes a thread without its messages.
@@ -186,10 +188,10 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("thread %s would store %d bytes, over its bound of %d", e.ThreadID, e.Size, e.Max)
 }
 
-// checkSize refuses an encoded state over b.MaxBytes.
-func (b Bounds) checkSize(threadID string, data []byte) error {
-	if b.MaxBytes > 0 && int64(len(data)) > b.MaxBytes {
-		return &TooLargeError{ThreadID: threadID, Size: int64(len(data)), Max: b.MaxBytes}
+// checkSize refuses an encoded state of size bytes over b.MaxBytes.
+func (b Bounds) checkSize(threadID string, size int64) error {
+	if b.MaxBytes > 0 && size > b.MaxBytes {
+		return &TooLargeError{ThreadID: threadID, Size: size, Max: b.MaxBytes}
 	}
 	return nil
 }
@@ -214,36 +216,16 @@ type Locker interface {
 	Holder(ctx context.Context, user, threadID string) (string, error)
 }
 
-// checkSave refuses a state that must not be stored. It walks the whole
-// history on every save: about as much work as encoding it, which a save
-// does anyway.
-func checkSave(state *loop.AgentState) error {
-	if !ids.Valid(state.ThreadID) {
-		return fmt.Errorf("save: invalid thread id %q", state.ThreadID)
-	}
-	if err := loop.Messages(state.Messages).ValidateHistory(); err != nil {
-		return fmt.Errorf("save thread %s: %w: %w", state.ThreadID, ErrInvalidHistory, err)
-	}
-	return nil
-}
-
-// decode reads a stored state and checks its history, so a corrupted thread
-// is reported as such instead of reaching a provider or the loop. Tool calls
-// left without results are the one flaw it lets through: a writer that died
-// between a model's reply and its tools' results leaves them, and the next
-// run answers them as interrupted (loop.RepairToolCalls), so the thread
-// stays usable.
-func decode(threadID string, data []byte, version int64) (*loop.AgentState, error) {
+// decodeWhole reads a thread stored whole, as the Redis store wrote them
+// before threads were stored in two parts (history.go); such a thread is
+// written in two parts by its next save.
+func decodeWhole(threadID string, data []byte, version int64) (*loop.AgentState, error) {
 	var st loop.AgentState
 	if err := unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("load thread %s: %w: %w", threadID, ErrCorrupt, err)
 	}
-	if err := loop.Messages(st.Messages).ValidateHistory(); err != nil && !errors.Is(err, loop.ErrUnansweredCall) {
-		return nil, fmt.Errorf("load thread %s: %w: %w", threadID, ErrCorrupt, err)
-	}
-	st.Version = version
-	if st.Messages == nil {
-		st.Messages = []llm.Message{}
+	if _, err := checkLoaded(threadID, &st, version); err != nil {
+		return nil, err
 	}
 	return &st, nil
 }

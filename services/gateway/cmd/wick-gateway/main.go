@@ -70,7 +70,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		opts := []gateway.Option{gateway.WithLogger(env.Logger), gateway.WithHealthCheck("agent", agentConn)}
+		opts := []gateway.Option{gateway.WithLogger(env.Logger), gateway.WithHealthCheck("agent", agentConn), gateway.WithRegistry(env.Metrics)}
 		for name, target := range map[string]string{"sandbox": sandbox, "llmgw": llm} {
 			if target == "" {
 				continue

@@ -169,24 +169,47 @@ type Writer struct {
 	// error frame is then held back and sent as a plain JSON body.
 	errStatus int
 	errBuf    []byte
+	// received is when the event being written arrived (Received); the
+	// flush that sends it reports the time since to forwarded.
+	received  time.Time
+	forwarded func(time.Duration)
 
 	stop chan struct{}
 	done chan struct{}
 }
 
+// WriterOption configures a Writer.
+type WriterOption func(*Writer)
+
+// WithForwarded has the writer report, for each event, the time from its
+// arrival (Received) to its frame flushed to the client.
+func WithForwarded(f func(time.Duration)) WriterOption { return func(s *Writer) { s.forwarded = f } }
+
 // NewWriter wraps w for an SSE response and sets the stream's headers.
-func NewWriter(w http.ResponseWriter, interval time.Duration) *Writer {
+func NewWriter(w http.ResponseWriter, interval time.Duration, opts ...WriterOption) *Writer {
 	h := w.Header()
 	h.Set("Content-Type", ContentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	return &Writer{
+	s := &Writer{
 		w:        w,
 		rc:       http.NewResponseController(w),
 		interval: interval,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Received notes that the stream's next event has just arrived from the
+// service behind the gateway.
+func (s *Writer) Received() {
+	s.mu.Lock()
+	s.received = time.Now()
+	s.mu.Unlock()
 }
 
 // Header returns the response headers.
@@ -235,7 +258,12 @@ func (s *Writer) FlushError() error {
 	if s.errStatus != 0 {
 		return nil
 	}
-	return s.rc.Flush()
+	err := s.rc.Flush()
+	if err == nil && !s.received.IsZero() && s.forwarded != nil {
+		s.forwarded(time.Since(s.received))
+	}
+	s.received = time.Time{}
+	return err
 }
 
 // Unwrap gives http.ResponseController the underlying writer.

@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 func main() {
 	var cfg sandbox.Config
-	var hosts string
+	var hosts, warmImages string
 	var singleUser bool
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", sandbox.DefaultManagerID, "label value that marks this service's containers; instances sharing it adopt each other's sandboxes")
@@ -36,13 +37,18 @@ func main() {
 		fs.DurationVar(&cfg.DefaultExecTimeout, "exec-timeout", sandbox.DefaultExecTimeout, "default command timeout")
 		fs.Int64Var(&cfg.DefaultMaxOutput, "max-output", sandbox.DefaultMaxOutput, "default cap on a command's output in bytes")
 		fs.DurationVar(&cfg.DaemonStartTimeout, "daemon-start-timeout", sandbox.DefaultDaemonStart, "bound on the wait for wick-daemon to answer")
+		fs.IntVar(&cfg.WarmPool, "warm-pool", 0, fmt.Sprintf("ready containers kept per image of -warm-pool-images on the local engine, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
+		fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -default-image)")
 	}
 	app.Main("wick-sandbox", "127.0.0.1:7002", define, func(ctx context.Context, env app.Env) error {
 		cfg.MultiUser = !singleUser
 		if hosts != "" {
 			cfg.AllowedDockerHosts = strings.Split(hosts, ",")
 		}
-		svc, err := sandbox.New(cfg, sandbox.WithLogger(env.Logger))
+		if warmImages != "" {
+			cfg.WarmPoolImages = strings.Split(warmImages, ",")
+		}
+		svc, err := sandbox.New(cfg, sandbox.WithLogger(env.Logger), sandbox.WithMetrics(env.Metrics))
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,15 @@ const (
 	LabelAgent   = "wick.agent"
 	LabelKey     = "wick.key"
 	LabelSpec    = "wick.spec"
+	// LabelWarm marks a container of the warm pool and its volume. Labels
+	// cannot change once a container exists, so a claimed warm container
+	// keeps it; its owner is then known from its name and the sandbox's
+	// own workspace volume (LabelWorkspace).
+	LabelWarm = "wick.warm"
+	// LabelWorkspace, on a sandbox's own workspace volume, names the volume
+	// that really holds its workspace: the warm container it claimed came
+	// with one.
+	LabelWorkspace = "wick.workspace"
 )
 
 // Paths inside the container.
@@ -181,8 +190,8 @@ func ensureVolume(ctx context.Context, e Engine, name string, labels map[string]
 	} else if !IsNotFound(err) {
 		return false, fmt.Errorf("inspect volume %s: %w", name, err)
 	}
-	if _, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
-		return false, fmt.Errorf("create volume %s: %w", name, err)
+	if err := CreateVolume(ctx, e, name, labels); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -220,6 +229,42 @@ func copyBinaries(ctx context.Context, e Engine, id string, bins map[string]stri
 	}
 	if err := e.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
 		return fmt.Errorf("copy wick binaries into %s: %w", id, err)
+	}
+	return nil
+}
+
+// Rename renames a container; ErrExists when the name is taken, which makes
+// claiming a warm container under a sandbox's name atomic across service
+// instances, as creating it under that name is.
+func Rename(ctx context.Context, e Engine, id, name string) error {
+	if err := e.ContainerRename(ctx, id, name); err != nil {
+		if errdefs.IsConflict(err) {
+			return ErrExists
+		}
+		return fmt.Errorf("rename container %s: %w", id, err)
+	}
+	return nil
+}
+
+// SetLimits sets a running container's memory (with no swap beyond it),
+// CPU and pids limits to p's, as Create would have.
+func SetLimits(ctx context.Context, e Engine, id string, p Params) error {
+	pids := p.Pids
+	_, err := e.ContainerUpdate(ctx, id, container.UpdateConfig{Resources: container.Resources{
+		Memory: p.Memory, MemorySwap: p.Memory, NanoCPUs: p.NanoCPUs, PidsLimit: &pids,
+	}})
+	if err != nil {
+		return fmt.Errorf("set limits of container %s: %w", id, err)
+	}
+	return nil
+}
+
+// CreateVolume creates a volume with labels. Docker answers the creation of
+// an existing name with that volume, so it is no claim: callers that need
+// one rename a container first.
+func CreateVolume(ctx context.Context, e Engine, name string, labels map[string]string) error {
+	if _, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+		return fmt.Errorf("create volume %s: %w", name, err)
 	}
 	return nil
 }
