@@ -263,7 +263,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 }
 
 // apiPrefixes are the paths grpc-gateway serves.
-var apiPrefixes = []string{"/agents", "/threads", "/runs"}
+var apiPrefixes = []string{"/agents", "/threads", "/runs", "/knowledge"}
 
 // llmMount is where the LLM gateway's OpenAI-compatible API is served.
 const llmMount = "/v1/"

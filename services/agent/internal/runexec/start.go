@@ -181,7 +181,11 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 	if cfg.Backend != nil {
 		fs = e.sandboxes(entry.ID, cfg.Backend)
 	}
-	agentHooks := hooks.Build(cfg, fs, model)
+	var hopts []hooks.BuildOption
+	if e.knowledge != nil {
+		hopts = append(hopts, hooks.WithKnowledge(e.knowledge))
+	}
+	agentHooks := hooks.Build(cfg, fs, model, hopts...)
 	builtins := tools.Builtins()
 	var agentTools []loop.Tool
 	for _, name := range cfg.Tools {
