@@ -154,7 +154,7 @@ type ModelConfig struct {
 type modelsFile struct {
 	Default      string        `yaml:"default"`
 	DefaultEmbed string        `yaml:"default_embed"`
-	Models  []ModelConfig `yaml:"models"`
+	Models       []ModelConfig `yaml:"models"`
 }
 
 // loadModelsFile reads a models file; YAML is a superset of JSON, so one

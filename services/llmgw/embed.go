@@ -164,4 +164,3 @@ func normalise(v []float32) {
 		v[i] *= inv
 	}
 }
-

@@ -12,8 +12,8 @@ import (
 
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
-	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
