@@ -76,6 +76,8 @@ func run(args []string, out io.Writer) error {
 	fs.Int64Var(&cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
 	limits := agent.DefaultLimits()
 	limits.RegisterFlags(fs)
+	kb := agent.DefaultKnowledgeConfig()
+	kb.RegisterFlags(fs)
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
@@ -99,6 +101,11 @@ func run(args []string, out io.Writer) error {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits))
+	kbOpts, err := kb.Options()
+	if err != nil {
+		return err
+	}
+	cfg.AgentOptions = append(cfg.AgentOptions, kbOpts...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -135,6 +142,14 @@ func run(args []string, out io.Writer) error {
 		store = "Redis at " + cfg.RedisAddr
 	}
 	fmt.Fprintf(out, "  state      %s\n", store)
+	switch {
+	case cfg.RedisAddr != "":
+		fmt.Fprintf(out, "  knowledge  Redis at %s\n", cfg.RedisAddr)
+	case kb.Dir != "":
+		fmt.Fprintf(out, "  knowledge  %s\n", kb.Dir)
+	default:
+		fmt.Fprintf(out, "  knowledge  in memory (-knowledge-dir keeps it across restarts)\n")
+	}
 	if s.Anonymous {
 		fmt.Fprintf(out, "\n  WARNING: no tokens configured (WICK_TOKENS, -tokens-file, -verifier-url):\n  anyone who reaches %s acts as the single user %q.\n", s.HTTPURL, gateway.LocalUser)
 		logger.Warn("no authentication: every request acts as the single local user", "user", gateway.LocalUser)

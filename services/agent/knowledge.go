@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"strings"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
@@ -36,6 +38,65 @@ func WithKnowledgeChunking(size, overlap int) Option {
 // WithMaxDocumentBytes bounds one knowledge document.
 func WithMaxDocumentBytes(n int) Option {
 	return func(o *options) { o.knowledge = append(o.knowledge, knowledge.WithMaxDocumentBytes(n)) }
+}
+
+// KnowledgeConfig is the knowledge base's configuration as flags give it.
+type KnowledgeConfig struct {
+	// Dir keeps the embedded store; empty keeps it in memory (ignored with Redis).
+	Dir string
+	// Orgs maps users to organisations: "alice=acme+research,bob=acme".
+	Orgs             string
+	ChunkSize        int
+	ChunkOverlap     int
+	MaxDocumentBytes int
+}
+
+// DefaultKnowledgeConfig returns the defaults.
+func DefaultKnowledgeConfig() KnowledgeConfig {
+	return KnowledgeConfig{ChunkSize: DefaultKnowledgeChunkSize, ChunkOverlap: DefaultKnowledgeChunkOverlap, MaxDocumentBytes: DefaultMaxDocumentBytes}
+}
+
+// RegisterFlags defines the knowledge flags on fs, writing into c.
+func (c *KnowledgeConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Dir, "knowledge-dir", c.Dir, "directory of the embedded knowledge base (kept across restarts); empty keeps it in memory; ignored with Redis, which then holds it")
+	fs.StringVar(&c.Orgs, "knowledge-orgs", c.Orgs, "organisations whose knowledge collections users share: user=org1+org2,user2=org1")
+	fs.IntVar(&c.ChunkSize, "knowledge-chunk-size", c.ChunkSize, "target size of a knowledge chunk in bytes")
+	fs.IntVar(&c.ChunkOverlap, "knowledge-chunk-overlap", c.ChunkOverlap, "bytes repeated between consecutive chunks of a section")
+	fs.IntVar(&c.MaxDocumentBytes, "knowledge-max-document-bytes", c.MaxDocumentBytes, "largest knowledge document; larger ones are refused (InvalidArgument)")
+}
+
+// Options returns the service options of c.
+func (c KnowledgeConfig) Options() ([]Option, error) {
+	orgs, err := ParseOrganisations(c.Orgs)
+	if err != nil {
+		return nil, fmt.Errorf("-knowledge-orgs: %w", err)
+	}
+	opts := []Option{WithKnowledgeChunking(c.ChunkSize, c.ChunkOverlap), WithMaxDocumentBytes(c.MaxDocumentBytes), WithOrganisations(orgs)}
+	if c.Dir != "" {
+		opts = append(opts, WithKnowledgeDir(c.Dir))
+	}
+	return opts, nil
+}
+
+// ParseOrganisations reads "user=org1+org2,user2=org1".
+func ParseOrganisations(s string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, pair := range strings.Split(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		user, orgs, ok := strings.Cut(pair, "=")
+		if !ok || user == "" || orgs == "" {
+			return nil, fmt.Errorf("%q: want user=org1+org2", pair)
+		}
+		for _, o := range strings.Split(orgs, "+") {
+			if err := knowledge.ValidName("organisation", o); err != nil {
+				return nil, err
+			}
+			out[user] = append(out[user], o)
+		}
+	}
+	return out, nil
 }
 
 // openKnowledge builds the knowledge base over the store the service's
