@@ -225,7 +225,10 @@ func TestBadInput(t *testing.T) {
 }
 
 // switchingEmbedder answers the probe with dims and later calls with other.
-type switchingEmbedder struct{ first, later hashEmbedder; calls int }
+type switchingEmbedder struct {
+	first, later hashEmbedder
+	calls        int
+}
 
 func (e *switchingEmbedder) Embed(ctx context.Context, m string, texts []string) ([][]float32, string, error) {
 	e.calls++
