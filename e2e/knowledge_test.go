@@ -114,7 +114,12 @@ func TestKnowledgeRetrievalInTheLoop(t *testing.T) {
 	c.ok("POST", "/agents", aliceToken, map[string]any{"agent_id": "librarian", "model": "script:kb", "collections": []string{"handbook"}})
 	resp := openSSE(t, t.Context(), "POST", env.url+"/agents/librarian/stream", aliceToken,
 		jsonBody(userMessage("How do agent replicas share threads and the knowledge base?", nil)))
-	run := decodeRun(t, readEvents(t, resp.Body))
+	frames := readEvents(t, resp.Body)
+	oa := newOpenAPIChecker(t, env.url)
+	for _, f := range frames {
+		oa.event("RunEvent", f) // the retrieval event is what the document says
+	}
+	run := decodeRun(t, frames)
 	ev := run.find("on_knowledge_retrieval", "")
 	if ev == nil {
 		t.Fatalf("no on_knowledge_retrieval event: %+v", run.frames)
