@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // logName is the embedded store's file in its directory.
@@ -38,6 +39,11 @@ func OpenFileStore(dir string, logger *slog.Logger) (*FileStore, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge log: %w", err)
+	}
+	// One process owns a directory: two writers would interleave records.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("knowledge dir %s is in use by another process (%w); give each process its own -knowledge-dir, or share through Redis", dir, err)
 	}
 	s := &FileStore{f: f, path: path}
 	s.indexed = indexed{Index: NewIndex(), journal: s.append}
@@ -144,6 +150,10 @@ func (s *FileStore) compact() error {
 	tmp := s.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
+		return fmt.Errorf("knowledge log compaction: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
 		return fmt.Errorf("knowledge log compaction: %w", err)
 	}
 	w := bufio.NewWriter(f)

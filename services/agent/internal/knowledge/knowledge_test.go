@@ -263,6 +263,9 @@ func TestFileStoreKeepsCollectionsAcrossRestart(t *testing.T) {
 		return fs, newService(t, fs)
 	}
 	fs, s := open()
+	if _, err := knowledge.OpenFileStore(dir, nil); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("a second store on the same dir: %v", err)
+	}
 	mustCreate(t, s, "alice", "", "docs")
 	mustCreate(t, s, "alice", "", "gone")
 	mustAdd(t, s, "alice", "docs", "redis", "# Redis\n\nReplicas share the knowledge base through a Redis stream.")
@@ -333,4 +336,36 @@ func TestRedisReplicasShareTheKnowledgeBase(t *testing.T) {
 	// A collection created on b is usable on a at once (read through to Redis).
 	mustCreate(t, b, "bob", "", "mine")
 	mustAdd(t, a, "bob", "mine", "x", "# X\n\nbob's own text")
+}
+
+// TestFileStoreCompacts: a log of mostly superseded records is rewritten at
+// start, and what it holds survives the rewrite.
+func TestFileStoreCompacts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "knowledge.log")
+	fs, err := knowledge.OpenFileStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, fs)
+	mustCreate(t, s, "alice", "", "docs")
+	for i := range 40 {
+		mustAdd(t, s, "alice", "docs", "log", fmt.Sprintf("# Version %d\n\nThe release notes of version %d.", i, i))
+	}
+	fs.Close()
+	before, _ := os.Stat(path)
+	fs, err = knowledge.OpenFileStore(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	after, _ := os.Stat(path)
+	if after.Size()*5 > before.Size() {
+		t.Fatalf("log not compacted: %d → %d bytes", before.Size(), after.Size())
+	}
+	docs, err := newService(t, fs).ListDocuments(context.Background(), "alice", "docs")
+	if err != nil || len(docs) != 1 || docs[0].Title != "Version 39" {
+		t.Fatalf("after compaction: %+v %v", docs, err)
+	}
 }
