@@ -117,13 +117,6 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// count returns the number of collections of an owner.
-func (x *Index) count(o Owner) int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.parts[o])
-}
-
 // putDocument replaces a document and its chunks (vectors set). It fails
 // when the collection is gone or the vectors do not fit its dimensions.
 func (x *Index) putDocument(k Key, d Document, chunks []Chunk) error {
@@ -219,22 +212,6 @@ func (x *Index) document(k Key, id string) (Document, []Chunk, bool) {
 		chunks[i].Vector = slices.Clone(cs.vecs[r*dims : (r+1)*dims])
 	}
 	return ds.doc, chunks, true
-}
-
-// findHash returns a document of the collection whose text has hash.
-func (x *Index) findHash(k Key, hash string) (Document, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	cs := x.coll(k)
-	if cs == nil {
-		return Document{}, false
-	}
-	for _, ds := range cs.docs {
-		if ds.doc.Hash == hash {
-			return ds.doc, true
-		}
-	}
-	return Document{}, false
 }
 
 // parallelRows is the collection size from which a search is split across
