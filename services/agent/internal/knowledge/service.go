@@ -250,7 +250,7 @@ func (s *Service) AddDocument(ctx context.Context, user string, in AddInput) (Ad
 		} else if ok {
 			return AddResult{Document: d, Unchanged: true}, nil
 		}
-		id = documentID(in.Path, in.Title, hash)
+		id = documentID(in.Path, hash)
 	}
 	if !docPattern.MatchString(id) {
 		return res, invalid("document id %q: use 1..128 letters, digits, '.', '-' or '_'", id)
@@ -404,14 +404,12 @@ func contentType(ct, p string) (string, error) {
 	return "", invalid("content_type %q: use %q or %q", ct, TypeMarkdown, TypeText)
 }
 
-// documentID derives an id: from the path, else the title, else the hash.
-func documentID(p, title, hash string) string {
-	src := strings.TrimPrefix(p, "/")
-	if src == "" {
-		src = title
-	}
+// documentID derives an id: from the path, so that adding a file again
+// updates it, else from the text's hash — never from the title, which two
+// different documents may share.
+func documentID(p, hash string) string {
 	var b strings.Builder
-	for _, r := range src {
+	for _, r := range strings.TrimPrefix(p, "/") {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
 			b.WriteRune(r)
