@@ -76,6 +76,22 @@ func (x *Index) deleteCollection(k Key) bool {
 	return true
 }
 
+// swapCollection puts cs (nil: nothing) in k's place.
+func (x *Index) swapCollection(k Key, cs *collState) {
+	if cs == nil {
+		x.deleteCollection(k)
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p := x.parts[k.Owner]
+	if p == nil {
+		p = map[string]*collState{}
+		x.parts[k.Owner] = p
+	}
+	p[k.Name] = cs
+}
+
 // collection returns a collection's description with its counts.
 func (x *Index) collection(k Key) (Collection, bool) {
 	x.mu.RLock()
