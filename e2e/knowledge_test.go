@@ -140,6 +140,19 @@ func TestKnowledgeRetrievalInTheLoop(t *testing.T) {
 		t.Errorf("answer %q", run.text())
 	}
 
+	// The model's own query, through the search_knowledge tool.
+	c.ok("POST", "/agents", aliceToken, map[string]any{"agent_id": "researcher", "model": "script:kbtool", "collections": []string{"handbook"}})
+	resp = openSSE(t, t.Context(), "POST", env.url+"/agents/researcher/stream", aliceToken, jsonBody(userMessage("Look it up.", nil)))
+	toolRun := decodeRun(t, readEvents(t, resp.Body))
+	end := toolRun.find("on_tool_end", "search_knowledge")
+	if end == nil {
+		t.Fatalf("no search_knowledge call: %+v", toolRun.frames)
+	}
+	out := end.GetData().GetStructValue().GetFields()["output"].GetStringValue()
+	if !strings.HasPrefix(out, "[1] ") || !strings.Contains(out, "handbook/topic21#") {
+		t.Fatalf("search_knowledge output %q", out)
+	}
+
 	// Explicit search: hits with scores and sources.
 	hits := c.ok("POST", "/knowledge/collections/handbook/search", aliceToken, map[string]any{"query": "who do I ask for parental leave?", "k": 3})["hits"].([]any)
 	if len(hits) == 0 || hits[0].(map[string]any)["document"] != "topic21" {
