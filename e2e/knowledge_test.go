@@ -74,9 +74,12 @@ func (c kbClient) ok(method, path, token string, body any) map[string]any {
 	return out
 }
 
+// kbOrgs puts alice and bob in acme the way a token file does: the gateway
+// signs the organisations with each user's identity (the Go SDK's tests use
+// the agent's -knowledge-orgs mapping instead).
 func kbOrgs(dir string) func(*suite.Config) {
 	return func(c *suite.Config) {
-		c.AgentOptions = append(c.AgentOptions, agent.WithOrganisations(map[string][]string{"alice": {"acme"}, "bob": {"acme"}}))
+		c.Gateway.Orgs = map[string][]string{"alice": {"acme"}, "bob": {"acme"}}
 		if dir != "" {
 			c.AgentOptions = append(c.AgentOptions, agent.WithKnowledgeDir(dir))
 		}
