@@ -49,7 +49,9 @@ func NewRedisStore(ctx context.Context, rdb redis.UniversalClient, prefix string
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	s := &RedisStore{rdb: rdb, prefix: prefix + ":kb", origin: hex.EncodeToString(b), logger: logger, done: make(chan struct{})}
+	// One hash tag for every key: a change writes a hash and the stream in
+	// one transaction, which Redis Cluster allows within one slot only.
+	s := &RedisStore{rdb: rdb, prefix: prefix + ":{kb}", origin: hex.EncodeToString(b), logger: logger, done: make(chan struct{})}
 	s.indexed = indexed{Index: NewIndex(), journal: s.write}
 	last, err := s.load(ctx)
 	if err != nil {
