@@ -203,6 +203,8 @@ func TestKnowledgeRetrievalInTheLoop(t *testing.T) {
 		{"min score 1.5", "POST", "/knowledge/collections/handbook/search", map[string]any{"query": "x", "min_score": 1.5}, 400, "min_score"},
 		{"min score -0.1", "POST", "/knowledge/collections/handbook/search", map[string]any{"query": "x", "min_score": -0.1}, 400, "min_score"},
 		{"unknown embedding model", "POST", "/knowledge/collections", map[string]any{"name": "x", "embed_model": "wick-hash-3"}, 400, "wick-hash"},
+		{"agent min score 2", "POST", "/agents", map[string]any{"agent_id": "bad", "collections": []string{"handbook"}, "knowledge_min_score": 2}, 400, "knowledge_min_score"},
+		{"agent top k 101", "POST", "/agents", map[string]any{"agent_id": "bad", "collections": []string{"handbook"}, "knowledge_top_k": 101}, 400, "knowledge_top_k"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := kbClient{t, env.url}.do(tc.method, tc.path, aliceToken, tc.body)

@@ -105,3 +105,38 @@ func (m *recordingModel) Stream(_ context.Context, req llm.Request, emit llm.Emi
 	_ = emit(llm.Event{Delta: "ok"})
 	return llm.Result{Content: "ok", FinishReason: llm.FinishStop}, nil
 }
+
+// countingSearcher counts the searches that reach the knowledge base.
+type countingSearcher struct {
+	hooks.KnowledgeSearcher
+	n int
+}
+
+func (c *countingSearcher) Search(ctx context.Context, user string, in knowledge.SearchInput) ([]knowledge.Hit, float64, error) {
+	c.n++
+	return c.KnowledgeSearcher.Search(ctx, user, in)
+}
+
+// TestKnowledgeHookSearchesOncePerQuery: the turns of one user message
+// (tool rounds) reuse the first search; a new message searches again.
+func TestKnowledgeHookSearchesOncePerQuery(t *testing.T) {
+	t.Parallel()
+	kb := &countingSearcher{KnowledgeSearcher: newKnowledgeBase(t)}
+	h := hooks.NewKnowledgeHook(kb, []string{"docs"}, 0, nil)
+	ctx := identity.WithUser(context.Background(), kbUser)
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: "How do replicas share state with Redis?"}}
+	for turn := range 3 {
+		out, err := h.ModifyRequest(ctx, msgs)
+		if err != nil || !strings.Contains(out[0].Content, "<knowledge>") {
+			t.Fatalf("turn %d: %v %v", turn, out, err)
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: "thinking"})
+	}
+	if kb.n != 1 {
+		t.Fatalf("%d searches for one user message, want 1", kb.n)
+	}
+	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: "And the sandbox network?"})
+	if _, err := h.ModifyRequest(ctx, msgs); err != nil || kb.n != 2 {
+		t.Fatalf("a new message: %d searches, %v", kb.n, err)
+	}
+}
