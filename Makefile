@@ -139,7 +139,7 @@ run: ## run the whole suite in one process with embedded defaults (and the web U
 	else \
 	  echo "make run: Node.js and npm are not installed, so there is no web UI; install Node.js 20.19 or later with npm (Debian: apt-get install nodejs npm) and run make run again" >&2; \
 	fi
-	WICK_DAEMON_BIN=$(BIN)/wick-daemon WICK_WICKFS_BIN=$(BIN)/wickfs go run ./cmd/wick $$([ -f ui/dist/index.html ] && echo -ui-dir ui/dist) $(ARGS)
+	WICK_DAEMON_BIN=$(BIN)/wick-daemon WICK_WICKFS_BIN=$(BIN)/wickfs go run ./cmd/wick -knowledge-dir $(BIN)/knowledge $$([ -f ui/dist/index.html ] && echo -ui-dir ui/dist) $(ARGS)
 
 clean:
 	rm -rf $(BIN) bench.out

@@ -68,6 +68,8 @@ type wickEnv struct {
 	// agent calls the agent service directly over gRPC, to compare what the
 	// gateway serves with what the service sends.
 	agent agentv1.AgentServiceClient
+	// stop stops the suite before the test ends (it also stops then).
+	stop func()
 }
 
 type suiteOption func(*suite.Config)
@@ -80,6 +82,12 @@ var scripts = map[string]string{
 		{"text":"Now I will read it back.","tool_calls":[{"name":"execute","arguments":{"command":"cat notes.txt"}}]},
 		{"text":"` + e2eAnswer + `"}
 	],"end_text":"` + e2eEndText + `"}`,
+	// kb: one answer that cites the first injected source.
+	"kb": `{"turns":[{"text":"According to [1], that is the answer."}],"end_text":"According to [1]."}`,
+	// kbtool: searches the knowledge base itself, then answers.
+	"kbtool": `{"turns":[
+		{"tool_calls":[{"name":"search_knowledge","arguments":{"query":"who do I ask for parental leave?","k":2}}]},
+		{"text":"Human resources."}]}`,
 	// bench50: 50 tokens 20 ms apart, no tools (the benchmark's reply).
 	"bench50": `{"delay":"20ms","turns":[{"text":"` + strings.TrimSpace(strings.Repeat("token ", 50)) + `"}],"end_text":"` + strings.TrimSpace(strings.Repeat("token ", 50)) + `"}`,
 }
@@ -129,16 +137,17 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 		cancel()
 		t.Fatalf("start the suite: %v", err)
 	}
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		_ = s.Wait()
 	})
+	t.Cleanup(stop)
 	conn, err := dial.New(s.Addrs["agent"], dial.WithIdentity(s.Key))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &wickEnv{url: s.HTTPURL, suite: s, agent: agentv1.NewAgentServiceClient(conn)}
+	return &wickEnv{url: s.HTTPURL, suite: s, agent: agentv1.NewAgentServiceClient(conn), stop: stop}
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -56,7 +56,7 @@ func strict() []config.Option {
 		config.WithStrictMode(),
 		config.WithFormatAssertions(),
 		config.WithStrictIgnorePaths("$.body.**.args", "$.body.**.files", "$.body.**.hooks", "$.body.**.headers",
-			"$.body.**.parameters", "$.body.services", "$.body.hooks"),
+			"$.body.**.parameters", "$.body.services", "$.body.hooks", "$.body.**.metadata", "$.body.metadata", "$.body.filter"),
 		// Set on every answer (secureHeaders), not an API header.
 		config.WithStrictIgnoredHeadersExtra("X-Content-Type-Options"),
 	}
@@ -223,5 +223,13 @@ func TestOpenAPIDescribesRealTraffic(t *testing.T) {
 	c.exchange("GET", "/agents/tools", aliceToken, "", "", 200)
 	c.exchange("GET", "/v1/models", aliceToken, "", "", 200)
 	c.exchange("POST", "/v1/chat/completions", aliceToken, js, `{"model":"script:[{\"text\":\"hi\"}]","messages":[{"role":"user","content":"hi"}]}`, 200)
+	c.exchange("POST", "/knowledge/collections", aliceToken, js, `{"name":"oa","description":"OpenAPI"}`, 200)
+	c.exchange("POST", "/knowledge/collections/oa/documents", aliceToken, js, `{"document":"d","content":"# Title\n\nSome text.","metadata":{"team":"v"}}`, 200)
+	c.exchange("GET", "/knowledge/collections", aliceToken, "", "", 200)
+	c.exchange("GET", "/knowledge/collections/oa/documents", aliceToken, "", "", 200)
+	c.exchange("POST", "/knowledge/collections/oa/search", aliceToken, js, `{"query":"some text","k":3,"min_score":0.1,"filter":{"team":"v"}}`, 200)
+	c.exchange("POST", "/knowledge/collections/oa/search", aliceToken, js, `{"query":"some text","k":0}`, 400)
+	c.exchange("DELETE", "/knowledge/collections/oa/documents/d", aliceToken, "", "", 200)
+	c.exchange("DELETE", "/knowledge/collections/oa", aliceToken, "", "", 200)
 	c.exchange("DELETE", "/agents/oa", aliceToken, "", "", 200)
 }

@@ -73,7 +73,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
 	fs.BoolVar(&cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates (default: one \"default\" agent)")
-	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user" or a JSON object`)
+	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user [org1,org2]" or a JSON object`)
 	fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs (prefer WICK_TOKENS)")
 	fs.StringVar(&cfg.Gateway.VerifierURL, "verifier-url", "", "external bearer token verifier URL")
 	fs.StringVar(&origins, "cors-origins", "", "comma-separated browser origins allowed to call the API")
@@ -82,6 +82,8 @@ func run(args []string, out io.Writer) error {
 	fs.Int64Var(&cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
 	limits := agent.DefaultLimits()
 	limits.RegisterFlags(fs)
+	kb := agent.DefaultKnowledgeConfig()
+	kb.RegisterFlags(fs)
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
@@ -101,12 +103,20 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Gateway.Orgs, err = gateway.LoadOrgs(tokensFile); err != nil {
+		return err
+	}
 	cfg.Gateway.CORSOrigins = gateway.SplitList(origins)
 	cfg.Sandbox.WarmPoolImages = gateway.SplitList(warmImages)
 	if agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits))
+	kbOpts, err := kb.Options()
+	if err != nil {
+		return err
+	}
+	cfg.AgentOptions = append(cfg.AgentOptions, kbOpts...)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -149,6 +159,14 @@ func run(args []string, out io.Writer) error {
 		store = "Redis at " + agent.ShownRedis(cfg.RedisAddr)
 	}
 	fmt.Fprintf(out, "  state      %s\n", store)
+	switch {
+	case cfg.RedisAddr != "":
+		fmt.Fprintf(out, "  knowledge  Redis at %s\n", cfg.RedisAddr)
+	case kb.Dir != "":
+		fmt.Fprintf(out, "  knowledge  %s\n", kb.Dir)
+	default:
+		fmt.Fprintf(out, "  knowledge  in memory (-knowledge-dir keeps it across restarts)\n")
+	}
 	if s.Anonymous {
 		fmt.Fprintf(out, "\n  WARNING: no tokens configured (WICK_TOKENS, -tokens-file, -verifier-url):\n  anyone who reaches %s acts as the single user %q.\n", s.HTTPURL, gateway.LocalUser)
 		logger.Warn("no authentication: every request acts as the single local user", "user", gateway.LocalUser)

@@ -75,6 +75,24 @@ var catalogs = map[protoreflect.FullName]*catalog{
 			{event: "on_interrupt", doc: "The run waits for approval of tool calls (interactive agents); " +
 				"decide with POST /runs/{run_id}/resume.",
 				data: obj("", object{"tool_calls": array("The calls awaiting a decision.", schemaRef("wick.agent.v1.ToolCall"))}, "tool_calls")},
+			{event: "on_knowledge_retrieval", doc: "The knowledge hook searched the agent's collections before a model call; " +
+				"the sources were put into the prompt's <knowledge> section, numbered as cited.",
+				name: "The hook (knowledge).",
+				data: obj("", object{
+					"query": str("What was searched for: the latest user message and a little context."),
+					"sources": array("The chunks injected, best first.", obj("", object{
+						"n":          integer("The source's number, as the prompt cites it ([n])."),
+						"chunk_id":   str("The chunk: collection/document#index."),
+						"collection": str("The collection's id."),
+						"document":   str("The document's id."),
+						"title":      str("The document's title."),
+						"heading":    str("The Markdown headings above the chunk."),
+						"source":     str("Where the document came from: a workspace path or text."),
+						"score":      object{"type": "number", "description": "Cosine similarity of query and chunk."},
+						"text":       str("The start of the chunk's text."),
+					}, "n", "chunk_id", "score")),
+					"error": str("Why the search failed, when it did; the run goes on without knowledge."),
+				}, "query", "sources")},
 			{event: "on_usage", doc: "Tokens a model call used.",
 				data: obj("", object{
 					"input_tokens":  integer("Prompt tokens."),

@@ -144,6 +144,7 @@ func startSuite(goBin string) (stop func(), err error) {
 		"-sandbox-state-dir", stateDir,
 		"-tokens", exampleToken+":gopher,"+aliceToken+":alice,"+bobToken+":bob",
 		"-script-dir", scriptDir,
+		"-knowledge-orgs", "alice=acme,bob=acme",
 		"-model", "script:sdk",
 		"-log-level", "warn",
 	)

@@ -27,6 +27,9 @@ const (
 	EventTodos     = "on_todos"
 	EventInterrupt = "on_interrupt"
 	EventUsage     = "on_usage"
+	// EventKnowledge carries the knowledge sources injected before a model
+	// call: data.query and data.sources (Hit's JSON fields and n).
+	EventKnowledge = "on_knowledge_retrieval"
 	EventDone      = "done"
 	EventError     = "error"
 )

@@ -19,6 +19,11 @@ import (
 // fsFor returns the caller's agent's sandbox file system, the sandbox
 // created if need be.
 func (s *Service) fsFor(ctx context.Context, agentID string) (*sandboxfs.FS, *registry.Entry, error) {
+	return s.fsForReads(ctx, agentID, s.cfg.maxTextFile)
+}
+
+// fsForReads is fsFor with reads bounded by maxRead bytes.
+func (s *Service) fsForReads(ctx context.Context, agentID string, maxRead int64) (*sandboxfs.FS, *registry.Entry, error) {
 	_, e, err := s.agentFor(ctx, agentID)
 	if err != nil {
 		return nil, nil, err
@@ -26,7 +31,7 @@ func (s *Service) fsFor(ctx context.Context, agentID string) (*sandboxfs.FS, *re
 	if e.Config.Backend == nil {
 		return nil, nil, status.Errorf(codes.FailedPrecondition, "agent %s has no backend, so no files", e.ID)
 	}
-	fs := sandboxfs.New(s.sandbox, e.ID, sandboxfs.Spec(e.Config.Backend), sandboxfs.WithMaxReadBytes(s.cfg.maxTextFile))
+	fs := sandboxfs.New(s.sandbox, e.ID, sandboxfs.Spec(e.Config.Backend), sandboxfs.WithMaxReadBytes(maxRead))
 	if err := fs.Ensure(ctx); err != nil {
 		return nil, nil, rpcErr(err)
 	}

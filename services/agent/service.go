@@ -22,6 +22,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
@@ -75,8 +76,11 @@ type Stores struct {
 	// open event streams.
 	Quota quota.Store
 	// Redis carries configuration events between replicas; nil keeps them local.
+	// With it, the knowledge base is shared through Redis too.
 	Redis redis.UniversalClient
-	close func() error
+	// prefix is the Redis key prefix the knowledge base uses ("wick" when empty).
+	prefix string
+	close  func() error
 }
 
 // MemoryStores returns single-process stores.
@@ -127,7 +131,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 	}
 	rr := runs.NewRedis(rdb, ropts...)
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
-		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Redis: rdb}
+		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Redis: rdb, prefix: o.Prefix}
 }
 
 // Deps are the service's dependencies.
@@ -152,6 +156,8 @@ type options struct {
 	watchBuffer    int
 	llmTimeout     time.Duration
 	agentsFile     string
+	knowledgeDir   string
+	knowledge      []knowledge.Option
 	native         []Tool
 	limits         Limits
 	// run configures the run executor: its limits, in the order given.
@@ -265,6 +271,9 @@ type Service struct {
 	cfg      options
 	// native are the embedding program's Go tools by name, fixed at New.
 	native map[string]*tools.Native
+	// kb is the knowledge base; closeKB closes its store.
+	kb      *knowledge.Service
+	closeKB func() error
 
 	stop      context.CancelFunc
 	closeOnce sync.Once
@@ -336,9 +345,14 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 		stop()
 		return nil, err
 	}
+	if s.kb, s.closeKB, err = s.openKnowledge(base); err != nil {
+		stop()
+		return nil, err
+	}
 	exec, err := s.newExecutor()
 	if err != nil {
 		stop()
+		_ = s.closeKB()
 		return nil, err
 	}
 	s.exec = exec
@@ -363,7 +377,8 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		Sandboxes: func(agentID string, b *loop.BackendCfg) wickfs.FileSystem {
 			return sandboxfs.New(s.sandbox, agentID, sandboxfs.Spec(b))
 		},
-		Logger: s.logger,
+		Knowledge: s.kb,
+		Logger:    s.logger,
 	}
 	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
 	if s.cfg.metrics != nil {
@@ -405,8 +420,9 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		s.exec.Close()
 		s.stop()
+		err = s.closeKB()
 		if s.st.close != nil {
-			err = s.st.close()
+			err = errors.Join(err, s.st.close())
 		}
 	})
 	return err

@@ -51,6 +51,11 @@ type Config struct {
 	// Tokens maps bearer tokens to users. With no tokens and no VerifierURL,
 	// every request acts as LocalUser.
 	Tokens map[string]string
+	// Orgs maps users to the organisations they belong to (from the token
+	// file, LoadOrgs). They are signed with the user's identity, so the
+	// services can trust them: members share an organisation's knowledge
+	// collections. Users of the verifier belong to none.
+	Orgs map[string][]string
 	// VerifierURL is an external token verifier (the seed's WithGateway).
 	VerifierURL string
 	// VerifierCacheTTL is how long the verifier's answers are cached.
@@ -263,7 +268,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 }
 
 // apiPrefixes are the paths grpc-gateway serves.
-var apiPrefixes = []string{"/agents", "/threads", "/runs"}
+var apiPrefixes = []string{"/agents", "/threads", "/runs", "/knowledge"}
 
 // llmMount is where the LLM gateway's OpenAI-compatible API is served.
 const llmMount = "/v1/"

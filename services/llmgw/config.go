@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wick-agent/wick/llm/hashembed"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
@@ -30,6 +31,11 @@ const (
 	MaxChain = 8
 	// DefaultMaxHTTPBodyBytes bounds a request to the OpenAI-compatible endpoint.
 	DefaultMaxHTTPBodyBytes = 16 << 20
+	// DefaultEmbedModel embeds when a request names no embedding model and
+	// none is configured: the offline hash embedder, which needs no key.
+	DefaultEmbedModel = hashembed.DefaultModel
+	// MaxEmbedTexts bounds one Embed batch (OpenAI's own limit).
+	MaxEmbedTexts = 2048
 	// MaxModelsFileBytes bounds the models file.
 	MaxModelsFileBytes = 1 << 20
 	// RecommendedGCPercent is the GOGC the binary uses unless GOGC is set:
@@ -50,6 +56,10 @@ type Config struct {
 	// DefaultModel answers requests that name no model: a configured name or a
 	// spec. Empty means the models file's default, else DefaultModel.
 	DefaultModel string
+	// DefaultEmbedModel embeds requests that name no model: a configured name
+	// or a spec. Empty means the models file's default_embed, else
+	// DefaultEmbedModel.
+	DefaultEmbedModel string
 	// Timeout bounds a call that gives no timeout of its own.
 	Timeout time.Duration
 	// Retry is the retry policy applied to each model of a chain.
@@ -93,6 +103,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ModelsFile, "models-file", c.ModelsFile, "YAML or JSON file of named models and fallback chains")
 	fs.StringVar(&c.DefaultModel, "default-model", c.DefaultModel, "model for requests that name none (a configured name or a spec); default: the models file's default, else "+DefaultModel)
+	fs.StringVar(&c.DefaultEmbedModel, "default-embed-model", c.DefaultEmbedModel, "embedding model for Embed requests that name none (a configured name or a spec); default: the models file's default_embed, else "+DefaultEmbedModel)
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "default bound on one call, retries and fallbacks included")
 	fs.IntVar(&c.Retry.MaxRetries, "max-retries", c.Retry.MaxRetries, "retries of one model on 408/409/429/5xx/529 and connection errors, before the first delta")
 	fs.DurationVar(&c.Retry.BaseDelay, "retry-base-delay", c.Retry.BaseDelay, "first backoff step (doubles per retry, with jitter)")
@@ -132,13 +143,18 @@ type ModelConfig struct {
 	APIKeyEnv     string `yaml:"api_key_env" json:"api_key_env"`
 	MaxTokens     int    `yaml:"max_tokens" json:"max_tokens"`
 	ContextWindow int    `yaml:"context_window" json:"context_window"`
+	// Dimensions marks an embedding model and gives its vector size; a
+	// provider that returns vectors of another size is refused, and OpenAI's
+	// text-embedding-3 models are asked for this size.
+	Dimensions int `yaml:"dimensions" json:"dimensions"`
 	// Fallback makes this name a chain of other names or specs.
 	Fallback []string `yaml:"fallback" json:"fallback"`
 }
 
 type modelsFile struct {
-	Default string        `yaml:"default"`
-	Models  []ModelConfig `yaml:"models"`
+	Default      string        `yaml:"default"`
+	DefaultEmbed string        `yaml:"default_embed"`
+	Models       []ModelConfig `yaml:"models"`
 }
 
 // loadModelsFile reads a models file; YAML is a superset of JSON, so one

@@ -12,29 +12,40 @@ import (
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
 )
 
-// fromProto validates a request and turns it into the gateway's terms. The
-// checks are the gateway's, here at its edge; the conversion is llm/llmpb's.
-func fromProto(models []*llmv1.ModelSpec, msgs []*llmv1.Message, tools []*llmv1.ToolSchema, system string, maxTokens int32, temp *float64, timeout time.Duration) (call, error) {
-	var c call
+// specsFromProto validates the models a request names.
+func specsFromProto(models []*llmv1.ModelSpec) ([]requestSpec, error) {
 	if len(models) > MaxChain {
-		return c, fmt.Errorf("models: a fallback chain has at most %d models, got %d", MaxChain, len(models))
+		return nil, fmt.Errorf("models: a fallback chain has at most %d models, got %d", MaxChain, len(models))
 	}
+	var out []requestSpec
 	for i, m := range models {
 		obj := m.GetProvider() != "" || m.GetModel() != "" || m.GetBaseUrl() != "" || m.GetApiKeyEnv() != ""
 		if m.GetSpec() != "" && obj {
-			return c, fmt.Errorf("models[%d]: give either spec or the object fields (provider, model, base_url, api_key_env), not both", i)
+			return nil, fmt.Errorf("models[%d]: give either spec or the object fields (provider, model, base_url, api_key_env), not both", i)
 		}
 		if m.GetSpec() == "" && !obj {
-			return c, fmt.Errorf("models[%d]: empty; give spec or provider and model", i)
+			return nil, fmt.Errorf("models[%d]: empty; give spec or provider and model", i)
 		}
 		if m.GetMaxTokens() < 0 || m.GetContextWindow() < 0 {
-			return c, fmt.Errorf("models[%d]: max_tokens and context_window must not be negative", i)
+			return nil, fmt.Errorf("models[%d]: max_tokens and context_window must not be negative", i)
 		}
-		c.models = append(c.models, requestSpec{str: m.GetSpec(), obj: spec.Spec{
+		out = append(out, requestSpec{str: m.GetSpec(), obj: spec.Spec{
 			Provider: m.GetProvider(), Model: m.GetModel(), BaseURL: m.GetBaseUrl(), APIKeyEnv: m.GetApiKeyEnv(),
 			MaxTokens: int(m.GetMaxTokens()), ContextWindow: int(m.GetContextWindow()),
 		}})
 	}
+	return out, nil
+}
+
+// fromProto validates a request and turns it into the gateway's terms. The
+// checks are the gateway's, here at its edge; the conversion is llm/llmpb's.
+func fromProto(models []*llmv1.ModelSpec, msgs []*llmv1.Message, tools []*llmv1.ToolSchema, system string, maxTokens int32, temp *float64, timeout time.Duration) (call, error) {
+	var c call
+	specs, err := specsFromProto(models)
+	if err != nil {
+		return c, err
+	}
+	c.models = specs
 	if len(msgs) == 0 {
 		return c, errors.New("messages: at least one message is needed")
 	}

@@ -410,6 +410,9 @@ func (s *Service) listModels(w http.ResponseWriter, _ *http.Request) {
 		Data   []model `json:"data"`
 	}{Object: "list", Data: []model{}}
 	for _, m := range s.models() {
+		if m.Embedding {
+			continue // this endpoint serves chat completions only
+		}
 		resp.Data = append(resp.Data, model{ID: m.Id, Object: "model", OwnedBy: m.Provider})
 	}
 	w.Header().Set("Content-Type", "application/json")

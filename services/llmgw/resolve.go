@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/hashembed"
 	"github.com/wick-agent/wick/services/llmgw/internal/anthropic"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
@@ -29,6 +30,9 @@ var keyEnvName = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,127}$`)
 type resolved struct {
 	name string
 	spec spec.Spec
+	// dims is an embedding model's configured vector size (0: not an
+	// embedding model, or size not configured).
+	dims int
 }
 
 // entry is a configured name: one model or a chain.
@@ -43,6 +47,7 @@ type registry struct {
 	order    []string
 	byID     map[string]*entry
 	def      string
+	defEmbed string
 	keyEnvs  map[string]bool    // variables a request may name
 	keyPairs map[[2]string]bool // (base_url, key env) pairs configured together
 	baseURLs map[string]bool    // base URLs the operator configured: reached without the guard
@@ -58,6 +63,7 @@ func newRegistry(cfg Config) (*registry, error) {
 		}
 		models = append(f.Models, models...)
 		r.def = f.Default
+		r.defEmbed = f.DefaultEmbed
 	}
 	for _, env := range cfg.AllowedKeyEnvs {
 		if !keyEnvName.MatchString(env) {
@@ -92,7 +98,10 @@ func newRegistry(cfg Config) (*registry, error) {
 			r.keyPairs[[2]string{strings.TrimRight(s.BaseURL, "/"), s.APIKeyEnv}] = true
 		}
 		r.baseURLs[strings.TrimRight(s.BaseURL, "/")] = true
-		e.model = &resolved{name: m.ID, spec: s}
+		if m.Dimensions < 0 || m.Dimensions > hashembed.MaxDimensions {
+			return nil, fmt.Errorf("models: %s: dimensions %d outside 0..%d", m.ID, m.Dimensions, hashembed.MaxDimensions)
+		}
+		e.model = &resolved{name: m.ID, spec: s, dims: m.Dimensions}
 	}
 	for _, m := range chains {
 		if len(m.Fallback) > MaxChain {
@@ -123,6 +132,12 @@ func newRegistry(cfg Config) (*registry, error) {
 	}
 	if r.def == "" {
 		r.def = DefaultModel
+	}
+	if cfg.DefaultEmbedModel != "" {
+		r.defEmbed = cfg.DefaultEmbedModel
+	}
+	if r.defEmbed == "" {
+		r.defEmbed = DefaultEmbedModel
 	}
 	return r, nil
 }
@@ -190,8 +205,8 @@ func (s *Service) resolve(models []requestSpec) ([]resolved, error) {
 // able to make the gateway send a key it holds to a host of the caller's
 // choosing, nor read an arbitrary environment variable.
 func (s *Service) allowed(n spec.Spec, explicitKey bool) error {
-	if n.Provider == spec.Script {
-		return nil // checked when the script is opened
+	if n.Provider == spec.Script || n.Provider == spec.Hash {
+		return nil // checked when the script is opened; the hash embedder has no URL or key
 	}
 	custom := strings.TrimRight(n.BaseURL, "/") != spec.DefaultBaseURL(n.Provider)
 	if custom && !s.cfg.AllowRequestBaseURL {
@@ -256,6 +271,9 @@ func (s *Service) provider(r resolved) (llm.Provider, error) {
 	sp := r.spec
 	if sp.Provider == spec.Script {
 		return s.scriptProvider(sp.Model)
+	}
+	if sp.Provider == spec.Hash {
+		return nil, upstream.Errorf(upstream.KindBadSpec, "%s is an embedding model: use it with Embed, not for chat", sp.Model)
 	}
 	var key string
 	if sp.APIKeyEnv != "" {

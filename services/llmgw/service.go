@@ -26,6 +26,7 @@ import (
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/hashembed"
 	"github.com/wick-agent/wick/llm/llmpb"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/netguard"
@@ -271,6 +272,12 @@ func (s *Service) models() []*llmv1.Model {
 		if r.spec.APIKeyEnv != "" {
 			_, m.KeyConfigured = s.lookupKey(r.spec.APIKeyEnv)
 		}
+		if r.dims > 0 {
+			m.Embedding, m.Dimensions = true, int32(r.dims)
+		}
+		if d, err := hashembed.ParseModel(r.spec.Model); err == nil && r.spec.Provider == spec.Hash {
+			m.Embedding, m.Dimensions = true, int32(d)
+		}
 		if r.spec.Provider == spec.Script && len(r.spec.Model) > 0 && (r.spec.Model[0] == '{' || r.spec.Model[0] == '[') {
 			m.Model = "inline"
 		}
@@ -302,6 +309,10 @@ func (s *Service) models() []*llmv1.Model {
 	}
 	if !seenDemo {
 		out = append(out, &llmv1.Model{Id: script.DemoName, Provider: spec.Script, Model: script.DemoName, KeyConfigured: true})
+	}
+	if _, ok := s.reg.byID[hashembed.DefaultModel]; !ok {
+		// The offline embedder is always there, like the demo script.
+		out = append(out, &llmv1.Model{Id: hashembed.DefaultModel, Provider: spec.Hash, Model: hashembed.DefaultModel, KeyConfigured: true, Embedding: true, Dimensions: hashembed.DefaultDimensions})
 	}
 	return out
 }

@@ -412,8 +412,11 @@ func (x *AgentState) GetVersion() int64 {
 // "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
 // "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
 // "on_interrupt" (data.tool_calls awaiting approval), "on_usage"
-// (data.input_tokens, data.output_tokens), "on_run_start", "done" and "error"
-// (data.message, data.code).
+// (data.input_tokens, data.output_tokens), "on_knowledge_retrieval"
+// (data.query, and data.sources: the chunks put into the prompt before a
+// model call, each a KnowledgeHit in its JSON form plus "n", its number as
+// cited in the prompt's <knowledge> section), "on_run_start", "done" and
+// "error" (data.message, data.code).
 type StreamEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// event is the event's kind.
@@ -794,9 +797,20 @@ type Agent struct {
 	SandboxState string `protobuf:"bytes,13,opt,name=sandbox_state,json=sandboxState,proto3" json:"sandbox_state,omitempty"`
 	// template is true for agents loaded from configuration, shared by every
 	// user; output only.
-	Template      bool `protobuf:"varint,14,opt,name=template,proto3" json:"template,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Template bool `protobuf:"varint,14,opt,name=template,proto3" json:"template,omitempty"`
+	// collections names the knowledge collections (ids as ListCollections
+	// returns them) that are searched before each model call and by the
+	// search_knowledge tool; empty turns knowledge retrieval off.
+	Collections []string `protobuf:"bytes,15,rep,name=collections,proto3" json:"collections,omitempty"`
+	// knowledge_top_k is how many chunks retrieval injects before each model
+	// call, 1..100; 0 uses the default (5).
+	KnowledgeTopK int32 `protobuf:"varint,16,opt,name=knowledge_top_k,json=knowledgeTopK,proto3" json:"knowledge_top_k,omitempty"`
+	// knowledge_min_score is the lowest cosine similarity, 0..1, of an injected
+	// chunk; unset uses the default of the collection's embedding model (0.7,
+	// or 0.3 for the offline wick-hash models, whose scores run lower).
+	KnowledgeMinScore *float64 `protobuf:"fixed64,17,opt,name=knowledge_min_score,json=knowledgeMinScore,proto3,oneof" json:"knowledge_min_score,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -925,6 +939,27 @@ func (x *Agent) GetTemplate() bool {
 		return x.Template
 	}
 	return false
+}
+
+func (x *Agent) GetCollections() []string {
+	if x != nil {
+		return x.Collections
+	}
+	return nil
+}
+
+func (x *Agent) GetKnowledgeTopK() int32 {
+	if x != nil {
+		return x.KnowledgeTopK
+	}
+	return 0
+}
+
+func (x *Agent) GetKnowledgeMinScore() float64 {
+	if x != nil && x.KnowledgeMinScore != nil {
+		return *x.KnowledgeMinScore
+	}
+	return 0
 }
 
 // ListAgentsRequest lists agents; it has no parameters.
@@ -4527,6 +4562,1174 @@ func (x *JoinRunResponse) GetEvent() *StreamEvent {
 	return nil
 }
 
+// Collection is a knowledge collection: documents split into chunks, each
+// embedded by one embedding model so that they can be searched by meaning.
+type Collection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection identifies the collection: its name when the caller owns it,
+	// "org.name" when an organisation owns it; output only.
+	Collection string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	// name is the collection's name within its owner: letters, digits, '-' and
+	// '_', at most 64 bytes.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// org is the organisation that owns the collection; empty means the
+	// caller. The caller must belong to it.
+	Org string `protobuf:"bytes,3,opt,name=org,proto3" json:"org,omitempty"`
+	// description says what the collection holds.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// embed_model names the embedding model: a model id of the LLM gateway's
+	// models file, or a spec ("openai:text-embedding-3-small",
+	// "wick-hash-384"); empty uses the gateway's default embedding model.
+	// Every chunk of a collection is embedded by this one model.
+	EmbedModel string `protobuf:"bytes,5,opt,name=embed_model,json=embedModel,proto3" json:"embed_model,omitempty"`
+	// dimensions is the size of the collection's vectors, fixed by its first
+	// embedding; output only.
+	Dimensions int32 `protobuf:"varint,6,opt,name=dimensions,proto3" json:"dimensions,omitempty"`
+	// chunk_size is the target size of a chunk in bytes; 0 uses the server's
+	// default (1000).
+	ChunkSize int32 `protobuf:"varint,7,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	// chunk_overlap is how many bytes of a chunk's end are repeated at the
+	// start of the next chunk of the same section; 0 uses the server's default
+	// (150).
+	ChunkOverlap int32 `protobuf:"varint,8,opt,name=chunk_overlap,json=chunkOverlap,proto3" json:"chunk_overlap,omitempty"`
+	// document_count is the number of documents; output only.
+	DocumentCount int64 `protobuf:"varint,9,opt,name=document_count,json=documentCount,proto3" json:"document_count,omitempty"`
+	// chunk_count is the number of chunks; output only.
+	ChunkCount int64 `protobuf:"varint,10,opt,name=chunk_count,json=chunkCount,proto3" json:"chunk_count,omitempty"`
+	// created_at is when the collection was created; output only.
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Collection) Reset() {
+	*x = Collection{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Collection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Collection) ProtoMessage() {}
+
+func (x *Collection) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Collection.ProtoReflect.Descriptor instead.
+func (*Collection) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *Collection) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+func (x *Collection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Collection) GetOrg() string {
+	if x != nil {
+		return x.Org
+	}
+	return ""
+}
+
+func (x *Collection) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Collection) GetEmbedModel() string {
+	if x != nil {
+		return x.EmbedModel
+	}
+	return ""
+}
+
+func (x *Collection) GetDimensions() int32 {
+	if x != nil {
+		return x.Dimensions
+	}
+	return 0
+}
+
+func (x *Collection) GetChunkSize() int32 {
+	if x != nil {
+		return x.ChunkSize
+	}
+	return 0
+}
+
+func (x *Collection) GetChunkOverlap() int32 {
+	if x != nil {
+		return x.ChunkOverlap
+	}
+	return 0
+}
+
+func (x *Collection) GetDocumentCount() int64 {
+	if x != nil {
+		return x.DocumentCount
+	}
+	return 0
+}
+
+func (x *Collection) GetChunkCount() int64 {
+	if x != nil {
+		return x.ChunkCount
+	}
+	return 0
+}
+
+func (x *Collection) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+// KnowledgeDocument is one document of a collection.
+type KnowledgeDocument struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// document identifies the document within its collection: letters,
+	// digits, '.', '-' and '_', at most 128 bytes.
+	Document string `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	// collection is the collection's id.
+	Collection string `protobuf:"bytes,2,opt,name=collection,proto3" json:"collection,omitempty"`
+	// title is the document's title: given, else its first heading, else its
+	// path.
+	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// source is where the text came from: the workspace path, or "text".
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// content_type is "markdown" or "text"; it decides how the text is chunked.
+	ContentType string `protobuf:"bytes,5,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// content_hash is the SHA-256 of the text, hex; adding the same text again
+	// changes nothing.
+	ContentHash string `protobuf:"bytes,6,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
+	// size_bytes is the text's size.
+	SizeBytes int64 `protobuf:"varint,7,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// chunk_count is the number of chunks the text was split into.
+	ChunkCount int32 `protobuf:"varint,8,opt,name=chunk_count,json=chunkCount,proto3" json:"chunk_count,omitempty"`
+	// metadata are the caller's key/value pairs, matched by a search filter.
+	Metadata map[string]string `protobuf:"bytes,9,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// updated_at is when the document was last embedded.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnowledgeDocument) Reset() {
+	*x = KnowledgeDocument{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnowledgeDocument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnowledgeDocument) ProtoMessage() {}
+
+func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnowledgeDocument.ProtoReflect.Descriptor instead.
+func (*KnowledgeDocument) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *KnowledgeDocument) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *KnowledgeDocument) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+func (x *KnowledgeDocument) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *KnowledgeDocument) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *KnowledgeDocument) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *KnowledgeDocument) GetContentHash() string {
+	if x != nil {
+		return x.ContentHash
+	}
+	return ""
+}
+
+func (x *KnowledgeDocument) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *KnowledgeDocument) GetChunkCount() int32 {
+	if x != nil {
+		return x.ChunkCount
+	}
+	return 0
+}
+
+func (x *KnowledgeDocument) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *KnowledgeDocument) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// KnowledgeHit is one chunk found by a search.
+type KnowledgeHit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// chunk_id identifies the chunk: "collection/document#index".
+	ChunkId string `protobuf:"bytes,1,opt,name=chunk_id,json=chunkId,proto3" json:"chunk_id,omitempty"`
+	// collection is the chunk's collection id.
+	Collection string `protobuf:"bytes,2,opt,name=collection,proto3" json:"collection,omitempty"`
+	// document is the chunk's document id.
+	Document string `protobuf:"bytes,3,opt,name=document,proto3" json:"document,omitempty"`
+	// title is the document's title.
+	Title string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	// heading is the path of Markdown headings above the chunk
+	// ("Setup > Redis"), empty for plain text.
+	Heading string `protobuf:"bytes,5,opt,name=heading,proto3" json:"heading,omitempty"`
+	// source is the document's source (a workspace path or "text").
+	Source string `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`
+	// score is the cosine similarity between the query and the chunk, -1..1.
+	Score float64 `protobuf:"fixed64,7,opt,name=score,proto3" json:"score,omitempty"`
+	// text is the chunk's text.
+	Text string `protobuf:"bytes,8,opt,name=text,proto3" json:"text,omitempty"`
+	// metadata are the document's metadata.
+	Metadata      map[string]string `protobuf:"bytes,9,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnowledgeHit) Reset() {
+	*x = KnowledgeHit{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnowledgeHit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnowledgeHit) ProtoMessage() {}
+
+func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnowledgeHit.ProtoReflect.Descriptor instead.
+func (*KnowledgeHit) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *KnowledgeHit) GetChunkId() string {
+	if x != nil {
+		return x.ChunkId
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetHeading() string {
+	if x != nil {
+		return x.Heading
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *KnowledgeHit) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *KnowledgeHit) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+// CreateCollectionRequest creates a collection.
+type CreateCollectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the new collection; name is required.
+	Collection    *Collection `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCollectionRequest) Reset() {
+	*x = CreateCollectionRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCollectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCollectionRequest) ProtoMessage() {}
+
+func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCollectionRequest.ProtoReflect.Descriptor instead.
+func (*CreateCollectionRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *CreateCollectionRequest) GetCollection() *Collection {
+	if x != nil {
+		return x.Collection
+	}
+	return nil
+}
+
+// CreateCollectionResponse returns the created collection.
+type CreateCollectionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the collection as stored.
+	Collection    *Collection `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateCollectionResponse) Reset() {
+	*x = CreateCollectionResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateCollectionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateCollectionResponse) ProtoMessage() {}
+
+func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateCollectionResponse.ProtoReflect.Descriptor instead.
+func (*CreateCollectionResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *CreateCollectionResponse) GetCollection() *Collection {
+	if x != nil {
+		return x.Collection
+	}
+	return nil
+}
+
+// ListCollectionsRequest lists collections; it has no parameters.
+type ListCollectionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCollectionsRequest) Reset() {
+	*x = ListCollectionsRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCollectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCollectionsRequest) ProtoMessage() {}
+
+func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCollectionsRequest.ProtoReflect.Descriptor instead.
+func (*ListCollectionsRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
+}
+
+// ListCollectionsResponse lists collections.
+type ListCollectionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collections are the caller's and their organisations' collections,
+	// sorted by id.
+	Collections   []*Collection `protobuf:"bytes,1,rep,name=collections,proto3" json:"collections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCollectionsResponse) Reset() {
+	*x = ListCollectionsResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCollectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCollectionsResponse) ProtoMessage() {}
+
+func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCollectionsResponse.ProtoReflect.Descriptor instead.
+func (*ListCollectionsResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ListCollectionsResponse) GetCollections() []*Collection {
+	if x != nil {
+		return x.Collections
+	}
+	return nil
+}
+
+// DeleteCollectionRequest names the collection to delete.
+type DeleteCollectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the collection's id.
+	Collection    string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCollectionRequest) Reset() {
+	*x = DeleteCollectionRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCollectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCollectionRequest) ProtoMessage() {}
+
+func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCollectionRequest.ProtoReflect.Descriptor instead.
+func (*DeleteCollectionRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *DeleteCollectionRequest) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+// DeleteCollectionResponse confirms a deletion.
+type DeleteCollectionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteCollectionResponse) Reset() {
+	*x = DeleteCollectionResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteCollectionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteCollectionResponse) ProtoMessage() {}
+
+func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteCollectionResponse.ProtoReflect.Descriptor instead.
+func (*DeleteCollectionResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
+}
+
+// AddDocumentRequest adds a document from text or from a workspace file.
+// Exactly one of content and path is set.
+type AddDocumentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the collection's id.
+	Collection string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	// document is the document's id; empty derives it from path (so adding
+	// a file again updates it), else from the content's hash. Adding an
+	// existing id replaces that document.
+	Document string `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	// title is the document's title; empty uses its first Markdown heading,
+	// else its path.
+	Title string `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	// content is the document's text (UTF-8).
+	Content string `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	// path is a file of agent_id's workspace to read the text from.
+	Path string `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
+	// agent_id is the agent whose sandbox holds path.
+	AgentId string `protobuf:"bytes,6,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// content_type is "markdown" or "text"; empty means "markdown" for paths
+	// ending in .md or .markdown and for content, else "text".
+	ContentType string `protobuf:"bytes,7,opt,name=content_type,json=contentType,proto3" json:"content_type,omitempty"`
+	// metadata are key/value pairs kept with the document, for search filters.
+	Metadata      map[string]string `protobuf:"bytes,8,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddDocumentRequest) Reset() {
+	*x = AddDocumentRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddDocumentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddDocumentRequest) ProtoMessage() {}
+
+func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddDocumentRequest.ProtoReflect.Descriptor instead.
+func (*AddDocumentRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *AddDocumentRequest) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetContentType() string {
+	if x != nil {
+		return x.ContentType
+	}
+	return ""
+}
+
+func (x *AddDocumentRequest) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+// AddDocumentResponse returns the stored document.
+type AddDocumentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// document is the document as stored.
+	Document *KnowledgeDocument `protobuf:"bytes,1,opt,name=document,proto3" json:"document,omitempty"`
+	// unchanged is true when the same text was already stored under this
+	// document (or, for a document without an id, anywhere in the collection),
+	// so nothing was embedded.
+	Unchanged bool `protobuf:"varint,2,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// embedded_chunks is the number of chunks embedded by this call; chunks
+	// whose text did not change keep their vectors.
+	EmbeddedChunks int32 `protobuf:"varint,3,opt,name=embedded_chunks,json=embeddedChunks,proto3" json:"embedded_chunks,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *AddDocumentResponse) Reset() {
+	*x = AddDocumentResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddDocumentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddDocumentResponse) ProtoMessage() {}
+
+func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddDocumentResponse.ProtoReflect.Descriptor instead.
+func (*AddDocumentResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *AddDocumentResponse) GetDocument() *KnowledgeDocument {
+	if x != nil {
+		return x.Document
+	}
+	return nil
+}
+
+func (x *AddDocumentResponse) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
+func (x *AddDocumentResponse) GetEmbeddedChunks() int32 {
+	if x != nil {
+		return x.EmbeddedChunks
+	}
+	return 0
+}
+
+// ListDocumentsRequest names a collection.
+type ListDocumentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the collection's id.
+	Collection    string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDocumentsRequest) Reset() {
+	*x = ListDocumentsRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDocumentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDocumentsRequest) ProtoMessage() {}
+
+func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDocumentsRequest.ProtoReflect.Descriptor instead.
+func (*ListDocumentsRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *ListDocumentsRequest) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+// ListDocumentsResponse lists a collection's documents.
+type ListDocumentsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// documents are the documents, sorted by id.
+	Documents     []*KnowledgeDocument `protobuf:"bytes,1,rep,name=documents,proto3" json:"documents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDocumentsResponse) Reset() {
+	*x = ListDocumentsResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDocumentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDocumentsResponse) ProtoMessage() {}
+
+func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDocumentsResponse.ProtoReflect.Descriptor instead.
+func (*ListDocumentsResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *ListDocumentsResponse) GetDocuments() []*KnowledgeDocument {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
+// DeleteDocumentRequest names the document to delete.
+type DeleteDocumentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the collection's id.
+	Collection string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	// document is the document's id.
+	Document      string `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteDocumentRequest) Reset() {
+	*x = DeleteDocumentRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteDocumentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteDocumentRequest) ProtoMessage() {}
+
+func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteDocumentRequest.ProtoReflect.Descriptor instead.
+func (*DeleteDocumentRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *DeleteDocumentRequest) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+func (x *DeleteDocumentRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+// DeleteDocumentResponse says what the deletion removed.
+type DeleteDocumentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// deleted_chunks is the number of chunks removed.
+	DeletedChunks int32 `protobuf:"varint,1,opt,name=deleted_chunks,json=deletedChunks,proto3" json:"deleted_chunks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteDocumentResponse) Reset() {
+	*x = DeleteDocumentResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteDocumentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteDocumentResponse) ProtoMessage() {}
+
+func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteDocumentResponse.ProtoReflect.Descriptor instead.
+func (*DeleteDocumentResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *DeleteDocumentResponse) GetDeletedChunks() int32 {
+	if x != nil {
+		return x.DeletedChunks
+	}
+	return 0
+}
+
+// SearchKnowledgeRequest searches a collection by meaning.
+type SearchKnowledgeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// collection is the collection's id.
+	Collection string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
+	// query is the text to search for.
+	Query string `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	// k is the most hits to return, 1..100; unset means 5.
+	K *int32 `protobuf:"varint,3,opt,name=k,proto3,oneof" json:"k,omitempty"`
+	// min_score is the lowest score of a hit, 0..1; unset uses the default of
+	// the collection's embedding model (0.7, or 0.3 for wick-hash models).
+	MinScore *float64 `protobuf:"fixed64,4,opt,name=min_score,json=minScore,proto3,oneof" json:"min_score,omitempty"`
+	// filter keeps only chunks of documents whose metadata has every one of
+	// these key/value pairs.
+	Filter        map[string]string `protobuf:"bytes,5,rep,name=filter,proto3" json:"filter,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchKnowledgeRequest) Reset() {
+	*x = SearchKnowledgeRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchKnowledgeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchKnowledgeRequest) ProtoMessage() {}
+
+func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchKnowledgeRequest.ProtoReflect.Descriptor instead.
+func (*SearchKnowledgeRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *SearchKnowledgeRequest) GetCollection() string {
+	if x != nil {
+		return x.Collection
+	}
+	return ""
+}
+
+func (x *SearchKnowledgeRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchKnowledgeRequest) GetK() int32 {
+	if x != nil && x.K != nil {
+		return *x.K
+	}
+	return 0
+}
+
+func (x *SearchKnowledgeRequest) GetMinScore() float64 {
+	if x != nil && x.MinScore != nil {
+		return *x.MinScore
+	}
+	return 0
+}
+
+func (x *SearchKnowledgeRequest) GetFilter() map[string]string {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+// SearchKnowledgeResponse returns the hits of a search.
+type SearchKnowledgeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// hits are the chunks found, best first.
+	Hits []*KnowledgeHit `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"`
+	// min_score is the score threshold that was applied.
+	MinScore      float64 `protobuf:"fixed64,2,opt,name=min_score,json=minScore,proto3" json:"min_score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchKnowledgeResponse) Reset() {
+	*x = SearchKnowledgeResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchKnowledgeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchKnowledgeResponse) ProtoMessage() {}
+
+func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchKnowledgeResponse.ProtoReflect.Descriptor instead.
+func (*SearchKnowledgeResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *SearchKnowledgeResponse) GetHits() []*KnowledgeHit {
+	if x != nil {
+		return x.Hits
+	}
+	return nil
+}
+
+func (x *SearchKnowledgeResponse) GetMinScore() float64 {
+	if x != nil {
+		return x.MinScore
+	}
+	return 0
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -4595,7 +5798,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xd1\x04\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xe8\x05\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -4611,11 +5814,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\bapproval\x18\v \x01(\tR\bapproval\x125\n" +
 	"\x05hooks\x18\f \x03(\v2\x1f.wick.agent.v1.Agent.HooksEntryR\x05hooks\x12#\n" +
 	"\rsandbox_state\x18\r \x01(\tR\fsandboxState\x12\x1a\n" +
-	"\btemplate\x18\x0e \x01(\bR\btemplate\x1a8\n" +
+	"\btemplate\x18\x0e \x01(\bR\btemplate\x12 \n" +
+	"\vcollections\x18\x0f \x03(\tR\vcollections\x12&\n" +
+	"\x0fknowledge_top_k\x18\x10 \x01(\x05R\rknowledgeTopK\x123\n" +
+	"\x13knowledge_min_score\x18\x11 \x01(\x01H\x00R\x11knowledgeMinScore\x88\x01\x01\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"\x13\n" +
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01B\x16\n" +
+	"\x14_knowledge_min_score\"\x13\n" +
 	"\x11ListAgentsRequest\"B\n" +
 	"\x12ListAgentsResponse\x12,\n" +
 	"\x06agents\x18\x01 \x03(\v2\x14.wick.agent.v1.AgentR\x06agents\"@\n" +
@@ -4821,7 +6028,128 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x0eafter_event_id\x18\x02 \x01(\tR\fafterEventId\"C\n" +
 	"\x0fJoinRunResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.StreamEventR\x05event2\xeb\x17\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.StreamEventR\x05event\"\xfc\x02\n" +
+	"\n" +
+	"Collection\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\tR\n" +
+	"collection\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03org\x18\x03 \x01(\tR\x03org\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1f\n" +
+	"\vembed_model\x18\x05 \x01(\tR\n" +
+	"embedModel\x12\x1e\n" +
+	"\n" +
+	"dimensions\x18\x06 \x01(\x05R\n" +
+	"dimensions\x12\x1d\n" +
+	"\n" +
+	"chunk_size\x18\a \x01(\x05R\tchunkSize\x12#\n" +
+	"\rchunk_overlap\x18\b \x01(\x05R\fchunkOverlap\x12%\n" +
+	"\x0edocument_count\x18\t \x01(\x03R\rdocumentCount\x12\x1f\n" +
+	"\vchunk_count\x18\n" +
+	" \x01(\x03R\n" +
+	"chunkCount\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xc7\x03\n" +
+	"\x11KnowledgeDocument\x12\x1a\n" +
+	"\bdocument\x18\x01 \x01(\tR\bdocument\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x02 \x01(\tR\n" +
+	"collection\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12!\n" +
+	"\fcontent_type\x18\x05 \x01(\tR\vcontentType\x12!\n" +
+	"\fcontent_hash\x18\x06 \x01(\tR\vcontentHash\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\a \x01(\x03R\tsizeBytes\x12\x1f\n" +
+	"\vchunk_count\x18\b \x01(\x05R\n" +
+	"chunkCount\x12J\n" +
+	"\bmetadata\x18\t \x03(\v2..wick.agent.v1.KnowledgeDocument.MetadataEntryR\bmetadata\x129\n" +
+	"\n" +
+	"updated_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdb\x02\n" +
+	"\fKnowledgeHit\x12\x19\n" +
+	"\bchunk_id\x18\x01 \x01(\tR\achunkId\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x02 \x01(\tR\n" +
+	"collection\x12\x1a\n" +
+	"\bdocument\x18\x03 \x01(\tR\bdocument\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12\x18\n" +
+	"\aheading\x18\x05 \x01(\tR\aheading\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\tR\x06source\x12\x14\n" +
+	"\x05score\x18\a \x01(\x01R\x05score\x12\x12\n" +
+	"\x04text\x18\b \x01(\tR\x04text\x12E\n" +
+	"\bmetadata\x18\t \x03(\v2).wick.agent.v1.KnowledgeHit.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
+	"\x17CreateCollectionRequest\x129\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\v2\x19.wick.agent.v1.CollectionR\n" +
+	"collection\"U\n" +
+	"\x18CreateCollectionResponse\x129\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\v2\x19.wick.agent.v1.CollectionR\n" +
+	"collection\"\x18\n" +
+	"\x16ListCollectionsRequest\"V\n" +
+	"\x17ListCollectionsResponse\x12;\n" +
+	"\vcollections\x18\x01 \x03(\v2\x19.wick.agent.v1.CollectionR\vcollections\"9\n" +
+	"\x17DeleteCollectionRequest\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\tR\n" +
+	"collection\"\x1a\n" +
+	"\x18DeleteCollectionResponse\"\xdc\x02\n" +
+	"\x12AddDocumentRequest\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\tR\n" +
+	"collection\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\tR\bdocument\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12\x18\n" +
+	"\acontent\x18\x04 \x01(\tR\acontent\x12\x12\n" +
+	"\x04path\x18\x05 \x01(\tR\x04path\x12\x19\n" +
+	"\bagent_id\x18\x06 \x01(\tR\aagentId\x12!\n" +
+	"\fcontent_type\x18\a \x01(\tR\vcontentType\x12K\n" +
+	"\bmetadata\x18\b \x03(\v2/.wick.agent.v1.AddDocumentRequest.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9a\x01\n" +
+	"\x13AddDocumentResponse\x12<\n" +
+	"\bdocument\x18\x01 \x01(\v2 .wick.agent.v1.KnowledgeDocumentR\bdocument\x12\x1c\n" +
+	"\tunchanged\x18\x02 \x01(\bR\tunchanged\x12'\n" +
+	"\x0fembedded_chunks\x18\x03 \x01(\x05R\x0eembeddedChunks\"6\n" +
+	"\x14ListDocumentsRequest\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\tR\n" +
+	"collection\"W\n" +
+	"\x15ListDocumentsResponse\x12>\n" +
+	"\tdocuments\x18\x01 \x03(\v2 .wick.agent.v1.KnowledgeDocumentR\tdocuments\"S\n" +
+	"\x15DeleteDocumentRequest\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\tR\n" +
+	"collection\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\tR\bdocument\"?\n" +
+	"\x16DeleteDocumentResponse\x12%\n" +
+	"\x0edeleted_chunks\x18\x01 \x01(\x05R\rdeletedChunks\"\x9d\x02\n" +
+	"\x16SearchKnowledgeRequest\x12\x1e\n" +
+	"\n" +
+	"collection\x18\x01 \x01(\tR\n" +
+	"collection\x12\x14\n" +
+	"\x05query\x18\x02 \x01(\tR\x05query\x12\x11\n" +
+	"\x01k\x18\x03 \x01(\x05H\x00R\x01k\x88\x01\x01\x12 \n" +
+	"\tmin_score\x18\x04 \x01(\x01H\x01R\bminScore\x88\x01\x01\x12I\n" +
+	"\x06filter\x18\x05 \x03(\v21.wick.agent.v1.SearchKnowledgeRequest.FilterEntryR\x06filter\x1a9\n" +
+	"\vFilterEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x04\n" +
+	"\x02_kB\f\n" +
+	"\n" +
+	"_min_score\"g\n" +
+	"\x17SearchKnowledgeResponse\x12/\n" +
+	"\x04hits\x18\x01 \x03(\v2\x1b.wick.agent.v1.KnowledgeHitR\x04hits\x12\x1b\n" +
+	"\tmin_score\x18\x02 \x01(\x01R\bminScore2\xf4\x1f\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -4853,7 +6181,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x06GetRun\x12\x1c.wick.agent.v1.GetRunRequest\x1a\x1d.wick.agent.v1.GetRunResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/runs/{run_id}\x12p\n" +
 	"\tCancelRun\x12\x1f.wick.agent.v1.CancelRunRequest\x1a .wick.agent.v1.CancelRunResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/runs/{run_id}/cancel\x12p\n" +
 	"\tResumeRun\x12\x1f.wick.agent.v1.ResumeRunRequest\x1a .wick.agent.v1.ResumeRunResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/runs/{run_id}/resume\x12p\n" +
-	"\aJoinRun\x12\x1d.wick.agent.v1.JoinRunRequest\x1a\x1e.wick.agent.v1.JoinRunResponse\"$\x82\xd3\xe4\x93\x02\x1eb\x05event\x12\x15/runs/{run_id}/events0\x01B6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
+	"\aJoinRun\x12\x1d.wick.agent.v1.JoinRunRequest\x1a\x1e.wick.agent.v1.JoinRunResponse\"$\x82\xd3\xe4\x93\x02\x1eb\x05event\x12\x15/runs/{run_id}/events0\x01\x12\x8f\x01\n" +
+	"\x10CreateCollection\x12&.wick.agent.v1.CreateCollectionRequest\x1a'.wick.agent.v1.CreateCollectionResponse\"*\x82\xd3\xe4\x93\x02$:\n" +
+	"collection\"\x16/knowledge/collections\x12\x80\x01\n" +
+	"\x0fListCollections\x12%.wick.agent.v1.ListCollectionsRequest\x1a&.wick.agent.v1.ListCollectionsResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/knowledge/collections\x12\x90\x01\n" +
+	"\x10DeleteCollection\x12&.wick.agent.v1.DeleteCollectionRequest\x1a'.wick.agent.v1.DeleteCollectionResponse\"+\x82\xd3\xe4\x93\x02%*#/knowledge/collections/{collection}\x12\x8e\x01\n" +
+	"\vAddDocument\x12!.wick.agent.v1.AddDocumentRequest\x1a\".wick.agent.v1.AddDocumentResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/knowledge/collections/{collection}/documents\x12\x91\x01\n" +
+	"\rListDocuments\x12#.wick.agent.v1.ListDocumentsRequest\x1a$.wick.agent.v1.ListDocumentsResponse\"5\x82\xd3\xe4\x93\x02/\x12-/knowledge/collections/{collection}/documents\x12\x9f\x01\n" +
+	"\x0eDeleteDocument\x12$.wick.agent.v1.DeleteDocumentRequest\x1a%.wick.agent.v1.DeleteDocumentResponse\"@\x82\xd3\xe4\x93\x02:*8/knowledge/collections/{collection}/documents/{document}\x12\x97\x01\n" +
+	"\x0fSearchKnowledge\x12%.wick.agent.v1.SearchKnowledgeRequest\x1a&.wick.agent.v1.SearchKnowledgeResponse\"5\x82\xd3\xe4\x93\x02/:\x01*\"*/knowledge/collections/{collection}/searchB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_wick_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -4867,7 +6203,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -4943,127 +6279,174 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*ResumeRunResponse)(nil),           // 71: wick.agent.v1.ResumeRunResponse
 	(*JoinRunRequest)(nil),              // 72: wick.agent.v1.JoinRunRequest
 	(*JoinRunResponse)(nil),             // 73: wick.agent.v1.JoinRunResponse
-	nil,                                 // 74: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 75: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 76: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 77: wick.agent.v1.ToolDefinition.HeadersEntry
-	(*structpb.Struct)(nil),             // 78: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 79: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 80: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 81: google.protobuf.Duration
+	(*Collection)(nil),                  // 74: wick.agent.v1.Collection
+	(*KnowledgeDocument)(nil),           // 75: wick.agent.v1.KnowledgeDocument
+	(*KnowledgeHit)(nil),                // 76: wick.agent.v1.KnowledgeHit
+	(*CreateCollectionRequest)(nil),     // 77: wick.agent.v1.CreateCollectionRequest
+	(*CreateCollectionResponse)(nil),    // 78: wick.agent.v1.CreateCollectionResponse
+	(*ListCollectionsRequest)(nil),      // 79: wick.agent.v1.ListCollectionsRequest
+	(*ListCollectionsResponse)(nil),     // 80: wick.agent.v1.ListCollectionsResponse
+	(*DeleteCollectionRequest)(nil),     // 81: wick.agent.v1.DeleteCollectionRequest
+	(*DeleteCollectionResponse)(nil),    // 82: wick.agent.v1.DeleteCollectionResponse
+	(*AddDocumentRequest)(nil),          // 83: wick.agent.v1.AddDocumentRequest
+	(*AddDocumentResponse)(nil),         // 84: wick.agent.v1.AddDocumentResponse
+	(*ListDocumentsRequest)(nil),        // 85: wick.agent.v1.ListDocumentsRequest
+	(*ListDocumentsResponse)(nil),       // 86: wick.agent.v1.ListDocumentsResponse
+	(*DeleteDocumentRequest)(nil),       // 87: wick.agent.v1.DeleteDocumentRequest
+	(*DeleteDocumentResponse)(nil),      // 88: wick.agent.v1.DeleteDocumentResponse
+	(*SearchKnowledgeRequest)(nil),      // 89: wick.agent.v1.SearchKnowledgeRequest
+	(*SearchKnowledgeResponse)(nil),     // 90: wick.agent.v1.SearchKnowledgeResponse
+	nil,                                 // 91: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 92: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 93: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 94: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 95: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 96: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 97: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 98: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	(*structpb.Struct)(nil),             // 99: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 100: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 101: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 102: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
-	1,  // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	78, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
-	0,  // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
-	3,  // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	74, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	79, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	80, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	80, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	79, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	81, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	80, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
-	7,  // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
-	8,  // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
-	8,  // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	75, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
-	9,  // 15: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
-	9,  // 16: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
-	9,  // 17: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	9,  // 18: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	0,  // 19: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
-	0,  // 20: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
-	3,  // 21: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
-	1,  // 22: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
-	0,  // 23: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
-	5,  // 24: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
-	9,  // 25: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	76, // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
-	26, // 27: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
-	29, // 28: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
-	39, // 29: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
-	42, // 30: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
-	43, // 31: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
-	43, // 32: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	78, // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	81, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	77, // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
-	45, // 36: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
-	45, // 37: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
-	45, // 38: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
-	52, // 39: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,  // 40: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	79, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	57, // 42: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,  // 43: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,  // 44: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	79, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	64, // 46: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	64, // 47: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	78, // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	69, // 49: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	64, // 50: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,  // 51: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	10, // 52: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12, // 53: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14, // 54: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16, // 55: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18, // 56: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20, // 57: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22, // 58: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24, // 59: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27, // 60: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30, // 61: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32, // 62: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34, // 63: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36, // 64: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38, // 65: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41, // 66: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46, // 67: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48, // 68: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50, // 69: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53, // 70: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55, // 71: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58, // 72: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60, // 73: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62, // 74: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65, // 75: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67, // 76: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70, // 77: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72, // 78: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	11, // 79: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13, // 80: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15, // 81: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17, // 82: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19, // 83: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21, // 84: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23, // 85: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25, // 86: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28, // 87: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31, // 88: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33, // 89: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35, // 90: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37, // 91: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40, // 92: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44, // 93: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47, // 94: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49, // 95: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51, // 96: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54, // 97: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56, // 98: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59, // 99: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61, // 100: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63, // 101: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66, // 102: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68, // 103: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71, // 104: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73, // 105: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	79, // [79:106] is the sub-list for method output_type
-	52, // [52:79] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
+	99,  // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
+	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
+	91,  // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	100, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	101, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	101, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	100, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	102, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	101, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
+	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
+	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
+	92,  // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	9,   // 15: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
+	9,   // 16: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
+	9,   // 17: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	9,   // 18: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	0,   // 19: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
+	0,   // 20: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
+	3,   // 21: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
+	1,   // 22: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
+	0,   // 23: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
+	5,   // 24: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
+	9,   // 25: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
+	93,  // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	26,  // 27: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
+	29,  // 28: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
+	39,  // 29: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
+	42,  // 30: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
+	43,  // 31: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
+	43,  // 32: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
+	99,  // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	102, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	94,  // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	45,  // 36: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 37: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 38: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
+	52,  // 39: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
+	6,   // 40: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	100, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	57,  // 42: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 43: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 44: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	100, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	64,  // 46: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 47: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	99,  // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	69,  // 49: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	64,  // 50: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 51: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	100, // 52: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	95,  // 53: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	100, // 54: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 55: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	74,  // 56: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	74,  // 57: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	74,  // 58: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	97,  // 59: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	75,  // 60: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	75,  // 61: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	98,  // 62: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	76,  // 63: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	10,  // 64: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 65: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 66: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 67: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 68: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 69: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 70: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 71: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 72: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 73: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 74: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 75: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 76: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 77: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 78: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 79: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 80: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 81: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 82: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 83: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 84: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 85: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 86: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 87: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 88: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 89: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 90: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 91: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 92: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 93: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 94: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 95: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 96: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 97: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	11,  // 98: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 99: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 100: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 101: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 102: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 103: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 104: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 105: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 106: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 107: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 108: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 109: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 110: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 111: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 112: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 113: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 114: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 115: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 116: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 117: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 118: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 119: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 120: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 121: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 122: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 123: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 124: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 125: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 126: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 127: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 128: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 129: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 130: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 131: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	98,  // [98:132] is the sub-list for method output_type
+	64,  // [64:98] is the sub-list for method input_type
+	64,  // [64:64] is the sub-list for extension type_name
+	64,  // [64:64] is the sub-list for extension extendee
+	0,   // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -5071,6 +6454,7 @@ func file_wick_agent_v1_agent_proto_init() {
 	if File_wick_agent_v1_agent_proto != nil {
 		return
 	}
+	file_wick_agent_v1_agent_proto_msgTypes[9].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[38].OneofWrappers = []any{
 		(*UploadFileRequest_Header)(nil),
 		(*UploadFileRequest_Data)(nil),
@@ -5084,13 +6468,14 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*TerminalResponse_Output)(nil),
 		(*TerminalResponse_ExitCode)(nil),
 	}
+	file_wick_agent_v1_agent_proto_msgTypes[89].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

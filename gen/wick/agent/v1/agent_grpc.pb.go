@@ -46,6 +46,13 @@ const (
 	AgentService_CancelRun_FullMethodName           = "/wick.agent.v1.AgentService/CancelRun"
 	AgentService_ResumeRun_FullMethodName           = "/wick.agent.v1.AgentService/ResumeRun"
 	AgentService_JoinRun_FullMethodName             = "/wick.agent.v1.AgentService/JoinRun"
+	AgentService_CreateCollection_FullMethodName    = "/wick.agent.v1.AgentService/CreateCollection"
+	AgentService_ListCollections_FullMethodName     = "/wick.agent.v1.AgentService/ListCollections"
+	AgentService_DeleteCollection_FullMethodName    = "/wick.agent.v1.AgentService/DeleteCollection"
+	AgentService_AddDocument_FullMethodName         = "/wick.agent.v1.AgentService/AddDocument"
+	AgentService_ListDocuments_FullMethodName       = "/wick.agent.v1.AgentService/ListDocuments"
+	AgentService_DeleteDocument_FullMethodName      = "/wick.agent.v1.AgentService/DeleteDocument"
+	AgentService_SearchKnowledge_FullMethodName     = "/wick.agent.v1.AgentService/SearchKnowledge"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -122,6 +129,25 @@ type AgentServiceClient interface {
 	// JoinRun streams a run's events after a given event id, from any replica:
 	// the events already logged, then live ones until the run ends.
 	JoinRun(ctx context.Context, in *JoinRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[JoinRunResponse], error)
+	// CreateCollection creates a knowledge collection owned by the caller, or
+	// by one of the caller's organisations when collection.org is set.
+	CreateCollection(ctx context.Context, in *CreateCollectionRequest, opts ...grpc.CallOption) (*CreateCollectionResponse, error)
+	// ListCollections lists the collections the caller can use: their own and
+	// their organisations'.
+	ListCollections(ctx context.Context, in *ListCollectionsRequest, opts ...grpc.CallOption) (*ListCollectionsResponse, error)
+	// DeleteCollection removes a collection with all its documents and chunks.
+	DeleteCollection(ctx context.Context, in *DeleteCollectionRequest, opts ...grpc.CallOption) (*DeleteCollectionResponse, error)
+	// AddDocument adds a document (text, Markdown, or a workspace file) to a
+	// collection: it is chunked by structure and embedded. A document whose
+	// content did not change is not embedded again.
+	AddDocument(ctx context.Context, in *AddDocumentRequest, opts ...grpc.CallOption) (*AddDocumentResponse, error)
+	// ListDocuments lists a collection's documents.
+	ListDocuments(ctx context.Context, in *ListDocumentsRequest, opts ...grpc.CallOption) (*ListDocumentsResponse, error)
+	// DeleteDocument removes a document and all its chunks.
+	DeleteDocument(ctx context.Context, in *DeleteDocumentRequest, opts ...grpc.CallOption) (*DeleteDocumentResponse, error)
+	// SearchKnowledge returns a collection's chunks nearest to a query, best
+	// first, with their scores and sources.
+	SearchKnowledge(ctx context.Context, in *SearchKnowledgeRequest, opts ...grpc.CallOption) (*SearchKnowledgeResponse, error)
 }
 
 type agentServiceClient struct {
@@ -444,6 +470,76 @@ func (c *agentServiceClient) JoinRun(ctx context.Context, in *JoinRunRequest, op
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_JoinRunClient = grpc.ServerStreamingClient[JoinRunResponse]
 
+func (c *agentServiceClient) CreateCollection(ctx context.Context, in *CreateCollectionRequest, opts ...grpc.CallOption) (*CreateCollectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateCollectionResponse)
+	err := c.cc.Invoke(ctx, AgentService_CreateCollection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) ListCollections(ctx context.Context, in *ListCollectionsRequest, opts ...grpc.CallOption) (*ListCollectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListCollectionsResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListCollections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) DeleteCollection(ctx context.Context, in *DeleteCollectionRequest, opts ...grpc.CallOption) (*DeleteCollectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteCollectionResponse)
+	err := c.cc.Invoke(ctx, AgentService_DeleteCollection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) AddDocument(ctx context.Context, in *AddDocumentRequest, opts ...grpc.CallOption) (*AddDocumentResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddDocumentResponse)
+	err := c.cc.Invoke(ctx, AgentService_AddDocument_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) ListDocuments(ctx context.Context, in *ListDocumentsRequest, opts ...grpc.CallOption) (*ListDocumentsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDocumentsResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListDocuments_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) DeleteDocument(ctx context.Context, in *DeleteDocumentRequest, opts ...grpc.CallOption) (*DeleteDocumentResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteDocumentResponse)
+	err := c.cc.Invoke(ctx, AgentService_DeleteDocument_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) SearchKnowledge(ctx context.Context, in *SearchKnowledgeRequest, opts ...grpc.CallOption) (*SearchKnowledgeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchKnowledgeResponse)
+	err := c.cc.Invoke(ctx, AgentService_SearchKnowledge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -518,6 +614,25 @@ type AgentServiceServer interface {
 	// JoinRun streams a run's events after a given event id, from any replica:
 	// the events already logged, then live ones until the run ends.
 	JoinRun(*JoinRunRequest, grpc.ServerStreamingServer[JoinRunResponse]) error
+	// CreateCollection creates a knowledge collection owned by the caller, or
+	// by one of the caller's organisations when collection.org is set.
+	CreateCollection(context.Context, *CreateCollectionRequest) (*CreateCollectionResponse, error)
+	// ListCollections lists the collections the caller can use: their own and
+	// their organisations'.
+	ListCollections(context.Context, *ListCollectionsRequest) (*ListCollectionsResponse, error)
+	// DeleteCollection removes a collection with all its documents and chunks.
+	DeleteCollection(context.Context, *DeleteCollectionRequest) (*DeleteCollectionResponse, error)
+	// AddDocument adds a document (text, Markdown, or a workspace file) to a
+	// collection: it is chunked by structure and embedded. A document whose
+	// content did not change is not embedded again.
+	AddDocument(context.Context, *AddDocumentRequest) (*AddDocumentResponse, error)
+	// ListDocuments lists a collection's documents.
+	ListDocuments(context.Context, *ListDocumentsRequest) (*ListDocumentsResponse, error)
+	// DeleteDocument removes a document and all its chunks.
+	DeleteDocument(context.Context, *DeleteDocumentRequest) (*DeleteDocumentResponse, error)
+	// SearchKnowledge returns a collection's chunks nearest to a query, best
+	// first, with their scores and sources.
+	SearchKnowledge(context.Context, *SearchKnowledgeRequest) (*SearchKnowledgeResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -608,6 +723,27 @@ func (UnimplementedAgentServiceServer) ResumeRun(context.Context, *ResumeRunRequ
 }
 func (UnimplementedAgentServiceServer) JoinRun(*JoinRunRequest, grpc.ServerStreamingServer[JoinRunResponse]) error {
 	return status.Error(codes.Unimplemented, "method JoinRun not implemented")
+}
+func (UnimplementedAgentServiceServer) CreateCollection(context.Context, *CreateCollectionRequest) (*CreateCollectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateCollection not implemented")
+}
+func (UnimplementedAgentServiceServer) ListCollections(context.Context, *ListCollectionsRequest) (*ListCollectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListCollections not implemented")
+}
+func (UnimplementedAgentServiceServer) DeleteCollection(context.Context, *DeleteCollectionRequest) (*DeleteCollectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteCollection not implemented")
+}
+func (UnimplementedAgentServiceServer) AddDocument(context.Context, *AddDocumentRequest) (*AddDocumentResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddDocument not implemented")
+}
+func (UnimplementedAgentServiceServer) ListDocuments(context.Context, *ListDocumentsRequest) (*ListDocumentsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDocuments not implemented")
+}
+func (UnimplementedAgentServiceServer) DeleteDocument(context.Context, *DeleteDocumentRequest) (*DeleteDocumentResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteDocument not implemented")
+}
+func (UnimplementedAgentServiceServer) SearchKnowledge(context.Context, *SearchKnowledgeRequest) (*SearchKnowledgeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchKnowledge not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -1066,6 +1202,132 @@ func _AgentService_JoinRun_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AgentService_JoinRunServer = grpc.ServerStreamingServer[JoinRunResponse]
 
+func _AgentService_CreateCollection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateCollectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).CreateCollection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_CreateCollection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).CreateCollection(ctx, req.(*CreateCollectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_ListCollections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListCollectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListCollections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListCollections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListCollections(ctx, req.(*ListCollectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_DeleteCollection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteCollectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).DeleteCollection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_DeleteCollection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).DeleteCollection(ctx, req.(*DeleteCollectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_AddDocument_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddDocumentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).AddDocument(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_AddDocument_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).AddDocument(ctx, req.(*AddDocumentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_ListDocuments_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDocumentsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListDocuments(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListDocuments_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListDocuments(ctx, req.(*ListDocumentsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_DeleteDocument_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteDocumentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).DeleteDocument(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_DeleteDocument_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).DeleteDocument(ctx, req.(*DeleteDocumentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_SearchKnowledge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchKnowledgeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).SearchKnowledge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_SearchKnowledge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).SearchKnowledge(ctx, req.(*SearchKnowledgeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1156,6 +1418,34 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResumeRun",
 			Handler:    _AgentService_ResumeRun_Handler,
+		},
+		{
+			MethodName: "CreateCollection",
+			Handler:    _AgentService_CreateCollection_Handler,
+		},
+		{
+			MethodName: "ListCollections",
+			Handler:    _AgentService_ListCollections_Handler,
+		},
+		{
+			MethodName: "DeleteCollection",
+			Handler:    _AgentService_DeleteCollection_Handler,
+		},
+		{
+			MethodName: "AddDocument",
+			Handler:    _AgentService_AddDocument_Handler,
+		},
+		{
+			MethodName: "ListDocuments",
+			Handler:    _AgentService_ListDocuments_Handler,
+		},
+		{
+			MethodName: "DeleteDocument",
+			Handler:    _AgentService_DeleteDocument_Handler,
+		},
+		{
+			MethodName: "SearchKnowledge",
+			Handler:    _AgentService_SearchKnowledge_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -919,6 +919,10 @@ type Model struct {
 	ContextWindow int32 `protobuf:"varint,5,opt,name=context_window,json=contextWindow,proto3" json:"context_window,omitempty"`
 	// key_configured is true when its API key is present (the key itself is never returned).
 	KeyConfigured bool `protobuf:"varint,6,opt,name=key_configured,json=keyConfigured,proto3" json:"key_configured,omitempty"`
+	// embedding is true for an embedding model (use it with Embed).
+	Embedding bool `protobuf:"varint,7,opt,name=embedding,proto3" json:"embedding,omitempty"`
+	// dimensions is an embedding model's vector size, when known.
+	Dimensions    int32 `protobuf:"varint,8,opt,name=dimensions,proto3" json:"dimensions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -995,6 +999,20 @@ func (x *Model) GetKeyConfigured() bool {
 	return false
 }
 
+func (x *Model) GetEmbedding() bool {
+	if x != nil {
+		return x.Embedding
+	}
+	return false
+}
+
+func (x *Model) GetDimensions() int32 {
+	if x != nil {
+		return x.Dimensions
+	}
+	return 0
+}
+
 // ListModelsResponse lists configured models.
 type ListModelsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1037,6 +1055,200 @@ func (*ListModelsResponse) Descriptor() ([]byte, []int) {
 func (x *ListModelsResponse) GetModels() []*Model {
 	if x != nil {
 		return x.Models
+	}
+	return nil
+}
+
+// EmbedRequest is a batch of texts to embed.
+type EmbedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// model is the embedding model: a configured model id or a spec
+	// ("openai:text-embedding-3-small", "ollama:nomic-embed-text",
+	// "wick-hash-384"); unset uses the gateway's default embedding model.
+	Model *ModelSpec `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	// texts are the texts to embed, at most 2048, none empty.
+	Texts []string `protobuf:"bytes,2,rep,name=texts,proto3" json:"texts,omitempty"`
+	// timeout bounds the call; zero uses the gateway's default.
+	Timeout       *durationpb.Duration `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedRequest) Reset() {
+	*x = EmbedRequest{}
+	mi := &file_wick_llm_v1_llm_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedRequest) ProtoMessage() {}
+
+func (x *EmbedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_llm_v1_llm_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedRequest.ProtoReflect.Descriptor instead.
+func (*EmbedRequest) Descriptor() ([]byte, []int) {
+	return file_wick_llm_v1_llm_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EmbedRequest) GetModel() *ModelSpec {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
+func (x *EmbedRequest) GetTexts() []string {
+	if x != nil {
+		return x.Texts
+	}
+	return nil
+}
+
+func (x *EmbedRequest) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+// Embedding is the vector of one text.
+type Embedding struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// vector is the embedding, L2-normalised.
+	Vector        []float32 `protobuf:"fixed32,1,rep,packed,name=vector,proto3" json:"vector,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Embedding) Reset() {
+	*x = Embedding{}
+	mi := &file_wick_llm_v1_llm_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Embedding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Embedding) ProtoMessage() {}
+
+func (x *Embedding) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_llm_v1_llm_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Embedding.ProtoReflect.Descriptor instead.
+func (*Embedding) Descriptor() ([]byte, []int) {
+	return file_wick_llm_v1_llm_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Embedding) GetVector() []float32 {
+	if x != nil {
+		return x.Vector
+	}
+	return nil
+}
+
+// EmbedResponse is the vectors of a batch, in the order of its texts.
+type EmbedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// embeddings are the texts' vectors, one per text, in order.
+	Embeddings []*Embedding `protobuf:"bytes,1,rep,name=embeddings,proto3" json:"embeddings,omitempty"`
+	// model is the model that embedded them.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// provider is the provider that embedded them.
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// dimensions is the size of every vector.
+	Dimensions int32 `protobuf:"varint,4,opt,name=dimensions,proto3" json:"dimensions,omitempty"`
+	// usage counts the input tokens, when the provider reports them.
+	Usage         *Usage `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EmbedResponse) Reset() {
+	*x = EmbedResponse{}
+	mi := &file_wick_llm_v1_llm_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EmbedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EmbedResponse) ProtoMessage() {}
+
+func (x *EmbedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_llm_v1_llm_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EmbedResponse.ProtoReflect.Descriptor instead.
+func (*EmbedResponse) Descriptor() ([]byte, []int) {
+	return file_wick_llm_v1_llm_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *EmbedResponse) GetEmbeddings() []*Embedding {
+	if x != nil {
+		return x.Embeddings
+	}
+	return nil
+}
+
+func (x *EmbedResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *EmbedResponse) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *EmbedResponse) GetDimensions() int32 {
+	if x != nil {
+		return x.Dimensions
+	}
+	return 0
+}
+
+func (x *EmbedResponse) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
 	}
 	return nil
 }
@@ -1120,22 +1332,43 @@ const file_wick_llm_v1_llm_proto_rawDesc = "" +
 	"\x05usage\x18\x05 \x01(\v2\x12.wick.llm.v1.UsageR\x05usage\x12\x14\n" +
 	"\x05model\x18\x06 \x01(\tR\x05model\x12\x1a\n" +
 	"\bprovider\x18\a \x01(\tR\bprovider\"\x13\n" +
-	"\x11ListModelsRequest\"\xb2\x01\n" +
+	"\x11ListModelsRequest\"\xf0\x01\n" +
 	"\x05Model\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x19\n" +
 	"\bbase_url\x18\x04 \x01(\tR\abaseUrl\x12%\n" +
 	"\x0econtext_window\x18\x05 \x01(\x05R\rcontextWindow\x12%\n" +
-	"\x0ekey_configured\x18\x06 \x01(\bR\rkeyConfigured\"@\n" +
+	"\x0ekey_configured\x18\x06 \x01(\bR\rkeyConfigured\x12\x1c\n" +
+	"\tembedding\x18\a \x01(\bR\tembedding\x12\x1e\n" +
+	"\n" +
+	"dimensions\x18\b \x01(\x05R\n" +
+	"dimensions\"@\n" +
 	"\x12ListModelsResponse\x12*\n" +
-	"\x06models\x18\x01 \x03(\v2\x12.wick.llm.v1.ModelR\x06models2\xdd\x01\n" +
+	"\x06models\x18\x01 \x03(\v2\x12.wick.llm.v1.ModelR\x06models\"\x87\x01\n" +
+	"\fEmbedRequest\x12,\n" +
+	"\x05model\x18\x01 \x01(\v2\x16.wick.llm.v1.ModelSpecR\x05model\x12\x14\n" +
+	"\x05texts\x18\x02 \x03(\tR\x05texts\x123\n" +
+	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"#\n" +
+	"\tEmbedding\x12\x16\n" +
+	"\x06vector\x18\x01 \x03(\x02R\x06vector\"\xc3\x01\n" +
+	"\rEmbedResponse\x126\n" +
+	"\n" +
+	"embeddings\x18\x01 \x03(\v2\x16.wick.llm.v1.EmbeddingR\n" +
+	"embeddings\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x1e\n" +
+	"\n" +
+	"dimensions\x18\x04 \x01(\x05R\n" +
+	"dimensions\x12(\n" +
+	"\x05usage\x18\x05 \x01(\v2\x12.wick.llm.v1.UsageR\x05usage2\x9d\x02\n" +
 	"\n" +
 	"LLMService\x12;\n" +
 	"\x04Call\x12\x18.wick.llm.v1.CallRequest\x1a\x19.wick.llm.v1.CallResponse\x12C\n" +
 	"\x06Stream\x12\x1a.wick.llm.v1.StreamRequest\x1a\x1b.wick.llm.v1.StreamResponse0\x01\x12M\n" +
 	"\n" +
-	"ListModels\x12\x1e.wick.llm.v1.ListModelsRequest\x1a\x1f.wick.llm.v1.ListModelsResponseB2Z0github.com/wick-agent/wick/gen/wick/llm/v1;llmv1b\x06proto3"
+	"ListModels\x12\x1e.wick.llm.v1.ListModelsRequest\x1a\x1f.wick.llm.v1.ListModelsResponse\x12>\n" +
+	"\x05Embed\x12\x19.wick.llm.v1.EmbedRequest\x1a\x1a.wick.llm.v1.EmbedResponseB2Z0github.com/wick-agent/wick/gen/wick/llm/v1;llmv1b\x06proto3"
 
 var (
 	file_wick_llm_v1_llm_proto_rawDescOnce sync.Once
@@ -1149,7 +1382,7 @@ func file_wick_llm_v1_llm_proto_rawDescGZIP() []byte {
 	return file_wick_llm_v1_llm_proto_rawDescData
 }
 
-var file_wick_llm_v1_llm_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_wick_llm_v1_llm_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_wick_llm_v1_llm_proto_goTypes = []any{
 	(*ModelSpec)(nil),           // 0: wick.llm.v1.ModelSpec
 	(*Message)(nil),             // 1: wick.llm.v1.Message
@@ -1164,38 +1397,47 @@ var file_wick_llm_v1_llm_proto_goTypes = []any{
 	(*ListModelsRequest)(nil),   // 10: wick.llm.v1.ListModelsRequest
 	(*Model)(nil),               // 11: wick.llm.v1.Model
 	(*ListModelsResponse)(nil),  // 12: wick.llm.v1.ListModelsResponse
-	(*structpb.Struct)(nil),     // 13: google.protobuf.Struct
-	(*durationpb.Duration)(nil), // 14: google.protobuf.Duration
+	(*EmbedRequest)(nil),        // 13: wick.llm.v1.EmbedRequest
+	(*Embedding)(nil),           // 14: wick.llm.v1.Embedding
+	(*EmbedResponse)(nil),       // 15: wick.llm.v1.EmbedResponse
+	(*structpb.Struct)(nil),     // 16: google.protobuf.Struct
+	(*durationpb.Duration)(nil), // 17: google.protobuf.Duration
 }
 var file_wick_llm_v1_llm_proto_depIdxs = []int32{
 	2,  // 0: wick.llm.v1.Message.tool_calls:type_name -> wick.llm.v1.ToolCall
-	13, // 1: wick.llm.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
-	13, // 2: wick.llm.v1.ToolSchema.parameters:type_name -> google.protobuf.Struct
+	16, // 1: wick.llm.v1.ToolCall.arguments:type_name -> google.protobuf.Struct
+	16, // 2: wick.llm.v1.ToolSchema.parameters:type_name -> google.protobuf.Struct
 	0,  // 3: wick.llm.v1.CallRequest.models:type_name -> wick.llm.v1.ModelSpec
 	1,  // 4: wick.llm.v1.CallRequest.messages:type_name -> wick.llm.v1.Message
 	3,  // 5: wick.llm.v1.CallRequest.tools:type_name -> wick.llm.v1.ToolSchema
-	14, // 6: wick.llm.v1.CallRequest.timeout:type_name -> google.protobuf.Duration
+	17, // 6: wick.llm.v1.CallRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 7: wick.llm.v1.CallResponse.tool_calls:type_name -> wick.llm.v1.ToolCall
 	4,  // 8: wick.llm.v1.CallResponse.usage:type_name -> wick.llm.v1.Usage
 	0,  // 9: wick.llm.v1.StreamRequest.models:type_name -> wick.llm.v1.ModelSpec
 	1,  // 10: wick.llm.v1.StreamRequest.messages:type_name -> wick.llm.v1.Message
 	3,  // 11: wick.llm.v1.StreamRequest.tools:type_name -> wick.llm.v1.ToolSchema
-	14, // 12: wick.llm.v1.StreamRequest.timeout:type_name -> google.protobuf.Duration
+	17, // 12: wick.llm.v1.StreamRequest.timeout:type_name -> google.protobuf.Duration
 	8,  // 13: wick.llm.v1.StreamResponse.tool_call_delta:type_name -> wick.llm.v1.ToolCallDelta
 	2,  // 14: wick.llm.v1.StreamResponse.tool_calls:type_name -> wick.llm.v1.ToolCall
 	4,  // 15: wick.llm.v1.StreamResponse.usage:type_name -> wick.llm.v1.Usage
 	11, // 16: wick.llm.v1.ListModelsResponse.models:type_name -> wick.llm.v1.Model
-	5,  // 17: wick.llm.v1.LLMService.Call:input_type -> wick.llm.v1.CallRequest
-	7,  // 18: wick.llm.v1.LLMService.Stream:input_type -> wick.llm.v1.StreamRequest
-	10, // 19: wick.llm.v1.LLMService.ListModels:input_type -> wick.llm.v1.ListModelsRequest
-	6,  // 20: wick.llm.v1.LLMService.Call:output_type -> wick.llm.v1.CallResponse
-	9,  // 21: wick.llm.v1.LLMService.Stream:output_type -> wick.llm.v1.StreamResponse
-	12, // 22: wick.llm.v1.LLMService.ListModels:output_type -> wick.llm.v1.ListModelsResponse
-	20, // [20:23] is the sub-list for method output_type
-	17, // [17:20] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	0,  // 17: wick.llm.v1.EmbedRequest.model:type_name -> wick.llm.v1.ModelSpec
+	17, // 18: wick.llm.v1.EmbedRequest.timeout:type_name -> google.protobuf.Duration
+	14, // 19: wick.llm.v1.EmbedResponse.embeddings:type_name -> wick.llm.v1.Embedding
+	4,  // 20: wick.llm.v1.EmbedResponse.usage:type_name -> wick.llm.v1.Usage
+	5,  // 21: wick.llm.v1.LLMService.Call:input_type -> wick.llm.v1.CallRequest
+	7,  // 22: wick.llm.v1.LLMService.Stream:input_type -> wick.llm.v1.StreamRequest
+	10, // 23: wick.llm.v1.LLMService.ListModels:input_type -> wick.llm.v1.ListModelsRequest
+	13, // 24: wick.llm.v1.LLMService.Embed:input_type -> wick.llm.v1.EmbedRequest
+	6,  // 25: wick.llm.v1.LLMService.Call:output_type -> wick.llm.v1.CallResponse
+	9,  // 26: wick.llm.v1.LLMService.Stream:output_type -> wick.llm.v1.StreamResponse
+	12, // 27: wick.llm.v1.LLMService.ListModels:output_type -> wick.llm.v1.ListModelsResponse
+	15, // 28: wick.llm.v1.LLMService.Embed:output_type -> wick.llm.v1.EmbedResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_wick_llm_v1_llm_proto_init() }
@@ -1211,7 +1453,7 @@ func file_wick_llm_v1_llm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_llm_v1_llm_proto_rawDesc), len(file_wick_llm_v1_llm_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

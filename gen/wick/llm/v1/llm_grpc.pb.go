@@ -22,6 +22,7 @@ const (
 	LLMService_Call_FullMethodName       = "/wick.llm.v1.LLMService/Call"
 	LLMService_Stream_FullMethodName     = "/wick.llm.v1.LLMService/Stream"
 	LLMService_ListModels_FullMethodName = "/wick.llm.v1.LLMService/ListModels"
+	LLMService_Embed_FullMethodName      = "/wick.llm.v1.LLMService/Embed"
 )
 
 // LLMServiceClient is the client API for LLMService service.
@@ -40,6 +41,9 @@ type LLMServiceClient interface {
 	Stream(ctx context.Context, in *StreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StreamResponse], error)
 	// ListModels lists the models the gateway is configured with.
 	ListModels(ctx context.Context, in *ListModelsRequest, opts ...grpc.CallOption) (*ListModelsResponse, error)
+	// Embed turns a batch of texts into vectors with one embedding model.
+	// There is no fallback chain: vectors of two models do not compare.
+	Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error)
 }
 
 type lLMServiceClient struct {
@@ -89,6 +93,16 @@ func (c *lLMServiceClient) ListModels(ctx context.Context, in *ListModelsRequest
 	return out, nil
 }
 
+func (c *lLMServiceClient) Embed(ctx context.Context, in *EmbedRequest, opts ...grpc.CallOption) (*EmbedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EmbedResponse)
+	err := c.cc.Invoke(ctx, LLMService_Embed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LLMServiceServer is the server API for LLMService service.
 // All implementations must embed UnimplementedLLMServiceServer
 // for forward compatibility.
@@ -105,6 +119,9 @@ type LLMServiceServer interface {
 	Stream(*StreamRequest, grpc.ServerStreamingServer[StreamResponse]) error
 	// ListModels lists the models the gateway is configured with.
 	ListModels(context.Context, *ListModelsRequest) (*ListModelsResponse, error)
+	// Embed turns a batch of texts into vectors with one embedding model.
+	// There is no fallback chain: vectors of two models do not compare.
+	Embed(context.Context, *EmbedRequest) (*EmbedResponse, error)
 	mustEmbedUnimplementedLLMServiceServer()
 }
 
@@ -123,6 +140,9 @@ func (UnimplementedLLMServiceServer) Stream(*StreamRequest, grpc.ServerStreaming
 }
 func (UnimplementedLLMServiceServer) ListModels(context.Context, *ListModelsRequest) (*ListModelsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListModels not implemented")
+}
+func (UnimplementedLLMServiceServer) Embed(context.Context, *EmbedRequest) (*EmbedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Embed not implemented")
 }
 func (UnimplementedLLMServiceServer) mustEmbedUnimplementedLLMServiceServer() {}
 func (UnimplementedLLMServiceServer) testEmbeddedByValue()                    {}
@@ -192,6 +212,24 @@ func _LLMService_ListModels_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LLMService_Embed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EmbedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LLMServiceServer).Embed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LLMService_Embed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LLMServiceServer).Embed(ctx, req.(*EmbedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LLMService_ServiceDesc is the grpc.ServiceDesc for LLMService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -206,6 +244,10 @@ var LLMService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListModels",
 			Handler:    _LLMService_ListModels_Handler,
+		},
+		{
+			MethodName: "Embed",
+			Handler:    _LLMService_Embed_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -33,6 +33,7 @@ func main() {
 		leaseDur, threadTTL, runRetention, sandboxRefresh                                       time.Duration
 		maxTransfer                                                                             int64
 		limits                                                                                  = agent.DefaultLimits()
+		kb                                                                                      = agent.DefaultKnowledgeConfig()
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
@@ -52,6 +53,7 @@ func main() {
 		fs.StringVar(&toolAllow, "tool-allow-nets", "", "comma-separated CIDRs that HTTP callback tools may reach although not public (loopback, private, link-local are refused by default)")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
+		kb.RegisterFlags(fs)
 	}
 	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
 		allow, err := netguard.ParsePrefixes(toolAllow)
@@ -78,11 +80,15 @@ func main() {
 		} else {
 			env.Logger.Warn("no -redis-addr: threads and runs live in this process only; replicas cannot share them")
 		}
-		opts := []agent.Option{
+		kbOpts, err := kb.Options()
+		if err != nil {
+			return err
+		}
+		opts := append([]agent.Option{
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
-		}
+		}, kbOpts...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))
 		}

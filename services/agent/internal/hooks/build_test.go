@@ -61,8 +61,8 @@ func TestDescribe(t *testing.T) {
 	t.Parallel()
 	cfg := &loop.AgentConfig{Backend: &loop.BackendCfg{Type: "local"}, Memory: &loop.MemoryCfg{Paths: []string{"/m"}}, Hooks: map[string]bool{"summarization": false}}
 	got := hooks.Describe(cfg, true)
-	want := map[string]bool{"tracing": true, "todolist": true, "filesystem": true, "skills": false, "memory": true, "summarization": false}
-	if len(got) != 6 {
+	want := map[string]bool{"tracing": true, "todolist": true, "filesystem": true, "skills": false, "memory": true, "knowledge": false, "summarization": false}
+	if len(got) != 7 {
 		t.Fatalf("statuses %+v", got)
 	}
 	for i, s := range got {
@@ -70,7 +70,7 @@ func TestDescribe(t *testing.T) {
 			t.Errorf("status %+v", s)
 		}
 	}
-	if strings.Join(got[3].Phases, ",") != "before_agent,modify_request" || strings.Join(got[5].Phases, ",") != "wrap_model_call" {
+	if strings.Join(got[3].Phases, ",") != "before_agent,modify_request" || strings.Join(got[6].Phases, ",") != "wrap_model_call" {
 		t.Fatalf("phases %+v", got)
 	}
 	if d := hooks.Describe(cfg, false); d[2].Enabled || d[4].Enabled {
@@ -86,9 +86,11 @@ func TestToolNamesAreWhatHooksRegister(t *testing.T) {
 		Backend: &loop.BackendCfg{Type: "local"},
 		Skills:  &loop.SkillsCfg{Paths: []string{"/workspace/skills"}},
 		Memory:  &loop.MemoryCfg{Paths: []string{"/workspace/AGENTS.md"}},
+		// Collections turn the knowledge hook on.
+		Collections: []string{"docs"},
 	}
 	state := &loop.AgentState{ThreadID: "t"}
-	for _, h := range hooks.Build(cfg, newMemFS(nil), llmtest.New()) {
+	for _, h := range hooks.Build(cfg, newMemFS(nil), llmtest.New(), hooks.WithKnowledge(newKnowledgeBase(t))) {
 		if err := h.BeforeAgent(t.Context(), state); err != nil {
 			t.Fatalf("%s.BeforeAgent: %v", h.Name(), err)
 		}

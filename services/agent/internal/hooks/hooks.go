@@ -1,5 +1,5 @@
 // Package hooks holds the agent's built-in hooks (tracing, todo list,
-// filesystem, skills, memory, summarization) and Build, which assembles them
+// filesystem, skills, memory, knowledge, summarization) and Build, which assembles them
 // for an agent in the seed's registration order.
 package hooks
 
@@ -16,10 +16,13 @@ const (
 	NameSkills        = "skills"
 	NameMemory        = "memory"
 	NameSummarization = "summarization"
+	NameKnowledge     = "knowledge"
 )
 
 // Order is the seed's registration order: the first is the outermost ring.
-var order = []string{NameTracing, NameTodoList, NameFilesystem, NameSkills, NameMemory, NameSummarization}
+// The knowledge hook comes before summarization, so that the passages it
+// injects count towards the context the summarizer measures.
+var order = []string{NameTracing, NameTodoList, NameFilesystem, NameSkills, NameMemory, NameKnowledge, NameSummarization}
 
 // Names returns the hook names in registration order.
 func Names() []string { return append([]string(nil), order...) }
@@ -28,7 +31,7 @@ func Names() []string { return append([]string(nil), order...) }
 // sorted. A run's state tools win over the agent's own tools of the same
 // name, so these names are reserved.
 func ToolNames() []string {
-	return []string{ToolEditFile, ToolExecute, ToolGlob, ToolGrep, ToolLs, ToolReadFile, ToolWriteFile, ToolWriteTodos}
+	return []string{ToolEditFile, ToolExecute, ToolGlob, ToolGrep, ToolLs, ToolReadFile, ToolSearchKnowledge, ToolWriteFile, ToolWriteTodos}
 }
 
 // phases are the seed's phases of each hook.
@@ -39,6 +42,7 @@ var phases = map[string][]string{
 	NameSkills:        {loop.PhaseBeforeAgent, loop.PhaseModifyRequest},
 	NameMemory:        {loop.PhaseBeforeAgent, loop.PhaseModifyRequest},
 	NameSummarization: {loop.PhaseWrapModelCall},
+	NameKnowledge:     {loop.PhaseBeforeAgent, loop.PhaseModifyRequest},
 }
 
 func phasesOf(name string) []string { return append([]string(nil), phases[name]...) }
@@ -62,6 +66,8 @@ func active(cfg *loop.AgentConfig, name string, hasBackend bool) bool {
 		return hasBackend && cfg.Skills != nil && len(cfg.Skills.Paths) > 0
 	case NameMemory:
 		return hasBackend && cfg.Memory != nil && len(cfg.Memory.Paths) > 0
+	case NameKnowledge:
+		return len(cfg.Collections) > 0
 	default:
 		return true
 	}
@@ -80,12 +86,29 @@ func Describe(cfg *loop.AgentConfig, hasBackend bool) []Status {
 	return out
 }
 
+// BuildOption gives Build what optional hooks need.
+type BuildOption func(*buildOptions)
+
+type buildOptions struct {
+	knowledge KnowledgeSearcher
+}
+
+// WithKnowledge gives the knowledge hook its knowledge base; without it the
+// hook is not built even for agents that name collections.
+func WithKnowledge(k KnowledgeSearcher) BuildOption {
+	return func(o *buildOptions) { o.knowledge = k }
+}
+
 // Build returns the agent's hooks in the seed's registration order, applying
 // the seed's activation rules and cfg.Hooks toggles. fs is nil when the agent
 // has no backend. Hooks keep per-run state, so build them for each run.
-func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model Caller) []loop.Hook {
+func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model Caller, opts ...BuildOption) []loop.Hook {
 	if cfg == nil {
 		cfg = &loop.AgentConfig{}
+	}
+	var bo buildOptions
+	for _, o := range opts {
+		o(&bo)
 	}
 	hasBackend := cfg.Backend != nil && fs != nil
 	var out []loop.Hook
@@ -104,6 +127,10 @@ func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model Caller) []loop.Hoo
 			out = append(out, NewSkillsHook(fs, cfg.Skills.Paths))
 		case NameMemory:
 			out = append(out, NewMemoryHook(fs, cfg.Memory.Paths))
+		case NameKnowledge:
+			if bo.knowledge != nil {
+				out = append(out, NewKnowledgeHook(bo.knowledge, cfg.Collections, cfg.KnowledgeTopK, cfg.KnowledgeMinScore))
+			}
 		case NameSummarization:
 			if model != nil {
 				out = append(out, NewSummarizationHook(model, cfg.ContextWindow))

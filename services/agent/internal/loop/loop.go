@@ -252,11 +252,14 @@ func (r *run) loop(ctx context.Context) error {
 	modelFn := ChainModelCall(r.hooks, r.callModel)
 	toolFn := ChainToolCall(r.hooks, r.execTool)
 
+	// Hooks may emit events while they shape a request (the knowledge hook
+	// reports the sources it injects).
+	hookCtx := withScope(ctx, &runScope{emit: r.emit})
 	for turn := 0; turn < r.maxTurns; turn++ {
 		msgs := r.requestMessages()
 		for _, h := range r.hooks {
 			var err error
-			if msgs, err = h.ModifyRequest(ctx, msgs); err != nil {
+			if msgs, err = h.ModifyRequest(hookCtx, msgs); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

@@ -72,8 +72,10 @@ const (
 	EventDone            = "done"
 	EventError           = "error"
 	EventTodos           = "on_todos"
-	EventInterrupt       = "on_interrupt"
-	EventUsage           = "on_usage"
+	// EventKnowledge reports the knowledge chunks injected before a model call.
+	EventKnowledge = "on_knowledge_retrieval"
+	EventInterrupt = "on_interrupt"
+	EventUsage     = "on_usage"
 )
 
 // Approval modes of AgentConfig.Approval.
@@ -101,6 +103,14 @@ type AgentConfig struct {
 	Approval string `yaml:"approval" json:"approval,omitempty"`
 	// Hooks toggles hooks by name; an absent name is enabled.
 	Hooks map[string]bool `yaml:"hooks" json:"hooks,omitempty"`
+	// Collections names the knowledge collections searched before each
+	// model call and by the search_knowledge tool.
+	Collections []string `yaml:"collections" json:"collections,omitempty"`
+	// KnowledgeTopK is how many chunks are injected; 0 means 5.
+	KnowledgeTopK int `yaml:"knowledge_top_k" json:"knowledge_top_k,omitempty"`
+	// KnowledgeMinScore is the lowest score of an injected chunk; nil means
+	// the default of the collection's embedding model.
+	KnowledgeMinScore *float64 `yaml:"knowledge_min_score" json:"knowledge_min_score,omitempty"`
 }
 
 // BackendCfg is where the agent's files and commands live.

@@ -13,6 +13,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -161,8 +162,25 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 			return fail("hooks: unknown hook %q (known: %v)", name, hooks.Names())
 		}
 	}
+	if len(cfg.Collections) > MaxCollections {
+		return fail("collections: at most %d", MaxCollections)
+	}
+	for _, c := range cfg.Collections {
+		if c == "" || len(c) > 130 {
+			return fail("collections: %q is not a collection id (name or org.name)", c)
+		}
+	}
+	if cfg.KnowledgeTopK < 0 || cfg.KnowledgeTopK > knowledge.MaxTopK {
+		return fail("knowledge_top_k must be between 0 and %d", knowledge.MaxTopK)
+	}
+	if m := cfg.KnowledgeMinScore; m != nil && !(*m >= 0 && *m <= 1) {
+		return fail("knowledge_min_score must be between 0 and 1")
+	}
 	return nil
 }
+
+// MaxCollections bounds the knowledge collections one agent searches.
+const MaxCollections = 16
 
 // KnownHook reports whether name is a hook name.
 func KnownHook(name string) bool {

@@ -112,6 +112,9 @@ type Deps struct {
 	Models ModelFactory
 	// Sandboxes builds each run's sandbox file system.
 	Sandboxes SandboxFactory
+	// Knowledge is the knowledge base searched by agents that name
+	// collections; nil leaves knowledge retrieval off.
+	Knowledge hooks.KnowledgeSearcher
 	// Logger logs; nil discards.
 	Logger *slog.Logger
 }
@@ -216,6 +219,7 @@ type env struct {
 // runs of other replicas are reached through the shared stores.
 type Executor struct {
 	*env
+	knowledge hooks.KnowledgeSearcher
 	locker    threads.Locker
 	agents    Agents
 	tools     ToolDefs
@@ -261,7 +265,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
 		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
-		base: base, stop: stop, active: map[string]*Run{},
+		knowledge: deps.Knowledge, base: base, stop: stop, active: map[string]*Run{},
 	}
 	nudges, err := deps.Runs.Nudges(base)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // Provider streams chat completions from one base URL with one key.
 type Provider struct {
 	svc            openai.ChatCompletionService
+	emb            openai.EmbeddingService
 	maxBytes       int
 	legacyMaxToken bool
 }
@@ -48,13 +49,48 @@ func New(hc *http.Client, baseURL, apiKey string, opts ...Option) *Provider {
 	for _, o := range opts {
 		o(p)
 	}
-	p.svc = openai.NewChatCompletionService(
+	reqOpts := []option.RequestOption{
 		option.WithHTTPClient(hc),
 		option.WithBaseURL(baseURL),
 		option.WithAPIKey(apiKey),
 		option.WithMaxRetries(0),
-	)
+	}
+	p.svc = openai.NewChatCompletionService(reqOpts...)
+	p.emb = openai.NewEmbeddingService(reqOpts...)
 	return p
+}
+
+// Embed returns the vectors of texts, in their order, through the Embeddings
+// API (OpenAI, Ollama and vLLM all serve it). dims > 0 asks for vectors of
+// that size, which only OpenAI's text-embedding-3 models honour.
+func (p *Provider) Embed(ctx context.Context, model string, texts []string, dims int) ([][]float32, llm.Usage, error) {
+	params := openai.EmbeddingNewParams{
+		Model:          model,
+		Input:          openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: texts},
+		EncodingFormat: openai.EmbeddingNewParamsEncodingFormatFloat,
+	}
+	if dims > 0 {
+		params.Dimensions = param.NewOpt(int64(dims))
+	}
+	res, err := p.emb.New(ctx, params)
+	if err != nil {
+		return nil, llm.Usage{}, classify(ctx, err)
+	}
+	if len(res.Data) != len(texts) {
+		return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadResponse, "provider returned %d embeddings for %d texts", len(res.Data), len(texts))
+	}
+	out := make([][]float32, len(texts))
+	for _, d := range res.Data {
+		if d.Index < 0 || int(d.Index) >= len(texts) || out[d.Index] != nil {
+			return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadResponse, "provider returned an embedding with index %d out of range or twice", d.Index)
+		}
+		v := make([]float32, len(d.Embedding))
+		for i, x := range d.Embedding {
+			v[i] = float32(x)
+		}
+		out[d.Index] = v
+	}
+	return out, llm.Usage{InputTokens: res.Usage.PromptTokens}, nil
 }
 
 // Stream implements llm.Provider.

@@ -114,7 +114,7 @@ func (p Policy) runTarget(ctx context.Context, t *Target, req llm.Request, emit 
 	if req.MaxTokens == 0 {
 		req.MaxTokens = t.MaxTokens
 	}
-	for attempt := 0; ; attempt++ {
+	return p.Do(ctx, out, func() error {
 		var inEmit time.Duration
 		start := time.Now()
 		res, err := prov.Stream(ctx, req, func(ev llm.Event) error {
@@ -127,13 +127,26 @@ func (p Policy) runTarget(ctx context.Context, t *Target, req llm.Request, emit 
 		out.Upstream += time.Since(start) - inEmit
 		if err == nil {
 			out.Result = res
+		}
+		return err
+	})
+}
+
+// Do runs attempt until it succeeds, fails for good, or the policy's retries
+// are spent, waiting between attempts as the policy says. It counts retries
+// and backoff into out, and never retries once out.Started. Calls that are
+// not streams (embeddings) use it directly.
+func (p Policy) Do(ctx context.Context, out *Outcome, attempt func() error) error {
+	for n := 0; ; n++ {
+		err := attempt()
+		if err == nil {
 			return nil
 		}
 		e := upstream.AsError(err)
-		if out.Started || !e.Retryable() || attempt >= p.MaxRetries || ctx.Err() != nil {
+		if out.Started || !e.Retryable() || n >= p.MaxRetries || ctx.Err() != nil {
 			return err
 		}
-		wait := p.backoff(attempt)
+		wait := p.backoff(n)
 		if e.RetryAfter > 0 {
 			if e.RetryAfter > p.MaxRetryAfter {
 				return err

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/wick-agent/wick/llm/hashembed"
 )
 
 // Providers.
@@ -20,6 +22,8 @@ const (
 	VLLM             = "vllm"
 	OpenAICompatible = "openai-compatible"
 	Script           = "script"
+	// Hash is the offline embedder (llm/hashembed): no network, no key.
+	Hash = "hash"
 )
 
 // Default base URLs and key variables of the providers.
@@ -51,7 +55,7 @@ type Spec struct {
 // Known reports whether p is a provider the gateway has.
 func Known(p string) bool {
 	switch p {
-	case OpenAI, Anthropic, Ollama, VLLM, OpenAICompatible, Script:
+	case OpenAI, Anthropic, Ollama, VLLM, OpenAICompatible, Script, Hash:
 		return true
 	}
 	return false
@@ -79,8 +83,10 @@ func Parse(s string) (Spec, error) {
 		return Spec{Provider: OpenAI, Model: s}, nil
 	case strings.HasPrefix(s, "claude-"):
 		return Spec{Provider: Anthropic, Model: s}, nil
+	case strings.HasPrefix(s, hashembed.ModelPrefix):
+		return Spec{Provider: Hash, Model: s}, nil
 	}
-	return Spec{}, fmt.Errorf("%w: cannot tell the provider of %q; write provider:model (providers: openai, anthropic, ollama, vllm, openai-compatible, script) or name a configured model", ErrInvalid, s)
+	return Spec{}, fmt.Errorf("%w: cannot tell the provider of %q; write provider:model (providers: openai, anthropic, ollama, vllm, openai-compatible, script, hash) or name a configured model", ErrInvalid, s)
 }
 
 // DefaultBaseURL is the provider's API base URL when the spec gives none.
@@ -122,7 +128,7 @@ func Normalize(s Spec) (Spec, error) {
 		s.Provider, s.Model = p.Provider, p.Model
 	}
 	if !Known(s.Provider) {
-		return s, fmt.Errorf("%w: unknown provider %q (known: openai, anthropic, ollama, vllm, openai-compatible, script)", ErrInvalid, s.Provider)
+		return s, fmt.Errorf("%w: unknown provider %q (known: openai, anthropic, ollama, vllm, openai-compatible, script, hash)", ErrInvalid, s.Provider)
 	}
 	if s.Model == "" {
 		return s, fmt.Errorf("%w: no model given for provider %q", ErrInvalid, s.Provider)
@@ -130,9 +136,14 @@ func Normalize(s Spec) (Spec, error) {
 	if s.MaxTokens < 0 || s.ContextWindow < 0 {
 		return s, fmt.Errorf("%w: max_tokens and context_window must not be negative", ErrInvalid)
 	}
-	if s.Provider == Script {
+	if s.Provider == Script || s.Provider == Hash {
 		if s.BaseURL != "" || s.APIKeyEnv != "" {
-			return s, fmt.Errorf("%w: the script provider takes no base_url or api_key_env", ErrInvalid)
+			return s, fmt.Errorf("%w: the %s provider takes no base_url or api_key_env", ErrInvalid, s.Provider)
+		}
+		if s.Provider == Hash {
+			if _, err := hashembed.ParseModel(s.Model); err != nil {
+				return s, fmt.Errorf("%w: %v", ErrInvalid, err)
+			}
 		}
 		return s, nil
 	}
