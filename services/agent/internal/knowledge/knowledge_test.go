@@ -369,3 +369,21 @@ func TestFileStoreCompacts(t *testing.T) {
 		t.Fatalf("after compaction: %+v %v", docs, err)
 	}
 }
+
+// TestOwnerOrg: a user's partition has no organisation; the API reports
+// Collection.org from it, empty for the caller's own collections.
+func TestOwnerOrg(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		owner knowledge.Owner
+		org   string
+		ok    bool
+	}{
+		{knowledge.UserOwner("alice"), "", false},
+		{knowledge.OrgOwner("acme"), "acme", true},
+	} {
+		if org, ok := tc.owner.Org(); org != tc.org || ok != tc.ok {
+			t.Errorf("%s.Org() = %q, %v; want %q, %v", tc.owner, org, ok, tc.org, tc.ok)
+		}
+	}
+}
