@@ -335,6 +335,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/knowledge/collections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ListCollections lists the collections the caller can use: their own and
+         *     their organisations'.
+         */
+        get: operations["AgentService_ListCollections"];
+        put?: never;
+        /**
+         * CreateCollection creates a knowledge collection owned by the caller, or
+         *     by one of the caller's organisations when collection.org is set.
+         */
+        post: operations["AgentService_CreateCollection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/collections/{collection}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** DeleteCollection removes a collection with all its documents and chunks. */
+        delete: operations["AgentService_DeleteCollection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/collections/{collection}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ListDocuments lists a collection's documents. */
+        get: operations["AgentService_ListDocuments"];
+        put?: never;
+        /**
+         * AddDocument adds a document (text, Markdown, or a workspace file) to a
+         *     collection: it is chunked by structure and embedded. A document whose
+         *     content did not change is not embedded again.
+         */
+        post: operations["AgentService_AddDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/collections/{collection}/documents/{document}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** DeleteDocument removes a document and all its chunks. */
+        delete: operations["AgentService_DeleteDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/collections/{collection}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * SearchKnowledge returns a collection's chunks nearest to a query, best
+         *     first, with their scores and sources.
+         */
+        post: operations["AgentService_SearchKnowledge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -681,7 +781,7 @@ export interface components {
             status: "ok" | "degraded";
         };
         /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
-        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: {
@@ -745,6 +845,46 @@ export interface components {
              * @enum {string}
              */
             event: "on_interrupt";
+        });
+        /** @description The knowledge hook searched the agent's collections before a model call; the sources were put into the prompt's <knowledge> section, numbered as cited. */
+        "RunEvent.on_knowledge_retrieval": {
+            data?: {
+                /** @description Why the search failed, when it did; the run goes on without knowledge. */
+                error?: string;
+                /** @description What was searched for: the latest user message and a little context. */
+                query: string;
+                /** @description The chunks injected, best first. */
+                sources: {
+                    /** @description The chunk: collection/document#index. */
+                    chunk_id: string;
+                    /** @description The collection's id. */
+                    collection?: string;
+                    /** @description The document's id. */
+                    document?: string;
+                    /** @description The Markdown headings above the chunk. */
+                    heading?: string;
+                    /** @description The source's number, as the prompt cites it ([n]). */
+                    n: number;
+                    /** @description Cosine similarity of query and chunk. */
+                    score: number;
+                    /** @description Where the document came from: a workspace path or text. */
+                    source?: string;
+                    /** @description The start of the chunk's text. */
+                    text?: string;
+                    /** @description The document's title. */
+                    title?: string;
+                }[];
+            };
+            /** @constant */
+            event: "on_knowledge_retrieval";
+            /** @description The hook (knowledge). */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_knowledge_retrieval";
         });
         /** @description The run started; sent at once, so the stream's headers go out before the model answers. */
         "RunEvent.on_run_start": {
@@ -1071,6 +1211,23 @@ export interface components {
             /** @description Their sum. */
             total_tokens: number;
         };
+        /** @description AddDocumentResponse returns the stored document. */
+        "wick.agent.v1.AddDocumentResponse": {
+            /** @description document is the document as stored. */
+            document?: components["schemas"]["wick.agent.v1.KnowledgeDocument"];
+            /**
+             * Format: int32
+             * @description embedded_chunks is the number of chunks embedded by this call; chunks
+             *     whose text did not change keep their vectors.
+             */
+            embedded_chunks?: number;
+            /**
+             * @description unchanged is true when the same text was already stored under this
+             *     document (or, for a document without an id, anywhere in the collection),
+             *     so nothing was embedded.
+             */
+            unchanged?: boolean;
+        };
         /** @description Agent is an agent's configuration (the seed's AgentConfig) and status. */
         "wick.agent.v1.Agent": {
             /** @description agent_id identifies the agent; letters, digits, '-' and '_'. */
@@ -1080,6 +1237,12 @@ export interface components {
             /** @description backend says where file and shell tools run; unset means no filesystem tools. */
             backend?: components["schemas"]["wick.agent.v1.BackendConfig"];
             /**
+             * @description collections names the knowledge collections (ids as ListCollections
+             *     returns them) that are searched before each model call and by the
+             *     search_knowledge tool; empty turns knowledge retrieval off.
+             */
+            collections?: string[];
+            /**
              * Format: int32
              * @description context_window is the model's context size in tokens (default 128000).
              */
@@ -1088,6 +1251,19 @@ export interface components {
             hooks?: {
                 [key: string]: boolean;
             };
+            /**
+             * Format: double
+             * @description knowledge_min_score is the lowest cosine similarity, 0..1, of an injected
+             *     chunk; unset uses the default of the collection's embedding model (0.7,
+             *     or 0.3 for the offline wick-hash models, whose scores run lower).
+             */
+            knowledge_min_score?: number;
+            /**
+             * Format: int32
+             * @description knowledge_top_k is how many chunks retrieval injects before each model
+             *     call, 1..100; 0 uses the default (5).
+             */
+            knowledge_top_k?: number;
             /**
              * Format: int32
              * @description max_turns bounds the LLM ↔ tool iterations of a run (default 25).
@@ -1187,6 +1363,70 @@ export interface components {
             /** @description run is the run. */
             run?: components["schemas"]["wick.agent.v1.Run"];
         };
+        /**
+         * @description Collection is a knowledge collection: documents split into chunks, each
+         *     embedded by one embedding model so that they can be searched by meaning.
+         */
+        "wick.agent.v1.Collection": {
+            /**
+             * Format: int64
+             * @description chunk_count is the number of chunks; output only.
+             */
+            chunk_count?: string;
+            /**
+             * Format: int32
+             * @description chunk_overlap is how many bytes of a chunk's end are repeated at the
+             *     start of the next chunk of the same section; 0 uses the server's default
+             *     (150).
+             */
+            chunk_overlap?: number;
+            /**
+             * Format: int32
+             * @description chunk_size is the target size of a chunk in bytes; 0 uses the server's
+             *     default (1000).
+             */
+            chunk_size?: number;
+            /**
+             * @description collection identifies the collection: its name when the caller owns it,
+             *     "org.name" when an organisation owns it; output only.
+             */
+            collection?: string;
+            /**
+             * Format: date-time
+             * @description created_at is when the collection was created; output only.
+             */
+            created_at?: string;
+            /** @description description says what the collection holds. */
+            description?: string;
+            /**
+             * Format: int32
+             * @description dimensions is the size of the collection's vectors, fixed by its first
+             *     embedding; output only.
+             */
+            dimensions?: number;
+            /**
+             * Format: int64
+             * @description document_count is the number of documents; output only.
+             */
+            document_count?: string;
+            /**
+             * @description embed_model names the embedding model: a model id of the LLM gateway's
+             *     models file, or a spec ("openai:text-embedding-3-small",
+             *     "wick-hash-384"); empty uses the gateway's default embedding model.
+             *     Every chunk of a collection is embedded by this one model.
+             */
+            embed_model?: string;
+            /**
+             * @description name is the collection's name within its owner: letters, digits, '-' and
+             *     '_', at most 64 bytes.
+             */
+            name?: string;
+            /**
+             * @description org is the organisation that owns the collection; empty means the
+             *     caller. The caller must belong to it.
+             */
+            org?: string;
+        };
         /** @description ConfigEvent is a configuration change sent by WatchEvents. */
         "wick.agent.v1.ConfigEvent": {
             /** @description agent_id is the agent concerned, when there is one. */
@@ -1219,6 +1459,11 @@ export interface components {
             /** @description agent is the agent as stored. */
             agent?: components["schemas"]["wick.agent.v1.Agent"];
         };
+        /** @description CreateCollectionResponse returns the created collection. */
+        "wick.agent.v1.CreateCollectionResponse": {
+            /** @description collection is the collection as stored. */
+            collection?: components["schemas"]["wick.agent.v1.Collection"];
+        };
         /** @description DeleteAgentResponse says what the deletion removed. */
         "wick.agent.v1.DeleteAgentResponse": {
             /**
@@ -1232,6 +1477,16 @@ export interface components {
              *     when it had none, or when deleting it failed (the service logs why).
              */
             sandbox_deleted?: boolean;
+        };
+        /** @description DeleteCollectionResponse confirms a deletion. */
+        "wick.agent.v1.DeleteCollectionResponse": Record<string, never>;
+        /** @description DeleteDocumentResponse says what the deletion removed. */
+        "wick.agent.v1.DeleteDocumentResponse": {
+            /**
+             * Format: int32
+             * @description deleted_chunks is the number of chunks removed.
+             */
+            deleted_chunks?: number;
         };
         /** @description DeleteThreadResponse confirms a deletion. */
         "wick.agent.v1.DeleteThreadResponse": Record<string, never>;
@@ -1293,6 +1548,78 @@ export interface components {
             /** @description todos is the todo list after the run. */
             todos?: components["schemas"]["wick.agent.v1.Todo"][];
         };
+        /** @description KnowledgeDocument is one document of a collection. */
+        "wick.agent.v1.KnowledgeDocument": {
+            /**
+             * Format: int32
+             * @description chunk_count is the number of chunks the text was split into.
+             */
+            chunk_count?: number;
+            /** @description collection is the collection's id. */
+            collection?: string;
+            /**
+             * @description content_hash is the SHA-256 of the text, hex; adding the same text again
+             *     changes nothing.
+             */
+            content_hash?: string;
+            /** @description content_type is "markdown" or "text"; it decides how the text is chunked. */
+            content_type?: string;
+            /**
+             * @description document identifies the document within its collection: letters,
+             *     digits, '.', '-' and '_', at most 128 bytes.
+             */
+            document?: string;
+            /** @description metadata are the caller's key/value pairs, matched by a search filter. */
+            metadata?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: int64
+             * @description size_bytes is the text's size.
+             */
+            size_bytes?: string;
+            /** @description source is where the text came from: the workspace path, or "text". */
+            source?: string;
+            /**
+             * @description title is the document's title: given, else its first heading, else its
+             *     path.
+             */
+            title?: string;
+            /**
+             * Format: date-time
+             * @description updated_at is when the document was last embedded.
+             */
+            updated_at?: string;
+        };
+        /** @description KnowledgeHit is one chunk found by a search. */
+        "wick.agent.v1.KnowledgeHit": {
+            /** @description chunk_id identifies the chunk: "collection/document#index". */
+            chunk_id?: string;
+            /** @description collection is the chunk's collection id. */
+            collection?: string;
+            /** @description document is the chunk's document id. */
+            document?: string;
+            /**
+             * @description heading is the path of Markdown headings above the chunk
+             *     ("Setup > Redis"), empty for plain text.
+             */
+            heading?: string;
+            /** @description metadata are the document's metadata. */
+            metadata?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: double
+             * @description score is the cosine similarity between the query and the chunk, -1..1.
+             */
+            score?: number;
+            /** @description source is the document's source (a workspace path or "text"). */
+            source?: string;
+            /** @description text is the chunk's text. */
+            text?: string;
+            /** @description title is the document's title. */
+            title?: string;
+        };
         /** @description ListAgentsResponse lists agents. */
         "wick.agent.v1.ListAgentsResponse": {
             /** @description agents are the agents, sorted by id. */
@@ -1308,6 +1635,19 @@ export interface components {
             not_running_agent_ids?: string[];
             /** @description skills are the skills found, sorted by name. */
             skills?: components["schemas"]["wick.agent.v1.Skill"][];
+        };
+        /** @description ListCollectionsResponse lists collections. */
+        "wick.agent.v1.ListCollectionsResponse": {
+            /**
+             * @description collections are the caller's and their organisations' collections,
+             *     sorted by id.
+             */
+            collections?: components["schemas"]["wick.agent.v1.Collection"][];
+        };
+        /** @description ListDocumentsResponse lists a collection's documents. */
+        "wick.agent.v1.ListDocumentsResponse": {
+            /** @description documents are the documents, sorted by id. */
+            documents?: components["schemas"]["wick.agent.v1.KnowledgeDocument"][];
         };
         /** @description ListFilesResponse is a directory listing. */
         "wick.agent.v1.ListFilesResponse": {
@@ -1382,6 +1722,16 @@ export interface components {
             /** @description thread_id is the run's thread. */
             thread_id?: string;
         };
+        /** @description SearchKnowledgeResponse returns the hits of a search. */
+        "wick.agent.v1.SearchKnowledgeResponse": {
+            /** @description hits are the chunks found, best first. */
+            hits?: components["schemas"]["wick.agent.v1.KnowledgeHit"][];
+            /**
+             * Format: double
+             * @description min_score is the score threshold that was applied.
+             */
+            min_score?: number;
+        };
         /** @description Skill is one skill found in a SKILL.md file. */
         "wick.agent.v1.Skill": {
             /** @description description is from the front matter's "description". */
@@ -1396,8 +1746,11 @@ export interface components {
          *     "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
          *     "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
          *     "on_interrupt" (data.tool_calls awaiting approval), "on_usage"
-         *     (data.input_tokens, data.output_tokens), "on_run_start", "done" and "error"
-         *     (data.message, data.code).
+         *     (data.input_tokens, data.output_tokens), "on_knowledge_retrieval"
+         *     (data.query, and data.sources: the chunks put into the prompt before a
+         *     model call, each a KnowledgeHit in its JSON form plus "n", its number as
+         *     cited in the prompt's <knowledge> section), "on_run_start", "done" and
+         *     "error" (data.message, data.code).
          */
         "wick.agent.v1.StreamEvent": {
             /** @description data is the event's payload; its shape depends on the event. */
@@ -2218,6 +2571,237 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+        };
+    };
+    AgentService_ListCollections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ListCollectionsResponse lists collections. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.ListCollectionsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_CreateCollection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["wick.agent.v1.Collection"];
+            };
+        };
+        responses: {
+            /** @description CreateCollectionResponse returns the created collection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.CreateCollectionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_DeleteCollection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description collection is the collection's id. */
+                collection: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DeleteCollectionResponse confirms a deletion. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.DeleteCollectionResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_ListDocuments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description collection is the collection's id. */
+                collection: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ListDocumentsResponse lists a collection's documents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.ListDocumentsResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_AddDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description collection is the collection's id. */
+                collection: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description agent_id is the agent whose sandbox holds path. */
+                    agent_id?: string;
+                    /** @description content is the document's text (UTF-8). */
+                    content?: string;
+                    /**
+                     * @description content_type is "markdown" or "text"; empty means "markdown" for paths
+                     *     ending in .md or .markdown and for content, else "text".
+                     */
+                    content_type?: string;
+                    /**
+                     * @description document is the document's id; empty derives it from path, else from
+                     *     title, else from the content's hash. Adding an existing id replaces
+                     *     that document.
+                     */
+                    document?: string;
+                    /** @description metadata are key/value pairs kept with the document, for search filters. */
+                    metadata?: {
+                        [key: string]: string;
+                    };
+                    /** @description path is a file of agent_id's workspace to read the text from. */
+                    path?: string;
+                    /**
+                     * @description title is the document's title; empty uses its first Markdown heading,
+                     *     else its path.
+                     */
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description AddDocumentResponse returns the stored document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.AddDocumentResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_DeleteDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description collection is the collection's id. */
+                collection: string;
+                /** @description document is the document's id. */
+                document: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description DeleteDocumentResponse says what the deletion removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.DeleteDocumentResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_SearchKnowledge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description collection is the collection's id. */
+                collection: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description filter keeps only chunks of documents whose metadata has every one of
+                     *     these key/value pairs.
+                     */
+                    filter?: {
+                        [key: string]: string;
+                    };
+                    /**
+                     * Format: int32
+                     * @description k is the most hits to return, 1..100; unset means 5.
+                     */
+                    k?: number;
+                    /**
+                     * Format: double
+                     * @description min_score is the lowest score of a hit, 0..1; unset uses the default of
+                     *     the collection's embedding model (0.7, or 0.3 for wick-hash models).
+                     */
+                    min_score?: number;
+                    /** @description query is the text to search for. */
+                    query?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description SearchKnowledgeResponse returns the hits of a search. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.SearchKnowledgeResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
         };
     };
     Gateway_Metrics: {
