@@ -1,4 +1,4 @@
-// The side panel: Todos, Files, Canvas and Terminal in tabs. A panel is
+// The side panel: Todos, Files, Canvas, Knowledge and Terminal in tabs. A panel is
 // mounted when its tab is first shown and then kept (hidden) while another
 // is, so that an open file, a canvas selection and a terminal session
 // survive switching tabs. The Canvas opens itself when a run writes a file
@@ -7,6 +7,7 @@ import { lazy, Suspense, useEffect, useRef, useState, type KeyboardEvent } from 
 
 import { CanvasPanel } from "./CanvasPanel";
 import { FilesPanel } from "./FilesPanel";
+import { KnowledgePanel } from "./KnowledgePanel";
 import { TodosPanel, todoStatus } from "./TodosPanel";
 import { PANEL_TABS, type PanelContext, type PanelTab } from "./types";
 import { newWrites, writeKeys } from "./writes";
@@ -15,7 +16,7 @@ import "./panels.css";
 // xterm.js and its CSS load with the tab, not with the page.
 const TerminalPanel = lazy(() => import("./TerminalPanel"));
 
-const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", terminal: "Terminal" };
+const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal" };
 
 const noFiles: PanelContext["writtenFiles"] = [];
 const noTodos: PanelContext["todos"] = [];
@@ -81,7 +82,7 @@ export function SidePanel(props: Partial<PanelContext>) {
   };
 
   const ready = client !== undefined && agentId !== undefined && agentId !== "";
-  const noAgent = <p className="wp-empty">Choose an agent to see its files, canvas and terminal.</p>;
+  const noAgent = <p className="wp-empty">Choose an agent to see its files, canvas, knowledge and terminal.</p>;
   const panel = (t: PanelTab) => {
     if (t === "todos") return <TodosPanel todos={todos} />;
     if (!ready) return noAgent;
@@ -100,6 +101,8 @@ export function SidePanel(props: Partial<PanelContext>) {
             onError={onError}
           />
         );
+      case "knowledge":
+        return <KnowledgePanel client={client} agentId={agentId} onError={onError} />;
       case "terminal":
         return (
           <Suspense fallback={<p className="wp-empty">Loading the terminal…</p>}>
