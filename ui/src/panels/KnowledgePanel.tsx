@@ -158,6 +158,7 @@ export function KnowledgePanel({ client, agentId, onError }: KnowledgePanelProps
           />
           <AddDocuments
             key={`add-${current.collection}`}
+            empty={documents === undefined ? undefined : documents.length === 0}
             agentId={agentId}
             disabled={busy !== undefined}
             onAdd={(what, doc) => act(`Adding ${what}…`, () => client.knowledge.addDocument(current.collection, doc))}
@@ -253,8 +254,21 @@ function Documents({ documents, disabled, onDelete }: { documents: KnowledgeDocu
 
 type NewDoc = Parameters<Wick["knowledge"]["addDocument"]>[1];
 
-function AddDocuments({ agentId, disabled, onAdd }: { agentId: string; disabled: boolean; onAdd(what: string, doc: NewDoc): Promise<boolean> }) {
+interface AddProps {
+  /** Whether the collection has no documents; undefined while they load. */
+  empty: boolean | undefined;
+  agentId: string;
+  disabled: boolean;
+  onAdd(what: string, doc: NewDoc): Promise<boolean>;
+}
+
+/** AddDocuments starts open for an empty collection and folded for one with documents, then stays as the user leaves it. */
+function AddDocuments({ empty, agentId, disabled, onAdd }: AddProps) {
   const id = useId();
+  const [open, setOpen] = useState<boolean>();
+  useEffect(() => {
+    if (empty !== undefined) setOpen((o) => o ?? empty);
+  }, [empty]);
   const [title, setTitle] = useState("");
   const [text, setText] = useState("");
   const [path, setPath] = useState("");
@@ -283,8 +297,10 @@ function AddDocuments({ agentId, disabled, onAdd }: { agentId: string; disabled:
   };
 
   return (
-    <section className="wp-kb-section" aria-label="Add documents">
-      <h2>Add documents</h2>
+    <details className="wp-kb-section wp-kb-add" data-testid="kb-add" open={open ?? false} onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>
+        <h2>Add documents</h2>
+      </summary>
       <label className="wp-button wp-kb-upload">
         Upload text or Markdown files…
         <input
@@ -298,8 +314,8 @@ function AddDocuments({ agentId, disabled, onAdd }: { agentId: string; disabled:
         />
       </label>
       <form className="wp-kb-form" onSubmit={paste}>
-        <label htmlFor={`${id}-title`}>Title of pasted text <span className="wp-muted">(empty: its first heading)</span></label>
-        <input id={`${id}-title`} data-testid="kb-paste-title" value={title} onChange={(e) => setTitle(e.target.value)} />
+        <label htmlFor={`${id}-title`}>Title of pasted text</label>
+        <input id={`${id}-title`} data-testid="kb-paste-title" placeholder="empty: its first heading" value={title} onChange={(e) => setTitle(e.target.value)} />
         <label htmlFor={`${id}-text`}>Text or Markdown</label>
         <textarea id={`${id}-text`} data-testid="kb-paste-text" rows={4} value={text} onChange={(e) => setText(e.target.value)} />
         <div className="wp-kb-actions">
@@ -319,7 +335,7 @@ function AddDocuments({ agentId, disabled, onAdd }: { agentId: string; disabled:
           </button>
         </div>
       </form>
-    </section>
+    </details>
   );
 }
 
