@@ -3,9 +3,9 @@
 // input, and the retrieval event of an agent that names a collection.
 import { beforeAll, describe, expect, test } from "vitest";
 
-import { WickError, type KnowledgeHit, type NewDocument } from "../src/index.js";
+import type { KnowledgeHit, NewDocument } from "../src/index.js";
 import { KB_ANSWER, KB_SCRIPT, ORG } from "./fixtures.js";
-import { client, userMessage } from "./helpers.js";
+import { client, failure, userMessage } from "./helpers.js";
 
 const alice = client("alice");
 const bob = client("bob");
@@ -35,15 +35,6 @@ async function handbook(org?: string) {
     await alice.knowledge.addDocument(c.collection, { document: id, content: markdown(id, text), metadata: { topic: id } });
   }
   return c;
-}
-
-async function failure(p: Promise<unknown>): Promise<WickError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WickError);
-  return err as WickError;
 }
 
 function expectBestFirst(hits: KnowledgeHit[]) {

@@ -2,7 +2,7 @@ import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-li
 import type { Collection, KnowledgeDocument, KnowledgeHit, Wick } from "@wick-agent/sdk";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
-import { KnowledgePanel } from "./KnowledgePanel";
+import KnowledgePanel from "./KnowledgePanel";
 
 afterEach(cleanup);
 

@@ -15,7 +15,7 @@ export interface KnowledgePanelProps {
   onError: (err: unknown) => void;
 }
 
-export function KnowledgePanel({ client, agentId, onError }: KnowledgePanelProps) {
+export default function KnowledgePanel({ client, agentId, onError }: KnowledgePanelProps) {
   const [collections, setCollections] = useState<Collection[]>();
   const [selected, setSelected] = useState<string>();
   const [creating, setCreating] = useState(false);

@@ -7,14 +7,15 @@ import { lazy, Suspense, useEffect, useRef, useState, type KeyboardEvent } from 
 
 import { CanvasPanel } from "./CanvasPanel";
 import { FilesPanel } from "./FilesPanel";
-import { KnowledgePanel } from "./KnowledgePanel";
 import { TodosPanel, todoStatus } from "./TodosPanel";
 import { PANEL_TABS, type PanelContext, type PanelTab } from "./types";
 import { newWrites, writeKeys } from "./writes";
 import "./panels.css";
 
-// xterm.js and its CSS load with the tab, not with the page.
+// xterm.js and its CSS load with the tab, not with the page; so does the
+// Knowledge panel, which most sessions never open.
 const TerminalPanel = lazy(() => import("./TerminalPanel"));
+const KnowledgePanel = lazy(() => import("./KnowledgePanel"));
 
 const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal" };
 
@@ -102,7 +103,11 @@ export function SidePanel(props: Partial<PanelContext>) {
           />
         );
       case "knowledge":
-        return <KnowledgePanel client={client} agentId={agentId} onError={onError} />;
+        return (
+          <Suspense fallback={<p className="wp-empty">Loading the knowledge base…</p>}>
+            <KnowledgePanel client={client} agentId={agentId} onError={onError} />
+          </Suspense>
+        );
       case "terminal":
         return (
           <Suspense fallback={<p className="wp-empty">Loading the terminal…</p>}>
