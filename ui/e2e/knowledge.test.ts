@@ -14,6 +14,8 @@ const browser = useBrowser();
 const alice = users.alice;
 
 const COLLECTION = "handbook";
+/** The narrowest viewport the UI must work in. */
+const NARROW = 375;
 const QUESTION = "How do agent replicas share threads and runs?";
 
 /** The Markdown files uploaded: one per subject, so that a question has one right file. */
@@ -151,6 +153,26 @@ describe.each(suites)("knowledge ($backend backend)", ({ backend, url }) => {
       await search(page, QUESTION);
       await page.getByTestId("kb-hit").last().scrollIntoViewIfNeeded();
       await screenshot(page, "knowledge");
+    }
+  });
+
+  test("the panel fits 375 px", async () => {
+    const p = await newPage(browser(), { width: NARROW, height: 740 });
+    try {
+      await signIn(p.page, url, alice.token);
+      await p.page.getByTestId("panel-toggle").click();
+      await p.page.getByTestId("panel-tab-knowledge").click();
+      await p.page.locator(`[data-testid="kb-collection"][data-collection="${COLLECTION}"]`).click();
+      await search(p.page, QUESTION);
+      const [pageWidth, panelWidth, panelClient] = await p.page.evaluate(() => {
+        const panel = document.querySelector('[data-testid="knowledge-panel"]');
+        return [document.scrollingElement?.scrollWidth ?? 0, panel?.scrollWidth ?? 0, panel?.clientWidth ?? 0];
+      });
+      expect(pageWidth).toBeLessThanOrEqual(NARROW);
+      expect(panelWidth).toBeLessThanOrEqual(panelClient);
+      expect(p.errors).toEqual([]);
+    } finally {
+      await p.context.close();
     }
   });
 });

@@ -35,13 +35,21 @@ function fakeClient() {
   const collections = [collection("handbook", "", 2), collection("policies", "acme", 1)];
   const knowledge = {
     listCollections: vi.fn(async () => collections.slice()),
-    listDocuments: vi.fn(async (c: string) => (c === "handbook" ? [doc("redis", 3), doc("ferry", 1)] : [doc("expenses", 1)])),
+    listDocuments: vi.fn(async (c: string) => {
+      if (!collections.some((x) => x.collection === c)) throw new Error(`collection ${c} not found`);
+      return c === "handbook" ? [doc("redis", 3), doc("ferry", 1)] : [doc("expenses", 1)];
+    }),
     createCollection: vi.fn(async (c: { name: string; org?: string }) => {
       const made = collection(c.name, c.org ?? "");
       collections.push(made);
       return made;
     }),
-    deleteCollection: vi.fn(async () => undefined),
+    deleteCollection: vi.fn(async (c: string) => {
+      collections.splice(
+        collections.findIndex((x) => x.collection === c),
+        1,
+      );
+    }),
     addDocument: vi.fn(async () => ({ document: doc("x", 1), unchanged: false, embedded_chunks: 1 })),
     deleteDocument: vi.fn(async () => 1),
     search: vi.fn(async () => ({ hits: [hit("redis", 0.61, "Redis > Replicas"), hit("ferry", 0.12)], min_score: 0.1 })),
@@ -124,6 +132,22 @@ describe("KnowledgePanel", () => {
       ["ferry", "0.12"],
     ]);
     expect(hits[0]?.textContent).toContain("Redis > Replicas");
+  });
+
+  it("deletes a collection after asking, and moves on to the next", async () => {
+    const { client, knowledge } = fakeClient();
+    const onError = vi.fn();
+    const confirm = vi.spyOn(window, "confirm").mockReturnValue(true);
+    render(<KnowledgePanel client={client} agentId="default" onError={onError} />);
+    await screen.findAllByTestId("kb-document");
+    fireEvent.click(screen.getByTestId("kb-delete-collection"));
+    await waitFor(() => expect(screen.getAllByTestId("kb-collection").map((r) => r.dataset.collection)).toEqual(["acme.policies"]));
+    await waitFor(() => expect(screen.getAllByTestId("kb-document").map((d) => d.dataset.document)).toEqual(["expenses"]));
+    expect(confirm).toHaveBeenCalledOnce();
+    expect(knowledge.deleteCollection).toHaveBeenCalledWith("handbook");
+    // The deleted collection's documents are never asked for again.
+    expect(onError).not.toHaveBeenCalled();
+    confirm.mockRestore();
   });
 
   it("reports a failed call and deletes a document", async () => {

@@ -19,9 +19,14 @@ export default function KnowledgePanel({ client, agentId, onError }: KnowledgePa
   const [collections, setCollections] = useState<Collection[]>();
   const [selected, setSelected] = useState<string>();
   const [creating, setCreating] = useState(false);
-  const [documents, setDocuments] = useState<KnowledgeDocument[]>();
+  // The documents of the collection they were listed for: a list that
+  // arrives for another (the selection moved meanwhile) is not shown.
+  const [docs, setDocs] = useState<{ collection: string; list: KnowledgeDocument[] }>();
+  // Bumped by every change, so that the documents are listed again.
+  const [changes, setChanges] = useState(0);
   // What the panel is doing, said in words while it does it.
   const [busy, setBusy] = useState<string>();
+  const documents = docs !== undefined && docs.collection === selected ? docs.list : undefined;
 
   const loadCollections = useCallback(async () => {
     try {
@@ -35,28 +40,26 @@ export default function KnowledgePanel({ client, agentId, onError }: KnowledgePa
     }
   }, [client, onError]);
 
-  const loadDocuments = useCallback(
-    async (collection: string | undefined) => {
-      if (collection === undefined) return setDocuments(undefined);
-      try {
-        setDocuments(await client.knowledge.listDocuments(collection));
-      } catch (err) {
-        setDocuments([]);
-        onError(err);
-      }
-    },
-    [client, onError],
-  );
-
   useEffect(() => {
     void loadCollections();
   }, [loadCollections]);
   useEffect(() => {
-    setDocuments(undefined);
-    void loadDocuments(selected);
-  }, [selected, loadDocuments]);
+    if (selected === undefined) return;
+    let live = true;
+    client.knowledge.listDocuments(selected).then(
+      (list) => live && setDocs({ collection: selected, list }),
+      (err: unknown) => {
+        if (!live) return;
+        setDocs({ collection: selected, list: [] });
+        onError(err);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [client, selected, changes, onError]);
 
-  /** act runs a change, says so meanwhile, and reloads the counts and documents after it. */
+  /** act runs a change, says so meanwhile, and lists the collections (counts) and documents again after it. */
   const act = async (what: string, change: () => Promise<unknown>): Promise<boolean> => {
     setBusy(what);
     try {
@@ -67,8 +70,10 @@ export default function KnowledgePanel({ client, agentId, onError }: KnowledgePa
       return false;
     } finally {
       setBusy(undefined);
+      // The selection follows the list (a deleted collection's moves on)
+      // before the documents are listed again.
       await loadCollections();
-      await loadDocuments(selected);
+      setChanges((n) => n + 1);
     }
   };
 
