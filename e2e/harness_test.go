@@ -84,6 +84,10 @@ var scripts = map[string]string{
 	],"end_text":"` + e2eEndText + `"}`,
 	// kb: one answer that cites the first injected source.
 	"kb": `{"turns":[{"text":"According to [1], that is the answer."}],"end_text":"According to [1]."}`,
+	// kbtool: searches the knowledge base itself, then answers.
+	"kbtool": `{"turns":[
+		{"tool_calls":[{"name":"search_knowledge","arguments":{"query":"who do I ask for parental leave?","k":2}}]},
+		{"text":"Human resources."}]}`,
 	// bench50: 50 tokens 20 ms apart, no tools (the benchmark's reply).
 	"bench50": `{"delay":"20ms","turns":[{"text":"` + strings.TrimSpace(strings.Repeat("token ", 50)) + `"}],"end_text":"` + strings.TrimSpace(strings.Repeat("token ", 50)) + `"}`,
 }

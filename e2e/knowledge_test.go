@@ -74,9 +74,12 @@ func (c kbClient) ok(method, path, token string, body any) map[string]any {
 	return out
 }
 
+// kbOrgs puts alice and bob in acme the way a token file does: the gateway
+// signs the organisations with each user's identity (the Go SDK's tests use
+// the agent's -knowledge-orgs mapping instead).
 func kbOrgs(dir string) func(*suite.Config) {
 	return func(c *suite.Config) {
-		c.AgentOptions = append(c.AgentOptions, agent.WithOrganisations(map[string][]string{"alice": {"acme"}, "bob": {"acme"}}))
+		c.Gateway.Orgs = map[string][]string{"alice": {"acme"}, "bob": {"acme"}}
 		if dir != "" {
 			c.AgentOptions = append(c.AgentOptions, agent.WithKnowledgeDir(dir))
 		}
@@ -138,6 +141,19 @@ func TestKnowledgeRetrievalInTheLoop(t *testing.T) {
 	}
 	if !strings.Contains(run.text(), "[1]") {
 		t.Errorf("answer %q", run.text())
+	}
+
+	// The model's own query, through the search_knowledge tool.
+	c.ok("POST", "/agents", aliceToken, map[string]any{"agent_id": "researcher", "model": "script:kbtool", "collections": []string{"handbook"}})
+	resp = openSSE(t, t.Context(), "POST", env.url+"/agents/researcher/stream", aliceToken, jsonBody(userMessage("Look it up.", nil)))
+	toolRun := decodeRun(t, readEvents(t, resp.Body))
+	end := toolRun.find("on_tool_end", "search_knowledge")
+	if end == nil {
+		t.Fatalf("no search_knowledge call: %+v", toolRun.frames)
+	}
+	out := end.GetData().GetStructValue().GetFields()["output"].GetStringValue()
+	if !strings.HasPrefix(out, "[1] ") || !strings.Contains(out, "handbook/topic21#") {
+		t.Fatalf("search_knowledge output %q", out)
 	}
 
 	// Explicit search: hits with scores and sources.

@@ -67,7 +67,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
 	fs.BoolVar(&cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates (default: one \"default\" agent)")
-	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user" or a JSON object`)
+	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user [org1,org2]" or a JSON object`)
 	fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs (prefer WICK_TOKENS)")
 	fs.StringVar(&cfg.Gateway.VerifierURL, "verifier-url", "", "external bearer token verifier URL")
 	fs.StringVar(&origins, "cors-origins", "", "comma-separated browser origins allowed to call the API")
@@ -94,6 +94,9 @@ func run(args []string, out io.Writer) error {
 	cfg.Logger = logger
 	cfg.Gateway.Tokens, err = gateway.LoadTokens(tokensFile, tokens)
 	if err != nil {
+		return err
+	}
+	if cfg.Gateway.Orgs, err = gateway.LoadOrgs(tokensFile); err != nil {
 		return err
 	}
 	cfg.Gateway.CORSOrigins = gateway.SplitList(origins)

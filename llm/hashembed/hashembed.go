@@ -11,7 +11,6 @@ package hashembed
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
@@ -81,30 +80,30 @@ func (e *Embedder) Dimensions() int { return e.dims }
 func (e *Embedder) Embed(text string) []float32 {
 	words := Words(text)
 	type feature struct{ count, weight float64 }
-	features := make(map[uint64]*feature, len(words)*10)
-	add := func(weight float64, kind byte, parts ...string) {
-		h := fnv.New64a()
-		h.Write([]byte{kind})
-		for _, p := range parts {
-			h.Write([]byte(p))
-			h.Write([]byte{0})
-		}
-		k := h.Sum64()
-		if f, ok := features[k]; ok {
-			f.count++
-			return
-		}
-		features[k] = &feature{count: 1, weight: weight}
+	features := make(map[uint64]feature, len(words)*10)
+	add := func(h uint64, weight float64) {
+		f := features[h]
+		f.count++
+		f.weight = weight
+		features[h] = f
 	}
+	var starts []int
 	for i, w := range words {
-		add(unigramWeight, 'w', w)
+		add(fnvString(fnvByte(offset64, 'w'), w), unigramWeight)
 		if i > 0 {
-			add(bigramWeight, 'b', words[i-1], w)
+			add(fnvString(fnvString(fnvByte(offset64, 'b'), words[i-1]), w), bigramWeight)
 		}
-		r := []rune("^" + w + "$")
+		// Character n-grams of "^word$", cut on rune boundaries.
+		padded := "^" + w + "$"
+		starts = starts[:0]
+		for j := range padded {
+			starts = append(starts, j)
+		}
+		starts = append(starts, len(padded))
+		runes := len(starts) - 1
 		for n := minCharGram; n <= maxCharGram; n++ {
-			for j := 0; j+n <= len(r); j++ {
-				add(charWeight, 'c', string(r[j:j+n]))
+			for j := 0; j+n <= runes; j++ {
+				add(fnvString(fnvByte(offset64, 'c'), padded[starts[j]:starts[j+n]]), charWeight)
 			}
 		}
 	}
@@ -118,6 +117,23 @@ func (e *Embedder) Embed(text string) []float32 {
 		vec[h%uint64(e.dims)] += w
 	}
 	return normalise(vec)
+}
+
+// FNV-1a, 64 bits, written out so that hashing a feature allocates nothing.
+const (
+	offset64 = 14695981039346656037
+	prime64  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * prime64 }
+
+// fnvString hashes s followed by a 0 byte, so that ("ab","c") and ("a","bc")
+// differ.
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnvByte(h, s[i])
+	}
+	return fnvByte(h, 0)
 }
 
 func normalise(v []float64) []float32 {

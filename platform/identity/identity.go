@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,11 +24,14 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Metadata keys of a signed identity.
+// Metadata keys of a signed identity. OrgsKey carries the user's
+// organisations (comma-separated); when present it is part of the signature,
+// so it can be neither added, changed nor removed by anyone without the key.
 const (
 	UserKey      = "x-wick-user"
 	TimestampKey = "x-wick-user-ts"
 	SignatureKey = "x-wick-user-sig"
+	OrgsKey      = "x-wick-orgs"
 )
 
 // DefaultMaxSkew is how old (or how far in the future) a signature may be
@@ -44,6 +48,37 @@ const MaxUserLength = 256
 var ErrNoUser = errors.New("no authenticated user")
 
 type userKey struct{}
+
+type orgsKey struct{}
+
+// WithOrgs returns a context that carries the user's organisations.
+func WithOrgs(ctx context.Context, orgs []string) context.Context {
+	if len(orgs) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, orgsKey{}, slices.Clone(orgs))
+}
+
+// Orgs returns the organisations ctx carries (none when the caller's
+// identity names none).
+func Orgs(ctx context.Context) []string {
+	o, _ := ctx.Value(orgsKey{}).([]string)
+	return o
+}
+
+// ValidOrg reports whether an organisation name is acceptable: letters,
+// digits, '-' and '_', at most 64 bytes.
+func ValidOrg(o string) error {
+	if o == "" || len(o) > 64 {
+		return fmt.Errorf("organisation %q: 1..64 bytes", o)
+	}
+	for _, r := range o {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("organisation %q: use letters, digits, '-' or '_'", o)
+		}
+	}
+	return nil
+}
 
 // WithUser returns a context that carries user.
 func WithUser(ctx context.Context, user string) context.Context {
@@ -122,60 +157,100 @@ func (k *Key) String() string { return hex.EncodeToString(k.secret) }
 // mac binds the user to the time and to the full gRPC method, so that a
 // captured assertion cannot be replayed on another method (a read turned
 // into a delete) nor after DefaultMaxSkew.
-func (k *Key) mac(method, user, ts string) string {
+// Organisations, when there are any, are bound too: without them the
+// signature is the one callers made before organisations existed.
+func (k *Key) mac(method, user, ts, orgs string) string {
 	m := hmac.New(sha256.New, k.secret)
 	m.Write([]byte(method))
 	m.Write([]byte{0})
 	m.Write([]byte(user))
 	m.Write([]byte{0})
 	m.Write([]byte(ts))
+	if orgs != "" {
+		m.Write([]byte{0})
+		m.Write([]byte("orgs"))
+		m.Write([]byte{0})
+		m.Write([]byte(orgs))
+	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Sign returns ctx with outgoing metadata that asserts user for a call of
 // method (the full name, "/wick.agent.v1.AgentService/Stream").
 func (k *Key) Sign(ctx context.Context, method, user string) context.Context {
+	return k.SignOrgs(ctx, method, user, nil)
+}
+
+// SignOrgs is Sign for a user who belongs to organisations.
+func (k *Key) SignOrgs(ctx context.Context, method, user string, orgs []string) context.Context {
 	ts := strconv.FormatInt(k.now().Unix(), 10)
-	return metadata.AppendToOutgoingContext(ctx, UserKey, user, TimestampKey, ts, SignatureKey, k.mac(method, user, ts))
+	o := strings.Join(orgs, ",")
+	kv := []string{UserKey, user, TimestampKey, ts, SignatureKey, k.mac(method, user, ts, o)}
+	if o != "" {
+		kv = append(kv, OrgsKey, o)
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
 }
 
 // Verify returns the user asserted by incoming metadata for a call of
 // method. It returns "" and no error when md asserts no user, and an error
 // when the assertion is forged, made for another method, stale or malformed.
 func (k *Key) Verify(md metadata.MD, method string) (string, error) {
+	user, _, err := k.VerifyOrgs(md, method)
+	return user, err
+}
+
+// VerifyOrgs is Verify that also returns the organisations the signature
+// asserts (none for a caller that sends none).
+func (k *Key) VerifyOrgs(md metadata.MD, method string) (string, []string, error) {
 	users := md.Get(UserKey)
 	if len(users) == 0 {
-		return "", nil
+		if len(md.Get(OrgsKey)) > 0 {
+			return "", nil, errors.New("organisations without a signed user")
+		}
+		return "", nil, nil
 	}
-	tss, sigs := md.Get(TimestampKey), md.Get(SignatureKey)
-	if len(users) != 1 || len(tss) != 1 || len(sigs) != 1 {
-		return "", errors.New("identity metadata must appear exactly once")
+	tss, sigs, orgss := md.Get(TimestampKey), md.Get(SignatureKey), md.Get(OrgsKey)
+	if len(users) != 1 || len(tss) != 1 || len(sigs) != 1 || len(orgss) > 1 {
+		return "", nil, errors.New("identity metadata must appear exactly once")
 	}
-	user, ts, sig := users[0], tss[0], sigs[0]
-	if !hmac.Equal([]byte(sig), []byte(k.mac(method, user, ts))) {
-		return "", errors.New("identity signature does not match (forged, or made for another method)")
+	user, ts, sig, orgs := users[0], tss[0], sigs[0], ""
+	if len(orgss) == 1 {
+		orgs = orgss[0]
+	}
+	if !hmac.Equal([]byte(sig), []byte(k.mac(method, user, ts, orgs))) {
+		return "", nil, errors.New("identity signature does not match (forged, or made for another method)")
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return "", errors.New("identity timestamp is not a number")
+		return "", nil, errors.New("identity timestamp is not a number")
 	}
 	if d := k.now().Sub(time.Unix(sec, 0)); d > k.maxSkew || d < -k.maxSkew {
-		return "", errors.New("identity signature has expired")
+		return "", nil, errors.New("identity signature has expired")
 	}
 	if err := ValidUser(user); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return user, nil
+	var list []string
+	if orgs != "" {
+		list = strings.Split(orgs, ",")
+		for _, o := range list {
+			if err := ValidOrg(o); err != nil {
+				return "", nil, err
+			}
+		}
+	}
+	return user, list, nil
 }
 
 func (k *Key) incoming(ctx context.Context, method string) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	user, err := k.Verify(md, method)
+	user, orgs, err := k.VerifyOrgs(md, method)
 	if err != nil {
 		return nil, status.Error(codes.Unauthenticated, err.Error())
 	}
 	if user != "" {
-		ctx = WithUser(ctx, user)
+		ctx = WithOrgs(WithUser(ctx, user), orgs)
 	}
 	return ctx, nil
 }
@@ -215,7 +290,7 @@ func (k *Key) outgoing(ctx context.Context, method string) context.Context {
 		return ctx
 	}
 	if user, ok := User(ctx); ok {
-		return k.Sign(ctx, method, user)
+		return k.SignOrgs(ctx, method, user, Orgs(ctx))
 	}
 	return ctx
 }

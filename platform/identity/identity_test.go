@@ -116,3 +116,59 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// TestOrganisations: organisations travel signed with the user; they cannot
+// be added, widened or stripped without the key, and a caller that sends
+// none (as before organisations existed) has none.
+func TestOrganisations(t *testing.T) {
+	t.Parallel()
+	key := RandomKey()
+	withOrgs := outgoingMD(t, key.SignOrgs(context.Background(), getThread, "alice", []string{"acme", "research"}))
+	plain := outgoingMD(t, key.Sign(context.Background(), getThread, "alice"))
+	tests := []struct {
+		name    string
+		md      metadata.MD
+		want    []string
+		wantErr string
+	}{
+		{name: "signed organisations", md: withOrgs, want: []string{"acme", "research"}},
+		{name: "none, the old way", md: plain},
+		{name: "added to a plain signature", md: func() metadata.MD {
+			m := plain.Copy()
+			m.Set(OrgsKey, "acme")
+			return m
+		}(), wantErr: "does not match"},
+		{name: "widened", md: func() metadata.MD {
+			m := withOrgs.Copy()
+			m.Set(OrgsKey, "acme,research,finance")
+			return m
+		}(), wantErr: "does not match"},
+		{name: "stripped", md: func() metadata.MD {
+			m := withOrgs.Copy()
+			delete(m, OrgsKey)
+			return m
+		}(), wantErr: "does not match"},
+		{name: "without a user", md: metadata.Pairs(OrgsKey, "acme"), wantErr: "without a signed user"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			user, orgs, err := key.VerifyOrgs(tt.md, getThread)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || user != "alice" || strings.Join(orgs, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("VerifyOrgs = %q %v, %v; want alice %v", user, orgs, err, tt.want)
+			}
+		})
+	}
+	// The interceptors carry them: ctx → signed metadata → ctx.
+	ctx := WithOrgs(WithUser(context.Background(), "alice"), []string{"acme"})
+	md := outgoingMD(t, key.outgoing(ctx, getThread))
+	in, err := key.incoming(metadata.NewIncomingContext(context.Background(), md), getThread)
+	if err != nil || strings.Join(Orgs(in), ",") != "acme" {
+		t.Fatalf("round trip through the interceptors: %v %v", Orgs(in), err)
+	}
+}

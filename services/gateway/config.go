@@ -29,6 +29,17 @@ func LoadTokens(file, list string) (map[string]string, error) {
 	return out, nil
 }
 
+// LoadOrgs returns the organisations a token file gives its users (lines
+// "token user org1,org2", or JSON values {"user": …, "orgs": […]}); none
+// without a file.
+func LoadOrgs(file string) (map[string][]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	_, orgs, err := auth.LoadTokensAndOrgs(file)
+	return orgs, err
+}
+
 // SplitList splits a comma-separated flag value, dropping empty items.
 func SplitList(s string) []string {
 	var out []string

@@ -103,7 +103,8 @@ func (g *Gateway) GRPCEdge(addr net.Addr) (*Edge, error) {
 		grpc.MaxSendMsgSize(cfg.MaxMsgBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 	)
-	e.fwd = grpcedge.New(g.conn, &agentv1.AgentService_ServiceDesc, g.grpcUser(local), grpcedge.WithMaxMsgBytes(cfg.MaxMsgBytes))
+	e.fwd = grpcedge.New(g.conn, &agentv1.AgentService_ServiceDesc, g.grpcUser(local), grpcedge.WithMaxMsgBytes(cfg.MaxMsgBytes),
+		grpcedge.WithOrgs(func(user string) []string { return g.cfg.Orgs[user] }))
 	return e, nil
 }
 

@@ -51,6 +51,11 @@ type Config struct {
 	// Tokens maps bearer tokens to users. With no tokens and no VerifierURL,
 	// every request acts as LocalUser.
 	Tokens map[string]string
+	// Orgs maps users to the organisations they belong to (from the token
+	// file, LoadOrgs). They are signed with the user's identity, so the
+	// services can trust them: members share an organisation's knowledge
+	// collections. Users of the verifier belong to none.
+	Orgs map[string][]string
 	// VerifierURL is an external token verifier (the seed's WithGateway).
 	VerifierURL string
 	// VerifierCacheTTL is how long the verifier's answers are cached.

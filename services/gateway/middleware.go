@@ -68,7 +68,7 @@ func (g *Gateway) authenticate(next http.Handler) http.Handler {
 			httperr.Write(w, http.StatusUnauthorized, codes.Unauthenticated, err.Error())
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(identity.WithUser(r.Context(), user)))
+		next.ServeHTTP(w, r.WithContext(identity.WithOrgs(identity.WithUser(r.Context(), user), g.cfg.Orgs[user])))
 	})
 }
 

@@ -5223,9 +5223,9 @@ type AddDocumentRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// collection is the collection's id.
 	Collection string `protobuf:"bytes,1,opt,name=collection,proto3" json:"collection,omitempty"`
-	// document is the document's id; empty derives it from path, else from
-	// title, else from the content's hash. Adding an existing id replaces
-	// that document.
+	// document is the document's id; empty derives it from path (so adding
+	// a file again updates it), else from the content's hash. Adding an
+	// existing id replaces that document.
 	Document string `protobuf:"bytes,2,opt,name=document,proto3" json:"document,omitempty"`
 	// title is the document's title; empty uses its first Markdown heading,
 	// else its path.

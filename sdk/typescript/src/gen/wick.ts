@@ -2694,9 +2694,9 @@ export interface operations {
                      */
                     content_type?: string;
                     /**
-                     * @description document is the document's id; empty derives it from path, else from
-                     *     title, else from the content's hash. Adding an existing id replaces
-                     *     that document.
+                     * @description document is the document's id; empty derives it from path (so adding
+                     *     a file again updates it), else from the content's hash. Adding an
+                     *     existing id replaces that document.
                      */
                     document?: string;
                     /** @description metadata are key/value pairs kept with the document, for search filters. */

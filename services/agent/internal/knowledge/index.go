@@ -76,6 +76,22 @@ func (x *Index) deleteCollection(k Key) bool {
 	return true
 }
 
+// swapCollection puts cs (nil: nothing) in k's place.
+func (x *Index) swapCollection(k Key, cs *collState) {
+	if cs == nil {
+		x.deleteCollection(k)
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	p := x.parts[k.Owner]
+	if p == nil {
+		p = map[string]*collState{}
+		x.parts[k.Owner] = p
+	}
+	p[k.Name] = cs
+}
+
 // collection returns a collection's description with its counts.
 func (x *Index) collection(k Key) (Collection, bool) {
 	x.mu.RLock()
@@ -115,13 +131,6 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
-}
-
-// count returns the number of collections of an owner.
-func (x *Index) count(o Owner) int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return len(x.parts[o])
 }
 
 // putDocument replaces a document and its chunks (vectors set). It fails
@@ -219,22 +228,6 @@ func (x *Index) document(k Key, id string) (Document, []Chunk, bool) {
 		chunks[i].Vector = slices.Clone(cs.vecs[r*dims : (r+1)*dims])
 	}
 	return ds.doc, chunks, true
-}
-
-// findHash returns a document of the collection whose text has hash.
-func (x *Index) findHash(k Key, hash string) (Document, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	cs := x.coll(k)
-	if cs == nil {
-		return Document{}, false
-	}
-	for _, ds := range cs.docs {
-		if ds.doc.Hash == hash {
-			return ds.doc, true
-		}
-	}
-	return Document{}, false
 }
 
 // parallelRows is the collection size from which a search is split across

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/llm/hashembed"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 )
@@ -385,5 +386,30 @@ func TestOwnerOrg(t *testing.T) {
 		if org, ok := tc.owner.Org(); org != tc.org || ok != tc.ok {
 			t.Errorf("%s.Org() = %q, %v; want %q, %v", tc.owner, org, ok, tc.org, tc.ok)
 		}
+	}
+}
+
+// TestSignedOrganisations: organisations the gateway signed into the
+// caller's identity count like the operator's mapping, for that user only.
+func TestSignedOrganisations(t *testing.T) {
+	t.Parallel()
+	s := newService(t, knowledge.NewMemoryStore())
+	signed := identity.WithOrgs(identity.WithUser(context.Background(), "dave"), []string{"acme"})
+	if _, err := s.CreateCollection(signed, "dave", "acme", knowledge.Collection{Key: knowledge.Key{Name: "wiki"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddDocument(signed, "dave", knowledge.AddInput{Collection: "acme.wiki", Document: "d", Content: "# Wiki\n\nThe wiki lives here."}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Search(signed, "dave", knowledge.SearchInput{Collections: []string{"acme.wiki"}, Query: "where is the wiki"}); err != nil {
+		t.Fatalf("member: %v", err)
+	}
+	unsigned := identity.WithUser(context.Background(), "dave")
+	if _, _, err := s.Search(unsigned, "dave", knowledge.SearchInput{Collections: []string{"acme.wiki"}, Query: "wiki"}); !errors.Is(err, knowledge.ErrNotFound) {
+		t.Fatalf("without signed organisations: %v", err)
+	}
+	// The organisations belong to the context's user, not to another one.
+	if _, _, err := s.Search(signed, "erin", knowledge.SearchInput{Collections: []string{"acme.wiki"}, Query: "wiki"}); !errors.Is(err, knowledge.ErrNotFound) {
+		t.Fatalf("another user on a signed context: %v", err)
 	}
 }

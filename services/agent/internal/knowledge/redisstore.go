@@ -16,7 +16,7 @@ import (
 // Redis stream settings.
 const (
 	// changesMaxLen bounds the change stream; a replica that falls further
-	// behind than this reloads everything (see follow).
+	// behind than this reloads everything (catchUp).
 	changesMaxLen = 100_000
 	// followBlock is how long one XREAD waits; it only bounds how soon the
 	// follower notices that it should stop.
@@ -49,7 +49,9 @@ func NewRedisStore(ctx context.Context, rdb redis.UniversalClient, prefix string
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	s := &RedisStore{rdb: rdb, prefix: prefix + ":kb", origin: hex.EncodeToString(b), logger: logger, done: make(chan struct{})}
+	// One hash tag for every key: a change writes a hash and the stream in
+	// one transaction, which Redis Cluster allows within one slot only.
+	s := &RedisStore{rdb: rdb, prefix: prefix + ":{kb}", origin: hex.EncodeToString(b), logger: logger, done: make(chan struct{})}
 	s.indexed = indexed{Index: NewIndex(), journal: s.write}
 	last, err := s.load(ctx)
 	if err != nil {
@@ -97,7 +99,9 @@ func (s *RedisStore) load(ctx context.Context) (string, error) {
 	return last, nil
 }
 
-// reloadCollection makes x's copy of collection k what Redis holds.
+// reloadCollection makes x's copy of collection k what Redis holds. The
+// collection is loaded apart and swapped in whole, so a search never sees
+// it half loaded.
 func (s *RedisStore) reloadCollection(ctx context.Context, x *Index, k Key) error {
 	raw, err := s.rdb.HGet(ctx, s.collsKey(), k.String()).Result()
 	if errors.Is(err, redis.Nil) {
@@ -111,17 +115,18 @@ func (s *RedisStore) reloadCollection(ctx context.Context, x *Index, k Key) erro
 	if err := json.Unmarshal([]byte(raw), &c); err != nil {
 		return fmt.Errorf("knowledge: collection %s: %w", k, err)
 	}
-	x.deleteCollection(k)
-	x.putCollection(c)
+	fresh := NewIndex()
+	fresh.putCollection(c)
 	docs, err := s.rdb.HGetAll(ctx, s.docsKey(k)).Result()
 	if err != nil {
 		return fmt.Errorf("knowledge: load documents of %s: %w", k, err)
 	}
 	for _, raw := range docs {
-		if err := applyJSON(x, raw); err != nil {
+		if err := applyJSON(fresh, raw); err != nil {
 			return fmt.Errorf("knowledge: document of %s: %w", k, err)
 		}
 	}
+	x.swapCollection(k, fresh.coll(k))
 	return nil
 }
 
@@ -219,6 +224,7 @@ func (s *RedisStore) follow(ctx context.Context, last string) {
 				return
 			case <-time.After(followBlock):
 			}
+			last = s.catchUp(ctx, last)
 			continue
 		}
 		for _, st := range res {
@@ -233,6 +239,34 @@ func (s *RedisStore) follow(ctx context.Context, last string) {
 			}
 		}
 	}
+}
+
+// catchUp runs after a failed read: when the oldest change still in the
+// stream is newer than the last one applied, changes in between may have
+// been trimmed away, so the replica reloads everything rather than guess.
+func (s *RedisStore) catchUp(ctx context.Context, last string) string {
+	msgs, err := s.rdb.XRangeN(ctx, s.changesKey(), "-", "+", 1).Result()
+	if err != nil || len(msgs) == 0 || !idAfter(msgs[0].ID, last) {
+		return last
+	}
+	fresh, err := s.load(ctx)
+	if err != nil {
+		s.logger.Warn("knowledge: reloading after falling behind the change stream failed", "err", err)
+		return last
+	}
+	return fresh
+}
+
+// idAfter reports whether stream id a ("ms-seq") comes after b.
+func idAfter(a, b string) bool {
+	var am, as, bm, bs uint64
+	if _, err := fmt.Sscanf(a, "%d-%d", &am, &as); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscanf(b, "%d-%d", &bm, &bs); err != nil {
+		return true
+	}
+	return am > bm || (am == bm && as > bs)
 }
 
 func (s *RedisStore) applyChange(ctx context.Context, v map[string]any) error {

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wick-agent/wick/llm/hashembed"
+	"github.com/wick-agent/wick/platform/identity"
 )
 
 // Embedder turns texts into L2-normalised vectors with one model ("" is the
@@ -105,11 +106,26 @@ func checkChunking(size, overlap int) error {
 	return nil
 }
 
+// orgsOf are the organisations of user: those the operator maps the user
+// to (-knowledge-orgs), and those signed into the caller's identity by the
+// gateway (its token file), which ctx carries.
+func (s *Service) orgsOf(ctx context.Context, user string) []string {
+	out := slices.Clone(s.orgs[user])
+	if u, ok := identity.User(ctx); ok && u == user {
+		for _, o := range identity.Orgs(ctx) {
+			if !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
 // readers are the partitions user may read: their own and their
 // organisations'.
-func (s *Service) readers(user string) []Owner {
+func (s *Service) readers(ctx context.Context, user string) []Owner {
 	out := []Owner{UserOwner(user)}
-	for _, o := range s.orgs[user] {
+	for _, o := range s.orgsOf(ctx, user) {
 		out = append(out, OrgOwner(o))
 	}
 	return out
@@ -118,7 +134,7 @@ func (s *Service) readers(user string) []Owner {
 // resolve turns a collection id into a key the user may use. An id the user
 // cannot read is NotFound, exactly like one that does not exist, so that ids
 // of others' collections cannot be probed.
-func (s *Service) resolve(user, id string) (Key, error) {
+func (s *Service) resolve(ctx context.Context, user, id string) (Key, error) {
 	org, name, isOrg := strings.Cut(id, ".")
 	if !isOrg {
 		if err := ValidName("collection", id); err != nil {
@@ -129,7 +145,7 @@ func (s *Service) resolve(user, id string) (Key, error) {
 	if ValidName("organisation", org) != nil || ValidName("collection", name) != nil {
 		return Key{}, invalid("collection %q: an id is a name or org.name", id)
 	}
-	if !slices.Contains(s.orgs[user], org) {
+	if !slices.Contains(s.orgsOf(ctx, user), org) {
 		return Key{}, fmt.Errorf("collection %s: %w", id, ErrNotFound)
 	}
 	return Key{Owner: OrgOwner(org), Name: name}, nil
@@ -147,7 +163,7 @@ func (s *Service) CreateCollection(ctx context.Context, user, org string, c Coll
 		if err := ValidName("organisation", org); err != nil {
 			return c, err
 		}
-		if !slices.Contains(s.orgs[user], org) {
+		if !slices.Contains(s.orgsOf(ctx, user), org) {
 			return c, fmt.Errorf("organisation %s: %w (you are not a member)", org, ErrNotFound)
 		}
 		c.Key.Owner = OrgOwner(org)
@@ -185,12 +201,12 @@ func (s *Service) CreateCollection(ctx context.Context, user, org string, c Coll
 
 // ListCollections lists the user's and their organisations' collections.
 func (s *Service) ListCollections(ctx context.Context, user string) ([]Collection, error) {
-	return s.store.Collections(ctx, s.readers(user))
+	return s.store.Collections(ctx, s.readers(ctx, user))
 }
 
 // DeleteCollection removes a collection the user can read.
 func (s *Service) DeleteCollection(ctx context.Context, user, id string) error {
-	k, err := s.resolve(user, id)
+	k, err := s.resolve(ctx, user, id)
 	if err != nil {
 		return err
 	}
@@ -222,7 +238,7 @@ type AddResult struct {
 // text did not change keep their vectors.
 func (s *Service) AddDocument(ctx context.Context, user string, in AddInput) (AddResult, error) {
 	var res AddResult
-	k, err := s.resolve(user, in.Collection)
+	k, err := s.resolve(ctx, user, in.Collection)
 	if err != nil {
 		return res, err
 	}
@@ -250,7 +266,7 @@ func (s *Service) AddDocument(ctx context.Context, user string, in AddInput) (Ad
 		} else if ok {
 			return AddResult{Document: d, Unchanged: true}, nil
 		}
-		id = documentID(in.Path, in.Title, hash)
+		id = documentID(in.Path, hash)
 	}
 	if !docPattern.MatchString(id) {
 		return res, invalid("document id %q: use 1..128 letters, digits, '.', '-' or '_'", id)
@@ -404,14 +420,12 @@ func contentType(ct, p string) (string, error) {
 	return "", invalid("content_type %q: use %q or %q", ct, TypeMarkdown, TypeText)
 }
 
-// documentID derives an id: from the path, else the title, else the hash.
-func documentID(p, title, hash string) string {
-	src := strings.TrimPrefix(p, "/")
-	if src == "" {
-		src = title
-	}
+// documentID derives an id: from the path, so that adding a file again
+// updates it, else from the text's hash — never from the title, which two
+// different documents may share.
+func documentID(p, hash string) string {
 	var b strings.Builder
-	for _, r := range src {
+	for _, r := range strings.TrimPrefix(p, "/") {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
 			b.WriteRune(r)
@@ -443,7 +457,7 @@ func firstHeading(text, ct string) string {
 
 // ListDocuments lists a collection's documents.
 func (s *Service) ListDocuments(ctx context.Context, user, id string) ([]Document, error) {
-	k, err := s.resolve(user, id)
+	k, err := s.resolve(ctx, user, id)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +466,7 @@ func (s *Service) ListDocuments(ctx context.Context, user, id string) ([]Documen
 
 // DeleteDocument removes a document and its chunks.
 func (s *Service) DeleteDocument(ctx context.Context, user, id, doc string) (int, error) {
-	k, err := s.resolve(user, id)
+	k, err := s.resolve(ctx, user, id)
 	if err != nil {
 		return 0, err
 	}
@@ -502,7 +516,7 @@ func (s *Service) Search(ctx context.Context, user string, in SearchInput) ([]Hi
 	var order []string
 	threshold := 1.0
 	for _, id := range in.Collections {
-		key, err := s.resolve(user, id)
+		key, err := s.resolve(ctx, user, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -531,7 +545,7 @@ func (s *Service) Search(ctx context.Context, user string, in SearchInput) ([]Hi
 		if err != nil {
 			return nil, 0, fmt.Errorf("embed query: %w", err)
 		}
-		found, err := s.store.Search(ctx, Query{Readers: s.readers(user), Collections: g.keys, Vector: vecs[0], K: k, MinScore: g.min, Filter: in.Filter})
+		found, err := s.store.Search(ctx, Query{Readers: s.readers(ctx, user), Collections: g.keys, Vector: vecs[0], K: k, MinScore: g.min, Filter: in.Filter})
 		if err != nil {
 			return nil, 0, err
 		}

@@ -233,7 +233,7 @@ func (e *Executor) register(ctx context.Context, user string, req Request, runID
 	}
 	// The run outlives the request (background runs, approvals), so its
 	// context comes from the executor; it keeps the user and the trace.
-	runCtx := identity.WithUser(e.base, user)
+	runCtx := identity.WithOrgs(identity.WithUser(e.base, user), identity.Orgs(ctx))
 	runCtx = trace.ContextWithSpanContext(runCtx, trace.SpanContextFromContext(ctx))
 	runCtx, cancelTimeout := context.WithTimeout(runCtx, e.cfg.maxRunDuration)
 	runCtx, cancel := context.WithCancelCause(runCtx)

@@ -39,7 +39,7 @@ func main() {
 		fs.StringVar(&cfg.LLMToken, "llm-http-token", "", "bearer token the LLM gateway's HTTP endpoint requires, if any")
 		fs.StringVar(&sandbox, "sandbox-addr", "", "sandbox service gRPC address, for /health: "+dial.TargetHelp)
 		fs.StringVar(&llm, "llm-addr", "", "LLM gateway gRPC address, for /health: "+dial.TargetHelp)
-		fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user", or a JSON object {"token":"user"}`)
+		fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user [org1,org2]", or a JSON object {"token":"user"} (a value may be {"user":…,"orgs":[…]})`)
 		fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs separated by commas (prefer WICK_TOKENS or a file)")
 		fs.StringVar(&verifier, "verifier-url", "", "external token verifier URL; GET with the bearer token, answers {\"user\":…}")
 		fs.DurationVar(&cfg.VerifierCacheTTL, "verifier-cache-ttl", 30*time.Second, "how long the verifier's answers are cached")
@@ -61,6 +61,9 @@ func main() {
 		var err error
 		cfg.Tokens, err = gateway.LoadTokens(tokensFile, tokens)
 		if err != nil {
+			return nil, err
+		}
+		if cfg.Orgs, err = gateway.LoadOrgs(tokensFile); err != nil {
 			return nil, err
 		}
 		cfg.VerifierURL = verifier

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/wick-agent/wick/platform/identity"
@@ -89,27 +90,59 @@ func ParseTokens(s string) (map[string]string, error) {
 	return m, nil
 }
 
-// LoadTokensFile reads a token file: a JSON object {"token": "user"}, or
-// lines "token user" with '#' comments.
+// LoadTokensFile reads a token file: a JSON object {"token": "user"} (a
+// value may also be {"user": "…", "orgs": ["…"]}), or lines "token user"
+// (optionally "token user org1,org2") with '#' comments.
 func LoadTokensFile(path string) (map[string]string, error) {
+	tokens, _, err := LoadTokensAndOrgs(path)
+	return tokens, err
+}
+
+// LoadTokensAndOrgs reads a token file like LoadTokensFile and also returns
+// the organisations it gives each user.
+func LoadTokensAndOrgs(path string) (map[string]string, map[string][]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read token file: %w", err)
+		return nil, nil, fmt.Errorf("read token file: %w", err)
 	}
-	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
-		var m map[string]string
-		if err := json.Unmarshal(t, &m); err != nil {
-			return nil, fmt.Errorf("token file %s: %w", path, err)
-		}
-		out := map[string]string{}
-		for tok, user := range m {
-			if err := add(out, tok, user); err != nil {
-				return nil, fmt.Errorf("token file %s: %w", path, err)
+	tokens, orgs := map[string]string{}, map[string][]string{}
+	addOrgs := func(user string, list []string) error {
+		for _, o := range list {
+			if err := identity.ValidOrg(o); err != nil {
+				return err
+			}
+			if !slices.Contains(orgs[user], o) {
+				orgs[user] = append(orgs[user], o)
 			}
 		}
-		return out, nil
+		return nil
 	}
-	m := map[string]string{}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(t, &m); err != nil {
+			return nil, nil, fmt.Errorf("token file %s: %w", path, err)
+		}
+		for tok, raw := range m {
+			var e struct {
+				User string   `json:"user"`
+				Orgs []string `json:"orgs"`
+			}
+			if err := json.Unmarshal(raw, &e.User); err != nil {
+				dec := json.NewDecoder(bytes.NewReader(raw))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&e); err != nil {
+					return nil, nil, fmt.Errorf("token file %s: a value is a user or {\"user\", \"orgs\"}: %w", path, err)
+				}
+			}
+			if err := add(tokens, tok, e.User); err != nil {
+				return nil, nil, fmt.Errorf("token file %s: %w", path, err)
+			}
+			if err := addOrgs(e.User, e.Orgs); err != nil {
+				return nil, nil, fmt.Errorf("token file %s: %w", path, err)
+			}
+		}
+		return tokens, orgs, nil
+	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -117,17 +150,22 @@ func LoadTokensFile(path string) (map[string]string, error) {
 			continue
 		}
 		f := strings.Fields(line)
-		if len(f) != 2 {
-			return nil, fmt.Errorf("token file %s line %d: want \"token user\"", path, n)
+		if len(f) != 2 && len(f) != 3 {
+			return nil, nil, fmt.Errorf("token file %s line %d: want \"token user\" or \"token user org1,org2\"", path, n)
 		}
-		if err := add(m, f[0], f[1]); err != nil {
-			return nil, fmt.Errorf("token file %s line %d: %w", path, n, err)
+		if err := add(tokens, f[0], f[1]); err != nil {
+			return nil, nil, fmt.Errorf("token file %s line %d: %w", path, n, err)
+		}
+		if len(f) == 3 {
+			if err := addOrgs(f[1], strings.Split(f[2], ",")); err != nil {
+				return nil, nil, fmt.Errorf("token file %s line %d: %w", path, n, err)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("token file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("token file %s: %w", path, err)
 	}
-	return m, nil
+	return tokens, orgs, nil
 }
 
 func add(m map[string]string, tok, user string) error {

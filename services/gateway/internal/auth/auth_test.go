@@ -51,7 +51,11 @@ func TestLoadTokensFile(t *testing.T) {
 	}{
 		{"lines", "# tokens\ntok1 alice\n\n  tok2   bob  \n", map[string]string{"tok1": "alice", "tok2": "bob"}, false},
 		{"json", `{"tok1":"alice"}`, map[string]string{"tok1": "alice"}, false},
-		{"bad line", "tok1 alice extra\n", nil, true},
+		{"bad line", "tok1 alice acme extra\n", nil, true},
+		{"bad organisation", "tok1 alice ac/me\n", nil, true},
+		{"lines with organisations", "tok1 alice acme,research\ntok2 bob\n", map[string]string{"tok1": "alice", "tok2": "bob"}, false},
+		{"json with organisations", `{"tok1":{"user":"alice","orgs":["acme"]},"tok2":"bob"}`, map[string]string{"tok1": "alice", "tok2": "bob"}, false},
+		{"json with an unknown field", `{"tok1":{"user":"alice","org":["acme"]}}`, nil, true},
 		{"bad json", `{"tok1":`, nil, true},
 	}
 	for _, tc := range tests {
@@ -68,6 +72,24 @@ func TestLoadTokensFile(t *testing.T) {
 				t.Fatalf("got %v", got)
 			}
 		})
+	}
+}
+
+func TestLoadTokensAndOrgs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"lines": "tok1 alice acme,research\ntok3 alice acme\ntok2 bob\n",
+		"json":  `{"tok1":{"user":"alice","orgs":["acme","research"]},"tok2":"bob"}`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, orgs, err := LoadTokensAndOrgs(p)
+		if err != nil || !reflect.DeepEqual(orgs, map[string][]string{"alice": {"acme", "research"}}) {
+			t.Fatalf("%s: orgs %v, %v", name, orgs, err)
+		}
 	}
 }
 

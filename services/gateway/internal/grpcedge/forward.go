@@ -32,11 +32,17 @@ type Forwarder struct {
 	conn     grpc.ClientConnInterface
 	svc      *grpc.ServiceDesc
 	auth     Authenticate
+	orgs     func(user string) []string
 	callOpts []grpc.CallOption
 }
 
 // Option configures New.
 type Option func(*Forwarder)
+
+// WithOrgs gives each user's organisations, signed with the user.
+func WithOrgs(orgs func(user string) []string) Option {
+	return func(f *Forwarder) { f.orgs = orgs }
+}
 
 // WithMaxMsgBytes bounds each message forwarded to or from the service.
 func WithMaxMsgBytes(n int) Option {
@@ -95,7 +101,11 @@ func (f *Forwarder) outgoing(ctx context.Context, user string) context.Context {
 	md, _ := metadata.FromIncomingContext(ctx)
 	// NewOutgoingContext replaces: nothing but the filtered metadata goes out.
 	ctx = metadata.NewOutgoingContext(ctx, filter(md))
-	return identity.WithUser(ctx, user)
+	ctx = identity.WithUser(ctx, user)
+	if f.orgs != nil {
+		ctx = identity.WithOrgs(ctx, f.orgs(user))
+	}
+	return ctx
 }
 
 func (f *Forwarder) user(ctx context.Context) (string, error) {
