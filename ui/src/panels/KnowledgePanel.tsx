@@ -10,7 +10,7 @@ import { contentTypeOf, DEFAULT_K, documentIdOf, formatScore, MAX_K, organisatio
 
 export interface KnowledgePanelProps {
   client: Wick;
-  /** The agent whose workspace "Add from the workspace" reads. */
+  /** The agent whose workspace a document added by path is read from. */
   agentId: string;
   onError: (err: unknown) => void;
 }
