@@ -26,6 +26,12 @@ export const APPROVE_CONTENT = "approved\n";
 export const EDITED_CONTENT = "edited in the browser\n";
 export const APPROVE_ANSWER = "The file request is settled.";
 
+/** The organisation every user belongs to (-knowledge-orgs): its knowledge collections are theirs. */
+export const ORG = "acme";
+
+/** The "kb" script: an answer that cites the first source the knowledge hook gave it. */
+export const KB_ANSWER = "Replicas share their state through Redis [1].";
+
 export const SCRIPTS = {
   hello: { delay: "10ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
   tools: {
@@ -54,6 +60,7 @@ export const SCRIPTS = {
     ],
     end_text: "The approve script has finished.",
   },
+  kb: { delay: "2ms", turns: [{ text: KB_ANSWER }], end_text: "The kb script has finished." },
 };
 
 /**

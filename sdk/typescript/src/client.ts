@@ -2,6 +2,7 @@ import createClient, { type Client } from "openapi-fetch";
 
 import { WickError } from "./errors.js";
 import type { paths } from "./gen/wick.js";
+import { Knowledge } from "./knowledge.js";
 import {
   DEFAULT_MAX_EVENT_CHARS,
   DEFAULT_RECONNECT,
@@ -82,12 +83,15 @@ export type UploadBody = string | Uint8Array | ArrayBuffer | Blob | ReadableStre
  * Wick is a client of the Wick gateway: `api` is the client generated from
  * the OpenAPI document (every REST route, typed), and the methods cover
  * what it cannot: run streams over SSE that survive dropped connections,
- * raw file transfer and the WebSocket terminal. Every error the API answers
- * is thrown as a WickError.
+ * raw file transfer and the WebSocket terminal; `knowledge` types the
+ * knowledge base's routes. Every error the API answers is thrown as a
+ * WickError.
  */
 export class Wick {
   /** The generated REST client (openapi-fetch): `await wick.api.GET("/agents")`. An error status throws a WickError. */
   readonly api: Client<paths>;
+  /** The knowledge base: collections, documents and search. */
+  readonly knowledge: Knowledge;
   readonly #baseUrl: string;
   readonly #token: TokenSource | undefined;
   readonly #fetch: (input: Request) => Promise<Response>;
@@ -108,6 +112,7 @@ export class Wick {
     this.#reconnect = options.reconnect ?? {};
     this.#maxEventChars = options.maxEventChars ?? DEFAULT_MAX_EVENT_CHARS;
     this.api = createClient<paths>({ baseUrl: this.#baseUrl, fetch: (req) => this.send(req) });
+    this.knowledge = new Knowledge(this.api);
     this.#transport = {
       join: (runId, after, signal) => this.#openJoin(runId, after, signal),
       cancel: (runId, signal) => this.cancelRun(runId, { signal }),

@@ -2,6 +2,7 @@
 // `id:` the event's position in the run's log, `event:` its kind, `data:` the
 // StreamEvent as JSON with proto field names. The OpenAPI document types
 // `data` as any value, so the shape of each kind's data is written here.
+import type { KnowledgeHit } from "./knowledge.js";
 
 /** A todo of the agent's list. */
 export interface Todo {
@@ -72,6 +73,26 @@ export interface UsageEvent extends EventBase {
   data: { input_tokens: number; output_tokens: number };
 }
 
+/**
+ * A chunk the knowledge hook put into the prompt: a search hit (its text cut
+ * to a snippet, without metadata) and n, its number as the prompt cites it
+ * ("[1]").
+ */
+export interface KnowledgeSource extends Omit<KnowledgeHit, "metadata"> {
+  n: number;
+}
+
+/**
+ * The agent's collections were searched before a model call and the sources
+ * put into its prompt; error says why the search failed (the run goes on
+ * without knowledge). Sent once per user message: the model calls after it
+ * see the same sources.
+ */
+export interface KnowledgeRetrievalEvent extends EventBase {
+  event: "on_knowledge_retrieval";
+  data: { query: string; sources: KnowledgeSource[]; error?: string };
+}
+
 /** The run ended normally; the stream ends after it. */
 export interface DoneEvent extends EventBase {
   event: "done";
@@ -113,6 +134,7 @@ export type KnownEvent =
   | TodosEvent
   | InterruptEvent
   | UsageEvent
+  | KnowledgeRetrievalEvent
   | DoneEvent
   | RunErrorEvent;
 
@@ -131,6 +153,7 @@ export const EVENT_KINDS: readonly EventKind[] = [
   "on_todos",
   "on_interrupt",
   "on_usage",
+  "on_knowledge_retrieval",
   "done",
   "error",
 ];

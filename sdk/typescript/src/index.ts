@@ -12,6 +12,18 @@ export {
   type UploadBody,
   type UploadResult,
 } from "./client.js";
+export {
+  Knowledge,
+  type Collection,
+  type NewCollection,
+  type KnowledgeDocument,
+  type NewDocument,
+  type AddDocumentResult,
+  type KnowledgeHit,
+  type SearchOptions,
+  type SearchResult,
+  type CallOptions,
+} from "./knowledge.js";
 export { RunStream, DEFAULT_RECONNECT, DEFAULT_MAX_EVENT_CHARS, type ReconnectOptions } from "./stream.js";
 export { ConnectionLost } from "./sse.js";
 export { WickError, CODE_NAMES, type CodeName, type ErrorBody } from "./errors.js";
@@ -36,6 +48,8 @@ export {
   type TodosEvent,
   type InterruptEvent,
   type UsageEvent,
+  type KnowledgeRetrievalEvent,
+  type KnowledgeSource,
   type DoneEvent,
   type RunErrorEvent,
   type UnknownEvent,

@@ -1,20 +1,10 @@
 import { describe, expect, test } from "vitest";
 
-import { Wick, WickError } from "../src/index.js";
-import { client, url, userMessage } from "./helpers.js";
+import { Wick } from "../src/index.js";
+import { client, failure, url, userMessage } from "./helpers.js";
 
 const alice = client("alice");
 const bob = client("bob");
-
-// failure awaits p and returns the WickError it fails with.
-async function failure(p: Promise<unknown>): Promise<WickError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(WickError);
-  return err as WickError;
-}
 
 describe("401", () => {
   const cases = [

@@ -7,6 +7,14 @@ export const TOKENS = {
   bob: "sdk-bob-token-0123456789",
 } as const;
 
+/** The organisation both users belong to (-knowledge-orgs): its knowledge collections are theirs. */
+export const ORG = "acme";
+
+/** The script of agents made to answer from a knowledge collection. */
+export const KB_SCRIPT = "kb";
+/** The reply of the "kb" script: it cites the first source the knowledge hook gave it. */
+export const KB_ANSWER = "Replicas share their state through Redis [1].";
+
 /** The reply of the "tools" script's last turn. */
 export const TOOLS_ANSWER = "The note is written and the plan is done.";
 /** The text of the "approve" script's turn after the approval. */
@@ -51,6 +59,7 @@ export const SCRIPTS = {
     ],
     end_text: "The approve script has finished.",
   },
+  [KB_SCRIPT]: { delay: "2ms", turns: [{ text: KB_ANSWER }], end_text: "The kb script has finished." },
 };
 
 /** The agents (agents.yaml): templates every user can run. */

@@ -1,6 +1,6 @@
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
 
-import { Wick, type WickOptions } from "../src/index.js";
+import { Wick, WickError, type WickOptions } from "../src/index.js";
 import { TOKENS } from "./fixtures.js";
 
 /** The suite's REST API. */
@@ -14,4 +14,14 @@ export function client(user: keyof typeof TOKENS, options: Partial<WickOptions> 
 /** userMessage is the input of a run. */
 export function userMessage(content: string) {
   return { messages: [{ role: "user", content }] };
+}
+
+/** failure awaits p and returns the WickError it fails with. */
+export async function failure(p: Promise<unknown>): Promise<WickError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(WickError);
+  return err as WickError;
 }

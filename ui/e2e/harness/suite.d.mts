@@ -15,6 +15,8 @@ export interface SuiteOptions {
   backend: "local" | "docker";
   /** User name → bearer token. */
   users: Record<string, string>;
+  /** User name → the organisations whose knowledge collections they share (-knowledge-orgs). */
+  orgs?: Record<string, string[]>;
   /** Script files (llmgw's script format) by name, for script:<name> models. */
   scripts: Record<string, unknown>;
   /** agents.yaml's agents by id. */

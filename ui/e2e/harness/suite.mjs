@@ -1,6 +1,7 @@
 // Starts the real suite for the browser tests and the performance script:
 // builds cmd/wick from this repository and runs it on free loopback ports
-// with scripted models, the given users' tokens, agents and the built UI.
+// with scripted models, the given users' tokens and organisations, agents
+// and the built UI.
 // Plain JavaScript (typed by suite.d.mts) so that scripts/perf.mjs runs it
 // with Node alone.
 import { execFile, spawn } from "node:child_process";
@@ -71,7 +72,7 @@ export async function dockerAnswers() {
  * "docker" runs them in containers (the suite picks Docker in auto mode and
  * builds its busybox image when no other image is there).
  */
-export async function startSuite({ binDir, backend, users, scripts, agents, model, logLevel = "warn" }) {
+export async function startSuite({ binDir, backend, users, orgs = {}, scripts, agents, model, logLevel = "warn" }) {
   const dir = await mkdtemp(path.join(tmpdir(), `wui-${backend}-`));
   const scriptDir = path.join(dir, "scripts");
   await mkdir(scriptDir);
@@ -89,6 +90,7 @@ export async function startSuite({ binDir, backend, users, scripts, agents, mode
     ...["-http-addr", addr, "-gateway-grpc-addr", addr, "-agent-addr", addr, "-sandbox-addr", addr, "-llm-addr", addr],
     ...["-sandbox-state-dir", stateDir, "-ui-dir", distDir],
     ...["-tokens", Object.entries(users).map(([user, token]) => `${token}:${user}`).join(",")],
+    ...["-knowledge-orgs", Object.entries(orgs).map(([user, names]) => `${user}=${names.join("+")}`).join(",")],
     ...["-script-dir", scriptDir, "-model", model, "-agents-file", agentsFile],
     ...["-log-level", logLevel],
     ...(backend === "local" ? ["-sandbox", "local", "-allow-local"] : ["-sandbox", "auto"]),

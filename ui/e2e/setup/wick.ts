@@ -5,7 +5,7 @@ import { rm } from "node:fs/promises";
 
 import type { TestProject } from "vitest/node";
 
-import { DEFAULT_MODEL, SCRIPTS, agentsFor, newUsers } from "../fixtures.js";
+import { DEFAULT_MODEL, ORG, SCRIPTS, agentsFor, newUsers } from "../fixtures.js";
 import { buildBinaries, dockerAnswers, requireDist, startSuite, type StartedSuite } from "../harness/suite.mjs";
 
 /** A suite as the tests see it. */
@@ -32,6 +32,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (!docker) console.warn("e2e: no Docker engine answers: the browser tests run on the local backend only");
   const users = newUsers();
   const tokens = Object.fromEntries(Object.values(users).map((u) => [u.name, u.token]));
+  const orgs = Object.fromEntries(Object.values(users).map((u) => [u.name, [ORG]]));
   const binDir = await buildBinaries({ docker });
   const started: StartedSuite[] = [];
   const teardown = async () => {
@@ -41,7 +42,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   try {
     const backends = docker ? (["local", "docker"] as const) : (["local"] as const);
     const results = await Promise.allSettled(
-      backends.map((backend) => startSuite({ binDir, backend, users: tokens, scripts: SCRIPTS, agents: agentsFor(backend), model: DEFAULT_MODEL })),
+      backends.map((backend) => startSuite({ binDir, backend, users: tokens, orgs, scripts: SCRIPTS, agents: agentsFor(backend), model: DEFAULT_MODEL })),
     );
     for (const r of results) if (r.status === "fulfilled") started.push(r.value);
     const failed = results.find((r) => r.status === "rejected");

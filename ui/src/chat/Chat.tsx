@@ -1,8 +1,8 @@
 // The chat of the open thread: its items, and the box to write in. Enter
 // sends, Shift+Enter breaks the line, Esc stops the run.
-import { memo, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from "react";
+import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 
-import type { ChatItem, ChatState } from "../state/chat";
+import type { ChatItem, ChatState, Retrieval } from "../state/chat";
 import { ApprovalCard, AssistantMessage, GenericEvent, RunEnd, ToolCard, UserMessage } from "./Items";
 import type { Decision } from "./useThreadChat";
 
@@ -30,6 +30,13 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
     if (el && stick.current) el.scrollTop = el.scrollHeight;
   }, [chat.items]);
 
+  // A run's sources go under its last message: the reply that cites them.
+  const lastReplyOfRun = useMemo(() => {
+    const keys = new Map<string, string>();
+    for (const it of chat.items) if (it.kind === "assistant" && it.runId !== "") keys.set(it.runId, it.key);
+    return new Set(keys.values());
+  }, [chat.items]);
+
   return (
     <section className="chat" aria-label="Chat">
       <div
@@ -43,7 +50,14 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
         {chat.items.length === 0 && !loading && <div className="empty muted">{placeholder}</div>}
         {loading && <div className="empty muted">Loading the thread…</div>}
         {chat.items.map((it) => (
-          <Item key={it.key} item={it} run={it.kind === "runEnd" ? chat.runs[it.runId] : undefined} onDecide={onDecide} onError={onError} />
+          <Item
+            key={it.key}
+            item={it}
+            run={it.kind === "runEnd" ? chat.runs[it.runId] : undefined}
+            knowledge={it.kind === "assistant" && lastReplyOfRun.has(it.key) ? chat.runs[it.runId]?.knowledge : undefined}
+            onDecide={onDecide}
+            onError={onError}
+          />
         ))}
       </div>
       <Composer running={running} disabled={disabled} onSend={onSend} onStop={onStop} />
@@ -54,11 +68,13 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
 const Item = memo(function Item({
   item,
   run,
+  knowledge,
   onDecide,
   onError,
 }: {
   item: ChatItem;
   run: ChatState["runs"][string] | undefined;
+  knowledge: Retrieval | undefined;
   onDecide: ChatProps["onDecide"];
   onError: ChatProps["onError"];
 }) {
@@ -66,7 +82,7 @@ const Item = memo(function Item({
     case "user":
       return <UserMessage item={item} />;
     case "assistant":
-      return <AssistantMessage item={item} />;
+      return <AssistantMessage item={item} knowledge={knowledge} />;
     case "tool":
       return <ToolCard item={item} />;
     case "interrupt":

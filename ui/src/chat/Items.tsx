@@ -3,7 +3,7 @@
 // streams only the last message re-renders.
 import { memo, useState } from "react";
 
-import type { AssistantItem, GenericItem, InterruptItem, RunInfo, ToolItem, UserItem } from "../state/chat";
+import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, ToolItem, UserItem } from "../state/chat";
 import { Markdown } from "./Markdown";
 import type { Decision } from "./useThreadChat";
 
@@ -18,16 +18,52 @@ export const UserMessage = memo(function UserMessage({ item }: { item: UserItem 
   );
 });
 
-export const AssistantMessage = memo(function AssistantMessage({ item }: { item: AssistantItem }) {
+/** knowledge: the retrieval of the reply's run, shown under its last message. */
+export const AssistantMessage = memo(function AssistantMessage({ item, knowledge }: { item: AssistantItem; knowledge?: Retrieval | undefined }) {
   return (
     <div className="msg msg-assistant" data-testid="message" data-role="assistant" data-streaming={item.streaming || undefined}>
       <div className="msg-body" data-testid="message-text">
         <Markdown text={item.text} />
         {item.streaming && <span className="cursor" aria-hidden="true" />}
       </div>
+      {knowledge && <Sources knowledge={knowledge} />}
     </div>
   );
 });
+
+/** Sources lists the knowledge a reply was given, numbered as it cites them ([n]). */
+export function Sources({ knowledge }: { knowledge: Retrieval }) {
+  if (knowledge.error) {
+    return (
+      <div className="sources muted small" data-testid="sources-error">
+        The knowledge base was not searched: {knowledge.error}
+      </div>
+    );
+  }
+  if (knowledge.sources.length === 0) return null;
+  return (
+    <details className="sources" data-testid="sources" open>
+      <summary className="label">Sources</summary>
+      <ol className="sources-list">
+        {knowledge.sources.map((s) => (
+          <li key={s.n} value={s.n} data-testid="source" data-document={s.document} title={s.text}>
+            <span className="grow">
+              <strong>{s.title || s.document}</strong>
+              {s.heading && <span className="muted"> — {s.heading}</span>}
+              <span className="muted small">
+                {" "}
+                · <code>{s.collection}/{s.document}</code>
+              </span>
+            </span>
+            <span className="badge" data-testid="source-score" title="cosine similarity of the query and the chunk">
+              {s.score.toFixed(2)}
+            </span>
+          </li>
+        ))}
+      </ol>
+    </details>
+  );
+}
 
 function json(v: unknown): string {
   try {

@@ -1,4 +1,4 @@
-// The side panel: Todos, Files, Canvas and Terminal in tabs. A panel is
+// The side panel: Todos, Files, Canvas, Knowledge and Terminal in tabs. A panel is
 // mounted when its tab is first shown and then kept (hidden) while another
 // is, so that an open file, a canvas selection and a terminal session
 // survive switching tabs. The Canvas opens itself when a run writes a file
@@ -12,10 +12,12 @@ import { PANEL_TABS, type PanelContext, type PanelTab } from "./types";
 import { newWrites, writeKeys } from "./writes";
 import "./panels.css";
 
-// xterm.js and its CSS load with the tab, not with the page.
+// xterm.js and its CSS load with the tab, not with the page; so does the
+// Knowledge panel, which most sessions never open.
 const TerminalPanel = lazy(() => import("./TerminalPanel"));
+const KnowledgePanel = lazy(() => import("./KnowledgePanel"));
 
-const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", terminal: "Terminal" };
+const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal" };
 
 const noFiles: PanelContext["writtenFiles"] = [];
 const noTodos: PanelContext["todos"] = [];
@@ -81,7 +83,7 @@ export function SidePanel(props: Partial<PanelContext>) {
   };
 
   const ready = client !== undefined && agentId !== undefined && agentId !== "";
-  const noAgent = <p className="wp-empty">Choose an agent to see its files, canvas and terminal.</p>;
+  const noAgent = <p className="wp-empty">Choose an agent to see its files, canvas, knowledge and terminal.</p>;
   const panel = (t: PanelTab) => {
     if (t === "todos") return <TodosPanel todos={todos} />;
     if (!ready) return noAgent;
@@ -99,6 +101,12 @@ export function SidePanel(props: Partial<PanelContext>) {
             onSelect={setCanvasPath}
             onError={onError}
           />
+        );
+      case "knowledge":
+        return (
+          <Suspense fallback={<p className="wp-empty">Loading the knowledge base…</p>}>
+            <KnowledgePanel client={client} agentId={agentId} onError={onError} />
+          </Suspense>
         );
       case "terminal":
         return (

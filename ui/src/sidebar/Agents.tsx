@@ -70,6 +70,7 @@ export function AgentForm({ onCreate, onCancel }: FormProps) {
     tools: "",
     skills: "",
     memory: "",
+    collections: "",
     approval: "autonomous",
     backend: "local",
   });
@@ -86,6 +87,7 @@ export function AgentForm({ onCreate, onCancel }: FormProps) {
     if (lines(f.tools).length) agent.tools = lines(f.tools);
     if (lines(f.skills).length) agent.skills = { paths: lines(f.skills) };
     if (lines(f.memory).length) agent.memory = { paths: lines(f.memory) };
+    if (lines(f.collections).length) agent.collections = lines(f.collections);
     if (f.backend !== "none") agent.backend = { type: f.backend };
     setBusy(true);
     try {
@@ -125,6 +127,10 @@ export function AgentForm({ onCreate, onCancel }: FormProps) {
       <label>
         Memory paths
         <textarea data-testid="agent-form-memory" rows={2} value={f.memory} onChange={set("memory")} placeholder="/workspace/AGENTS.md" />
+      </label>
+      <label>
+        Knowledge collections <span className="muted small">(searched before each model call)</span>
+        <input data-testid="agent-form-collections" value={f.collections} onChange={set("collections")} placeholder="handbook, acme.policies" />
       </label>
       <label>
         Tool calls

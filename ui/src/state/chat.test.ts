@@ -247,3 +247,39 @@ describe("fromThreadState", () => {
     expect(titleOf("a".repeat(78) + " bcd")).toBe("a".repeat(78) + "…");
   });
 });
+
+describe("knowledge retrieval", () => {
+  const source = (n: number, document: string, score: number) => ({
+    n,
+    chunk_id: `handbook/${document}#0`,
+    collection: "handbook",
+    document,
+    title: document,
+    heading: "Summary",
+    source: "text",
+    score,
+    text: "…",
+  });
+  const retrieval = (n: number, data: { query: string; sources: ReturnType<typeof source>[]; error?: string }): WickEvent => ({
+    ...base,
+    id: id(n),
+    name: "knowledge",
+    event: "on_knowledge_retrieval",
+    data,
+  });
+
+  it("keeps the run's sources, once, and the error of a failed search", () => {
+    const sources = [source(1, "redis", 0.6), source(2, "ferry", 0.3)];
+    let s = applyEvents(emptyChat, [start(), retrieval(1, { query: "replicas?", sources }), delta(2, "Through Redis [1].")], 0);
+    expect(s.runs[RUN]?.knowledge).toEqual({ query: "replicas?", sources });
+    // A repeat (a re-join that overlaps) changes nothing; the end keeps them.
+    s = applyEvents(s, [retrieval(1, { query: "other", sources: [] }), done(3)], 0);
+    expect(s.runs[RUN]?.knowledge?.sources).toBe(sources);
+    expect(textOf(s)).toBe("Through Redis [1].");
+
+    const failed = applyEvents(emptyChat, [start(), retrieval(1, { query: "q", sources: [], error: "collection gone not found" })], 0);
+    expect(failed.runs[RUN]?.knowledge).toEqual({ query: "q", sources: [], error: "collection gone not found" });
+    // No item of its own: the sources go under the reply.
+    expect(failed.items).toEqual([]);
+  });
+});

@@ -3,7 +3,7 @@
 // are applied in batches (one per animation frame while streaming), each
 // event at most once: a re-join that overlaps, a duplicate or a stale event
 // is dropped by its id, the event's position in its run's log.
-import type { Todo, ToolCall, WickEvent, components } from "@wick-agent/sdk";
+import type { KnowledgeRetrievalEvent, Todo, ToolCall, WickEvent, components } from "@wick-agent/sdk";
 
 import type { WrittenFile } from "../panels/types";
 import { compareEventIds } from "./eventId";
@@ -76,6 +76,9 @@ export interface Usage {
   output: number;
 }
 
+/** What the knowledge hook searched for and put into a run's prompt: the sources its reply cites as [n]. */
+export type Retrieval = KnowledgeRetrievalEvent["data"];
+
 export interface RunInfo {
   runId: string;
   status: RunStatus;
@@ -85,6 +88,8 @@ export interface RunInfo {
   /** The run's error in words (status "error"). */
   error?: string;
   stopReason?: string;
+  /** The run's knowledge retrieval (on_knowledge_retrieval), shown as the reply's Sources. */
+  knowledge?: Retrieval;
 }
 
 export interface ChatState {
@@ -208,6 +213,11 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       return setRun(s, runId, {
         usage: { input: u.input + Number(ev.data.input_tokens ?? 0), output: u.output + Number(ev.data.output_tokens ?? 0) },
       });
+    }
+    case "on_knowledge_retrieval": {
+      // The sources put into the run's prompt, which its reply cites as [n].
+      const { query = "", sources = [], error } = ev.data;
+      return setRun(s, runId, { knowledge: { query, sources, ...(error ? { error } : {}) } });
     }
     case "done":
       return endRun(s, runId, { status: "done", stopReason: ev.data.stop_reason }, now);

@@ -1,6 +1,7 @@
 // Builds cmd/wick from this repository and starts the whole suite on free
-// loopback ports, with scripted models and two users, for every test file
-// to reach over HTTP. Stopped (SIGTERM) when the run ends.
+// loopback ports, with scripted models and two users of one organisation,
+// for every test file to reach over HTTP. Stopped (SIGTERM) when the run
+// ends.
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,7 +11,7 @@ import { promisify } from "node:util";
 
 import type { TestProject } from "vitest/node";
 
-import { AGENTS, SCRIPTS, TOKENS } from "../fixtures.js";
+import { AGENTS, ORG, SCRIPTS, TOKENS } from "../fixtures.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 /** How long the suite may take to print its address. */
@@ -53,6 +54,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       ...["-http-addr", addr, "-gateway-grpc-addr", addr, "-agent-addr", addr, "-sandbox-addr", addr, "-llm-addr", addr],
       ...["-sandbox", "local", "-allow-local", "-sandbox-state-dir", stateDir],
       ...["-tokens", Object.entries(TOKENS).map(([user, token]) => `${token}:${user}`).join(",")],
+      ...["-knowledge-orgs", Object.keys(TOKENS).map((user) => `${user}=${ORG}`).join(",")],
       ...["-script-dir", scriptDir, "-model", "script:tools", "-agents-file", agentsFile],
       ...["-log-level", "warn"],
     ];

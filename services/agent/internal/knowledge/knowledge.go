@@ -69,8 +69,15 @@ func UserOwner(user string) Owner { return Owner("user:" + user) }
 // OrgOwner is the partition of an organisation.
 func OrgOwner(org string) Owner { return Owner("org:" + org) }
 
-// Org returns the organisation of an org owner.
-func (o Owner) Org() (string, bool) { return strings.CutPrefix(string(o), "org:") }
+// Org returns the organisation of an org owner, and "" and false for a
+// user (strings.CutPrefix alone would return the user's partition).
+func (o Owner) Org() (string, bool) {
+	org, ok := strings.CutPrefix(string(o), "org:")
+	if !ok {
+		return "", false
+	}
+	return org, true
+}
 
 // Key names a collection in the store.
 type Key struct {

@@ -371,6 +371,24 @@ func TestFileStoreCompacts(t *testing.T) {
 	}
 }
 
+// TestOwnerOrg: a user's partition has no organisation; the API reports
+// Collection.org from it, empty for the caller's own collections.
+func TestOwnerOrg(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		owner knowledge.Owner
+		org   string
+		ok    bool
+	}{
+		{knowledge.UserOwner("alice"), "", false},
+		{knowledge.OrgOwner("acme"), "acme", true},
+	} {
+		if org, ok := tc.owner.Org(); org != tc.org || ok != tc.ok {
+			t.Errorf("%s.Org() = %q, %v; want %q, %v", tc.owner, org, ok, tc.org, tc.ok)
+		}
+	}
+}
+
 // TestSignedOrganisations: organisations the gateway signed into the
 // caller's identity count like the operator's mapping, for that user only.
 func TestSignedOrganisations(t *testing.T) {
