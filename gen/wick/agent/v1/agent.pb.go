@@ -411,7 +411,8 @@ func (x *AgentState) GetVersion() int64 {
 // StreamEvent is one event of a run (the seed's StreamEvent). Events are
 // "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
 // "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
-// "on_interrupt" (data.tool_calls awaiting approval), "on_usage"
+// "on_interrupt" (data.tool_calls awaiting approval, or data.kind
+// "question" with data.question and data.choices from ask_user), "on_usage"
 // (data.input_tokens, data.output_tokens), "on_run_start", "done" and "error"
 // (data.message, data.code).
 type StreamEvent struct {
@@ -794,7 +795,12 @@ type Agent struct {
 	SandboxState string `protobuf:"bytes,13,opt,name=sandbox_state,json=sandboxState,proto3" json:"sandbox_state,omitempty"`
 	// template is true for agents loaded from configuration, shared by every
 	// user; output only.
-	Template      bool `protobuf:"varint,14,opt,name=template,proto3" json:"template,omitempty"`
+	Template bool `protobuf:"varint,14,opt,name=template,proto3" json:"template,omitempty"`
+	// tool_wait is how a tool round with several calls waits for them: "all"
+	// (default) waits for every call; "any" continues with the first result
+	// and cancels the others; "majority" continues once more than half have
+	// returned and cancels the rest. A cancelled call's result says so.
+	ToolWait      string `protobuf:"bytes,15,opt,name=tool_wait,json=toolWait,proto3" json:"tool_wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -925,6 +931,13 @@ func (x *Agent) GetTemplate() bool {
 		return x.Template
 	}
 	return false
+}
+
+func (x *Agent) GetToolWait() string {
+	if x != nil {
+		return x.ToolWait
+	}
+	return ""
 }
 
 // ListAgentsRequest lists agents; it has no parameters.
@@ -3977,9 +3990,12 @@ type Run struct {
 	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// agent_id is the run's agent.
 	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	// status is "running", "waiting_approval", "done", "cancelled" or "failed".
+	// status is "running", "waiting_approval", "done", "stopped", "cancelled"
+	// or "failed". A run waiting for the user's answer (ask_user) is
+	// "waiting_approval" with the ask_user call pending.
 	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
-	// pending are the tool calls awaiting approval.
+	// pending are the tool calls awaiting approval, or the ask_user call
+	// awaiting an answer (its args hold the question and the choices).
 	Pending []*ToolCall `protobuf:"bytes,5,rep,name=pending,proto3" json:"pending,omitempty"`
 	// created_at is when the run started.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
@@ -4257,11 +4273,13 @@ type ApprovalDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tool_call_id names the call.
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
-	// action is "approve", "reject" or "edit".
+	// action is "approve", "reject" or "edit" for a call awaiting approval,
+	// "answer" for a pending ask_user call.
 	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	// args replace the call's arguments when action is "edit".
 	Args *structpb.Struct `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
-	// message is given to the model as the tool result when action is "reject".
+	// message is given to the model as the tool result when action is
+	// "reject"; it is the user's answer (required) when action is "answer".
 	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4527,6 +4545,191 @@ func (x *JoinRunResponse) GetEvent() *StreamEvent {
 	return nil
 }
 
+// StopRunRequest names the run to stop gracefully.
+type StopRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_id names the run.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRunRequest) Reset() {
+	*x = StopRunRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRunRequest) ProtoMessage() {}
+
+func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
+func (*StopRunRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *StopRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// StopRunResponse describes the run when the stop was requested; it ends
+// with status "stopped" once its step in flight is saved.
+type StopRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run is the run.
+	Run           *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRunResponse) Reset() {
+	*x = StopRunResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRunResponse) ProtoMessage() {}
+
+func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
+func (*StopRunResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *StopRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// ContinueRunRequest names the stopped run to continue.
+type ContinueRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_id names the stopped run.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueRunRequest) Reset() {
+	*x = ContinueRunRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueRunRequest) ProtoMessage() {}
+
+func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueRunRequest.ProtoReflect.Descriptor instead.
+func (*ContinueRunRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *ContinueRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// ContinueRunResponse names the new run that continues the thread.
+type ContinueRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run is the new run; join its events with JoinRun.
+	Run           *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueRunResponse) Reset() {
+	*x = ContinueRunResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueRunResponse) ProtoMessage() {}
+
+func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueRunResponse.ProtoReflect.Descriptor instead.
+func (*ContinueRunResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *ContinueRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -4595,7 +4798,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xd1\x04\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xee\x04\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -4611,7 +4814,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\bapproval\x18\v \x01(\tR\bapproval\x125\n" +
 	"\x05hooks\x18\f \x03(\v2\x1f.wick.agent.v1.Agent.HooksEntryR\x05hooks\x12#\n" +
 	"\rsandbox_state\x18\r \x01(\tR\fsandboxState\x12\x1a\n" +
-	"\btemplate\x18\x0e \x01(\bR\btemplate\x1a8\n" +
+	"\btemplate\x18\x0e \x01(\bR\btemplate\x12\x1b\n" +
+	"\ttool_wait\x18\x0f \x01(\tR\btoolWait\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -4821,7 +5025,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12$\n" +
 	"\x0eafter_event_id\x18\x02 \x01(\tR\fafterEventId\"C\n" +
 	"\x0fJoinRunResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.StreamEventR\x05event2\xeb\x17\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.StreamEventR\x05event\"'\n" +
+	"\x0eStopRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n" +
+	"\x0fStopRunResponse\x12$\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"+\n" +
+	"\x12ContinueRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\";\n" +
+	"\x13ContinueRunResponse\x12$\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run2\xcf\x19\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -4853,7 +5065,9 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x06GetRun\x12\x1c.wick.agent.v1.GetRunRequest\x1a\x1d.wick.agent.v1.GetRunResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/runs/{run_id}\x12p\n" +
 	"\tCancelRun\x12\x1f.wick.agent.v1.CancelRunRequest\x1a .wick.agent.v1.CancelRunResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/runs/{run_id}/cancel\x12p\n" +
 	"\tResumeRun\x12\x1f.wick.agent.v1.ResumeRunRequest\x1a .wick.agent.v1.ResumeRunResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/runs/{run_id}/resume\x12p\n" +
-	"\aJoinRun\x12\x1d.wick.agent.v1.JoinRunRequest\x1a\x1e.wick.agent.v1.JoinRunResponse\"$\x82\xd3\xe4\x93\x02\x1eb\x05event\x12\x15/runs/{run_id}/events0\x01B6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
+	"\aJoinRun\x12\x1d.wick.agent.v1.JoinRunRequest\x1a\x1e.wick.agent.v1.JoinRunResponse\"$\x82\xd3\xe4\x93\x02\x1eb\x05event\x12\x15/runs/{run_id}/events0\x01\x12h\n" +
+	"\aStopRun\x12\x1d.wick.agent.v1.StopRunRequest\x1a\x1e.wick.agent.v1.StopRunResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/runs/{run_id}/stop\x12x\n" +
+	"\vContinueRun\x12!.wick.agent.v1.ContinueRunRequest\x1a\".wick.agent.v1.ContinueRunResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/runs/{run_id}/continueB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_wick_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -4867,7 +5081,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -4943,31 +5157,35 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*ResumeRunResponse)(nil),           // 71: wick.agent.v1.ResumeRunResponse
 	(*JoinRunRequest)(nil),              // 72: wick.agent.v1.JoinRunRequest
 	(*JoinRunResponse)(nil),             // 73: wick.agent.v1.JoinRunResponse
-	nil,                                 // 74: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 75: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 76: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 77: wick.agent.v1.ToolDefinition.HeadersEntry
-	(*structpb.Struct)(nil),             // 78: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 79: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 80: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 81: google.protobuf.Duration
+	(*StopRunRequest)(nil),              // 74: wick.agent.v1.StopRunRequest
+	(*StopRunResponse)(nil),             // 75: wick.agent.v1.StopRunResponse
+	(*ContinueRunRequest)(nil),          // 76: wick.agent.v1.ContinueRunRequest
+	(*ContinueRunResponse)(nil),         // 77: wick.agent.v1.ContinueRunResponse
+	nil,                                 // 78: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 79: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 80: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 81: wick.agent.v1.ToolDefinition.HeadersEntry
+	(*structpb.Struct)(nil),             // 82: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 83: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 84: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 85: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	78, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	82, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,  // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,  // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	74, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	79, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	80, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	80, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	79, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	81, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	80, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	78, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	83, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	84, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	84, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	83, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	85, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	84, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,  // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,  // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,  // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	75, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	79, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	9,  // 15: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,  // 16: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
 	9,  // 17: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
@@ -4979,91 +5197,97 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,  // 23: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,  // 24: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,  // 25: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	76, // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	80, // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	26, // 27: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	29, // 28: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	39, // 29: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	42, // 30: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	43, // 31: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	43, // 32: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	78, // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	81, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	77, // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	82, // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	85, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	81, // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	45, // 36: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	45, // 37: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	45, // 38: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	52, // 39: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	6,  // 40: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	79, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	83, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	57, // 42: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,  // 43: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
 	1,  // 44: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	79, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	83, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
 	64, // 46: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
 	64, // 47: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	78, // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	82, // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
 	69, // 49: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
 	64, // 50: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
 	5,  // 51: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	10, // 52: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12, // 53: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14, // 54: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16, // 55: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18, // 56: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20, // 57: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22, // 58: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24, // 59: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27, // 60: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30, // 61: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32, // 62: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34, // 63: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36, // 64: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38, // 65: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41, // 66: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46, // 67: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48, // 68: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50, // 69: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53, // 70: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55, // 71: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58, // 72: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60, // 73: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62, // 74: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65, // 75: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67, // 76: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70, // 77: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72, // 78: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	11, // 79: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13, // 80: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15, // 81: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17, // 82: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19, // 83: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21, // 84: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23, // 85: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25, // 86: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28, // 87: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31, // 88: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33, // 89: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35, // 90: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37, // 91: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40, // 92: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44, // 93: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47, // 94: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49, // 95: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51, // 96: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54, // 97: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56, // 98: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59, // 99: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61, // 100: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63, // 101: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66, // 102: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68, // 103: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71, // 104: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73, // 105: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	79, // [79:106] is the sub-list for method output_type
-	52, // [52:79] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	64, // 52: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	64, // 53: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	10, // 54: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12, // 55: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14, // 56: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16, // 57: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18, // 58: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20, // 59: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22, // 60: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24, // 61: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27, // 62: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30, // 63: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32, // 64: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34, // 65: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36, // 66: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38, // 67: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41, // 68: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46, // 69: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48, // 70: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50, // 71: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53, // 72: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55, // 73: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58, // 74: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60, // 75: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62, // 76: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65, // 77: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67, // 78: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70, // 79: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72, // 80: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	74, // 81: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	76, // 82: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	11, // 83: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13, // 84: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15, // 85: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17, // 86: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19, // 87: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21, // 88: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23, // 89: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25, // 90: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28, // 91: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31, // 92: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33, // 93: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35, // 94: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37, // 95: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40, // 96: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44, // 97: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47, // 98: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49, // 99: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51, // 100: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54, // 101: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56, // 102: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59, // 103: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61, // 104: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63, // 105: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66, // 106: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68, // 107: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71, // 108: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73, // 109: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	75, // 110: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	77, // 111: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	83, // [83:112] is the sub-list for method output_type
+	54, // [54:83] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -5090,7 +5314,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
