@@ -143,6 +143,7 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 		AgentId: e.ID, Name: c.Name, Model: value(redact.Value(loop.JSONValue(c.Model))), SystemPrompt: redact.String(c.SystemPrompt),
 		Tools: c.Tools, Backend: backendToProto(c.Backend), ContextWindow: int32(c.ContextWindow),
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
+		ToolWait: c.ToolWait,
 	}
 	if c.Skills != nil {
 		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
@@ -157,6 +158,7 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 	c := &loop.AgentConfig{
 		Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(), Tools: a.GetTools(), Backend: backendFromProto(a.GetBackend()),
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
+		ToolWait: a.GetToolWait(),
 	}
 	if a.GetModel() != nil {
 		c.Model = a.GetModel().AsInterface()

@@ -30,7 +30,7 @@ func main() {
 	var (
 		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage string
 		toolAllow, sandboxPlacement                                                             string
-		leaseDur, threadTTL, runRetention, sandboxRefresh                                       time.Duration
+		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout                      time.Duration
 		maxTransfer                                                                             int64
 		limits                                                                                  = agent.DefaultLimits()
 	)
@@ -50,6 +50,7 @@ func main() {
 		fs.DurationVar(&threadTTL, "thread-ttl", time.Hour, "sliding TTL of idle threads")
 		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")
 		fs.StringVar(&toolAllow, "tool-allow-nets", "", "comma-separated CIDRs that HTTP callback tools may reach although not public (loopback, private, link-local are refused by default)")
+		fs.DurationVar(&questionTimeout, "question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
 	}
@@ -81,7 +82,7 @@ func main() {
 		opts := []agent.Option{
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
-			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits),
+			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithQuestionTimeout(questionTimeout),
 		}
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

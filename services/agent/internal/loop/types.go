@@ -4,6 +4,7 @@
 package loop
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/wick-agent/wick/llm"
@@ -76,6 +77,24 @@ const (
 	ApprovalInteractive = "interactive"
 )
 
+// Wait strategies of AgentConfig.ToolWait, for a round of several tool
+// calls: wait for every call, for the first result, or for more than half
+// of them. Calls no longer needed are cancelled and answered as such.
+const (
+	ToolWaitAll      = "all"
+	ToolWaitAny      = "any"
+	ToolWaitMajority = "majority"
+)
+
+// CheckToolWait reports whether w is a wait strategy ("" is "all").
+func CheckToolWait(w string) error {
+	switch w {
+	case "", ToolWaitAll, ToolWaitAny, ToolWaitMajority:
+		return nil
+	}
+	return fmt.Errorf("%w: tool_wait %q (want %q, %q or %q)", ErrInvalidConfig, w, ToolWaitAll, ToolWaitAny, ToolWaitMajority)
+}
+
 // AgentConfig is an agent's YAML/JSON configuration; it decides which hooks
 // are active.
 type AgentConfig struct {
@@ -95,6 +114,9 @@ type AgentConfig struct {
 	Approval string `yaml:"approval" json:"approval,omitempty"`
 	// Hooks toggles hooks by name; an absent name is enabled.
 	Hooks map[string]bool `yaml:"hooks" json:"hooks,omitempty"`
+	// ToolWait is how a round of several tool calls waits for them:
+	// "all" (default), "any" or "majority" (see the ToolWait constants).
+	ToolWait string `yaml:"tool_wait" json:"tool_wait,omitempty"`
 }
 
 // BackendCfg is where the agent's files and commands live.

@@ -34,6 +34,7 @@ type memRun struct {
 	endedAt   time.Time
 	changed   chan struct{} // closed and replaced on every append or end
 	cancel    bool
+	stop      bool
 	decisions []loop.Decision
 }
 
@@ -158,6 +159,24 @@ func (m *Memory) CancelRequested(_ context.Context, runID string) (bool, error) 
 	defer m.mu.Unlock()
 	r := m.entry(runID, false)
 	return r != nil && r.cancel, nil
+}
+
+// RequestStop implements Store.
+func (m *Memory) RequestStop(_ context.Context, runID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.entry(runID, false); r != nil {
+		r.stop = true
+	}
+	return nil
+}
+
+// StopRequested implements Store.
+func (m *Memory) StopRequested(_ context.Context, runID string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.entry(runID, false)
+	return r != nil && r.stop, nil
 }
 
 // PutDecisions implements Store.

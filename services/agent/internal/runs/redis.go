@@ -13,7 +13,7 @@ import (
 )
 
 // Redis is the Store and Log shared by replicas. A run is a hash {s: status,
-// j: record JSON, c: cancel requested} and a stream of events {e: event
+// j: record JSON, c: cancel requested, p: stop requested} and a stream of events {e: event
 // JSON} ended by an entry {end: 1}; decisions wait in a string key. Keys
 // carry the run id as a hash tag so one run's keys share a cluster slot.
 type Redis struct {
@@ -162,7 +162,7 @@ func (r *Redis) Get(ctx context.Context, runID string) (*Run, error) {
 var finishScript = redis.NewScript(`
 local s = redis.call('HGET', KEYS[1], 's')
 if not s then return -1 end
-if s == 'done' or s == 'cancelled' or s == 'failed' then return 0 end
+if s == 'done' or s == 'stopped' or s == 'cancelled' or s == 'failed' then return 0 end
 redis.call('HSET', KEYS[1], 's', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`)
@@ -199,6 +199,27 @@ func (r *Redis) CancelRequested(ctx context.Context, runID string) (bool, error)
 	}
 	if err != nil {
 		return false, fmt.Errorf("read cancel: %w", err)
+	}
+	return v == "1", nil
+}
+
+// RequestStop implements Store. The owner reads the flag at each step
+// boundary, so no nudge is needed.
+func (r *Redis) RequestStop(ctx context.Context, runID string) error {
+	if err := r.rdb.HSet(ctx, r.runKey(runID), "p", 1).Err(); err != nil {
+		return fmt.Errorf("request stop: %w", err)
+	}
+	return nil
+}
+
+// StopRequested implements Store.
+func (r *Redis) StopRequested(ctx context.Context, runID string) (bool, error) {
+	v, err := r.rdb.HGet(ctx, r.runKey(runID), "p").Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read stop: %w", err)
 	}
 	return v == "1", nil
 }
@@ -270,7 +291,7 @@ func (r *Redis) Nudges(ctx context.Context) (<-chan string, error) {
 var appendScript = redis.NewScript(`
 if ARGV[4] ~= '1' then
   local s = redis.call('HGET', KEYS[1], 's')
-  if s == 'done' or s == 'cancelled' or s == 'failed' then return redis.error_reply('run has ended') end
+  if s == 'done' or s == 'stopped' or s == 'cancelled' or s == 'failed' then return redis.error_reply('run has ended') end
 end
 local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])

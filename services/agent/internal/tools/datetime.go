@@ -59,5 +59,8 @@ func Builtins() map[string]loop.Tool {
 	return map[string]loop.Tool{
 		"calculate": Calculate(),
 		"datetime":  Datetime(),
+		// discard_steps lives with the loop, which reads it back when it
+		// builds each prompt.
+		loop.DiscardStepsTool: loop.DiscardSteps(),
 	}
 }
