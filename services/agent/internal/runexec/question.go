@@ -11,11 +11,12 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
 // AskUserTool is the built-in tool by which the model asks the user a
 // question; an agent names it in its tools like any built-in.
-const AskUserTool = "ask_user"
+const AskUserTool = tools.AskUser
 
 // ActionAnswer is the decision action that answers a pending ask_user call;
 // the decision's Message is the answer.
