@@ -437,7 +437,8 @@ func TestStopContinueAndAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q = wick.QuestionOf(ev); q != nil {
+		if asked := wick.QuestionOf(ev); asked != nil {
+			q = asked
 			if q.Text != "Which colour?" || len(q.Choices) != 2 {
 				t.Fatalf("question %+v", q)
 			}
