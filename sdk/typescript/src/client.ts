@@ -195,7 +195,7 @@ export class Wick {
    * any replica: the step in flight (a model call and the tool round it
    * asked for) finishes and is saved, then the stream ends with a "done"
    * event, stop_reason "stopped", and the run's status is "stopped". A run
-   * waiting for the user is refused (409): answer it or cancel it.
+   * waiting for the user is refused (FAILED_PRECONDITION): answer it or cancel it.
    */
   async stopRun(runId: string, options: { signal?: AbortSignal } = {}) {
     const { data } = await this.api.POST("/runs/{run_id}/stop", {
@@ -210,7 +210,7 @@ export class Wick {
    * continueRun starts a new run on the thread of a stopped run, without a
    * new message (POST /runs/{run_id}/continue), and returns it; follow it
    * with join(run.run_id). A run that is not stopped, or whose thread changed
-   * since, is refused (409).
+   * since, is refused (FAILED_PRECONDITION).
    */
   async continueRun(runId: string, options: { signal?: AbortSignal } = {}) {
     const { data } = await this.api.POST("/runs/{run_id}/continue", {

@@ -28,7 +28,7 @@ describe("run control", () => {
     const events = await alice.join(runId!).toArray();
     expect(events.at(-1)).toMatchObject({ event: "done", data: { stop_reason: "completed" } });
 
-    await expect(alice.continueRun(runId!)).rejects.toMatchObject({ status: 409 });
+    await expect(alice.continueRun(runId!)).rejects.toMatchObject({ code: "FAILED_PRECONDITION" });
   });
 
   test("a question is answered through resumeRun", async () => {
