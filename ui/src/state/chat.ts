@@ -11,7 +11,8 @@ import { compareEventIds } from "./eventId";
 type AgentState = components["schemas"]["wick.agent.v1.AgentState"];
 
 export type ToolCardState = "running" | "done" | "error" | "cancelled";
-export type RunStatus = "running" | "interrupted" | "done" | "error" | "cancelled";
+/** "stopped": stopped gracefully after a step (POST /runs/{id}/stop); a new run may continue it. */
+export type RunStatus = "running" | "interrupted" | "done" | "stopped" | "error" | "cancelled";
 
 export interface UserItem {
   kind: "user";
@@ -43,11 +44,21 @@ export interface ToolItem {
   endedAt?: number;
 }
 
+/** The model's question to the user (ask_user), answered through resume. */
+export interface Question {
+  toolCallId: string;
+  text: string;
+  /** Answers offered; any text is accepted. */
+  choices: string[];
+}
+
 export interface InterruptItem {
   kind: "interrupt";
   key: string;
   runId: string;
   toolCalls: ToolCall[];
+  /** Set when the run waits for an answer rather than for approval. */
+  question?: Question;
   /** Decided, or the run went on or ended: the card no longer asks. */
   resolved: boolean;
 }
@@ -85,6 +96,8 @@ export interface RunInfo {
   /** The run's error in words (status "error"). */
   error?: string;
   stopReason?: string;
+  /** A graceful stop was asked for: the run ends after its step. */
+  stopping?: boolean;
 }
 
 export interface ChatState {
@@ -201,7 +214,10 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
     case "on_interrupt": {
       s = endStreaming(s, runId);
       s = setRun(s, runId, { status: "interrupted" });
-      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: ev.data.tool_calls ?? [], resolved: false });
+      const d = ev.data;
+      const question: Question | undefined =
+        d.kind === "question" ? { toolCallId: d.tool_call_id ?? d.tool_calls?.[0]?.id ?? "", text: d.question ?? "", choices: d.choices ?? [] } : undefined;
+      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: d.tool_calls ?? [], resolved: false, ...(question ? { question } : {}) });
     }
     case "on_usage": {
       const u = s.runs[runId]!.usage;
@@ -210,7 +226,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       });
     }
     case "done":
-      return endRun(s, runId, { status: "done", stopReason: ev.data.stop_reason }, now);
+      return endRun(s, runId, { status: ev.data.stop_reason === "stopped" ? "stopped" : "done", stopReason: ev.data.stop_reason }, now);
     case "error": {
       const cancelled = ev.data.stop_reason === "cancelled";
       return endRun(s, runId, {
@@ -231,6 +247,25 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
 export function endRunLocally(state: ChatState, runId: string, error: string, now: number): ChatState {
   if (!state.runs[runId]) return state;
   return endRun(state, runId, { status: "error", error }, now);
+}
+
+/** markStopping shows that a graceful stop of the run was asked for. */
+export function markStopping(state: ChatState, runId: string): ChatState {
+  return state.runs[runId] ? setRun(state, runId, { stopping: true }) : state;
+}
+
+/**
+ * stoppedRunId is the run a Continue would continue: the thread's last run,
+ * when it was stopped gracefully and nothing runs since.
+ */
+export function stoppedRunId(state: ChatState): string | undefined {
+  if (state.activeRunId) return undefined;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const it = state.items[i]!;
+    if (it.kind === "user") return undefined;
+    if (it.kind === "runEnd") return state.runs[it.runId]?.status === "stopped" ? it.runId : undefined;
+  }
+  return undefined;
 }
 
 /** resolveInterrupts marks the run's approval cards decided. */
