@@ -1,5 +1,5 @@
 // Chat against the real suite: the token prompt, tokens streamed in order,
-// tool cards with the written file in Files and the Canvas, Stop mid-run and
+// tool cards with the written file in Files and the Canvas, Cancel mid-run and
 // a reload mid-run that resumes without a duplicate.
 import type { Page } from "playwright-core";
 import { describe, expect, test } from "vitest";
@@ -121,7 +121,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
     });
   });
 
-  test("Stop mid-run: the run ends cancelled, no card keeps running, the next message works", async () => {
+  test("Cancel mid-run: the run ends cancelled, no card keeps running, the next message works", async () => {
     await withPage(async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "slow");
