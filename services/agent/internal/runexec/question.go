@@ -112,9 +112,12 @@ func (a *asker) Execute(ctx context.Context, args map[string]any) (string, error
 	}})
 	r.awaitUser(ctx, runs.AwaitAnswer, []llm.ToolCall{call})
 	defer func() {
-		if ctx.Err() == nil {
-			r.setStatus(ctx, runs.StatusRunning, nil, "")
-			r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
+		// The question may end while its run goes on (answered, timed out,
+		// or cancelled as not needed by tool_wait): the run runs again.
+		if r.ctx.Err() == nil {
+			live := context.WithoutCancel(ctx)
+			r.setStatus(live, runs.StatusRunning, nil, "")
+			r.markThread(live, threads.MarkNone)
 		}
 	}()
 	timeout := time.NewTimer(r.cfg.questionTimeout)
