@@ -76,6 +76,7 @@ func run(args []string, out io.Writer) error {
 	fs.Int64Var(&cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
 	limits := agent.DefaultLimits()
 	limits.RegisterFlags(fs)
+	questionTimeout := fs.Duration("question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
@@ -98,7 +99,7 @@ func run(args []string, out io.Writer) error {
 	if agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
-	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits))
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits), agent.WithQuestionTimeout(*questionTimeout))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
