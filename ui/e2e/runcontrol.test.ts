@@ -1,29 +1,19 @@
 // Run control in the browser: Stop lets the step in flight finish and
 // Continue goes on from there; the question card of ask_user survives a
 // reload and is answered with a choice.
-import type { Page } from "playwright-core";
 import { describe, expect, test } from "vitest";
 
 import { ASK_ANSWER, ASK_QUESTION, SLOW_TEXT, STEP_ANSWER } from "./fixtures.js";
-import { client, finalRunStatus, lastAssistantText, newPage, openNewThread, send, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle, words } from "./helpers.js";
+import { client, finalRunStatus, inNewPage, lastAssistantText, openNewThread, send, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle, words } from "./helpers.js";
 
 const browser = useBrowser();
 const alice = users.alice;
-
-async function withPage(fn: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
-  const { context, page, errors } = await newPage(browser());
-  try {
-    await fn(page, errors);
-  } finally {
-    await context.close();
-  }
-}
 
 describe.each(suites)("on the $backend backend", ({ url }) => {
   const wick = client(url, alice.token);
 
   test("Stop ends the run after its step; Continue goes on from there", async () => {
-    await withPage(async (page, errors) => {
+    await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "stepper");
       await send(page, "Work it out.");
@@ -48,7 +38,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
   });
 
   test("the question card survives a reload and a choice answers it", async () => {
-    await withPage(async (page, errors) => {
+    await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "asker");
       await send(page, "Paint it.");

@@ -2,6 +2,7 @@ package runexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,26 +21,43 @@ type approver struct{ r *Run }
 func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
 	r := a.r
 	r.awaitUser(ctx, runs.AwaitApproval, calls)
-	timeout := time.NewTimer(r.cfg.approvalTimeout)
+	d, err := r.nextDecisions(ctx, time.Now().Add(r.cfg.approvalTimeout))
+	if errors.Is(err, errUserTimeout) {
+		r.cancel(errApprovalTimeout)
+		return nil, errApprovalTimeout
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.setStatus(ctx, runs.StatusRunning, nil, "")
+	r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
+	return completeDecisions(calls, d), nil
+}
+
+// errUserTimeout is what nextDecisions returns at its deadline.
+var errUserTimeout = errors.New("the user did not decide in time")
+
+// nextDecisions waits for the decisions Resume stores for this run, on any
+// replica: woken by a nudge, and polling in case a nudge was lost. It
+// returns them, ctx's error, or errUserTimeout at the deadline.
+func (r *Run) nextDecisions(ctx context.Context, deadline time.Time) ([]loop.Decision, error) {
+	timeout := time.NewTimer(time.Until(deadline))
 	defer timeout.Stop()
 	poll := time.NewTicker(r.cfg.pollInterval)
 	defer poll.Stop()
 	for {
 		d, err := r.runs.TakeDecisions(ctx, r.rec.ID)
 		if err != nil {
-			r.logger.Warn("read approval decisions", "run_id", r.rec.ID, "error", err)
+			r.logger.Warn("read decisions", "run_id", r.rec.ID, "error", err)
 		}
 		if d != nil {
-			r.setStatus(ctx, runs.StatusRunning, nil, "")
-			r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
-			return completeDecisions(calls, d), nil
+			return d, nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timeout.C:
-			r.cancel(errApprovalTimeout)
-			return nil, errApprovalTimeout
+			return nil, errUserTimeout
 		case <-r.decide:
 		case <-poll.C:
 		}

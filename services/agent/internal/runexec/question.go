@@ -2,6 +2,7 @@ package runexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -120,27 +121,20 @@ func (a *asker) Execute(ctx context.Context, args map[string]any) (string, error
 			r.markThread(live, threads.MarkNone)
 		}
 	}()
-	timeout := time.NewTimer(r.cfg.questionTimeout)
-	defer timeout.Stop()
-	poll := time.NewTicker(r.cfg.pollInterval)
-	defer poll.Stop()
+	deadline := time.Now().Add(r.cfg.questionTimeout)
 	for {
-		d, err := r.runs.TakeDecisions(ctx, r.rec.ID)
-		if err != nil {
-			r.logger.Warn("read answer", "run_id", r.rec.ID, "error", err)
+		d, err := r.nextDecisions(ctx, deadline)
+		if errors.Is(err, errUserTimeout) {
+			return fmt.Sprintf(NoAnswerResult, r.cfg.questionTimeout), nil
 		}
+		if err != nil {
+			return "", err
+		}
+		// Resume accepts only the answer to this call (checkAnswer).
 		for _, x := range d {
 			if x.ToolCallID == call.ID && x.Action == ActionAnswer {
 				return x.Message, nil
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-timeout.C:
-			return fmt.Sprintf(NoAnswerResult, r.cfg.questionTimeout), nil
-		case <-r.decide:
-		case <-poll.C:
 		}
 	}
 }

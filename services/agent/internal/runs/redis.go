@@ -180,9 +180,15 @@ func (r *Redis) Finish(ctx context.Context, runID, status, _ string) (bool, erro
 	return n == 1, nil
 }
 
+// Flags of a run's hash: requests addressed to its owner.
+const (
+	flagCancel = "c"
+	flagStop   = "p"
+)
+
 // RequestCancel implements Store.
 func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
-	if err := r.rdb.HSet(ctx, r.runKey(runID), "c", 1).Err(); err != nil {
+	if err := r.rdb.HSet(ctx, r.runKey(runID), flagCancel, 1).Err(); err != nil {
 		return fmt.Errorf("request cancel: %w", err)
 	}
 	if err := r.rdb.Publish(ctx, r.nudgeChannel(), runID).Err(); err != nil {
@@ -193,20 +199,13 @@ func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
 
 // CancelRequested implements Store.
 func (r *Redis) CancelRequested(ctx context.Context, runID string) (bool, error) {
-	v, err := r.rdb.HGet(ctx, r.runKey(runID), "c").Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read cancel: %w", err)
-	}
-	return v == "1", nil
+	return r.flag(ctx, runID, flagCancel)
 }
 
 // RequestStop implements Store. The owner reads the flag at each step
 // boundary, so no nudge is needed.
 func (r *Redis) RequestStop(ctx context.Context, runID string) error {
-	if err := r.rdb.HSet(ctx, r.runKey(runID), "p", 1).Err(); err != nil {
+	if err := r.rdb.HSet(ctx, r.runKey(runID), flagStop, 1).Err(); err != nil {
 		return fmt.Errorf("request stop: %w", err)
 	}
 	return nil
@@ -214,12 +213,17 @@ func (r *Redis) RequestStop(ctx context.Context, runID string) error {
 
 // StopRequested implements Store.
 func (r *Redis) StopRequested(ctx context.Context, runID string) (bool, error) {
-	v, err := r.rdb.HGet(ctx, r.runKey(runID), "p").Result()
+	return r.flag(ctx, runID, flagStop)
+}
+
+// flag reports whether a request flag is set on the run.
+func (r *Redis) flag(ctx context.Context, runID, field string) (bool, error) {
+	v, err := r.rdb.HGet(ctx, r.runKey(runID), field).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read stop: %w", err)
+		return false, fmt.Errorf("read run flag %s: %w", field, err)
 	}
 	return v == "1", nil
 }
