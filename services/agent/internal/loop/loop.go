@@ -381,9 +381,8 @@ func (r *run) buildTools() {
 // Without a system prompt it is the thread itself, not a copy: hooks return a
 // new slice when they change the request (AppendSystem, the summary), and the
 // capacity is cut so that a hook's append cannot write into the thread's
-// spare capacity.
-// Results the model discarded (discard_steps) are replaced by a one-line
-// placeholder, in a copy.
+// spare capacity. Results the model discarded (discard_steps) are replaced
+// by a one-line placeholder, in a copy.
 func (r *run) requestMessages() []llm.Message {
 	thread := WithoutDiscarded(r.state.Messages)
 	if r.cfg.SystemPrompt == "" {
