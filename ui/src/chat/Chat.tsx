@@ -52,6 +52,7 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
       <Composer
         running={running}
         stopping={!!(chat.activeRunId && chat.runs[chat.activeRunId]?.stopping)}
+        waiting={!!(chat.activeRunId && chat.runs[chat.activeRunId]?.status === "interrupted")}
         canContinue={!running && stoppedRunId(chat) !== undefined}
         disabled={disabled}
         onSend={onSend}
@@ -94,6 +95,8 @@ interface ComposerProps {
   running: boolean;
   /** A graceful stop was asked for; the run ends after its step. */
   stopping?: boolean;
+  /** The run waits for the user, who answers or cancels: it cannot be stopped. */
+  waiting?: boolean;
   /** The thread's last run was stopped: Continue goes on from it. */
   canContinue?: boolean;
   disabled: boolean;
@@ -103,7 +106,7 @@ interface ComposerProps {
   onContinue?(): void;
 }
 
-export function Composer({ running, stopping, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps) {
+export function Composer({ running, stopping, waiting, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps) {
   const [text, setText] = useState("");
   const box = useRef<HTMLTextAreaElement>(null);
 
@@ -155,8 +158,12 @@ export function Composer({ running, stopping, canContinue, disabled, onSend, onS
           <button
             type="button"
             data-testid="chat-stop-step"
-            title="Stop after the step in flight (the model call or the tool round) is done and saved; Continue goes on later"
-            disabled={stopping}
+            title={
+              waiting
+                ? "The run waits for you: answer it, or cancel it"
+                : "Stop after the step in flight (the model call or the tool round) is done and saved; Continue goes on later"
+            }
+            disabled={stopping || waiting}
             onClick={onStop}
           >
             {stopping ? "Stopping…" : "Stop"}
