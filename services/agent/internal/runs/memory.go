@@ -69,9 +69,15 @@ func (m *Memory) entry(runID string, create bool) *memRun {
 func (m *Memory) evict() {
 	now := m.now()
 	for id, r := range m.runs {
-		if r.ended && now.Sub(r.endedAt) > m.retention {
-			delete(m.runs, id)
+		if !r.ended || now.Sub(r.endedAt) <= m.retention {
+			continue
 		}
+		if r.rec != nil && r.rec.Status == StatusStopped && now.Sub(r.endedAt) <= DefaultStoppedRetention {
+			// A stopped run stays continuable; its log goes as any run's.
+			r.events, r.keys = nil, nil
+			continue
+		}
+		delete(m.runs, id)
 	}
 }
 

@@ -86,7 +86,10 @@ func (r *Redis) Put(ctx context.Context, run *Run) error {
 		return fmt.Errorf("encode run: %w", err)
 	}
 	ttl := r.liveTTL
-	if Terminal(run.Status) {
+	switch {
+	case run.Status == StatusStopped:
+		ttl = DefaultStoppedRetention
+	case Terminal(run.Status):
 		ttl = r.retention
 	}
 	_, err = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {

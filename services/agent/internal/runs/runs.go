@@ -36,6 +36,10 @@ const (
 	DefaultRetention = 10 * time.Minute
 	// DefaultLiveTTL bounds how long a running run's keys live without an event.
 	DefaultLiveTTL = 24 * time.Hour
+	// DefaultStoppedRetention is how long a stopped run's record is kept, so
+	// that it can still be continued (its event log goes after
+	// DefaultRetention, as any run's; its thread may expire sooner).
+	DefaultStoppedRetention = 24 * time.Hour
 )
 
 // Errors of the package.

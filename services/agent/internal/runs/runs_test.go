@@ -191,6 +191,32 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	}
 }
 
+// TestMemoryKeepsStoppedRuns: past the retention a stopped run's log goes,
+// but its record stays, to be continued, until DefaultStoppedRetention.
+func TestMemoryKeepsStoppedRuns(t *testing.T) {
+	t.Parallel()
+	m := NewMemory(WithMemoryRetention(time.Minute))
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	ctx := context.Background()
+	m.Put(ctx, &Run{ID: "stopped", Status: StatusStopped})
+	m.Append(ctx, "stopped", loop.StreamEvent{Event: "x"})
+	m.End(ctx, "stopped")
+	now = now.Add(2 * time.Minute)
+	m.Append(ctx, "new", loop.StreamEvent{Event: "x"})
+	if got, err := m.Get(ctx, "stopped"); err != nil || got.Status != StatusStopped {
+		t.Fatalf("stopped run after the retention = %v, %v", got, err)
+	}
+	if evs, ended, err := m.Read(ctx, "stopped", "", 10, 0); err != nil || len(evs) != 0 || !ended {
+		t.Fatalf("stopped run's log after the retention = %v, %v, %v", evs, ended, err)
+	}
+	now = now.Add(DefaultStoppedRetention)
+	m.Append(ctx, "newer", loop.StreamEvent{Event: "x"})
+	if _, err := m.Get(ctx, "stopped"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("stopped run after its own retention = %v", err)
+	}
+}
+
 func TestMemoryEvictsFinishedRuns(t *testing.T) {
 	t.Parallel()
 	m := NewMemory(WithMemoryRetention(time.Minute))
