@@ -1,5 +1,5 @@
 // Run control in the browser: Stop lets the step in flight finish and
-// Continue goes on from there; the question card of ask_user survives a
+// Continue goes on from there, also after a reload; the question card of ask_user survives a
 // reload and is answered with a choice.
 import { describe, expect, test } from "vitest";
 
@@ -12,7 +12,7 @@ const alice = users.alice;
 describe.each(suites)("on the $backend backend", ({ url }) => {
   const wick = client(url, alice.token);
 
-  test("Stop ends the run after its step; Continue goes on from there", async () => {
+  test("Stop ends the run after its step; after a reload Continue goes on from there", async () => {
     await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "stepper");
@@ -28,6 +28,8 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
       expect(words(await lastAssistantText(page).textContent())).toBe(SLOW_TEXT);
       await page.locator('[data-testid="tool-card"][data-tool-name="calculate"][data-state="done"]').waitFor();
 
+      await page.reload();
+      await page.getByTestId("run-stopped").waitFor();
       await page.getByTestId("chat-continue").click();
       await waitForAnswer(page, STEP_ANSWER);
       await waitForIdle(page);

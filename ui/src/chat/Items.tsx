@@ -113,9 +113,11 @@ export const RunEnd = memo(function RunEnd({ run }: { run: RunInfo | undefined }
           Stopped after its step; everything it did is saved. Continue goes on from here.
         </div>
       )}
-      <div className="muted run-usage" data-testid="run-usage" title="tokens the run's model calls used">
-        {run.usage.input.toLocaleString()} tokens in · {run.usage.output.toLocaleString()} out
-      </div>
+      {!run.restored && (
+        <div className="muted run-usage" data-testid="run-usage" title="tokens the run's model calls used">
+          {run.usage.input.toLocaleString()} tokens in · {run.usage.output.toLocaleString()} out
+        </div>
+      )}
     </div>
   );
 });

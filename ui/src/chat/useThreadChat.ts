@@ -16,9 +16,10 @@ import {
   markStopping,
   resolveInterrupts,
   stoppedRunId,
+  withStoppedRun,
   type ChatState,
 } from "../state/chat";
-import { clearActiveRun, loadActiveRun, saveActiveRun } from "../state/session";
+import { clearActiveRun, clearStoppedRun, loadActiveRun, loadStoppedRun, saveActiveRun, saveStoppedRun } from "../state/session";
 
 /** How often at most the followed run's chat is saved for a reload. */
 const PERSIST_EVERY_MS = 250;
@@ -109,6 +110,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     } else {
       for (const id of Object.keys(next.runs)) if (before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(id);
     }
+    const stopped = stoppedRunId(next);
+    if (stopped && stopped !== stoppedRunId(before) && next.threadId) saveStoppedRun(next.threadId, stopped);
   }, [schedulePersist, setChat]);
 
   const enqueue = useCallback(
@@ -183,6 +186,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         if (gen.current !== myGen) return;
         let c = fromThreadState(data?.thread ?? {});
         c = { ...c, threadId };
+        const stopped = loadStoppedRun(threadId);
+        if (stopped && !saved) c = withStoppedRun(c, stopped);
         setChat(c);
         if (saved && saved.threadId === threadId && saved.agentId === agentId) {
           // The run's chat did not fit in storage: follow the run from its start.
@@ -214,6 +219,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       const c = chatRef.current;
       if (!client || !agentId || text.trim() === "") return;
       if (c.activeRunId) return;
+      clearStoppedRun();
       setChat(addUserMessage(c, text));
       const myGen = gen.current;
       // A background run outlives this page, so that a reload re-joins it;
@@ -250,6 +256,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     const runId = stoppedRunId(chatRef.current);
     if (!client || !runId) return;
     const myGen = gen.current;
+    clearStoppedRun();
     client
       .continueRun(runId)
       .then((data) => {

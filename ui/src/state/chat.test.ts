@@ -10,6 +10,7 @@ import {
   isRunning,
   markStopping,
   stoppedRunId,
+  withStoppedRun,
   threadStatus,
   titleOf,
   type AssistantItem,
@@ -173,6 +174,12 @@ describe("applyEvents", () => {
     expect(stoppedRunId(s)).toBe(RUN);
     expect(stoppedRunId(addUserMessage(s, "something else"))).toBeUndefined();
     expect(stoppedRunId(applyEvents(emptyChat, [start(), done(1)], 0))).toBeUndefined();
+
+    // After a reload the stopped run comes from storage, without usage.
+    const loaded = withStoppedRun(fromThreadState({ thread_id: "th-1", messages: [{ role: "user", content: "go" }] }), RUN);
+    expect(stoppedRunId(loaded)).toBe(RUN);
+    expect(loaded.runs[RUN]).toMatchObject({ status: "stopped", restored: true });
+    expect(withStoppedRun(loaded, RUN)).toBe(loaded);
   });
 
   it("keeps a run's error in words and ends its stream", () => {

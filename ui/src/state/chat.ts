@@ -98,6 +98,8 @@ export interface RunInfo {
   stopReason?: string;
   /** A graceful stop was asked for: the run ends after its step. */
   stopping?: boolean;
+  /** Known from this tab's storage, not from its events: no usage to show. */
+  restored?: boolean;
 }
 
 export interface ChatState {
@@ -266,6 +268,16 @@ export function stoppedRunId(state: ChatState): string | undefined {
     if (it.kind === "runEnd") return state.runs[it.runId]?.status === "stopped" ? it.runId : undefined;
   }
   return undefined;
+}
+
+/**
+ * withStoppedRun shows a loaded thread's last run as stopped (remembered
+ * across a reload), so that Continue picks it up.
+ */
+export function withStoppedRun(state: ChatState, runId: string): ChatState {
+  if (state.runs[runId]) return state;
+  const run: RunInfo = { runId, status: "stopped", lastEventId: "", usage: { input: 0, output: 0 }, stopReason: "stopped", restored: true };
+  return pushItem({ ...state, runs: { ...state.runs, [runId]: run } }, { kind: "runEnd", key: `end-${runId}`, runId });
 }
 
 /** resolveInterrupts marks the run's approval cards decided. */
