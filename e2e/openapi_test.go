@@ -232,4 +232,35 @@ func TestOpenAPIDescribesRealTraffic(t *testing.T) {
 	c.exchange("DELETE", "/knowledge/collections/oa/documents/d", aliceToken, "", "", 200)
 	c.exchange("DELETE", "/knowledge/collections/oa", aliceToken, "", "", 200)
 	c.exchange("DELETE", "/agents/oa", aliceToken, "", "", 200)
+
+	// Run control: a question and its answer, then stop and continue of a
+	// run that is not stopped (refused as documented).
+	askScript := `script:[{"tool_calls":[{"id":"q1","name":"ask_user","arguments":{"question":"Which?","choices":["a","b"]}}]},{"text":"ok"}]`
+	agent, _ := json.Marshal(map[string]any{"agent_id": "oa-ask", "model": askScript, "tools": []string{"ask_user"}})
+	c.exchange("POST", "/agents", aliceToken, js, string(agent), 200)
+	var inv struct {
+		RunID  string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(c.exchange("POST", "/agents/oa-ask/invoke", aliceToken, js, `{"messages":[{"role":"user","content":"ask me"}]}`, 200), &inv)
+	if inv.Status != "waiting_approval" {
+		t.Fatalf("the asking run is %q, want waiting_approval", inv.Status)
+	}
+	joinCtx, stopJoin := context.WithCancel(t.Context())
+	defer stopJoin()
+	join := newEventStream(openSSE(t, joinCtx, "GET", env.url+"/runs/"+inv.RunID+"/events", aliceToken, nil).Body)
+	for {
+		ev, err := join.next()
+		if err != nil {
+			t.Fatalf("the question never came: %v", err)
+		}
+		c.event("RunEvent", ev)
+		if ev.Event == "on_interrupt" {
+			break
+		}
+	}
+	stopJoin()
+	c.exchange("POST", "/runs/"+inv.RunID+"/resume", aliceToken, js, `{"decisions":[{"tool_call_id":"q1","action":"answer","message":"a"}]}`, 200)
+	c.exchange("POST", "/runs/"+runID+"/stop", aliceToken, js, `{}`, 400)
+	c.exchange("POST", "/runs/"+runID+"/continue", aliceToken, js, `{}`, 400)
 }

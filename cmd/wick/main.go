@@ -84,6 +84,7 @@ func run(args []string, out io.Writer) error {
 	limits.RegisterFlags(fs)
 	kb := agent.DefaultKnowledgeConfig()
 	kb.RegisterFlags(fs)
+	questionTimeout := fs.Duration("question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
@@ -111,7 +112,7 @@ func run(args []string, out io.Writer) error {
 	if agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
-	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits))
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits), agent.WithQuestionTimeout(*questionTimeout))
 	kbOpts, err := kb.Options()
 	if err != nil {
 		return err

@@ -72,9 +72,15 @@ var catalogs = map[protoreflect.FullName]*catalog{
 			{event: "on_todos", doc: "The agent's todo list changed.",
 				name: "The tool that changed it (write_todos).",
 				data: obj("", object{"todos": array("The whole list.", schemaRef("wick.agent.v1.Todo"))}, "todos")},
-			{event: "on_interrupt", doc: "The run waits for approval of tool calls (interactive agents); " +
-				"decide with POST /runs/{run_id}/resume.",
-				data: obj("", object{"tool_calls": array("The calls awaiting a decision.", schemaRef("wick.agent.v1.ToolCall"))}, "tool_calls")},
+			{event: "on_interrupt", doc: "The run waits for the user: approval of tool calls (interactive agents), or, with " +
+				"data.kind \"question\", an answer to the model's ask_user question; decide or answer with POST /runs/{run_id}/resume.",
+				data: obj("", object{
+					"tool_calls":   array("The calls awaiting a decision (for a question, the ask_user call).", schemaRef("wick.agent.v1.ToolCall")),
+					"kind":         str("approval (the default when absent) or question."),
+					"question":     str("The question, when kind is question."),
+					"choices":      array("The answers offered, when kind is question and the model gave some; any text is accepted.", object{"type": "string"}),
+					"tool_call_id": str("The ask_user call to answer (action \"answer\"), when kind is question."),
+				}, "tool_calls")},
 			{event: "on_knowledge_retrieval", doc: "The knowledge hook searched the agent's collections before a model call; " +
 				"the sources were put into the prompt's <knowledge> section, numbered as cited.",
 				name: "The hook (knowledge).",
@@ -99,7 +105,8 @@ var catalogs = map[protoreflect.FullName]*catalog{
 					"output_tokens": integer("Completion tokens."),
 				})},
 			{event: "done", doc: "The run completed; the last event.",
-				data: obj("", object{"stop_reason": str("Why it stopped: completed.")})},
+				data: obj("", object{"stop_reason": str("Why it stopped: completed, or stopped (POST /runs/{run_id}/stop; " +
+					"continue it with POST /runs/{run_id}/continue).")})},
 			{event: "error", doc: "The run failed or was cancelled; the last event.",
 				data: obj("", object{
 					"message": str("What went wrong."),

@@ -39,6 +39,15 @@ var scripts = map[string]string{
 	"sdk": `{"turns":[{"text":"Hello from Wick."}],"end_text":"Hello again."}`,
 	// slow streams 200 words 20 ms apart: a run long enough to cut.
 	"slow": `{"delay":"20ms","turns":[{"text":"` + strings.TrimSpace(strings.Repeat("word ", 200)) + `"}]}`,
+	// ask asks the user a question, then thanks them.
+	"ask": `{"turns":[
+		{"tool_calls":[{"id":"q1","name":"ask_user","arguments":{"question":"Which colour?","choices":["red","blue"]}}]},
+		{"text":"Thanks."}]}`,
+	// step streams 50 words, then calls calculate: a step long enough to
+	// ask to stop in; then it answers.
+	"step": `{"delay":"20ms","turns":[
+		{"text":"` + strings.TrimSpace(strings.Repeat("word ", 50)) + `","tool_calls":[{"name":"calculate","arguments":{"expr":"6*7"}}]},
+		{"text":"Done."}]}`,
 	// approve writes a file, then answers.
 	"approve": `{"turns":[
 		{"tool_calls":[{"name":"write_file","arguments":{"path":"/workspace/approved.txt","content":"approved\n"}}]},

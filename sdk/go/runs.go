@@ -226,8 +226,33 @@ func (c *Client) CancelRun(ctx context.Context, runID string) (*Run, error) {
 	return res.GetRun(), nil
 }
 
-// Resume continues a run that waits for approval of tool calls; a pending
-// call without a decision is rejected.
+// StopRun asks a run to stop gracefully, from any replica: the step in
+// flight (a model call and the tool round it asked for) finishes and is
+// saved, then the run ends with status "stopped" and an EventDone whose
+// StopReason is "stopped". A run waiting for the user cannot be stopped
+// (FailedPrecondition): answer it or cancel it.
+func (c *Client) StopRun(ctx context.Context, runID string) (*Run, error) {
+	res, err := c.api.StopRun(ctx, &agentv1.StopRunRequest{RunId: runID})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetRun(), nil
+}
+
+// ContinueRun starts a new run on the thread of a stopped run, without a
+// new message, and returns it; follow it with Join. A run that is not
+// stopped, or whose thread changed since, is refused (FailedPrecondition).
+func (c *Client) ContinueRun(ctx context.Context, runID string) (*Run, error) {
+	res, err := c.api.ContinueRun(ctx, &agentv1.ContinueRunRequest{RunId: runID})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetRun(), nil
+}
+
+// Resume continues a run that waits for approval of tool calls, or for the
+// answer to its question (see Answer); a pending call without a decision
+// is rejected.
 func (c *Client) Resume(ctx context.Context, runID string, decisions ...*Decision) (*Run, error) {
 	res, err := c.api.ResumeRun(ctx, &agentv1.ResumeRunRequest{RunId: runID, Decisions: decisions})
 	if err != nil {
@@ -246,6 +271,12 @@ func Reject(toolCallID, message string) *Decision {
 	return &Decision{ToolCallId: toolCallID, Action: "reject", Message: message}
 }
 
+// Answer answers the question of a pending ask_user call (an
+// EventInterrupt whose Question is set); the answer is the call's result.
+func Answer(toolCallID, answer string) *Decision {
+	return &Decision{ToolCallId: toolCallID, Action: "answer", Message: answer}
+}
+
 // Edit runs a tool call with other arguments.
 func Edit(toolCallID string, args map[string]any) (*Decision, error) {
 	s, err := structpb.NewStruct(args)
@@ -262,6 +293,42 @@ func Delta(ev *Event) string {
 		return ""
 	}
 	return ev.GetData().GetStructValue().GetFields()["delta"].GetStringValue()
+}
+
+// StopReason is why an EventDone event's run ended: "completed", or
+// "stopped" for a run stopped by StopRun ("" for any other event).
+func StopReason(ev *Event) string {
+	if ev.GetEvent() != EventDone {
+		return ""
+	}
+	return ev.GetData().GetStructValue().GetFields()["stop_reason"].GetStringValue()
+}
+
+// Question is what the model asks the user through the ask_user tool.
+type Question struct {
+	// ToolCallID is the call to answer (Answer).
+	ToolCallID string
+	// Text is the question.
+	Text string
+	// Choices are the answers offered; any text is accepted.
+	Choices []string
+}
+
+// QuestionOf returns the question an EventInterrupt event asks, or nil when
+// the event is not a question (an approval, or another event).
+func QuestionOf(ev *Event) *Question {
+	if ev.GetEvent() != EventInterrupt {
+		return nil
+	}
+	f := ev.GetData().GetStructValue().GetFields()
+	if f["kind"].GetStringValue() != "question" {
+		return nil
+	}
+	q := &Question{ToolCallID: f["tool_call_id"].GetStringValue(), Text: f["question"].GetStringValue()}
+	for _, v := range f["choices"].GetListValue().GetValues() {
+		q.Choices = append(q.Choices, v.GetStringValue())
+	}
+	return q
 }
 
 // PendingCalls returns the tool calls an EventInterrupt event asks to

@@ -54,11 +54,11 @@ func wantCode(t *testing.T, what string, err error, want codes.Code) {
 // newAgent creates, for the client's user, an agent with the scripted
 // model and a name of its own (the suite outlives one test run: -count)
 // that it deletes when the test ends.
-func newAgent(t *testing.T, c *wick.Client, script string) string {
+func newAgent(t *testing.T, c *wick.Client, script string, tools ...string) string {
 	t.Helper()
 	id := fmt.Sprintf("%s-%d", script, agentSeq.Add(1))
 	model, _ := structpb.NewValue("script:" + script)
-	if _, err := c.CreateAgent(t.Context(), &wick.Agent{AgentId: id, Model: model}); err != nil {
+	if _, err := c.CreateAgent(t.Context(), &wick.Agent{AgentId: id, Model: model, Tools: tools}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.DeleteAgent(context.Background(), id) })
@@ -390,6 +390,67 @@ func TestStreamStops(t *testing.T) {
 		}
 		waitStatus(t, c, runID, "cancelled")
 	})
+}
+
+// TestStopContinueAndAnswer: a run stopped in its first step ends
+// "stopped" and ContinueRun finishes it; a question is answered with Answer.
+func TestStopContinueAndAnswer(t *testing.T) {
+	c := client(t, aliceToken)
+	agent := newAgent(t, c, "step", "calculate")
+	var runID string
+	var last *wick.Event
+	for ev, err := range c.Stream(t.Context(), agent, wick.Prompt("go")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runID == "" && ev.GetEvent() == wick.EventDelta {
+			runID = ev.GetRunId()
+			if _, err := c.StopRun(t.Context(), runID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last = ev
+	}
+	if wick.StopReason(last) != "stopped" {
+		t.Fatalf("last event %v, want done stopped", last)
+	}
+	waitStatus(t, c, runID, "stopped")
+	next, err := c.ContinueRun(t.Context(), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range c.Join(t.Context(), next.GetRunId(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ev
+	}
+	if wick.StopReason(last) != "completed" {
+		t.Fatalf("continued run ended with %v", last)
+	}
+	_, err = c.ContinueRun(t.Context(), next.GetRunId())
+	wantCode(t, "continue a completed run", err, codes.FailedPrecondition)
+
+	asking := newAgent(t, c, "ask", "ask_user")
+	var q *wick.Question
+	for ev, err := range c.Stream(t.Context(), asking, wick.Prompt("paint it")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asked := wick.QuestionOf(ev); asked != nil {
+			q = asked
+			if q.Text != "Which colour?" || len(q.Choices) != 2 {
+				t.Fatalf("question %+v", q)
+			}
+			if _, err := c.Resume(t.Context(), ev.GetRunId(), wick.Answer(q.ToolCallID, "blue")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last = ev
+	}
+	if q == nil || wick.StopReason(last) != "completed" {
+		t.Fatalf("question %v, last event %v", q, last)
+	}
 }
 
 func TestFiles(t *testing.T) {

@@ -144,6 +144,7 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 		Tools: c.Tools, Backend: backendToProto(c.Backend), ContextWindow: int32(c.ContextWindow),
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
 		Collections: c.Collections, KnowledgeTopK: int32(c.KnowledgeTopK), KnowledgeMinScore: c.KnowledgeMinScore,
+		ToolWait: c.ToolWait,
 	}
 	if c.Skills != nil {
 		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
@@ -159,6 +160,7 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 		Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(), Tools: a.GetTools(), Backend: backendFromProto(a.GetBackend()),
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
 		Collections: a.GetCollections(), KnowledgeTopK: int(a.GetKnowledgeTopK()), KnowledgeMinScore: a.KnowledgeMinScore,
+		ToolWait: a.GetToolWait(),
 	}
 	if a.GetModel() != nil {
 		c.Model = a.GetModel().AsInterface()

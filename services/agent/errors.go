@@ -37,7 +37,8 @@ func rpcErr(err error) error {
 	case errors.Is(err, registry.ErrInvalid), errors.Is(err, tools.ErrInvalidToolDef), errors.Is(err, runs.ErrBadEventID),
 		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, runexec.ErrInvalid):
 		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, threads.ErrBusy), errors.Is(err, runexec.ErrNotWaiting):
+	case errors.Is(err, threads.ErrBusy), errors.Is(err, runexec.ErrNotWaiting), errors.Is(err, runexec.ErrNotRunning),
+		errors.Is(err, runexec.ErrNotStopped):
 		return status.Error(codes.FailedPrecondition, msg)
 	case errors.Is(err, threads.ErrConflict), errors.Is(err, threads.ErrLeaseLost):
 		return status.Error(codes.Aborted, msg)

@@ -86,7 +86,7 @@ func nativeTool(t Tool) (*tools.Native, error) {
 		return nil, err
 	}
 	name := n.Name()
-	if _, ok := tools.Builtins()[name]; ok {
+	if tools.IsBuiltin(name) {
 		return nil, fmt.Errorf("%w: %q is a built-in tool", ErrToolNameTaken, name)
 	}
 	if slices.Contains(hooks.ToolNames(), name) {

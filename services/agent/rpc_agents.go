@@ -331,7 +331,7 @@ func (s *Service) RegisterTool(ctx context.Context, req *agentv1.RegisterToolReq
 	if err := checkID("tool.name", req.GetTool().GetName()); err != nil {
 		return nil, err
 	}
-	if _, builtin := tools.Builtins()[req.GetTool().GetName()]; builtin {
+	if tools.IsBuiltin(req.GetTool().GetName()) {
 		return nil, invalid("tool.name", fmt.Sprintf("%q is a built-in tool", req.GetTool().GetName()))
 	}
 	if _, native := s.native[req.GetTool().GetName()]; native {

@@ -118,6 +118,33 @@ func (s *Service) CancelRun(ctx context.Context, req *agentv1.CancelRunRequest) 
 	return &agentv1.CancelRunResponse{Run: runToProto(snap.Run, snap.LastEventID)}, nil
 }
 
+// StopRun implements agentv1.AgentServiceServer.
+func (s *Service) StopRun(ctx context.Context, req *agentv1.StopRunRequest) (*agentv1.StopRunResponse, error) {
+	user, err := identity.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.exec.Stop(ctx, user, req.GetRunId())
+	if err != nil {
+		return nil, rpcErr(err)
+	}
+	return &agentv1.StopRunResponse{Run: runToProto(snap.Run, snap.LastEventID)}, nil
+}
+
+// ContinueRun implements agentv1.AgentServiceServer. The new run goes on
+// without the caller, who follows it with JoinRun.
+func (s *Service) ContinueRun(ctx context.Context, req *agentv1.ContinueRunRequest) (*agentv1.ContinueRunResponse, error) {
+	user, err := identity.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.exec.Continue(ctx, user, req.GetRunId())
+	if err != nil {
+		return nil, rpcErr(err)
+	}
+	return &agentv1.ContinueRunResponse{Run: runToProto(r.Record(), "")}, nil
+}
+
 // ResumeRun implements agentv1.AgentServiceServer.
 func (s *Service) ResumeRun(ctx context.Context, req *agentv1.ResumeRunRequest) (*agentv1.ResumeRunResponse, error) {
 	user, err := identity.Require(ctx)

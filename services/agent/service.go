@@ -49,6 +49,9 @@ const (
 	DefaultTransferChunk = 256 << 10
 	// DefaultApprovalTimeout is how long an interactive run waits for a decision.
 	DefaultApprovalTimeout = runexec.DefaultApprovalTimeout
+	// DefaultQuestionTimeout is how long a run waits for the answer to an
+	// ask_user question.
+	DefaultQuestionTimeout = runexec.DefaultQuestionTimeout
 	// DefaultPollInterval is how often a run's owner checks for cancel
 	// requests and decisions that a lost pub/sub message did not announce.
 	DefaultPollInterval = runexec.DefaultPollInterval
@@ -198,6 +201,10 @@ func WithMaxTextFileBytes(n int64) Option { return func(o *options) { o.maxTextF
 
 // WithApprovalTimeout bounds how long an interactive run waits for a decision.
 func WithApprovalTimeout(d time.Duration) Option { return runOption(runexec.WithApprovalTimeout(d)) }
+
+// WithQuestionTimeout bounds how long a run waits for the answer to an
+// ask_user question (default DefaultQuestionTimeout).
+func WithQuestionTimeout(d time.Duration) Option { return runOption(runexec.WithQuestionTimeout(d)) }
 
 // WithPollInterval sets how often run owners poll for cancel requests and decisions.
 func WithPollInterval(d time.Duration) Option { return runOption(runexec.WithPollInterval(d)) }

@@ -1,7 +1,6 @@
 // Chat against the real suite: the token prompt, tokens streamed in order,
-// tool cards with the written file in Files and the Canvas, Stop mid-run and
+// tool cards with the written file in Files and the Canvas, Cancel mid-run and
 // a reload mid-run that resumes without a duplicate.
-import type { Page } from "playwright-core";
 import { describe, expect, test } from "vitest";
 
 import { HELLO_TEXT, REPORT_HEADING, REPORT_PATH, SLOW_END, SLOW_TEXT, SLOW_WORDS, TODO_STATUS, TODO_TITLE, TOOLS_ANSWER } from "./fixtures.js";
@@ -10,8 +9,8 @@ import {
   client,
   currentThreadId,
   finalRunStatus,
+  inNewPage,
   lastAssistantText,
-  newPage,
   openNewThread,
   readFile,
   recordAssistantText,
@@ -31,20 +30,11 @@ const alice = users.alice;
 
 // Each test has its own browser context; the files of the run (and these
 // tests) run in parallel, so every test opens a thread of its own.
-async function withPage(fn: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
-  const { context, page, errors } = await newPage(browser());
-  try {
-    await fn(page, errors);
-  } finally {
-    await context.close();
-  }
-}
-
 describe.each(suites)("on the $backend backend", ({ url }) => {
   const wick = client(url, alice.token);
 
   test("the page asks for a token; a wrong one is refused, the right one shows the agents", async () => {
-    await withPage(async (page, errors) => {
+    await inNewPage(browser(), async (page, errors) => {
       await page.goto(url + "/");
       await page.getByTestId("token-dialog").waitFor();
       expect(await page.getByTestId("agent-list").count()).toBe(0);
@@ -68,7 +58,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
   });
 
   test("tokens arrive in order and the final text is exact", async () => {
-    await withPage(async (page, errors) => {
+    await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "hello");
       // Nothing to send yet: Send waits for text.
@@ -92,7 +82,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
   });
 
   test("tool cards end done; the written file is in Todos, Files and the Canvas", async () => {
-    await withPage(async (page, errors) => {
+    await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "writer");
       await send(page, "Plan, then write the report.");
@@ -121,8 +111,8 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
     });
   });
 
-  test("Stop mid-run: the run ends cancelled, no card keeps running, the next message works", async () => {
-    await withPage(async (page, errors) => {
+  test("Cancel mid-run: the run ends cancelled, no card keeps running, the next message works", async () => {
+    await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "slow");
       await send(page, "Count slowly.");
@@ -149,7 +139,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
   });
 
   test("a reload mid-run resumes: the final text is exact, no word twice", async () => {
-    await withPage(async (page, errors) => {
+    await inNewPage(browser(), async (page, errors) => {
       await signIn(page, url, alice.token);
       await openNewThread(page, "slow");
       await send(page, "Count slowly, I will reload.");

@@ -20,6 +20,13 @@ export const SLOW_WORDS = Array.from({ length: 300 }, (_, i) => `word${i}`);
 export const SLOW_TEXT = SLOW_WORDS.join(" ");
 export const SLOW_END = "The slow script has finished.";
 
+/** The "ask" script: a question to the user, then thanks. */
+export const ASK_QUESTION = "Which colour?";
+export const ASK_CHOICES = ["red", "blue"];
+export const ASK_ANSWER = "Thanks for answering.";
+/** The "step" script's answer after its calculation. */
+export const STEP_ANSWER = "The answer is 42.";
+
 /** The "approve" script: a write that waits for approval. */
 export const APPROVE_PATH = "/workspace/approved.txt";
 export const APPROVE_CONTENT = "approved\n";
@@ -61,6 +68,21 @@ export const SCRIPTS = {
     end_text: "The approve script has finished.",
   },
   kb: { delay: "2ms", turns: [{ text: KB_ANSWER }], end_text: "The kb script has finished." },
+  // A question to the user (ask_user), then thanks.
+  ask: {
+    turns: [
+      { tool_calls: [{ id: "q1", name: "ask_user", arguments: { question: ASK_QUESTION, choices: ASK_CHOICES } }] },
+      { text: ASK_ANSWER },
+    ],
+  },
+  // A slow first step (text, then a calculation) to stop in, then an answer.
+  step: {
+    delay: "20ms",
+    turns: [
+      { text: SLOW_TEXT, tool_calls: [{ name: "calculate", arguments: { expr: "6*7" } }] },
+      { text: STEP_ANSWER },
+    ],
+  },
 };
 
 /**
@@ -75,6 +97,8 @@ export function agentsFor(backend: "local" | "docker") {
     writer: { name: "Agent that writes a report", model: "script:tools", ...b },
     slow: { name: "Slow agent", model: "script:slow", ...b },
     approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive", ...b },
+    asker: { name: "Agent that asks the user", model: "script:ask", tools: ["ask_user"], ...b },
+    stepper: { name: "Agent with a slow step", model: "script:step", tools: ["calculate"], ...b },
   };
 }
 

@@ -59,6 +59,16 @@ export async function newPage(browser: Browser, opts: PageOptions = {}): Promise
   return { context, page, errors };
 }
 
+/** inNewPage runs fn on a page of a browser context of its own, closed after. */
+export async function inNewPage(browser: Browser, fn: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
+  const { context, page, errors } = await newPage(browser);
+  try {
+    await fn(page, errors);
+  } finally {
+    await context.close();
+  }
+}
+
 /** Opens the app and answers its token prompt; the agents are then listed (in the sidebar, closed on a narrow screen). */
 export async function signIn(page: Page, url: string, token: string): Promise<void> {
   await page.goto(url + "/");

@@ -327,6 +327,8 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
           placeholder={agent ? `Ask ${agent.name || agent.agent_id} anything.` : "Choose or create an agent to start."}
           onSend={tc.send}
           onStop={tc.stop}
+          onCancel={tc.cancel}
+          onContinue={tc.continueRun}
           onDecide={tc.decide}
           onError={onError}
         />

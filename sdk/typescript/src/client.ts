@@ -1,6 +1,7 @@
 import createClient, { type Client } from "openapi-fetch";
 
 import { WickError } from "./errors.js";
+import type { Decision } from "./events.js";
 import type { paths } from "./gen/wick.js";
 import { Knowledge } from "./knowledge.js";
 import {
@@ -189,6 +190,53 @@ export class Wick {
     const { data } = await this.api.POST("/runs/{run_id}/cancel", {
       params: { path: { run_id: runId } },
       body: {},
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data;
+  }
+
+  /**
+   * stopRun asks a run to stop gracefully (POST /runs/{run_id}/stop), from
+   * any replica: the step in flight (a model call and the tool round it
+   * asked for) finishes and is saved, then the stream ends with a "done"
+   * event, stop_reason "stopped", and the run's status is "stopped". A run
+   * waiting for the user is refused (FAILED_PRECONDITION): answer it or cancel it.
+   */
+  async stopRun(runId: string, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.POST("/runs/{run_id}/stop", {
+      params: { path: { run_id: runId } },
+      body: {},
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data;
+  }
+
+  /**
+   * continueRun starts a new run on the thread of a stopped run, without a
+   * new message (POST /runs/{run_id}/continue), and returns it; follow it
+   * with join(run.run_id). A run that is not stopped, or whose thread changed
+   * since, is refused (FAILED_PRECONDITION).
+   */
+  async continueRun(runId: string, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.POST("/runs/{run_id}/continue", {
+      params: { path: { run_id: runId } },
+      body: {},
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data;
+  }
+
+  /**
+   * resumeRun decides the tool calls a run waits for (approve, reject, edit),
+   * or answers its question (see answer()), through POST
+   * /runs/{run_id}/resume; a pending call without a decision is rejected.
+   */
+  async resumeRun(runId: string, decisions: Decision[], options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.POST("/runs/{run_id}/resume", {
+      params: { path: { run_id: runId } },
+      // The generated types spell a Struct (any JSON object) as a record of
+      // undefined; the arguments are passed as they are.
+      body: { decisions: decisions.map(({ args, ...rest }) => (args ? { ...rest, args: args as Record<string, never> } : rest)) },
       ...(options.signal ? { signal: options.signal } : {}),
     });
     return data;

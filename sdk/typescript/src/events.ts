@@ -61,10 +61,37 @@ export interface TodosEvent extends EventBase {
   data: { todos: Todo[] };
 }
 
-/** The run waits for approval of these tool calls (POST /runs/{run_id}/resume). */
+/**
+ * The run waits for the user (POST /runs/{run_id}/resume): for approval of
+ * tool_calls, or, when kind is "question", for the answer to the model's
+ * ask_user question (answer tool_call_id with action "answer").
+ */
 export interface InterruptEvent extends EventBase {
   event: "on_interrupt";
-  data: { tool_calls: ToolCall[] };
+  data: {
+    tool_calls: ToolCall[];
+    /** "approval" (also when absent) or "question". */
+    kind?: string;
+    question?: string;
+    choices?: string[];
+    tool_call_id?: string;
+  };
+}
+
+/** One decision of POST /runs/{run_id}/resume. */
+export interface Decision {
+  tool_call_id: string;
+  /** "approve", "reject", "edit", or "answer" for a question. */
+  action: string;
+  /** The new arguments, for "edit". */
+  args?: Record<string, unknown>;
+  /** Given to the model for "reject"; the answer itself for "answer". */
+  message?: string;
+}
+
+/** answer is the decision that answers the question of an ask_user call. */
+export function answer(toolCallId: string, text: string): Decision {
+  return { tool_call_id: toolCallId, action: "answer", message: text };
 }
 
 /** Tokens one model call used. */
@@ -93,7 +120,10 @@ export interface KnowledgeRetrievalEvent extends EventBase {
   data: { query: string; sources: KnowledgeSource[]; error?: string };
 }
 
-/** The run ended normally; the stream ends after it. */
+/**
+ * The run ended normally; the stream ends after it. stop_reason is
+ * "completed", or "stopped" after stopRun (continueRun goes on from there).
+ */
 export interface DoneEvent extends EventBase {
   event: "done";
   data: { stop_reason: string };

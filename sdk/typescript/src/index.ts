@@ -37,6 +37,8 @@ export {
 export {
   EVENT_KINDS,
   isTerminal,
+  answer,
+  type Decision,
   type WickEvent,
   type KnownEvent,
   type EventKind,

@@ -60,6 +60,21 @@ export const SCRIPTS = {
     end_text: "The approve script has finished.",
   },
   [KB_SCRIPT]: { delay: "2ms", turns: [{ text: KB_ANSWER }], end_text: "The kb script has finished." },
+  // A question to the user (ask_user), then the answer's echo.
+  ask: {
+    turns: [
+      { tool_calls: [{ id: "q1", name: "ask_user", arguments: { question: "Which colour?", choices: ["red", "blue"] } }] },
+      { text: "Thanks for answering." },
+    ],
+  },
+  // A slow first step (text, then a calculation) to stop in, then an answer.
+  step: {
+    delay: SLOW_DELAY,
+    turns: [
+      { text: Array.from({ length: 50 }, (_, i) => `word${i}`).join(" "), tool_calls: [{ name: "calculate", arguments: { expr: "6*7" } }] },
+      { text: "The answer is 42." },
+    ],
+  },
 };
 
 /** The agents (agents.yaml): templates every user can run. */
@@ -67,4 +82,6 @@ export const AGENTS = {
   default: { name: "Default agent of the SDK tests", backend: { type: "local" } },
   slow: { name: "Slow agent", model: "script:slow" },
   approve: { name: "Agent that asks for approval", model: "script:approve", backend: { type: "local" }, approval: "interactive" },
+  ask: { name: "Agent that asks the user", model: "script:ask", tools: ["ask_user"] },
+  step: { name: "Agent with a slow step", model: "script:step", tools: ["calculate"] },
 };

@@ -1,9 +1,10 @@
 // The chat of the open thread: its items, and the box to write in. Enter
-// sends, Shift+Enter breaks the line, Esc stops the run.
+// sends, Shift+Enter breaks the line, Esc cancels the run. Stop lets the
+// run finish its step first; Continue goes on from a stopped run.
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 
-import type { ChatItem, ChatState, Retrieval } from "../state/chat";
-import { ApprovalCard, AssistantMessage, GenericEvent, RunEnd, ToolCard, UserMessage } from "./Items";
+import { stoppedRunId, type ChatItem, type ChatState, type Retrieval } from "../state/chat";
+import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ToolCard, UserMessage } from "./Items";
 import type { Decision } from "./useThreadChat";
 
 /** How close to the bottom (px) the view must be to follow new content. */
@@ -17,11 +18,13 @@ interface ChatProps {
   placeholder: string;
   onSend(text: string): void;
   onStop(): void;
+  onCancel(): void;
+  onContinue(): void;
   onDecide(runId: string, decisions: Decision[]): Promise<void>;
   onError(err: unknown): void;
 }
 
-export function Chat({ chat, loading, running, disabled, placeholder, onSend, onStop, onDecide, onError }: ChatProps) {
+export function Chat({ chat, loading, running, disabled, placeholder, onSend, onStop, onCancel, onContinue, onDecide, onError }: ChatProps) {
   const scroller = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
 
@@ -60,7 +63,17 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
           />
         ))}
       </div>
-      <Composer running={running} disabled={disabled} onSend={onSend} onStop={onStop} />
+      <Composer
+        running={running}
+        stopping={!!(chat.activeRunId && chat.runs[chat.activeRunId]?.stopping)}
+        waiting={!!(chat.activeRunId && chat.runs[chat.activeRunId]?.status === "interrupted")}
+        canContinue={!running && stoppedRunId(chat) !== undefined}
+        disabled={disabled}
+        onSend={onSend}
+        onStop={onStop}
+        onCancel={onCancel}
+        onContinue={onContinue}
+      />
     </section>
   );
 }
@@ -86,7 +99,7 @@ const Item = memo(function Item({
     case "tool":
       return <ToolCard item={item} />;
     case "interrupt":
-      return <ApprovalCard item={item} onDecide={onDecide} onError={onError} />;
+      return item.question ? <QuestionCard item={item} onDecide={onDecide} onError={onError} /> : <ApprovalCard item={item} onDecide={onDecide} onError={onError} />;
     case "event":
       return <GenericEvent item={item} />;
     case "runEnd":
@@ -96,24 +109,32 @@ const Item = memo(function Item({
 
 interface ComposerProps {
   running: boolean;
+  /** A graceful stop was asked for; the run ends after its step. */
+  stopping?: boolean;
+  /** The run waits for the user, who answers or cancels: it cannot be stopped. */
+  waiting?: boolean;
+  /** The thread's last run was stopped: Continue goes on from it. */
+  canContinue?: boolean;
   disabled: boolean;
   onSend(text: string): void;
   onStop(): void;
+  onCancel(): void;
+  onContinue?(): void;
 }
 
-export function Composer({ running, disabled, onSend, onStop }: ComposerProps) {
+export function Composer({ running, stopping, waiting, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps) {
   const [text, setText] = useState("");
   const box = useRef<HTMLTextAreaElement>(null);
 
-  // Esc stops the run from anywhere on the page.
+  // Esc cancels the run from anywhere on the page.
   useEffect(() => {
     if (!running) return;
     const onKey = (e: globalThis.KeyboardEvent) => {
-      if (e.key === "Escape" && !e.defaultPrevented) onStop();
+      if (e.key === "Escape" && !e.defaultPrevented) onCancel();
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [running, onStop]);
+  }, [running, onCancel]);
 
   const send = () => {
     if (running || disabled || text.trim() === "") return;
@@ -141,7 +162,7 @@ export function Composer({ running, disabled, onSend, onStop }: ComposerProps) {
         data-testid="chat-input"
         aria-label="Message"
         placeholder={disabled ? "Choose an agent first" : "Message…"}
-        title="Enter sends, Shift+Enter breaks the line, Esc stops the run"
+        title="Enter sends, Shift+Enter breaks the line, Esc cancels the run"
         value={text}
         rows={Math.min(8, Math.max(1, text.split("\n").length))}
         disabled={disabled}
@@ -149,13 +170,35 @@ export function Composer({ running, disabled, onSend, onStop }: ComposerProps) {
         onKeyDown={onKeyDown}
       />
       {running ? (
-        <button type="button" className="danger" data-testid="chat-stop" onClick={onStop}>
-          Stop
-        </button>
+        <>
+          <button
+            type="button"
+            data-testid="chat-stop-step"
+            title={
+              waiting
+                ? "The run waits for you: answer it, or cancel it"
+                : "Stop after the step in flight (the model call or the tool round) is done and saved; Continue goes on later"
+            }
+            disabled={stopping || waiting}
+            onClick={onStop}
+          >
+            {stopping ? "Stopping…" : "Stop"}
+          </button>
+          <button type="button" className="danger" data-testid="chat-stop" title="Cancel at once (Esc): tool calls in flight are cut short" onClick={onCancel}>
+            Cancel
+          </button>
+        </>
       ) : (
-        <button type="submit" className="primary" data-testid="chat-send" disabled={disabled || text.trim() === ""}>
-          Send
-        </button>
+        <>
+          {canContinue && onContinue && (
+            <button type="button" data-testid="chat-continue" title="Go on from where the stopped run left off" onClick={onContinue}>
+              Continue
+            </button>
+          )}
+          <button type="submit" className="primary" data-testid="chat-send" disabled={disabled || text.trim() === ""}>
+            Send
+          </button>
+        </>
       )}
     </form>
   );

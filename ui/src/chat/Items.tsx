@@ -1,4 +1,4 @@
-// The cards of the chat: messages, tool calls, approvals, run ends and
+// The cards of the chat: messages, tool calls, approvals, questions, run ends and
 // events of kinds without a card. Each is memoised on its item: while a run
 // streams only the last message re-renders.
 import { memo, useState } from "react";
@@ -143,11 +143,86 @@ export const RunEnd = memo(function RunEnd({ run }: { run: RunInfo | undefined }
           The run failed: {run.error}
         </div>
       )}
-      {run.status === "cancelled" && <div className="muted">Stopped.</div>}
-      <div className="muted run-usage" data-testid="run-usage" title="tokens the run's model calls used">
-        {run.usage.input.toLocaleString()} tokens in · {run.usage.output.toLocaleString()} out
-      </div>
+      {run.status === "cancelled" && <div className="muted">Cancelled.</div>}
+      {run.status === "stopped" && (
+        <div className="muted" data-testid="run-stopped">
+          Stopped after its step; everything it did is saved. Continue goes on from here.
+        </div>
+      )}
+      {!run.restored && (
+        <div className="muted run-usage" data-testid="run-usage" title="tokens the run's model calls used">
+          {run.usage.input.toLocaleString()} tokens in · {run.usage.output.toLocaleString()} out
+        </div>
+      )}
     </div>
+  );
+});
+
+/**
+ * QuestionCard shows the model's question (ask_user) with its choices and
+ * a box for any other answer; the answer becomes the tool's result.
+ */
+export const QuestionCard = memo(function QuestionCard({ item, onDecide, onError }: ApprovalProps) {
+  const q = item.question!;
+  const [text, setText] = useState("");
+  const [sent, setSent] = useState<string | undefined>(undefined);
+  const open = !item.resolved && sent === undefined;
+
+  const answer = async (a: string) => {
+    if (!open || a.trim() === "") return;
+    setSent(a);
+    try {
+      await onDecide(item.runId, [{ tool_call_id: q.toolCallId, action: "answer", message: a }]);
+    } catch (err) {
+      onError(err);
+      setSent(undefined);
+    }
+  };
+
+  if (item.resolved) {
+    return (
+      <div className="approval-decided muted small" data-testid="question-answered">
+        Asked: {q.text} {sent !== undefined && <>· answered “{sent}”</>}
+      </div>
+    );
+  }
+  return (
+    <form
+      className="card approval"
+      data-testid="question-card"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void answer(text);
+      }}
+    >
+      <div className="approval-head">
+        <strong>The agent asks:</strong> {q.text}
+      </div>
+      {q.choices.length > 0 && (
+        <div className="row wrap approval-actions">
+          {q.choices.map((c) => (
+            <button key={c} type="button" data-testid="question-choice" disabled={!open} onClick={() => void answer(c)}>
+              {c}
+            </button>
+          ))}
+        </div>
+      )}
+      <div className="row approval-actions">
+        <input
+          data-testid="question-input"
+          className="grow"
+          aria-label="Your answer"
+          placeholder={q.choices.length > 0 ? "Or answer in your own words" : "Your answer"}
+          value={text}
+          disabled={!open}
+          onChange={(e) => setText(e.target.value)}
+        />
+        <button type="submit" className="primary" data-testid="question-answer" disabled={!open || text.trim() === ""}>
+          Answer
+        </button>
+      </div>
+      {sent !== undefined && <div className="muted">Sending the answer…</div>}
+    </form>
   );
 });
 
@@ -210,7 +285,7 @@ interface CallProps {
   onDecide(d: Decision): void;
 }
 
-const DECIDED_LABEL = { approve: "approved", edit: "approved with edited arguments", reject: "rejected" } as const;
+const DECIDED_LABEL = { approve: "approved", edit: "approved with edited arguments", reject: "rejected", answer: "answered" } as const;
 
 function ApprovalCall(props: CallProps) {
   // Decided: the question is gone; the call's tool card tells what came of it.

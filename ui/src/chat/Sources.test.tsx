@@ -34,7 +34,7 @@ const events: WickEvent[] = [
 describe("Sources", () => {
   it("lists collection, document, heading and score, numbered, under the run's last reply", () => {
     const chat = applyEvents(emptyChat, events, 0);
-    render(<Chat chat={chat} loading={false} running={false} disabled={false} placeholder="" onSend={vi.fn()} onStop={vi.fn()} onDecide={vi.fn()} onError={vi.fn()} />);
+    render(<Chat chat={chat} loading={false} running={false} disabled={false} placeholder="" onSend={vi.fn()} onStop={vi.fn()} onCancel={vi.fn()} onContinue={vi.fn()} onDecide={vi.fn()} onError={vi.fn()} />);
     const replies = screen.getAllByTestId("message").filter((m) => m.dataset.role === "assistant");
     expect(replies).toHaveLength(2);
     expect(within(replies[0]!).queryByTestId("sources")).toBeNull();

@@ -1,7 +1,8 @@
 // useThreadChat follows the open thread: it loads its history, starts runs,
 // applies their events once per animation frame (a token each costs no
 // render of its own), persists the run followed so that a reload re-joins
-// it after the last event rendered, and stops, approves and rejects.
+// it after the last event rendered, and cancels, stops (after the step in
+// flight) and continues runs, approves, rejects and answers questions.
 import { ConnectionLost, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 
@@ -12,10 +13,13 @@ import {
   emptyChat,
   endRunLocally,
   fromThreadState,
+  markStopping,
   resolveInterrupts,
+  stoppedRunId,
+  withStoppedRun,
   type ChatState,
 } from "../state/chat";
-import { clearActiveRun, loadActiveRun, saveActiveRun } from "../state/session";
+import { clearActiveRun, clearStoppedRun, loadActiveRun, loadStoppedRun, saveActiveRun, saveStoppedRun } from "../state/session";
 
 /** How often at most the followed run's chat is saved for a reload. */
 const PERSIST_EVERY_MS = 250;
@@ -24,7 +28,8 @@ const HIDDEN_FLUSH_MS = 200;
 
 export interface Decision {
   tool_call_id: string;
-  action: "approve" | "reject" | "edit";
+  /** "answer" answers a question (ask_user); message is the answer. */
+  action: "approve" | "reject" | "edit" | "answer";
   args?: Record<string, unknown>;
   message?: string;
 }
@@ -34,7 +39,12 @@ export interface ThreadChat {
   /** The history is loading. */
   loading: boolean;
   send(text: string): void;
+  /** cancel ends the run at once; tool calls in flight are cut short. */
+  cancel(): void;
+  /** stop ends the run once its step in flight is done and saved. */
   stop(): void;
+  /** continueRun starts a run that goes on from the stopped one. */
+  continueRun(): void;
   decide(runId: string, decisions: Decision[]): Promise<void>;
 }
 
@@ -100,6 +110,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     } else {
       for (const id of Object.keys(next.runs)) if (before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(id);
     }
+    const stopped = stoppedRunId(next);
+    if (stopped && stopped !== stoppedRunId(before) && next.threadId) saveStoppedRun(next.threadId, stopped);
   }, [schedulePersist, setChat]);
 
   const enqueue = useCallback(
@@ -174,6 +186,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         if (gen.current !== myGen) return;
         let c = fromThreadState(data?.thread ?? {});
         c = { ...c, threadId };
+        const stopped = loadStoppedRun(threadId);
+        if (stopped && !saved) c = withStoppedRun(c, stopped);
         setChat(c);
         if (saved && saved.threadId === threadId && saved.agentId === agentId) {
           // The run's chat did not fit in storage: follow the run from its start.
@@ -205,6 +219,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       const c = chatRef.current;
       if (!client || !agentId || text.trim() === "") return;
       if (c.activeRunId) return;
+      clearStoppedRun();
       setChat(addUserMessage(c, text));
       const myGen = gen.current;
       // A background run outlives this page, so that a reload re-joins it;
@@ -219,13 +234,37 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     [follow, setChat],
   );
 
-  const stop = useCallback(() => {
+  const cancel = useCallback(() => {
     const { client, onError } = opts.current;
     const runId = chatRef.current.activeRunId;
     if (!client || !runId) return;
     // The run's stream then ends with its "cancelled" error event.
     client.cancelRun(runId).catch(onError);
   }, []);
+
+  const stop = useCallback(() => {
+    const { client, onError } = opts.current;
+    const runId = chatRef.current.activeRunId;
+    if (!client || !runId) return;
+    // The run's stream then ends with "done", stop_reason "stopped".
+    setChat(markStopping(chatRef.current, runId));
+    client.stopRun(runId).catch(onError);
+  }, [setChat]);
+
+  const continueRun = useCallback(() => {
+    const { client, onError } = opts.current;
+    const runId = stoppedRunId(chatRef.current);
+    if (!client || !runId) return;
+    const myGen = gen.current;
+    clearStoppedRun();
+    client
+      .continueRun(runId)
+      .then((data) => {
+        const next = data?.run?.run_id;
+        if (next && gen.current === myGen) return follow(client.join(next), myGen);
+      })
+      .catch(onError);
+  }, [follow]);
 
   const decide = useCallback(
     async (runId: string, decisions: Decision[]) => {
@@ -237,7 +276,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     [setChat],
   );
 
-  return { chat, loading, send, stop, decide };
+  return { chat, loading, send, cancel, stop, continueRun, decide };
 }
 
 // toWire is a decision as the generated types spell ResumeRun's: its args

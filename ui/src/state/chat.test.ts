@@ -8,6 +8,9 @@ import {
   endRunLocally,
   fromThreadState,
   isRunning,
+  markStopping,
+  stoppedRunId,
+  withStoppedRun,
   threadStatus,
   titleOf,
   type AssistantItem,
@@ -143,6 +146,40 @@ describe("applyEvents", () => {
     expect(s.runs[RUN]!.error).toBeUndefined();
     expect(isRunning(s)).toBe(false);
     expect(s.items.at(-1)).toMatchObject({ kind: "runEnd", runId: RUN });
+  });
+
+  it("shows a question, then the run going on once answered", () => {
+    const ask: WickEvent = {
+      ...base,
+      id: id(2),
+      event: "on_interrupt",
+      data: { kind: "question", question: "Which colour?", choices: ["red", "blue"], tool_call_id: "q1", tool_calls: [{ id: "q1", name: "ask_user" }] },
+    };
+    let s = applyEvents(emptyChat, [start(), toolStart(1, "q1", "ask_user", {}), ask], 0);
+    expect(s.items.at(-1)).toMatchObject({ kind: "interrupt", resolved: false, question: { toolCallId: "q1", text: "Which colour?", choices: ["red", "blue"] } });
+    expect(threadStatus(s)).toBe("interrupted");
+    s = applyEvents(s, [toolEnd(3, "q1", "ask_user")], 0);
+    expect(s.items.find((it) => it.kind === "interrupt")).toMatchObject({ resolved: true });
+    expect(s.runs[RUN]).toMatchObject({ status: "running" });
+  });
+
+  it("ends a stopped run as stopped, which Continue picks up until a message follows", () => {
+    let s = applyEvents(emptyChat, [start(), toolStart(1, "c1"), toolEnd(2, "c1")], 0);
+    s = markStopping(s, RUN);
+    expect(s.runs[RUN]).toMatchObject({ status: "running", stopping: true });
+    expect(stoppedRunId(s)).toBeUndefined();
+    s = applyEvents(s, [{ ...base, id: id(3), event: "done", data: { stop_reason: "stopped" } }], 0);
+    expect(s.runs[RUN]).toMatchObject({ status: "stopped", stopReason: "stopped" });
+    expect(isRunning(s)).toBe(false);
+    expect(stoppedRunId(s)).toBe(RUN);
+    expect(stoppedRunId(addUserMessage(s, "something else"))).toBeUndefined();
+    expect(stoppedRunId(applyEvents(emptyChat, [start(), done(1)], 0))).toBeUndefined();
+
+    // After a reload the stopped run comes from storage, without usage.
+    const loaded = withStoppedRun(fromThreadState({ thread_id: "th-1", messages: [{ role: "user", content: "go" }] }), RUN);
+    expect(stoppedRunId(loaded)).toBe(RUN);
+    expect(loaded.runs[RUN]).toMatchObject({ status: "stopped", restored: true });
+    expect(withStoppedRun(loaded, RUN)).toBe(loaded);
   });
 
   it("keeps a run's error in words and ends its stream", () => {

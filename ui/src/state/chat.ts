@@ -11,7 +11,8 @@ import { compareEventIds } from "./eventId";
 type AgentState = components["schemas"]["wick.agent.v1.AgentState"];
 
 export type ToolCardState = "running" | "done" | "error" | "cancelled";
-export type RunStatus = "running" | "interrupted" | "done" | "error" | "cancelled";
+/** "stopped": stopped gracefully after a step (POST /runs/{id}/stop); a new run may continue it. */
+export type RunStatus = "running" | "interrupted" | "done" | "stopped" | "error" | "cancelled";
 
 export interface UserItem {
   kind: "user";
@@ -43,11 +44,21 @@ export interface ToolItem {
   endedAt?: number;
 }
 
+/** The model's question to the user (ask_user), answered through resume. */
+export interface Question {
+  toolCallId: string;
+  text: string;
+  /** Answers offered; any text is accepted. */
+  choices: string[];
+}
+
 export interface InterruptItem {
   kind: "interrupt";
   key: string;
   runId: string;
   toolCalls: ToolCall[];
+  /** Set when the run waits for an answer rather than for approval. */
+  question?: Question;
   /** Decided, or the run went on or ended: the card no longer asks. */
   resolved: boolean;
 }
@@ -90,6 +101,10 @@ export interface RunInfo {
   stopReason?: string;
   /** The run's knowledge retrieval (on_knowledge_retrieval), shown as the reply's Sources. */
   knowledge?: Retrieval;
+  /** A graceful stop was asked for: the run ends after its step. */
+  stopping?: boolean;
+  /** Known from this tab's storage, not from its events: no usage to show. */
+  restored?: boolean;
 }
 
 export interface ChatState {
@@ -206,7 +221,10 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
     case "on_interrupt": {
       s = endStreaming(s, runId);
       s = setRun(s, runId, { status: "interrupted" });
-      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: ev.data.tool_calls ?? [], resolved: false });
+      const d = ev.data;
+      const question: Question | undefined =
+        d.kind === "question" ? { toolCallId: d.tool_call_id ?? d.tool_calls?.[0]?.id ?? "", text: d.question ?? "", choices: d.choices ?? [] } : undefined;
+      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: d.tool_calls ?? [], resolved: false, ...(question ? { question } : {}) });
     }
     case "on_usage": {
       const u = s.runs[runId]!.usage;
@@ -220,7 +238,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       return setRun(s, runId, { knowledge: { query, sources, ...(error ? { error } : {}) } });
     }
     case "done":
-      return endRun(s, runId, { status: "done", stopReason: ev.data.stop_reason }, now);
+      return endRun(s, runId, { status: ev.data.stop_reason === "stopped" ? "stopped" : "done", stopReason: ev.data.stop_reason }, now);
     case "error": {
       const cancelled = ev.data.stop_reason === "cancelled";
       return endRun(s, runId, {
@@ -241,6 +259,35 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
 export function endRunLocally(state: ChatState, runId: string, error: string, now: number): ChatState {
   if (!state.runs[runId]) return state;
   return endRun(state, runId, { status: "error", error }, now);
+}
+
+/** markStopping shows that a graceful stop of the run was asked for. */
+export function markStopping(state: ChatState, runId: string): ChatState {
+  return state.runs[runId] ? setRun(state, runId, { stopping: true }) : state;
+}
+
+/**
+ * stoppedRunId is the run a Continue would continue: the thread's last run,
+ * when it was stopped gracefully and nothing runs since.
+ */
+export function stoppedRunId(state: ChatState): string | undefined {
+  if (state.activeRunId) return undefined;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const it = state.items[i]!;
+    if (it.kind === "user") return undefined;
+    if (it.kind === "runEnd") return state.runs[it.runId]?.status === "stopped" ? it.runId : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * withStoppedRun shows a loaded thread's last run as stopped (remembered
+ * across a reload), so that Continue picks it up.
+ */
+export function withStoppedRun(state: ChatState, runId: string): ChatState {
+  if (state.runs[runId]) return state;
+  const run: RunInfo = { runId, status: "stopped", lastEventId: "", usage: { input: 0, output: 0 }, stopReason: "stopped", restored: true };
+  return pushItem({ ...state, runs: { ...state.runs, [runId]: run } }, { kind: "runEnd", key: `end-${runId}`, runId });
 }
 
 /** resolveInterrupts marks the run's approval cards decided. */

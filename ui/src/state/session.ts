@@ -1,11 +1,13 @@
-// What survives a reload in this tab (sessionStorage): the token, and the
+// What survives a reload in this tab (sessionStorage): the token, the
 // run being followed with the chat as rendered up to its last event, so
 // that the page re-joins the run right after that event: nothing missing,
-// nothing twice.
+// nothing twice; and the last run stopped gracefully, which Continue picks
+// up after a reload.
 import type { ChatState } from "./chat";
 
 const TOKEN_KEY = "wick.token";
 const RUN_KEY = "wick.activeRun";
+const STOPPED_KEY = "wick.stoppedRun";
 
 export interface ActiveRun {
   agentId: string;
@@ -47,6 +49,29 @@ export function clearActiveRun(runId?: string): void {
   if (runId !== undefined && loadActiveRun()?.runId !== runId) return;
   try {
     sessionStorage.removeItem(RUN_KEY);
+  } catch {
+    // Storage is off: nothing was kept.
+  }
+}
+
+/** saveStoppedRun remembers the thread's run that was stopped gracefully. */
+export function saveStoppedRun(threadId: string, runId: string): void {
+  write(STOPPED_KEY, JSON.stringify({ threadId, runId }));
+}
+
+/** loadStoppedRun is the stopped run saved for the thread, if any. */
+export function loadStoppedRun(threadId: string): string | undefined {
+  try {
+    const v = JSON.parse(read(STOPPED_KEY) ?? "null") as { threadId?: unknown; runId?: unknown } | null;
+    return v?.threadId === threadId && typeof v.runId === "string" ? v.runId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function clearStoppedRun(): void {
+  try {
+    sessionStorage.removeItem(STOPPED_KEY);
   } catch {
     // Storage is off: nothing was kept.
   }

@@ -411,7 +411,8 @@ func (x *AgentState) GetVersion() int64 {
 // StreamEvent is one event of a run (the seed's StreamEvent). Events are
 // "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
 // "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
-// "on_interrupt" (data.tool_calls awaiting approval), "on_usage"
+// "on_interrupt" (data.tool_calls awaiting approval, or data.kind
+// "question" with data.question and data.choices from ask_user), "on_usage"
 // (data.input_tokens, data.output_tokens), "on_knowledge_retrieval"
 // (data.query, and data.sources: the chunks put into the prompt before a
 // model call, each a KnowledgeHit in its JSON form plus "n", its number as
@@ -809,8 +810,13 @@ type Agent struct {
 	// chunk; unset uses the default of the collection's embedding model (0.7,
 	// or 0.3 for the offline wick-hash models, whose scores run lower).
 	KnowledgeMinScore *float64 `protobuf:"fixed64,17,opt,name=knowledge_min_score,json=knowledgeMinScore,proto3,oneof" json:"knowledge_min_score,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// tool_wait is how a tool round with several calls waits for them: "all"
+	// (default) waits for every call; "any" continues with the first result
+	// and cancels the others; "majority" continues once more than half have
+	// returned and cancels the rest. A cancelled call's result says so.
+	ToolWait      string `protobuf:"bytes,18,opt,name=tool_wait,json=toolWait,proto3" json:"tool_wait,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -960,6 +966,13 @@ func (x *Agent) GetKnowledgeMinScore() float64 {
 		return *x.KnowledgeMinScore
 	}
 	return 0
+}
+
+func (x *Agent) GetToolWait() string {
+	if x != nil {
+		return x.ToolWait
+	}
+	return ""
 }
 
 // ListAgentsRequest lists agents; it has no parameters.
@@ -4012,9 +4025,12 @@ type Run struct {
 	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// agent_id is the run's agent.
 	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	// status is "running", "waiting_approval", "done", "cancelled" or "failed".
+	// status is "running", "waiting_approval", "done", "stopped", "cancelled"
+	// or "failed". A run waiting for the user's answer (ask_user) is
+	// "waiting_approval" with the ask_user call pending.
 	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
-	// pending are the tool calls awaiting approval.
+	// pending are the tool calls awaiting approval, or the ask_user call
+	// awaiting an answer (its args hold the question and the choices).
 	Pending []*ToolCall `protobuf:"bytes,5,rep,name=pending,proto3" json:"pending,omitempty"`
 	// created_at is when the run started.
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
@@ -4292,11 +4308,13 @@ type ApprovalDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tool_call_id names the call.
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
-	// action is "approve", "reject" or "edit".
+	// action is "approve", "reject" or "edit" for a call awaiting approval,
+	// "answer" for a pending ask_user call.
 	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
 	// args replace the call's arguments when action is "edit".
 	Args *structpb.Struct `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
-	// message is given to the model as the tool result when action is "reject".
+	// message is given to the model as the tool result when action is
+	// "reject"; it is the user's answer (required) when action is "answer".
 	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -5730,6 +5748,191 @@ func (x *SearchKnowledgeResponse) GetMinScore() float64 {
 	return 0
 }
 
+// StopRunRequest names the run to stop gracefully.
+type StopRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_id names the run.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRunRequest) Reset() {
+	*x = StopRunRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRunRequest) ProtoMessage() {}
+
+func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
+func (*StopRunRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *StopRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// StopRunResponse describes the run when the stop was requested; it ends
+// with status "stopped" once its step in flight is saved.
+type StopRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run is the run.
+	Run           *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopRunResponse) Reset() {
+	*x = StopRunResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopRunResponse) ProtoMessage() {}
+
+func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
+func (*StopRunResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *StopRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+// ContinueRunRequest names the stopped run to continue.
+type ContinueRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run_id names the stopped run.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueRunRequest) Reset() {
+	*x = ContinueRunRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueRunRequest) ProtoMessage() {}
+
+func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueRunRequest.ProtoReflect.Descriptor instead.
+func (*ContinueRunRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ContinueRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// ContinueRunResponse names the new run that continues the thread.
+type ContinueRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// run is the new run; join its events with JoinRun.
+	Run           *Run `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContinueRunResponse) Reset() {
+	*x = ContinueRunResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContinueRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContinueRunResponse) ProtoMessage() {}
+
+func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContinueRunResponse.ProtoReflect.Descriptor instead.
+func (*ContinueRunResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *ContinueRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -5798,7 +6001,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xe8\x05\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\x85\x06\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -5817,7 +6020,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\btemplate\x18\x0e \x01(\bR\btemplate\x12 \n" +
 	"\vcollections\x18\x0f \x03(\tR\vcollections\x12&\n" +
 	"\x0fknowledge_top_k\x18\x10 \x01(\x05R\rknowledgeTopK\x123\n" +
-	"\x13knowledge_min_score\x18\x11 \x01(\x01H\x00R\x11knowledgeMinScore\x88\x01\x01\x1a8\n" +
+	"\x13knowledge_min_score\x18\x11 \x01(\x01H\x00R\x11knowledgeMinScore\x88\x01\x01\x12\x1b\n" +
+	"\ttool_wait\x18\x12 \x01(\tR\btoolWait\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -6149,7 +6353,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"_min_score\"g\n" +
 	"\x17SearchKnowledgeResponse\x12/\n" +
 	"\x04hits\x18\x01 \x03(\v2\x1b.wick.agent.v1.KnowledgeHitR\x04hits\x12\x1b\n" +
-	"\tmin_score\x18\x02 \x01(\x01R\bminScore2\xf4\x1f\n" +
+	"\tmin_score\x18\x02 \x01(\x01R\bminScore\"'\n" +
+	"\x0eStopRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"7\n" +
+	"\x0fStopRunResponse\x12$\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"+\n" +
+	"\x12ContinueRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\";\n" +
+	"\x13ContinueRunResponse\x12$\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run2\xd8!\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -6189,7 +6401,9 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\vAddDocument\x12!.wick.agent.v1.AddDocumentRequest\x1a\".wick.agent.v1.AddDocumentResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/knowledge/collections/{collection}/documents\x12\x91\x01\n" +
 	"\rListDocuments\x12#.wick.agent.v1.ListDocumentsRequest\x1a$.wick.agent.v1.ListDocumentsResponse\"5\x82\xd3\xe4\x93\x02/\x12-/knowledge/collections/{collection}/documents\x12\x9f\x01\n" +
 	"\x0eDeleteDocument\x12$.wick.agent.v1.DeleteDocumentRequest\x1a%.wick.agent.v1.DeleteDocumentResponse\"@\x82\xd3\xe4\x93\x02:*8/knowledge/collections/{collection}/documents/{document}\x12\x97\x01\n" +
-	"\x0fSearchKnowledge\x12%.wick.agent.v1.SearchKnowledgeRequest\x1a&.wick.agent.v1.SearchKnowledgeResponse\"5\x82\xd3\xe4\x93\x02/:\x01*\"*/knowledge/collections/{collection}/searchB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
+	"\x0fSearchKnowledge\x12%.wick.agent.v1.SearchKnowledgeRequest\x1a&.wick.agent.v1.SearchKnowledgeResponse\"5\x82\xd3\xe4\x93\x02/:\x01*\"*/knowledge/collections/{collection}/search\x12h\n" +
+	"\aStopRun\x12\x1d.wick.agent.v1.StopRunRequest\x1a\x1e.wick.agent.v1.StopRunResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/runs/{run_id}/stop\x12x\n" +
+	"\vContinueRun\x12!.wick.agent.v1.ContinueRunRequest\x1a\".wick.agent.v1.ContinueRunResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/runs/{run_id}/continueB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_wick_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -6203,7 +6417,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -6296,35 +6510,39 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*DeleteDocumentResponse)(nil),      // 88: wick.agent.v1.DeleteDocumentResponse
 	(*SearchKnowledgeRequest)(nil),      // 89: wick.agent.v1.SearchKnowledgeRequest
 	(*SearchKnowledgeResponse)(nil),     // 90: wick.agent.v1.SearchKnowledgeResponse
-	nil,                                 // 91: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 92: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 93: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 94: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 95: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 96: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 97: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 98: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	(*structpb.Struct)(nil),             // 99: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 100: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 101: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 102: google.protobuf.Duration
+	(*StopRunRequest)(nil),              // 91: wick.agent.v1.StopRunRequest
+	(*StopRunResponse)(nil),             // 92: wick.agent.v1.StopRunResponse
+	(*ContinueRunRequest)(nil),          // 93: wick.agent.v1.ContinueRunRequest
+	(*ContinueRunResponse)(nil),         // 94: wick.agent.v1.ContinueRunResponse
+	nil,                                 // 95: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 96: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 97: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 98: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 99: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 100: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 101: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 102: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	(*structpb.Struct)(nil),             // 103: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 104: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 105: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 106: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	99,  // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	103, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	91,  // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	100, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	101, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	101, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	100, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	102, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	101, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	95,  // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	104, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	105, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	105, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	104, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	106, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	105, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	92,  // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	96,  // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	9,   // 15: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,   // 16: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
 	9,   // 17: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
@@ -6336,117 +6554,123 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 23: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 24: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 25: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	93,  // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	97,  // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	26,  // 27: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	29,  // 28: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	39,  // 29: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	42,  // 30: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	43,  // 31: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	43,  // 32: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	99,  // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	102, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	94,  // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	103, // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	106, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	98,  // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	45,  // 36: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	45,  // 37: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	45,  // 38: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	52,  // 39: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	6,   // 40: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	100, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	104, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	57,  // 42: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 43: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
 	1,   // 44: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	100, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	104, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
 	64,  // 46: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
 	64,  // 47: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	99,  // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	103, // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
 	69,  // 49: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
 	64,  // 50: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
 	5,   // 51: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	100, // 52: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	95,  // 53: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	100, // 54: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 55: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	104, // 52: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	99,  // 53: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	104, // 54: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 55: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
 	74,  // 56: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
 	74,  // 57: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
 	74,  // 58: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	97,  // 59: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	101, // 59: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
 	75,  // 60: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
 	75,  // 61: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	98,  // 62: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	102, // 62: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
 	76,  // 63: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	10,  // 64: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 65: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 66: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 67: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 68: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 69: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 70: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 71: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 72: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 73: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 74: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 75: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 76: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 77: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 78: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 79: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 80: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 81: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 82: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 83: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 84: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 85: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 86: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 87: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 88: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 89: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 90: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 91: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 92: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 93: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 94: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 95: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 96: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 97: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	11,  // 98: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 99: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 100: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 101: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 102: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 103: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 104: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 105: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 106: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 107: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 108: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 109: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 110: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 111: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 112: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 113: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 114: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 115: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 116: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 117: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 118: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 119: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 120: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 121: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 122: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 123: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 124: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 125: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 126: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 127: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 128: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 129: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 130: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 131: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	98,  // [98:132] is the sub-list for method output_type
-	64,  // [64:98] is the sub-list for method input_type
-	64,  // [64:64] is the sub-list for extension type_name
-	64,  // [64:64] is the sub-list for extension extendee
-	0,   // [0:64] is the sub-list for field type_name
+	64,  // 64: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 65: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	10,  // 66: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 67: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 68: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 69: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 70: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 71: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 72: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 73: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 74: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 75: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 76: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 77: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 78: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 79: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 80: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 81: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 82: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 83: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 84: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 85: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 86: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 87: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 88: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 89: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 90: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 91: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 92: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 93: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 94: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 95: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 96: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 97: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 98: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 99: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	91,  // 100: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	93,  // 101: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	11,  // 102: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 103: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 104: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 105: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 106: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 107: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 108: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 109: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 110: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 111: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 112: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 113: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 114: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 115: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 116: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 117: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 118: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 119: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 120: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 121: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 122: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 123: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 124: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 125: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 126: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 127: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 128: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 129: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 130: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 131: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 132: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 133: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 134: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 135: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	92,  // 136: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	94,  // 137: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	102, // [102:138] is the sub-list for method output_type
+	66,  // [66:102] is the sub-list for method input_type
+	66,  // [66:66] is the sub-list for extension type_name
+	66,  // [66:66] is the sub-list for extension extendee
+	0,   // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -6475,7 +6699,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   99,
+			NumMessages:   103,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

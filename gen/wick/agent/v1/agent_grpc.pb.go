@@ -53,6 +53,8 @@ const (
 	AgentService_ListDocuments_FullMethodName       = "/wick.agent.v1.AgentService/ListDocuments"
 	AgentService_DeleteDocument_FullMethodName      = "/wick.agent.v1.AgentService/DeleteDocument"
 	AgentService_SearchKnowledge_FullMethodName     = "/wick.agent.v1.AgentService/SearchKnowledge"
+	AgentService_StopRun_FullMethodName             = "/wick.agent.v1.AgentService/StopRun"
+	AgentService_ContinueRun_FullMethodName         = "/wick.agent.v1.AgentService/ContinueRun"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -148,6 +150,18 @@ type AgentServiceClient interface {
 	// SearchKnowledge returns a collection's chunks nearest to a query, best
 	// first, with their scores and sources.
 	SearchKnowledge(ctx context.Context, in *SearchKnowledgeRequest, opts ...grpc.CallOption) (*SearchKnowledgeResponse, error)
+	// StopRun asks a run to stop gracefully, from any replica: the step in
+	// flight (the model call and the tool round it asked for) finishes and is
+	// saved, then the run ends with status "stopped" and a "done" event whose
+	// data.stop_reason is "stopped". Unlike CancelRun, nothing is cut short. A
+	// run waiting for the user cannot be stopped (FailedPrecondition): answer
+	// it or cancel it.
+	StopRun(ctx context.Context, in *StopRunRequest, opts ...grpc.CallOption) (*StopRunResponse, error)
+	// ContinueRun starts a new run on the thread of a stopped run, from the
+	// thread as saved and without a new message; follow it with JoinRun. A run
+	// that is not stopped, or whose thread has moved on since, is refused
+	// (FailedPrecondition).
+	ContinueRun(ctx context.Context, in *ContinueRunRequest, opts ...grpc.CallOption) (*ContinueRunResponse, error)
 }
 
 type agentServiceClient struct {
@@ -540,6 +554,26 @@ func (c *agentServiceClient) SearchKnowledge(ctx context.Context, in *SearchKnow
 	return out, nil
 }
 
+func (c *agentServiceClient) StopRun(ctx context.Context, in *StopRunRequest, opts ...grpc.CallOption) (*StopRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopRunResponse)
+	err := c.cc.Invoke(ctx, AgentService_StopRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) ContinueRun(ctx context.Context, in *ContinueRunRequest, opts ...grpc.CallOption) (*ContinueRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ContinueRunResponse)
+	err := c.cc.Invoke(ctx, AgentService_ContinueRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -633,6 +667,18 @@ type AgentServiceServer interface {
 	// SearchKnowledge returns a collection's chunks nearest to a query, best
 	// first, with their scores and sources.
 	SearchKnowledge(context.Context, *SearchKnowledgeRequest) (*SearchKnowledgeResponse, error)
+	// StopRun asks a run to stop gracefully, from any replica: the step in
+	// flight (the model call and the tool round it asked for) finishes and is
+	// saved, then the run ends with status "stopped" and a "done" event whose
+	// data.stop_reason is "stopped". Unlike CancelRun, nothing is cut short. A
+	// run waiting for the user cannot be stopped (FailedPrecondition): answer
+	// it or cancel it.
+	StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error)
+	// ContinueRun starts a new run on the thread of a stopped run, from the
+	// thread as saved and without a new message; follow it with JoinRun. A run
+	// that is not stopped, or whose thread has moved on since, is refused
+	// (FailedPrecondition).
+	ContinueRun(context.Context, *ContinueRunRequest) (*ContinueRunResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -744,6 +790,12 @@ func (UnimplementedAgentServiceServer) DeleteDocument(context.Context, *DeleteDo
 }
 func (UnimplementedAgentServiceServer) SearchKnowledge(context.Context, *SearchKnowledgeRequest) (*SearchKnowledgeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchKnowledge not implemented")
+}
+func (UnimplementedAgentServiceServer) StopRun(context.Context, *StopRunRequest) (*StopRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StopRun not implemented")
+}
+func (UnimplementedAgentServiceServer) ContinueRun(context.Context, *ContinueRunRequest) (*ContinueRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ContinueRun not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -1328,6 +1380,42 @@ func _AgentService_SearchKnowledge_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_StopRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).StopRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_StopRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).StopRun(ctx, req.(*StopRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_ContinueRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ContinueRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ContinueRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ContinueRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ContinueRun(ctx, req.(*ContinueRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1446,6 +1534,14 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SearchKnowledge",
 			Handler:    _AgentService_SearchKnowledge_Handler,
+		},
+		{
+			MethodName: "StopRun",
+			Handler:    _AgentService_StopRun_Handler,
+		},
+		{
+			MethodName: "ContinueRun",
+			Handler:    _AgentService_ContinueRun_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -509,6 +509,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/runs/{run_id}/continue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ContinueRun starts a new run on the thread of a stopped run, from the
+         *     thread as saved and without a new message; follow it with JoinRun. A run
+         *     that is not stopped, or whose thread has moved on since, is refused
+         *     (FailedPrecondition).
+         */
+        post: operations["AgentService_ContinueRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/runs/{run_id}/events": {
         parameters: {
             query?: never;
@@ -541,6 +563,30 @@ export interface paths {
         put?: never;
         /** ResumeRun continues a run that waits for approval of tool calls. */
         post: operations["AgentService_ResumeRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/runs/{run_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * StopRun asks a run to stop gracefully, from any replica: the step in
+         *     flight (the model call and the tool round it asked for) finishes and is
+         *     saved, then the run ends with status "stopped" and a "done" event whose
+         *     data.stop_reason is "stopped". Unlike CancelRun, nothing is cut short. A
+         *     run waiting for the user cannot be stopped (FailedPrecondition): answer
+         *     it or cancel it.
+         */
+        post: operations["AgentService_StopRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -785,7 +831,7 @@ export interface components {
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: {
-                /** @description Why it stopped: completed. */
+                /** @description Why it stopped: completed, or stopped (POST /runs/{run_id}/stop; continue it with POST /runs/{run_id}/continue). */
                 stop_reason?: string;
             };
             /** @constant */
@@ -831,10 +877,18 @@ export interface components {
              */
             event: "on_chat_model_stream";
         });
-        /** @description The run waits for approval of tool calls (interactive agents); decide with POST /runs/{run_id}/resume. */
+        /** @description The run waits for the user: approval of tool calls (interactive agents), or, with data.kind "question", an answer to the model's ask_user question; decide or answer with POST /runs/{run_id}/resume. */
         "RunEvent.on_interrupt": {
             data?: {
-                /** @description The calls awaiting a decision. */
+                /** @description The answers offered, when kind is question and the model gave some; any text is accepted. */
+                choices?: string[];
+                /** @description approval (the default when absent) or question. */
+                kind?: string;
+                /** @description The question, when kind is question. */
+                question?: string;
+                /** @description The ask_user call to answer (action "answer"), when kind is question. */
+                tool_call_id?: string;
+                /** @description The calls awaiting a decision (for a question, the ask_user call). */
                 tool_calls: components["schemas"]["wick.agent.v1.ToolCall"][];
             };
             /** @constant */
@@ -1289,6 +1343,13 @@ export interface components {
              *     user; output only.
              */
             template?: boolean;
+            /**
+             * @description tool_wait is how a tool round with several calls waits for them: "all"
+             *     (default) waits for every call; "any" continues with the first result
+             *     and cancels the others; "majority" continues once more than half have
+             *     returned and cancels the rest. A cancelled call's result says so.
+             */
+            tool_wait?: string;
             /** @description tools names the built-in, native and external tools the agent may use. */
             tools?: string[];
         };
@@ -1319,11 +1380,17 @@ export interface components {
         };
         /** @description ApprovalDecision decides one tool call awaiting approval. */
         "wick.agent.v1.ApprovalDecision": {
-            /** @description action is "approve", "reject" or "edit". */
+            /**
+             * @description action is "approve", "reject" or "edit" for a call awaiting approval,
+             *     "answer" for a pending ask_user call.
+             */
             action?: string;
             /** @description args replace the call's arguments when action is "edit". */
             args?: Record<string, never>;
-            /** @description message is given to the model as the tool result when action is "reject". */
+            /**
+             * @description message is given to the model as the tool result when action is
+             *     "reject"; it is the user's answer (required) when action is "answer".
+             */
             message?: string;
             /** @description tool_call_id names the call. */
             tool_call_id?: string;
@@ -1448,6 +1515,11 @@ export interface components {
              * @description time is when the change happened.
              */
             time?: string;
+        };
+        /** @description ContinueRunResponse names the new run that continues the thread. */
+        "wick.agent.v1.ContinueRunResponse": {
+            /** @description run is the new run; join its events with JoinRun. */
+            run?: components["schemas"]["wick.agent.v1.Run"];
         };
         /** @description ControlContainerResponse reports the container's state. */
         "wick.agent.v1.ControlContainerResponse": {
@@ -1713,11 +1785,18 @@ export interface components {
             created_at?: string;
             /** @description last_event_id is the id of the run's latest event. */
             last_event_id?: string;
-            /** @description pending are the tool calls awaiting approval. */
+            /**
+             * @description pending are the tool calls awaiting approval, or the ask_user call
+             *     awaiting an answer (its args hold the question and the choices).
+             */
             pending?: components["schemas"]["wick.agent.v1.ToolCall"][];
             /** @description run_id identifies the run. */
             run_id?: string;
-            /** @description status is "running", "waiting_approval", "done", "cancelled" or "failed". */
+            /**
+             * @description status is "running", "waiting_approval", "done", "stopped", "cancelled"
+             *     or "failed". A run waiting for the user's answer (ask_user) is
+             *     "waiting_approval" with the ask_user call pending.
+             */
             status?: string;
             /** @description thread_id is the run's thread. */
             thread_id?: string;
@@ -1742,10 +1821,19 @@ export interface components {
             path?: string;
         };
         /**
+         * @description StopRunResponse describes the run when the stop was requested; it ends
+         *     with status "stopped" once its step in flight is saved.
+         */
+        "wick.agent.v1.StopRunResponse": {
+            /** @description run is the run. */
+            run?: components["schemas"]["wick.agent.v1.Run"];
+        };
+        /**
          * @description StreamEvent is one event of a run (the seed's StreamEvent). Events are
          *     "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
          *     "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
-         *     "on_interrupt" (data.tool_calls awaiting approval), "on_usage"
+         *     "on_interrupt" (data.tool_calls awaiting approval, or data.kind
+         *     "question" with data.question and data.choices from ask_user), "on_usage"
          *     (data.input_tokens, data.output_tokens), "on_knowledge_retrieval"
          *     (data.query, and data.sources: the chunks put into the prompt before a
          *     model call, each a KnowledgeHit in its JSON form plus "n", its number as
@@ -2898,6 +2986,35 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    AgentService_ContinueRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description run_id names the stopped run. */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description ContinueRunResponse names the new run that continues the thread. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.ContinueRunResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
     AgentService_JoinRun: {
         parameters: {
             query?: {
@@ -2956,6 +3073,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["wick.agent.v1.ResumeRunResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_StopRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description run_id names the run. */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /**
+             * @description StopRunResponse describes the run when the stop was requested; it ends
+             *     with status "stopped" once its step in flight is saved.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.StopRunResponse"];
                 };
             };
             401: components["responses"]["Unauthenticated"];

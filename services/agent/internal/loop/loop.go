@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -37,6 +38,9 @@ const (
 	InterruptedToolResult = "cancelled: the previous run ended before this tool call finished"
 	RejectedToolResult    = "rejected by the user"
 	FailedToolResult      = "not executed: the run failed before this tool call could run"
+	// NotNeededToolResult answers the calls a round stopped waiting for
+	// (tool_wait "any" or "majority").
+	NotNeededToolResult = "cancelled: not needed, the round went on with the results that came first (tool_wait %s)"
 )
 
 // Stop reasons reported in the data of the final event.
@@ -45,6 +49,9 @@ const (
 	StopMaxTurns  = "max_turns"
 	StopCancelled = "cancelled"
 	StopError     = "error"
+	// StopStopped ends a run stopped gracefully at a step boundary; a new
+	// run continues it (Runner.Continue).
+	StopStopped = "stopped"
 )
 
 // Approval actions of a Decision.
@@ -60,7 +67,12 @@ var (
 	ErrMaxTurns      = errors.New("the agent reached its maximum number of turns before finishing")
 	ErrNoApprover    = errors.New("interactive agent has no approver")
 	ErrInvalidConfig = errors.New("invalid agent configuration")
-	errSave          = errors.New("save")
+	// ErrStopped is what Run returns when it stopped gracefully on request
+	// (WithStopCheck), after its "done" event.
+	ErrStopped = errors.New("the run was stopped")
+	// ErrNothingToContinue means Continue was given an empty thread.
+	ErrNothingToContinue = errors.New("the thread has no messages to continue from")
+	errSave              = errors.New("save")
 )
 
 // Approver decides pending tool calls of interactive agents. Approve blocks
@@ -91,6 +103,8 @@ type Runner struct {
 	cancelGrace time.Duration
 	saveTimeout time.Duration
 	maxTokens   int
+	// stopRequested is asked at each step boundary whether to stop there.
+	stopRequested func(context.Context) bool
 }
 
 // RunnerOption configures a Runner.
@@ -125,6 +139,12 @@ func WithCancelGrace(d time.Duration) RunnerOption { return func(r *Runner) { r.
 
 // WithSaveTimeout bounds the save after cancellation.
 func WithSaveTimeout(d time.Duration) RunnerOption { return func(r *Runner) { r.saveTimeout = d } }
+
+// WithStopCheck sets what the loop asks, after each step (a model call and
+// the tool round it asked for, saved), whether to stop gracefully there.
+func WithStopCheck(requested func(context.Context) bool) RunnerOption {
+	return func(r *Runner) { r.stopRequested = requested }
+}
 
 // WithMaxTokens sets the max_tokens of each model request.
 func WithMaxTokens(n int) RunnerOption { return func(r *Runner) { r.maxTokens = n } }
@@ -190,6 +210,22 @@ func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input
 	if err := Messages(input).ValidateUserInput(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidInput, err)
 	}
+	return r.run(ctx, runID, state, input, emit, save)
+}
+
+// Continue runs the loop on state as Run does, without new input: the model
+// picks up the thread where a stopped run left it.
+func (r *Runner) Continue(ctx context.Context, runID string, state *AgentState, emit func(StreamEvent), save func(context.Context, *AgentState) error) error {
+	if len(state.Messages) == 0 {
+		return ErrNothingToContinue
+	}
+	return r.run(ctx, runID, state, nil, emit, save)
+}
+
+func (r *Runner) run(ctx context.Context, runID string, state *AgentState, input []llm.Message, emit func(StreamEvent), save func(context.Context, *AgentState) error) error {
+	if err := CheckToolWait(r.cfg.ToolWait); err != nil {
+		return err
+	}
 	switch r.cfg.Approval {
 	case "", ApprovalAutonomous:
 	case ApprovalInteractive:
@@ -211,8 +247,8 @@ func (r *Runner) Run(ctx context.Context, runID string, state *AgentState, input
 
 	err := rn.loop(ctx)
 	switch {
-	case err == nil:
-		return nil
+	case err == nil, errors.Is(err, ErrStopped):
+		return err
 	case ctx.Err() != nil:
 		return rn.finishCancelled(ctx)
 	default:
@@ -301,6 +337,10 @@ func (r *run) loop(ctx context.Context) error {
 			}
 			return fmt.Errorf("%w: %w", errSave, err)
 		}
+		if r.stopRequested != nil && r.stopRequested(ctx) {
+			r.emit(StreamEvent{Event: EventDone, ThreadID: r.state.ThreadID, Data: map[string]any{"stop_reason": StopStopped}})
+			return ErrStopped
+		}
 	}
 	return fmt.Errorf("%w (max_turns=%d)", ErrMaxTurns, r.maxTurns)
 }
@@ -344,15 +384,17 @@ func (r *run) buildTools() {
 // Without a system prompt it is the thread itself, not a copy: hooks return a
 // new slice when they change the request (AppendSystem, the summary), and the
 // capacity is cut so that a hook's append cannot write into the thread's
-// spare capacity.
+// spare capacity. Results the model discarded (discard_steps) are replaced
+// by a one-line placeholder, in a copy.
 func (r *run) requestMessages() []llm.Message {
+	thread := WithoutDiscarded(r.state.Messages)
 	if r.cfg.SystemPrompt == "" {
-		n := len(r.state.Messages)
-		return r.state.Messages[:n:n]
+		n := len(thread)
+		return thread[:n:n]
 	}
-	msgs := make([]llm.Message, 0, len(r.state.Messages)+1)
+	msgs := make([]llm.Message, 0, len(thread)+1)
 	msgs = append(msgs, System(r.cfg.SystemPrompt))
-	return append(msgs, r.state.Messages...)
+	return append(msgs, thread...)
 }
 
 // streamed is what the model's Stream returned.
@@ -463,7 +505,7 @@ func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult,
 		res.Error = "invalid arguments: " + call.ArgsErr
 		return res, nil
 	}
-	if r.toolTimeout > 0 {
+	if w, ok := t.(UserWait); r.toolTimeout > 0 && (!ok || !w.WaitsForUser()) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.toolTimeout)
 		defer cancel()
@@ -499,6 +541,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 		if toRun, err = r.approve(ctx, calls, results); err != nil {
 			return err
 		}
+		sort.Ints(toRun)
 	} else {
 		for i := range calls {
 			toRun = append(toRun, i)
@@ -506,7 +549,10 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 	}
 
 	scope := &runScope{emit: r.emit, state: r.state}
-	tctx := withScope(ctx, scope)
+	// The round's own context ends the calls a wait strategy no longer needs.
+	rctx, stopRound := context.WithCancel(ctx)
+	defer stopRound()
+	tctx := withScope(rctx, scope)
 	done := make(chan indexedResult, len(toRun))
 	for _, i := range toRun {
 		call := calls[i]
@@ -517,6 +563,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 	}
 
 	pending := len(toRun)
+	need := r.needed(len(toRun))
 	var grace <-chan time.Time
 	ctxDone := ctx.Done()
 	for pending > 0 {
@@ -525,6 +572,11 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 			pending--
 			results[ir.i] = ir.res
 			r.emitToolEnd(calls[ir.i], ir.res.Output, ir.res.Error)
+			if need--; need == 0 && pending > 0 {
+				r.answerNotNeeded(calls, toRun, results)
+				stopRound()
+				pending = 0
+			}
 		case <-ctxDone:
 			ctxDone = nil
 			grace = time.After(r.cancelGrace)
@@ -552,6 +604,31 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 		return ctx.Err()
 	}
 	return nil
+}
+
+// needed is how many of n calls the round waits for, by the agent's
+// wait strategy.
+func (r *run) needed(n int) int {
+	switch r.cfg.ToolWait {
+	case ToolWaitAny:
+		return min(n, 1)
+	case ToolWaitMajority:
+		return n/2 + 1
+	default:
+		return n
+	}
+}
+
+// answerNotNeeded gives every call of toRun still running its result that
+// says it was cancelled as not needed, with its end event.
+func (r *run) answerNotNeeded(calls []llm.ToolCall, toRun []int, results []*ToolResult) {
+	text := fmt.Sprintf(NotNeededToolResult, r.cfg.ToolWait)
+	for _, i := range toRun {
+		if results[i] == nil {
+			results[i] = &ToolResult{ToolCallID: calls[i].ID, Name: calls[i].Name, Output: text}
+			r.emitToolEnd(calls[i], "", text)
+		}
+	}
 }
 
 // emitToolStart announces a call the loop has decided on.
@@ -596,9 +673,24 @@ func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call llm.ToolCall
 // calls to run, with edited arguments applied to calls. When no decision
 // comes, every call still gets its start and an end saying it was cancelled
 // or not executed, as the thread will record it.
+//
+// Calls of tools that wait for the user themselves (UserWait) run without
+// approval: asking whether the model may ask would ask twice.
 func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*ToolResult) ([]int, error) {
-	r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(calls)}})
-	decisions, err := r.approver.Approve(ctx, r.id, calls)
+	var toRun []int
+	var ask []llm.ToolCall
+	for i, c := range calls {
+		if w, ok := r.toolsByName[c.Name].(UserWait); ok && w.WaitsForUser() && c.ArgsErr == "" {
+			toRun = append(toRun, i)
+		} else {
+			ask = append(ask, c)
+		}
+	}
+	if len(ask) == 0 {
+		return toRun, nil
+	}
+	r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(ask)}})
+	decisions, err := r.approver.Approve(ctx, r.id, ask)
 	if err != nil {
 		text := FailedToolResult
 		if ctx.Err() != nil {
@@ -616,8 +708,10 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 	for _, d := range decisions {
 		byID[d.ToolCallID] = d
 	}
-	var toRun []int
 	for i := range calls {
+		if slices.Contains(toRun, i) {
+			continue
+		}
 		d, ok := byID[calls[i].ID]
 		switch {
 		case ok && d.Action == ActionApprove:

@@ -16,6 +16,13 @@ type Tool interface {
 	Execute(ctx context.Context, args map[string]any) (string, error)
 }
 
+// UserWait is implemented by tools that wait for the user (ask_user): the
+// per-call tool timeout does not bound them, as they bound their own wait,
+// and interactive agents run them without approval.
+type UserWait interface {
+	WaitsForUser() bool
+}
+
 // FuncTool wraps a plain Go function as a Tool.
 type FuncTool struct {
 	ToolName   string

@@ -4,6 +4,7 @@
 package loop
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/wick-agent/wick/llm"
@@ -84,6 +85,24 @@ const (
 	ApprovalInteractive = "interactive"
 )
 
+// Wait strategies of AgentConfig.ToolWait, for a round of several tool
+// calls: wait for every call, for the first result, or for more than half
+// of them. Calls no longer needed are cancelled and answered as such.
+const (
+	ToolWaitAll      = "all"
+	ToolWaitAny      = "any"
+	ToolWaitMajority = "majority"
+)
+
+// CheckToolWait reports whether w is a wait strategy ("" is "all").
+func CheckToolWait(w string) error {
+	switch w {
+	case "", ToolWaitAll, ToolWaitAny, ToolWaitMajority:
+		return nil
+	}
+	return fmt.Errorf("%w: tool_wait %q (want %q, %q or %q)", ErrInvalidConfig, w, ToolWaitAll, ToolWaitAny, ToolWaitMajority)
+}
+
 // AgentConfig is an agent's YAML/JSON configuration; it decides which hooks
 // are active.
 type AgentConfig struct {
@@ -111,6 +130,9 @@ type AgentConfig struct {
 	// KnowledgeMinScore is the lowest score of an injected chunk; nil means
 	// the default of the collection's embedding model.
 	KnowledgeMinScore *float64 `yaml:"knowledge_min_score" json:"knowledge_min_score,omitempty"`
+	// ToolWait is how a round of several tool calls waits for them:
+	// "all" (default), "any" or "majority" (see the ToolWait constants).
+	ToolWait string `yaml:"tool_wait" json:"tool_wait,omitempty"`
 }
 
 // BackendCfg is where the agent's files and commands live.

@@ -157,6 +157,9 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 	default:
 		return fail(`approval %q must be "autonomous" or "interactive"`, cfg.Approval)
 	}
+	if err := loop.CheckToolWait(cfg.ToolWait); err != nil {
+		return fail(`tool_wait %q must be "all", "any" or "majority"`, cfg.ToolWait)
+	}
 	for name := range cfg.Hooks {
 		if !KnownHook(name) {
 			return fail("hooks: unknown hook %q (known: %v)", name, hooks.Names())

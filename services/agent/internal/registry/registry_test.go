@@ -46,8 +46,9 @@ agents:
   default:
     name: D
     model: ["ollama:llama3.1:8b", {provider: openai, model: gpt-4o, api_key_env: OPENAI_API_KEY}]
-    tools: [calculate]
+    tools: [calculate, ask_user, discard_steps]
     approval: interactive
+    tool_wait: majority
     hooks: {summarization: false}
   other:
     name: O
@@ -57,6 +58,7 @@ agents:
 		{"bad id", "agents:\n  'a b': {name: x}\n", nil, "agent_id"},
 		{"bad backend", "backend: {type: vm}\n", nil, "backend.type"},
 		{"bad approval", "approval: maybe\n", nil, "approval"},
+		{"bad tool_wait", "tool_wait: first\n", nil, "tool_wait"},
 		{"unknown hook", "hooks: {magic: true}\n", nil, "magic"},
 		{"secret in model", "model: {provider: openai, model: gpt-4o, api_key: sk-x}\n", nil, "api_key"},
 		{"bad tool name", "tools: ['rm -rf']\n", nil, "tools[0]"},
@@ -85,8 +87,8 @@ agents:
 			}
 		})
 	}
-	got, _ := Parse([]byte("backend: {type: docker, timeout: 2m}\nmodel: [a, {model: b}]\n"))
-	if got["default"].Backend.Timeout != 2*time.Minute {
+	got, _ := Parse([]byte("backend: {type: docker, timeout: 2m}\nmodel: [a, {model: b}]\ntool_wait: any\n"))
+	if got["default"].Backend.Timeout != 2*time.Minute || got["default"].ToolWait != "any" {
 		t.Fatalf("timeout = %v", got["default"].Backend.Timeout)
 	}
 	specs, err := ModelSpecs(got["default"].Model, "")

@@ -2,7 +2,9 @@ package runexec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wick-agent/wick/llm"
@@ -18,29 +20,44 @@ type approver struct{ r *Run }
 // Approve implements loop.Approver.
 func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
 	r := a.r
-	r.setStatus(ctx, runs.StatusWaiting, calls, "")
-	r.markThread(context.WithoutCancel(ctx), threads.MarkWaiting)
-	signal(r.waiting)
-	timeout := time.NewTimer(r.cfg.approvalTimeout)
+	r.awaitUser(ctx, runs.AwaitApproval, calls)
+	d, err := r.nextDecisions(ctx, time.Now().Add(r.cfg.approvalTimeout))
+	if errors.Is(err, errUserTimeout) {
+		r.cancel(errApprovalTimeout)
+		return nil, errApprovalTimeout
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.setStatus(ctx, runs.StatusRunning, nil, "")
+	r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
+	return completeDecisions(calls, d), nil
+}
+
+// errUserTimeout is what nextDecisions returns at its deadline.
+var errUserTimeout = errors.New("the user did not decide in time")
+
+// nextDecisions waits for the decisions Resume stores for this run, on any
+// replica: woken by a nudge, and polling in case a nudge was lost. It
+// returns them, ctx's error, or errUserTimeout at the deadline.
+func (r *Run) nextDecisions(ctx context.Context, deadline time.Time) ([]loop.Decision, error) {
+	timeout := time.NewTimer(time.Until(deadline))
 	defer timeout.Stop()
 	poll := time.NewTicker(r.cfg.pollInterval)
 	defer poll.Stop()
 	for {
 		d, err := r.runs.TakeDecisions(ctx, r.rec.ID)
 		if err != nil {
-			r.logger.Warn("read approval decisions", "run_id", r.rec.ID, "error", err)
+			r.logger.Warn("read decisions", "run_id", r.rec.ID, "error", err)
 		}
 		if d != nil {
-			r.setStatus(ctx, runs.StatusRunning, nil, "")
-			r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
-			return completeDecisions(calls, d), nil
+			return d, nil
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timeout.C:
-			r.cancel(errApprovalTimeout)
-			return nil, errApprovalTimeout
+			return nil, errUserTimeout
 		case <-r.decide:
 		case <-poll.C:
 		}
@@ -75,6 +92,9 @@ func (e *Executor) Resume(ctx context.Context, user, runID string, decisions []l
 		return nil, err
 	}
 	if rec.Status != runs.StatusWaiting {
+		if answers(decisions) {
+			return nil, fmt.Errorf("run %s is %s and asked no question: %w", rec.ID, rec.Status, ErrNotWaiting)
+		}
 		return nil, fmt.Errorf("run %s is %s, %w", rec.ID, rec.Status, ErrNotWaiting)
 	}
 	if err := checkDecisions(rec, decisions); err != nil {
@@ -89,9 +109,26 @@ func (e *Executor) Resume(ctx context.Context, user, runID string, decisions []l
 	return e.snapshot(ctx, rec), nil
 }
 
+// answers reports whether any decision is an answer to a question.
+func answers(decisions []loop.Decision) bool {
+	for _, d := range decisions {
+		if d.Action == ActionAnswer {
+			return true
+		}
+	}
+	return false
+}
+
 // checkDecisions accepts decisions on the run's pending calls only, each
-// with a known action; an edit carries the new arguments.
+// with a known action; an edit carries the new arguments. A run waiting
+// for an answer takes exactly one: the answer to its question.
 func checkDecisions(rec *runs.Run, decisions []loop.Decision) error {
+	if rec.Awaiting == runs.AwaitAnswer {
+		return checkAnswer(rec, decisions)
+	}
+	if answers(decisions) {
+		return fmt.Errorf("run %s waits for approval of tool calls and asked no question; decide with approve, reject or edit: %w", rec.ID, ErrNotWaiting)
+	}
 	pending := map[string]bool{}
 	for _, c := range rec.Pending {
 		pending[c.ID] = true
@@ -110,6 +147,27 @@ func checkDecisions(rec *runs.Run, decisions []loop.Decision) error {
 		default:
 			return invalid(field+".action", fmt.Sprintf(`%q must be "approve", "reject" or "edit"`, d.Action))
 		}
+	}
+	return nil
+}
+
+// checkAnswer accepts one non-empty answer to the run's pending question.
+func checkAnswer(rec *runs.Run, decisions []loop.Decision) error {
+	if len(decisions) != 1 {
+		return invalid("decisions", fmt.Sprintf("run %s waits for one answer to its question, got %d decisions", rec.ID, len(decisions)))
+	}
+	d := decisions[0]
+	if len(rec.Pending) != 1 || d.ToolCallID != rec.Pending[0].ID {
+		return invalid("decisions[0].tool_call_id", fmt.Sprintf("%q is not the question run %s asked", d.ToolCallID, rec.ID))
+	}
+	if d.Action != ActionAnswer {
+		return invalid("decisions[0].action", fmt.Sprintf(`run %s waits for an answer to its question: the action is %q`, rec.ID, ActionAnswer))
+	}
+	if strings.TrimSpace(d.Message) == "" {
+		return invalid("decisions[0].message", "the answer is required")
+	}
+	if len(d.Message) > maxAnswerChars {
+		return invalid("decisions[0].message", fmt.Sprintf("at most %d characters", maxAnswerChars))
 	}
 	return nil
 }

@@ -15,6 +15,11 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrNotWaiting means decisions came for a run that is not waiting for approval.
 	ErrNotWaiting = errors.New("not waiting for approval")
+	// ErrNotRunning means a graceful stop came for a run that is not running.
+	ErrNotRunning = errors.New("the run is not running")
+	// ErrNotStopped means a continue came for a run that is not stopped, or
+	// whose thread moved on since it stopped.
+	ErrNotStopped = errors.New("the run cannot be continued")
 	// ErrShutdown means the executor is closing: try another replica.
 	ErrShutdown = errors.New("the agent service is shutting down")
 	// ErrStoreUnavailable means the run's event log (Redis, when shared)

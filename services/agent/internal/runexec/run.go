@@ -77,16 +77,33 @@ func (r *Run) CancelWith(ctx context.Context) {
 }
 
 func (r *Run) setStatus(ctx context.Context, runStatus string, pending []llm.ToolCall, msg string) {
+	r.update(ctx, func(rec *runs.Run) {
+		rec.Status, rec.Pending, rec.Awaiting = runStatus, pending, ""
+		if msg != "" {
+			rec.Error = msg
+		}
+	})
+}
+
+// update changes the run's record and stores it.
+func (r *Run) update(ctx context.Context, change func(*runs.Run)) {
 	r.mu.Lock()
-	r.rec.Status, r.rec.Pending = runStatus, pending
-	if msg != "" {
-		r.rec.Error = msg
-	}
+	change(r.rec)
 	rec := *r.rec
 	r.mu.Unlock()
 	if err := r.runs.Put(ctx, &rec); err != nil {
 		r.logger.Warn("save run record", "run_id", rec.ID, "error", err)
 	}
+}
+
+// awaitUser records that the run waits for the user (awaiting says for
+// what) on the pending calls, marks its thread, and wakes Await.
+func (r *Run) awaitUser(ctx context.Context, awaiting string, pending []llm.ToolCall) {
+	r.update(ctx, func(rec *runs.Run) {
+		rec.Status, rec.Pending, rec.Awaiting = runs.StatusWaiting, pending, awaiting
+	})
+	r.markThread(context.WithoutCancel(ctx), threads.MarkWaiting)
+	signal(r.waiting)
 }
 
 // emit logs one event: first in the shared log, which gives it its id, then
@@ -191,13 +208,22 @@ func (r *Run) markThread(ctx context.Context, mark string) {
 }
 
 // execute runs the loop and closes the run: status, final event, end of the
-// log, lock release.
+// log, lock release. A run without input continues a stopped one.
 func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
 	watchDone := make(chan struct{})
 	go r.watch(watchDone)
 
-	err := runner.Run(r.ctx, r.rec.ID, state, input, r.emit, r.save)
+	var err error
+	if len(input) == 0 {
+		err = runner.Continue(r.ctx, r.rec.ID, state, r.emit, r.save)
+	} else {
+		err = runner.Run(r.ctx, r.rec.ID, state, input, r.emit, r.save)
+	}
 	close(watchDone)
+	if errors.Is(err, loop.ErrStopped) {
+		// A run continues from exactly this save (Continue checks it).
+		r.update(context.WithoutCancel(r.ctx), func(rec *runs.Run) { rec.ThreadVersion = state.Version })
+	}
 	if r.logFail != nil {
 		// The loop only saw its context cancelled; the cause is the store.
 		err = r.logFail
@@ -251,6 +277,9 @@ func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.M
 func (r *Run) outcome(err error) (endStatus, msg, code string) {
 	if err == nil {
 		return runs.StatusDone, "", ""
+	}
+	if errors.Is(err, loop.ErrStopped) {
+		return runs.StatusStopped, "", ""
 	}
 	cause := context.Cause(r.ctx)
 	switch {

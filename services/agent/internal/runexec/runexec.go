@@ -122,6 +122,7 @@ type Deps struct {
 type config struct {
 	defaultModel    string
 	approvalTimeout time.Duration
+	questionTimeout time.Duration
 	pollInterval    time.Duration
 	joinBlock       time.Duration
 	localRetention  time.Duration
@@ -165,6 +166,10 @@ func WithDefaultModel(spec string) Option { return func(c *config) { c.defaultMo
 
 // WithApprovalTimeout bounds how long an interactive run waits for a decision.
 func WithApprovalTimeout(d time.Duration) Option { return func(c *config) { c.approvalTimeout = d } }
+
+// WithQuestionTimeout bounds how long a run waits for the answer to an
+// ask_user question; the tool's result then says nobody answered.
+func WithQuestionTimeout(d time.Duration) Option { return func(c *config) { c.questionTimeout = d } }
 
 // WithPollInterval sets how often run owners poll for cancel requests and decisions.
 func WithPollInterval(d time.Duration) Option { return func(c *config) { c.pollInterval = d } }
@@ -243,7 +248,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 		return nil, errors.New("runexec: every dependency but Logger is required")
 	}
 	cfg := config{
-		approvalTimeout: DefaultApprovalTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
+		approvalTimeout: DefaultApprovalTimeout, questionTimeout: DefaultQuestionTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
 		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration,
 	}
 	for _, o := range opts {

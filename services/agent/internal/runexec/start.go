@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -44,6 +45,12 @@ func (e *Executor) Start(ctx context.Context, user string, req Request) (*Run, e
 	if err != nil {
 		return nil, err
 	}
+	return e.begin(ctx, user, req, nil)
+}
+
+// begin starts a validated request; from is the stopped run it continues
+// (nil for a new message), whose thread must still be as it left it.
+func (e *Executor) begin(ctx context.Context, user string, req Request, from *runs.Run) (*Run, error) {
 	entry, err := e.agent(ctx, user, req.AgentID)
 	if err != nil {
 		return nil, err
@@ -70,6 +77,9 @@ func (e *Executor) Start(ctx context.Context, user string, req Request) (*Run, e
 	state, err := e.loadState(ctx, user, req)
 	if err != nil {
 		return nil, err
+	}
+	if from != nil && state.Version != from.ThreadVersion {
+		return nil, fmt.Errorf("%w: thread %s changed since run %s stopped (continued already, or a new message was sent)", ErrNotStopped, req.ThreadID, from.ID)
 	}
 	build, err := e.buildRunner(ctx, user, entry)
 	if err != nil {
@@ -189,6 +199,9 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 	builtins := tools.Builtins()
 	var agentTools []loop.Tool
 	for _, name := range cfg.Tools {
+		if name == AskUserTool {
+			continue // bound to the run below
+		}
 		if t, ok := builtins[name]; ok {
 			agentTools = append(agentTools, t)
 			continue
@@ -211,12 +224,17 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 		}
 		agentTools = append(agentTools, t)
 	}
+	askUser := slices.Contains(cfg.Tools, AskUserTool)
 	return func(r *Run) *loop.Runner {
-		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger)}, e.cfg.runnerOptions...)
+		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger), loop.WithStopCheck(r.stopRequested)}, e.cfg.runnerOptions...)
 		if cfg.Approval == loop.ApprovalInteractive {
 			opts = append(opts, loop.WithApprover(approver{r}))
 		}
-		return loop.NewRunner(cfg, model, agentHooks, agentTools, opts...)
+		runTools := agentTools
+		if askUser {
+			runTools = append(slices.Clip(agentTools), &asker{r: r})
+		}
+		return loop.NewRunner(cfg, model, agentHooks, runTools, opts...)
 	}, nil
 }
 

@@ -34,6 +34,7 @@ type memRun struct {
 	endedAt   time.Time
 	changed   chan struct{} // closed and replaced on every append or end
 	cancel    bool
+	stop      bool
 	decisions []loop.Decision
 }
 
@@ -68,9 +69,15 @@ func (m *Memory) entry(runID string, create bool) *memRun {
 func (m *Memory) evict() {
 	now := m.now()
 	for id, r := range m.runs {
-		if r.ended && now.Sub(r.endedAt) > m.retention {
-			delete(m.runs, id)
+		if !r.ended || now.Sub(r.endedAt) <= m.retention {
+			continue
 		}
+		if r.rec != nil && r.rec.Status == StatusStopped && now.Sub(r.endedAt) <= DefaultStoppedRetention {
+			// A stopped run stays continuable; its log goes as any run's.
+			r.events, r.keys = nil, nil
+			continue
+		}
+		delete(m.runs, id)
 	}
 }
 
@@ -158,6 +165,24 @@ func (m *Memory) CancelRequested(_ context.Context, runID string) (bool, error) 
 	defer m.mu.Unlock()
 	r := m.entry(runID, false)
 	return r != nil && r.cancel, nil
+}
+
+// RequestStop implements Store.
+func (m *Memory) RequestStop(_ context.Context, runID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.entry(runID, false); r != nil {
+		r.stop = true
+	}
+	return nil
+}
+
+// StopRequested implements Store.
+func (m *Memory) StopRequested(_ context.Context, runID string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.entry(runID, false)
+	return r != nil && r.stop, nil
 }
 
 // PutDecisions implements Store.

@@ -13,7 +13,7 @@ import (
 )
 
 // Redis is the Store and Log shared by replicas. A run is a hash {s: status,
-// j: record JSON, c: cancel requested} and a stream of events {e: event
+// j: record JSON, c: cancel requested, p: stop requested} and a stream of events {e: event
 // JSON} ended by an entry {end: 1}; decisions wait in a string key. Keys
 // carry the run id as a hash tag so one run's keys share a cluster slot.
 type Redis struct {
@@ -86,7 +86,10 @@ func (r *Redis) Put(ctx context.Context, run *Run) error {
 		return fmt.Errorf("encode run: %w", err)
 	}
 	ttl := r.liveTTL
-	if Terminal(run.Status) {
+	switch {
+	case run.Status == StatusStopped:
+		ttl = DefaultStoppedRetention
+	case Terminal(run.Status):
 		ttl = r.retention
 	}
 	_, err = r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -162,7 +165,7 @@ func (r *Redis) Get(ctx context.Context, runID string) (*Run, error) {
 var finishScript = redis.NewScript(`
 local s = redis.call('HGET', KEYS[1], 's')
 if not s then return -1 end
-if s == 'done' or s == 'cancelled' or s == 'failed' then return 0 end
+if s == 'done' or s == 'stopped' or s == 'cancelled' or s == 'failed' then return 0 end
 redis.call('HSET', KEYS[1], 's', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`)
@@ -180,9 +183,15 @@ func (r *Redis) Finish(ctx context.Context, runID, status, _ string) (bool, erro
 	return n == 1, nil
 }
 
+// Flags of a run's hash: requests addressed to its owner.
+const (
+	flagCancel = "c"
+	flagStop   = "p"
+)
+
 // RequestCancel implements Store.
 func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
-	if err := r.rdb.HSet(ctx, r.runKey(runID), "c", 1).Err(); err != nil {
+	if err := r.rdb.HSet(ctx, r.runKey(runID), flagCancel, 1).Err(); err != nil {
 		return fmt.Errorf("request cancel: %w", err)
 	}
 	if err := r.rdb.Publish(ctx, r.nudgeChannel(), runID).Err(); err != nil {
@@ -193,12 +202,31 @@ func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
 
 // CancelRequested implements Store.
 func (r *Redis) CancelRequested(ctx context.Context, runID string) (bool, error) {
-	v, err := r.rdb.HGet(ctx, r.runKey(runID), "c").Result()
+	return r.flag(ctx, runID, flagCancel)
+}
+
+// RequestStop implements Store. The owner reads the flag at each step
+// boundary, so no nudge is needed.
+func (r *Redis) RequestStop(ctx context.Context, runID string) error {
+	if err := r.rdb.HSet(ctx, r.runKey(runID), flagStop, 1).Err(); err != nil {
+		return fmt.Errorf("request stop: %w", err)
+	}
+	return nil
+}
+
+// StopRequested implements Store.
+func (r *Redis) StopRequested(ctx context.Context, runID string) (bool, error) {
+	return r.flag(ctx, runID, flagStop)
+}
+
+// flag reports whether a request flag is set on the run.
+func (r *Redis) flag(ctx context.Context, runID, field string) (bool, error) {
+	v, err := r.rdb.HGet(ctx, r.runKey(runID), field).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read cancel: %w", err)
+		return false, fmt.Errorf("read run flag %s: %w", field, err)
 	}
 	return v == "1", nil
 }
@@ -270,7 +298,7 @@ func (r *Redis) Nudges(ctx context.Context) (<-chan string, error) {
 var appendScript = redis.NewScript(`
 if ARGV[4] ~= '1' then
   local s = redis.call('HGET', KEYS[1], 's')
-  if s == 'done' or s == 'cancelled' or s == 'failed' then return redis.error_reply('run has ended') end
+  if s == 'done' or s == 'stopped' or s == 'cancelled' or s == 'failed' then return redis.error_reply('run has ended') end
 end
 local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'e', ARGV[2])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])

@@ -16,9 +16,12 @@ import (
 
 // Run statuses.
 const (
-	StatusRunning   = "running"
-	StatusWaiting   = "waiting_approval"
-	StatusDone      = "done"
+	StatusRunning = "running"
+	StatusWaiting = "waiting_approval"
+	StatusDone    = "done"
+	// StatusStopped is a run stopped gracefully at a step boundary, which a
+	// new run may continue.
+	StatusStopped   = "stopped"
 	StatusCancelled = "cancelled"
 	StatusFailed    = "failed"
 )
@@ -33,6 +36,10 @@ const (
 	DefaultRetention = 10 * time.Minute
 	// DefaultLiveTTL bounds how long a running run's keys live without an event.
 	DefaultLiveTTL = 24 * time.Hour
+	// DefaultStoppedRetention is how long a stopped run's record is kept, so
+	// that it can still be continued (its event log goes after
+	// DefaultRetention, as any run's; its thread may expire sooner).
+	DefaultStoppedRetention = 24 * time.Hour
 )
 
 // Errors of the package.
@@ -43,8 +50,14 @@ var (
 
 // Terminal reports whether status is final.
 func Terminal(status string) bool {
-	return status == StatusDone || status == StatusCancelled || status == StatusFailed
+	return status == StatusDone || status == StatusStopped || status == StatusCancelled || status == StatusFailed
 }
+
+// What a run waiting for the user waits for (Run.Awaiting).
+const (
+	AwaitApproval = "approval"
+	AwaitAnswer   = "answer"
+)
 
 // Run is a run's record.
 type Run struct {
@@ -60,6 +73,12 @@ type Run struct {
 	LeaseToken string `json:"lease_token"`
 	// Error is the failure message of a failed run.
 	Error string `json:"error,omitempty"`
+	// Awaiting says what a waiting run waits for: AwaitApproval of its
+	// pending calls, or AwaitAnswer to its pending ask_user call.
+	Awaiting string `json:"awaiting,omitempty"`
+	// ThreadVersion is the thread's version as a stopped run saved it; a
+	// run continues it only while the thread is still at that version.
+	ThreadVersion int64 `json:"thread_version,omitempty"`
 }
 
 // Store keeps run records and the requests addressed to a run's owner.
@@ -75,6 +94,11 @@ type Store interface {
 	RequestCancel(ctx context.Context, runID string) error
 	// CancelRequested reports whether a cancel was requested.
 	CancelRequested(ctx context.Context, runID string) (bool, error)
+	// RequestStop records a graceful stop request, which the run's owner
+	// reads at its next step boundary.
+	RequestStop(ctx context.Context, runID string) error
+	// StopRequested reports whether a graceful stop was requested.
+	StopRequested(ctx context.Context, runID string) (bool, error)
 	// PutDecisions stores approval decisions for the owner and nudges it.
 	PutDecisions(ctx context.Context, runID string, decisions []loop.Decision) error
 	// TakeDecisions returns and removes stored decisions (nil when none).

@@ -150,6 +150,15 @@ func TestStoreContract(t *testing.T) {
 			if ok, _ := s.CancelRequested(ctx, "r1"); !ok {
 				t.Fatal("cancel request not recorded")
 			}
+			if ok, _ := s.StopRequested(ctx, "r1"); ok {
+				t.Fatal("stop requested before any")
+			}
+			if err := s.RequestStop(ctx, "r1"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.StopRequested(ctx, "r1"); !ok || err != nil {
+				t.Fatalf("stop request not recorded: %v", err)
+			}
 			won, err := s.Finish(ctx, "r1", StatusFailed, "lost")
 			if err != nil || !won {
 				t.Fatalf("Finish = %v, %v", won, err)
@@ -179,6 +188,32 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	evs, _, _ := m.Read(ctx, "r", "1700000000000-0", 10, 0)
 	if len(evs) != 2 || evs[0].ID != "1700000000000-1" {
 		t.Fatalf("Read = %v", evs)
+	}
+}
+
+// TestMemoryKeepsStoppedRuns: past the retention a stopped run's log goes,
+// but its record stays, to be continued, until DefaultStoppedRetention.
+func TestMemoryKeepsStoppedRuns(t *testing.T) {
+	t.Parallel()
+	m := NewMemory(WithMemoryRetention(time.Minute))
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	ctx := context.Background()
+	m.Put(ctx, &Run{ID: "stopped", Status: StatusStopped})
+	m.Append(ctx, "stopped", loop.StreamEvent{Event: "x"})
+	m.End(ctx, "stopped")
+	now = now.Add(2 * time.Minute)
+	m.Append(ctx, "new", loop.StreamEvent{Event: "x"})
+	if got, err := m.Get(ctx, "stopped"); err != nil || got.Status != StatusStopped {
+		t.Fatalf("stopped run after the retention = %v, %v", got, err)
+	}
+	if evs, ended, err := m.Read(ctx, "stopped", "", 10, 0); err != nil || len(evs) != 0 || !ended {
+		t.Fatalf("stopped run's log after the retention = %v, %v, %v", evs, ended, err)
+	}
+	now = now.Add(DefaultStoppedRetention)
+	m.Append(ctx, "newer", loop.StreamEvent{Event: "x"})
+	if _, err := m.Get(ctx, "stopped"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("stopped run after its own retention = %v", err)
 	}
 }
 
@@ -224,6 +259,41 @@ func TestRedisFencesFinishedRun(t *testing.T) {
 	evs, ended, _ := r.Read(ctx, "r", "", 10, 0)
 	if !ended || len(evs) != 2 || evs[1].Event != "error" {
 		t.Fatalf("log = %v, ended %v", evs, ended)
+	}
+}
+
+// TestStoppedIsFinal: a stopped run is over for every store: it is not
+// finished again (a replica reaping it must not call it lost), nor does
+// its log take events.
+func TestStoppedIsFinal(t *testing.T) {
+	t.Parallel()
+	for name, mk := range impls(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := mk(t)
+			if err := s.Put(ctx, &Run{ID: "r", User: "u", AgentID: "a", Status: StatusStopped, ThreadVersion: 3}); err != nil {
+				t.Fatal(err)
+			}
+			if won, err := s.Finish(ctx, "r", StatusFailed, "lost"); err != nil || won {
+				t.Fatalf("Finish of a stopped run = %v, %v", won, err)
+			}
+			got, err := s.Get(ctx, "r")
+			if err != nil || got.Status != StatusStopped || got.ThreadVersion != 3 {
+				t.Fatalf("Get = %+v, %v", got, err)
+			}
+			if ids, _ := s.Unfinished(ctx, "u", "a"); len(ids) != 0 {
+				t.Fatalf("a stopped run is listed unfinished: %v", ids)
+			}
+		})
+	}
+	r := impls(t)["redis"](t)
+	ctx := context.Background()
+	if err := r.Put(ctx, &Run{ID: "r", Status: StatusStopped}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "late"}); err == nil {
+		t.Fatal("an event was appended to a stopped run")
 	}
 }
 

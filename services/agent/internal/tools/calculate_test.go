@@ -153,7 +153,7 @@ func TestDatetime(t *testing.T) {
 		t.Fatal("non-string timezone accepted")
 	}
 	b := Builtins()
-	if b["calculate"] == nil || b["datetime"] == nil || len(b) != 2 {
+	if b["calculate"] == nil || b["datetime"] == nil || b["discard_steps"] == nil || len(b) != 3 || !IsBuiltin(AskUser) {
 		t.Fatalf("builtins %v", b)
 	}
 }

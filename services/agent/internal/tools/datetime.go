@@ -54,10 +54,25 @@ func datetimeTool(now func() time.Time) loop.Tool {
 	}
 }
 
+// AskUser is the built-in tool by which the model asks the user a
+// question. It waits on its run, so the run executor builds it per run; it
+// is not in Builtins.
+const AskUser = "ask_user"
+
+// IsBuiltin reports whether name is a built-in tool's, which no native or
+// external tool may take.
+func IsBuiltin(name string) bool {
+	_, ok := Builtins()[name]
+	return ok || name == AskUser
+}
+
 // Builtins returns the built-in tools by name.
 func Builtins() map[string]loop.Tool {
 	return map[string]loop.Tool{
 		"calculate": Calculate(),
 		"datetime":  Datetime(),
+		// discard_steps lives with the loop, which reads it back when it
+		// builds each prompt.
+		loop.DiscardStepsTool: loop.DiscardSteps(),
 	}
 }

@@ -1,0 +1,75 @@
+// The composer's run controls and the question card, rendered alone.
+import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
+
+import type { InterruptItem } from "../state/chat";
+import { Composer } from "./Chat";
+import { QuestionCard } from "./Items";
+
+afterEach(cleanup);
+
+function composer(props: Partial<Parameters<typeof Composer>[0]> = {}) {
+  const calls = { onSend: vi.fn(), onStop: vi.fn(), onCancel: vi.fn(), onContinue: vi.fn() };
+  render(<Composer running={false} disabled={false} {...calls} {...props} />);
+  return calls;
+}
+
+describe("Composer", () => {
+  it("offers Stop (after the step) and Cancel (at once, also Esc) while a run goes", () => {
+    const c = composer({ running: true });
+    fireEvent.click(screen.getByTestId("chat-stop-step"));
+    expect(c.onStop).toHaveBeenCalledTimes(1);
+    fireEvent.click(screen.getByTestId("chat-stop"));
+    fireEvent.keyDown(window, { key: "Escape" });
+    expect(c.onCancel).toHaveBeenCalledTimes(2);
+    expect(screen.queryByTestId("chat-send")).toBeNull();
+  });
+
+  it("says Stopping… once asked, and cannot stop a run that waits for the user", () => {
+    composer({ running: true, stopping: true });
+    expect(screen.getByTestId("chat-stop-step").textContent).toBe("Stopping…");
+    expect((screen.getByTestId("chat-stop-step") as HTMLButtonElement).disabled).toBe(true);
+    cleanup();
+    composer({ running: true, waiting: true });
+    expect((screen.getByTestId("chat-stop-step") as HTMLButtonElement).disabled).toBe(true);
+    expect((screen.getByTestId("chat-stop") as HTMLButtonElement).disabled).toBe(false);
+  });
+
+  it("offers Continue only after a stopped run", () => {
+    composer();
+    expect(screen.queryByTestId("chat-continue")).toBeNull();
+    cleanup();
+    const c = composer({ canContinue: true });
+    fireEvent.click(screen.getByTestId("chat-continue"));
+    expect(c.onContinue).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("QuestionCard", () => {
+  const item: InterruptItem = {
+    kind: "interrupt",
+    key: "i1",
+    runId: "r1",
+    toolCalls: [{ id: "q1", name: "ask_user" }],
+    question: { toolCallId: "q1", text: "Which colour?", choices: ["red", "blue"] },
+    resolved: false,
+  };
+
+  it("answers with a choice", async () => {
+    const onDecide = vi.fn(async () => {});
+    render(<QuestionCard item={item} onDecide={onDecide} onError={vi.fn()} />);
+    expect(screen.getByTestId("question-card").textContent).toContain("Which colour?");
+    fireEvent.click(screen.getAllByTestId("question-choice")[1]!);
+    expect(onDecide).toHaveBeenCalledWith("r1", [{ tool_call_id: "q1", action: "answer", message: "blue" }]);
+  });
+
+  it("answers in the user's words, and only with some", () => {
+    const onDecide = vi.fn(async () => {});
+    render(<QuestionCard item={item} onDecide={onDecide} onError={vi.fn()} />);
+    const answer = screen.getByTestId("question-answer") as HTMLButtonElement;
+    expect(answer.disabled).toBe(true);
+    fireEvent.change(screen.getByTestId("question-input"), { target: { value: "green" } });
+    fireEvent.click(answer);
+    expect(onDecide).toHaveBeenCalledWith("r1", [{ tool_call_id: "q1", action: "answer", message: "green" }]);
+  });
+});
