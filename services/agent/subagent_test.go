@@ -382,10 +382,10 @@ func childBlocks() func(int, *llmv1.StreamRequest) reply {
 	})
 }
 
-// TestSubagentCancelledWithParent: cancelling the parent mid-child ends
-// the child's work (its tool's context ends) and the parent's run.
-func TestSubagentCancelledWithParent(t *testing.T) {
-	t.Parallel()
+// startBlockedChild streams a run whose sub-agent is inside native_block
+// when it returns; first is the run's first event.
+func startBlockedChild(t *testing.T) (*suite, *replica, *blocker, context.Context, agentv1.AgentService_StreamClient, *agentv1.StreamEvent) {
+	t.Helper()
 	b := newBlocker()
 	s := newSuite(t, childBlocks())
 	r := redisReplica(t, s, agent.WithNativeTools(b.tool()))
@@ -400,7 +400,15 @@ func TestSubagentCancelledWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.wait(t, ctx)
-	if _, err := r.client.CancelRun(ctx, &agentv1.CancelRunRequest{RunId: first.GetEvent().GetRunId()}); err != nil {
+	return s, r, b, ctx, st, first.GetEvent()
+}
+
+// TestSubagentCancelledWithParent: cancelling the parent mid-child ends
+// the child's work (its tool's context ends) and the parent's run.
+func TestSubagentCancelledWithParent(t *testing.T) {
+	t.Parallel()
+	_, r, b, ctx, st, first := startBlockedChild(t)
+	if _, err := r.client.CancelRun(ctx, &agentv1.CancelRunRequest{RunId: first.GetRunId()}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -415,7 +423,7 @@ func TestSubagentCancelledWithParent(t *testing.T) {
 	if last := evs[len(evs)-1]; last.GetEvent() != "error" || field(last, "code") != "cancelled" {
 		t.Fatalf("parent ended with %v", last)
 	}
-	run := waitStatus(t, r, ctx, first.GetEvent().GetRunId(), "cancelled")
+	run := waitStatus(t, r, ctx, first.GetRunId(), "cancelled")
 	th, err := r.client.GetThread(ctx, &agentv1.GetThreadRequest{ThreadId: run.GetThreadId()})
 	if err != nil {
 		t.Fatal(err)
@@ -429,21 +437,8 @@ func TestSubagentCancelledWithParent(t *testing.T) {
 // parent ends "stopped".
 func TestSubagentStopsWithParent(t *testing.T) {
 	t.Parallel()
-	b := newBlocker()
-	s := newSuite(t, childBlocks())
-	r := redisReplica(t, s, agent.WithNativeTools(b.tool()))
-	ctx := withTimeout(t, as("alice"), 60*time.Second)
-	createAgent(t, r, ctx, &agentv1.Agent{AgentId: "lead", Tools: []string{"task", "native_block"}})
-	st, err := r.client.Stream(ctx, &agentv1.StreamRequest{AgentId: "lead", Messages: human("go")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := st.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.wait(t, ctx)
-	if _, err := r.client.StopRun(ctx, &agentv1.StopRunRequest{RunId: first.GetEvent().GetRunId()}); err != nil {
+	s, r, b, ctx, st, first := startBlockedChild(t)
+	if _, err := r.client.StopRun(ctx, &agentv1.StopRunRequest{RunId: first.GetRunId()}); err != nil {
 		t.Fatal(err)
 	}
 	close(b.open)
