@@ -510,3 +510,51 @@ func TestSubagentBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSubagentOfInteractiveParent: an interactive parent's task call waits
+// for approval once; approved, the child runs its own tool calls without
+// asking again.
+func TestSubagentOfInteractiveParent(t *testing.T) {
+	t.Parallel()
+	s := newSuite(t, script(func(c conversation) reply {
+		switch {
+		case c.goal == "go" && c.turns == 0:
+			return reply{calls: []*llmv1.ToolCall{task("t1", "", "compute")}}
+		case c.goal == "go":
+			return text("parent saw: " + c.outputs)
+		case c.turns == 0:
+			return reply{calls: []*llmv1.ToolCall{call("c1", "calculate", map[string]any{"expr": "6*7"})}}
+		default:
+			return text("child saw: " + c.outputs)
+		}
+	}))
+	r := redisReplica(t, s)
+	ctx := withTimeout(t, as("alice"), 60*time.Second)
+	createAgent(t, r, ctx, &agentv1.Agent{AgentId: "careful", Approval: "interactive", Tools: []string{"task", "calculate"}})
+	resp, err := r.client.Invoke(ctx, &agentv1.InvokeRequest{AgentId: "careful", Messages: human("go")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetStatus() != "waiting_approval" || len(resp.GetInterrupt()) != 1 || resp.GetInterrupt()[0].GetName() != "task" {
+		t.Fatalf("Invoke = %v", resp)
+	}
+	if _, err := r.client.ResumeRun(ctx, &agentv1.ResumeRunRequest{RunId: resp.GetRunId(), Decisions: []*agentv1.ApprovalDecision{{ToolCallId: "t1", Action: "approve"}}}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := r.client.JoinRun(ctx, &agentv1.JoinRunRequest{RunId: resp.GetRunId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := collect(t, js.Recv)
+	if n := len(ofKind(evs, "on_interrupt")); n != 1 || evs[len(evs)-1].GetEvent() != "done" {
+		t.Fatalf("%d interrupts; events %v", n, names(evs))
+	}
+	th, err := r.client.GetThread(ctx, &agentv1.GetThreadRequest{ThreadId: resp.GetThreadId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := th.GetThread().GetMessages()
+	if got := msgs[len(msgs)-1].GetContent(); got != "parent saw: task=child saw: calculate=42" {
+		t.Fatalf("parent's answer %q", got)
+	}
+}
