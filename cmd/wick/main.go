@@ -85,6 +85,8 @@ func run(args []string, out io.Writer) error {
 	kb := agent.DefaultKnowledgeConfig()
 	kb.RegisterFlags(fs)
 	questionTimeout := fs.Duration("question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
+	subagentDepth := fs.Int("subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
+	subagentTimeout := fs.Duration("subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
@@ -112,7 +114,8 @@ func run(args []string, out io.Writer) error {
 	if agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
-	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits), agent.WithQuestionTimeout(*questionTimeout))
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits), agent.WithQuestionTimeout(*questionTimeout),
+		agent.WithSubagents(*subagentDepth, *subagentTimeout))
 	kbOpts, err := kb.Options()
 	if err != nil {
 		return err

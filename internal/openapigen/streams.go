@@ -104,6 +104,25 @@ var catalogs = map[protoreflect.FullName]*catalog{
 					"input_tokens":  integer("Prompt tokens."),
 					"output_tokens": integer("Completion tokens."),
 				})},
+			{event: "on_subagent_start", doc: "A task call started a sub-agent: a child run on a thread of its own, " +
+				"in the same sandbox. Its events follow as on_subagent_event, then on_subagent_end.",
+				name: "The sub-agent's name.",
+				data: subagentData(object{"description": str("The task the parent handed it.")})},
+			{event: "on_subagent_event", doc: "One event of a sub-agent, wrapped so that a client never takes a child's " +
+				"done or error for the run's own. Events of deeper sub-agents come as their own on_subagent_* events, " +
+				"tagged with their parent_run_id.",
+				name: "The sub-agent's name.",
+				data: subagentData(object{"event": obj("The child's event: its kind, name and data, as a run's event has them.", object{
+					"event": str("The child event's kind (on_chat_model_stream, on_tool_start, done …)."),
+					"name":  str("The child event's name."),
+					"data":  object{"description": "The child event's data, shaped as for that kind."},
+				}, "event")}, "event")},
+			{event: "on_subagent_end", doc: "A sub-agent ended; its final answer is the output of the parent's task call (on_tool_end).",
+				name: "The sub-agent's name.",
+				data: subagentData(object{
+					"status": str("completed, failed, timeout, stopped (its parent is stopping) or cancelled (with its parent)."),
+					"error":  str("Why it did not complete; the parent's task call fails with it."),
+				}, "status")},
 			{event: "done", doc: "The run completed; the last event.",
 				data: obj("", object{"stop_reason": str("Why it stopped: completed, or stopped (POST /runs/{run_id}/stop; " +
 					"continue it with POST /runs/{run_id}/continue).")})},
@@ -146,6 +165,23 @@ var catalogs = map[protoreflect.FullName]*catalog{
 				}, "action", "status")},
 		},
 	},
+}
+
+// subagentData is the data of an on_subagent_* event: the tags that place
+// the sub-agent in the tree of runs, and extra.
+func subagentData(extra object, required ...string) object {
+	props := object{
+		"name":          str("The sub-agent's name (general-purpose or one the agent declares)."),
+		"run_id":        str("The child run's id."),
+		"thread_id":     str("The child's thread (GET /threads/{thread_id}); thread lists leave it out."),
+		"parent_run_id": str("The run whose task call started the child: the streamed run, or a sub-agent of it."),
+		"tool_call_id":  str("The parent's task call."),
+		"depth":         integer("How deep the child runs: 1 for a child of the streamed run."),
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	return obj("", props, append([]string{"name", "run_id", "thread_id", "parent_run_id", "tool_call_id", "depth"}, required...)...)
 }
 
 // frameSchema and lineSchema name the components describing one SSE frame

@@ -144,7 +144,7 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 		Tools: c.Tools, Backend: backendToProto(c.Backend), ContextWindow: int32(c.ContextWindow),
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
 		Collections: c.Collections, KnowledgeTopK: int32(c.KnowledgeTopK), KnowledgeMinScore: c.KnowledgeMinScore,
-		ToolWait: c.ToolWait,
+		ToolWait: c.ToolWait, Subagents: subagentsToProto(c.Subagents),
 	}
 	if c.Skills != nil {
 		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
@@ -160,7 +160,7 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 		Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(), Tools: a.GetTools(), Backend: backendFromProto(a.GetBackend()),
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
 		Collections: a.GetCollections(), KnowledgeTopK: int(a.GetKnowledgeTopK()), KnowledgeMinScore: a.KnowledgeMinScore,
-		ToolWait: a.GetToolWait(),
+		ToolWait: a.GetToolWait(), Subagents: subagentsFromProto(a.GetSubagents()),
 	}
 	if a.GetModel() != nil {
 		c.Model = a.GetModel().AsInterface()
@@ -172,6 +172,36 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 		c.Memory = &loop.MemoryCfg{Paths: a.GetMemory().GetPaths()}
 	}
 	return c
+}
+
+func subagentsToProto(subs []loop.SubagentCfg) []*agentv1.Subagent {
+	var out []*agentv1.Subagent
+	for _, s := range subs {
+		p := &agentv1.Subagent{Name: s.Name, Description: s.Description, Prompt: redact.String(s.Prompt), Tools: s.Tools}
+		if s.Model != nil {
+			p.Model = value(redact.Value(loop.JSONValue(s.Model)))
+		}
+		if s.Timeout > 0 {
+			p.Timeout = durationpb.New(s.Timeout)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func subagentsFromProto(subs []*agentv1.Subagent) []loop.SubagentCfg {
+	var out []loop.SubagentCfg
+	for _, p := range subs {
+		s := loop.SubagentCfg{Name: p.GetName(), Description: p.GetDescription(), Prompt: p.GetPrompt(), Tools: p.GetTools()}
+		if p.GetModel() != nil {
+			s.Model = p.GetModel().AsInterface()
+		}
+		if p.GetTimeout() != nil {
+			s.Timeout = p.GetTimeout().AsDuration()
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func hooksToProto(st []hooks.Status) []*agentv1.HookStatus {

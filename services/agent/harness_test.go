@@ -111,7 +111,7 @@ type fakeSandbox struct {
 	ensures int
 }
 
-func newFakeSandbox(t *testing.T) *fakeSandbox {
+func newFakeSandbox(t testing.TB) *fakeSandbox {
 	return &fakeSandbox{dir: t.TempDir(), state: map[string]string{}, specs: map[string]*sandboxv1.SandboxSpec{}}
 }
 
@@ -351,7 +351,7 @@ func (f *fakeSandbox) Terminal(stream sandboxv1.SandboxService_TerminalServer) e
 
 // suite is a set of services on loopback sharing one identity key.
 type suite struct {
-	t       *testing.T
+	t       testing.TB
 	key     *identity.Key
 	llm     *fakeLLM
 	sandbox *fakeSandbox
@@ -362,7 +362,7 @@ type suite struct {
 	sbClient sandboxv1.SandboxServiceClient
 }
 
-func newSuite(t *testing.T, script func(n int, req *llmv1.StreamRequest) reply) *suite {
+func newSuite(t testing.TB, script func(n int, req *llmv1.StreamRequest) reply) *suite {
 	t.Helper()
 	s := &suite{t: t, key: identity.RandomKey(), llm: &fakeLLM{script: script, started: make(chan int, 64)}, sandbox: newFakeSandbox(t)}
 	s.llmAddr = s.serve(func(g *grpc.Server) { llmv1.RegisterLLMServiceServer(g, s.llm) })

@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
 
@@ -29,6 +31,9 @@ func (s *Service) ListThreads(ctx context.Context, req *agentv1.ListThreadsReque
 	}
 	out := &agentv1.ListThreadsResponse{}
 	for _, t := range list {
+		if strings.HasPrefix(t.ThreadID, subagent.ThreadPrefix) {
+			continue // a sub-agent's thread: the user did not start it (GetThread reads it)
+		}
 		out.Threads = append(out.Threads, &agentv1.ThreadSummary{ThreadId: t.ThreadID, AgentId: t.AgentID, MessageCount: int32(t.MessageCount), UpdatedAt: ts(t.UpdatedAt),
 			Title: t.Title, Status: t.Status})
 	}

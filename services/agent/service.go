@@ -30,6 +30,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
+	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
@@ -52,6 +53,10 @@ const (
 	// DefaultQuestionTimeout is how long a run waits for the answer to an
 	// ask_user question.
 	DefaultQuestionTimeout = runexec.DefaultQuestionTimeout
+	// DefaultSubagentMaxDepth is how deep sub-agents nest (the seed's 5).
+	DefaultSubagentMaxDepth = subagent.DefaultMaxDepth
+	// DefaultSubagentTimeout bounds one sub-agent run (the seed's 300 s).
+	DefaultSubagentTimeout = subagent.DefaultTimeout
 	// DefaultPollInterval is how often a run's owner checks for cancel
 	// requests and decisions that a lost pub/sub message did not announce.
 	DefaultPollInterval = runexec.DefaultPollInterval
@@ -205,6 +210,14 @@ func WithApprovalTimeout(d time.Duration) Option { return runOption(runexec.With
 // WithQuestionTimeout bounds how long a run waits for the answer to an
 // ask_user question (default DefaultQuestionTimeout).
 func WithQuestionTimeout(d time.Duration) Option { return runOption(runexec.WithQuestionTimeout(d)) }
+
+// WithSubagents bounds sub-agents (the task tool): how deep they nest
+// (default DefaultSubagentMaxDepth) and how long one runs when its
+// declaration sets no timeout (default DefaultSubagentTimeout); zero keeps
+// a default.
+func WithSubagents(maxDepth int, timeout time.Duration) Option {
+	return runOption(runexec.WithSubagentOptions(subagent.WithMaxDepth(maxDepth), subagent.WithTimeout(timeout)))
+}
 
 // WithPollInterval sets how often run owners poll for cancel requests and decisions.
 func WithPollInterval(d time.Duration) Option { return runOption(runexec.WithPollInterval(d)) }

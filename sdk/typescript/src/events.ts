@@ -121,6 +121,58 @@ export interface KnowledgeRetrievalEvent extends EventBase {
 }
 
 /**
+ * Where a sub-agent sits in the tree of runs: every on_subagent_* event
+ * carries it. A client nests a child's events under the task call
+ * tool_call_id of the run parent_run_id (the streamed run, or a sub-agent
+ * of it when nested).
+ */
+export interface SubagentTags {
+  /** "general-purpose" or a sub-agent the agent declares. */
+  name: string;
+  /** The child's run. */
+  run_id: string;
+  /** The child's thread (getThread reads it; thread lists leave it out). */
+  thread_id: string;
+  parent_run_id: string;
+  tool_call_id: string;
+  /** 1 for a child of the streamed run. */
+  depth: number;
+}
+
+/** A task call started a sub-agent; description is its task. */
+export interface SubagentStartEvent extends EventBase {
+  event: "on_subagent_start";
+  data: SubagentTags & { description: string };
+}
+
+/** One event of a sub-agent as the child's run has it (never the run's own). */
+export interface SubagentInnerEvent {
+  event: string;
+  name?: string;
+  data?: unknown;
+}
+
+/**
+ * One event of a sub-agent, wrapped so that a child's done is never taken
+ * for the run's own. Deeper sub-agents' events come as their own
+ * on_subagent_* events.
+ */
+export interface SubagentEventEvent extends EventBase {
+  event: "on_subagent_event";
+  data: SubagentTags & { event: SubagentInnerEvent };
+}
+
+/**
+ * A sub-agent ended: status is completed, failed, timeout, stopped (its
+ * parent is stopping) or cancelled; error says why it did not complete.
+ * Its answer is the output of the parent's task call (on_tool_end).
+ */
+export interface SubagentEndEvent extends EventBase {
+  event: "on_subagent_end";
+  data: SubagentTags & { status: string; error?: string };
+}
+
+/**
  * The run ended normally; the stream ends after it. stop_reason is
  * "completed", or "stopped" after stopRun (continueRun goes on from there).
  */
@@ -165,6 +217,9 @@ export type KnownEvent =
   | InterruptEvent
   | UsageEvent
   | KnowledgeRetrievalEvent
+  | SubagentStartEvent
+  | SubagentEventEvent
+  | SubagentEndEvent
   | DoneEvent
   | RunErrorEvent;
 
@@ -184,6 +239,9 @@ export const EVENT_KINDS: readonly EventKind[] = [
   "on_interrupt",
   "on_usage",
   "on_knowledge_retrieval",
+  "on_subagent_start",
+  "on_subagent_event",
+  "on_subagent_end",
   "done",
   "error",
 ];

@@ -3,7 +3,7 @@
 // streams only the last message re-renders.
 import { memo, useState } from "react";
 
-import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, ToolItem, UserItem } from "../state/chat";
+import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, SubagentView, ToolItem, UserItem } from "../state/chat";
 import { Markdown } from "./Markdown";
 import type { Decision } from "./useThreadChat";
 
@@ -118,10 +118,49 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
             <Clipped className="code" text={item.output} />
           </>
         ) : null}
+        {item.subagents?.map((v) => <SubagentBlock key={v.runId} view={v} />)}
       </div>
     </details>
   );
 });
+
+const SUBAGENT_LABEL = {
+  running: "running…",
+  completed: "done",
+  failed: "failed",
+  timeout: "timed out",
+  stopped: "stopped",
+  cancelled: "cancelled",
+} as const;
+
+/**
+ * SubagentBlock shows a sub-agent inside the task call's card: its task,
+ * status, and its own messages and tool cards (which nest deeper sub-agents).
+ */
+function SubagentBlock({ view }: { view: SubagentView }) {
+  const dot = view.status === "running" ? "running" : view.status === "completed" ? "done" : "error";
+  return (
+    <div className="subagent" data-testid="subagent" data-name={view.name} data-status={view.status} data-depth={view.depth}>
+      <div className="label">
+        <span className={`dot dot-${dot}`} aria-hidden="true" /> Sub-agent <code>{view.name}</code>{" "}
+        <span className="muted">{SUBAGENT_LABEL[view.status] ?? view.status}</span>
+      </div>
+      {view.description && <div className="muted small subagent-task">{view.description}</div>}
+      <div className="subagent-items">
+        {view.chat.items.map((it) =>
+          it.kind === "assistant" ? (
+            <AssistantMessage key={it.key} item={it} />
+          ) : it.kind === "tool" ? (
+            <ToolCard key={it.key} item={it} />
+          ) : it.kind === "event" ? (
+            <GenericEvent key={it.key} item={it} />
+          ) : null,
+        )}
+      </div>
+      {view.error && <div className="danger small" data-testid="subagent-error">{view.error}</div>}
+    </div>
+  );
+}
 
 export const GenericEvent = memo(function GenericEvent({ item }: { item: GenericItem }) {
   return (

@@ -320,3 +320,75 @@ describe("knowledge retrieval", () => {
     expect(failed.items).toEqual([]);
   });
 });
+
+describe("sub-agents", () => {
+  const tags = (run: string, parent: string, call: string, depth: number) => ({
+    name: "general-purpose",
+    run_id: run,
+    thread_id: `th-${run}`,
+    parent_run_id: parent,
+    tool_call_id: call,
+    depth,
+  });
+  const wrapped = (n: number, t: ReturnType<typeof tags>, event: string, data: unknown, name?: string): WickEvent => ({
+    ...base,
+    id: id(n),
+    name: t.name,
+    event: "on_subagent_event",
+    data: { ...t, event: { event, data, ...(name ? { name } : {}) } },
+  });
+
+  it("nests a sub-agent's events in its task card, and a deeper one in the child's task card", () => {
+    const child = tags("run-c", RUN, "t1", 1);
+    const grandchild = tags("run-g", "run-c", "t2", 2);
+    const s = applyEvents(
+      emptyChat,
+      [
+        start(0),
+        toolStart(1, "t1", "task", { description: "write notes" }),
+        { ...base, id: id(2), event: "on_subagent_start", data: { ...child, description: "write notes" } },
+        wrapped(3, child, "on_chat_model_stream", { delta: "working" }),
+        wrapped(4, child, "on_tool_start", { tool_call_id: "t2", args: { description: "deeper" } }, "task"),
+        { ...base, id: id(5), event: "on_subagent_start", data: { ...grandchild, description: "deeper" } },
+        wrapped(6, grandchild, "on_tool_start", { tool_call_id: "w1", args: { path: "/workspace/n.txt" } }, "write_file"),
+        wrapped(7, grandchild, "on_tool_end", { tool_call_id: "w1", output: "ok", error: "" }, "write_file"),
+        wrapped(8, grandchild, "done", { stop_reason: "completed" }),
+        { ...base, id: id(9), event: "on_subagent_end", data: { ...grandchild, status: "completed" } },
+        wrapped(10, child, "on_tool_end", { tool_call_id: "t2", output: "deep done", error: "" }, "task"),
+        wrapped(11, child, "done", { stop_reason: "completed" }),
+        { ...base, id: id(12), event: "on_subagent_end", data: { ...child, status: "completed" } },
+        toolEnd(13, "t1", "task"),
+      ],
+      1000,
+    );
+    // The child's done is not the run's: the parent still runs.
+    expect(isRunning(s)).toBe(true);
+    const [task] = tools(s);
+    expect(task?.state).toBe("done");
+    const view = task?.subagents?.[0];
+    expect(view).toMatchObject({ runId: "run-c", description: "write notes", status: "completed", depth: 1 });
+    expect(textOf(view!.chat)).toBe("working");
+    const inner = tools(view!.chat);
+    expect(inner.map((t) => [t.name, t.state, t.output])).toEqual([["task", "done", "deep done"]]);
+    const deeper = inner[0]?.subagents?.[0];
+    expect(deeper).toMatchObject({ runId: "run-g", status: "completed", depth: 2 });
+    expect(tools(deeper!.chat).map((t) => [t.name, t.state])).toEqual([["write_file", "done"]]);
+    // Only the thread's own writes reach the files panel.
+    expect(s.writtenFiles).toEqual([]);
+  });
+
+  it("shows a failed sub-agent's error", () => {
+    const child = tags("run-c", RUN, "t1", 1);
+    const s = applyEvents(
+      emptyChat,
+      [
+        start(0),
+        toolStart(1, "t1", "task", {}),
+        { ...base, id: id(2), event: "on_subagent_start", data: { ...child, description: "slow" } },
+        { ...base, id: id(3), event: "on_subagent_end", data: { ...child, status: "timeout", error: "sub-agent timed out" } },
+      ],
+      1000,
+    );
+    expect(tools(s)[0]?.subagents?.[0]).toMatchObject({ status: "timeout", error: "sub-agent timed out" });
+  });
+});

@@ -3,7 +3,19 @@
 // are applied in batches (one per animation frame while streaming), each
 // event at most once: a re-join that overlaps, a duplicate or a stale event
 // is dropped by its id, the event's position in its run's log.
-import type { KnowledgeRetrievalEvent, Todo, ToolCall, WickEvent, components } from "@wick-agent/sdk";
+import { EVENT_KINDS } from "@wick-agent/sdk";
+import type {
+  KnowledgeRetrievalEvent,
+  SubagentEndEvent,
+  SubagentEventEvent,
+  SubagentInnerEvent,
+  SubagentStartEvent,
+  SubagentTags,
+  Todo,
+  ToolCall,
+  WickEvent,
+  components,
+} from "@wick-agent/sdk";
 
 import type { WrittenFile } from "../panels/types";
 import { compareEventIds } from "./eventId";
@@ -42,6 +54,27 @@ export interface ToolItem {
   /** Client clock (ms) when the start and the end were applied: the duration shown. */
   startedAt?: number;
   endedAt?: number;
+  /** The sub-agents this call (the task tool) started, shown nested in its card. */
+  subagents?: SubagentView[];
+}
+
+/** "running" until on_subagent_end, then its status: completed, failed, timeout, stopped or cancelled. */
+export type SubagentStatus = "running" | "completed" | "failed" | "timeout" | "stopped" | "cancelled";
+
+/**
+ * A sub-agent started by a task call: its own chat (messages and tool cards,
+ * which may hold sub-agents of their own), built from its wrapped events.
+ */
+export interface SubagentView {
+  runId: string;
+  threadId: string;
+  name: string;
+  depth: number;
+  /** The task it was handed. */
+  description: string;
+  status: SubagentStatus;
+  error?: string;
+  chat: ChatState;
 }
 
 /** The model's question to the user (ask_user), answered through resume. */
@@ -237,6 +270,10 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       const { query = "", sources = [], error } = ev.data;
       return setRun(s, runId, { knowledge: { query, sources, ...(error ? { error } : {}) } });
     }
+    case "on_subagent_start":
+    case "on_subagent_event":
+    case "on_subagent_end":
+      return applySubagent(s, ev, now);
     case "done":
       return endRun(s, runId, { status: ev.data.stop_reason === "stopped" ? "stopped" : "done", stopReason: ev.data.stop_reason }, now);
     case "error": {
@@ -362,6 +399,70 @@ export function titleOf(text: string): string {
   const line = text.trim().replace(/\s+/g, " ");
   const chars = Array.from(line);
   return chars.length > MAX_TITLE_CHARS ? chars.slice(0, MAX_TITLE_CHARS - 1).join("").trimEnd() + "…" : line;
+}
+
+const knownKinds = new Set<string>(EVENT_KINDS);
+
+/**
+ * applySubagent puts a sub-agent's event into the tool card of the task
+ * call that started it (tool_call_id of the run parent_run_id), which may
+ * sit in another sub-agent's chat when sub-agents nest.
+ */
+function applySubagent(s: ChatState, ev: SubagentStartEvent | SubagentEventEvent | SubagentEndEvent, now: number): ChatState {
+  const d = ev.data;
+  return updateTool(s, d.parent_run_id, d.tool_call_id, (tool) => {
+    const subs = tool.subagents ?? [];
+    const i = subs.findIndex((v) => v.runId === d.run_id);
+    const view: SubagentView =
+      i >= 0
+        ? subs[i]!
+        : { runId: d.run_id, threadId: d.thread_id, name: d.name, depth: d.depth, description: "", status: "running", chat: emptyChat };
+    let next: SubagentView = view;
+    if (ev.event === "on_subagent_start") {
+      next = { ...view, description: ev.data.description };
+    } else if (ev.event === "on_subagent_event") {
+      next = { ...view, chat: applyEvent(view.chat, innerEvent(ev.data.event, ev.id, d), now, d.run_id) };
+    } else if (ev.event === "on_subagent_end") {
+      next = { ...view, status: ev.data.status as SubagentStatus, ...(ev.data.error ? { error: ev.data.error } : {}) };
+    }
+    const out = subs.slice();
+    if (i >= 0) out[i] = next;
+    else out.push(next);
+    return { ...tool, subagents: out };
+  });
+}
+
+/** innerEvent is a sub-agent's wrapped event as an event of the child's run. */
+function innerEvent(inner: SubagentInnerEvent, id: string, tags: SubagentTags): WickEvent {
+  const base = { id, run_id: tags.run_id, thread_id: tags.thread_id, ...(inner.name ? { name: inner.name } : {}) };
+  const data = inner.data ?? {};
+  if (knownKinds.has(inner.event)) return { ...base, event: inner.event, data } as WickEvent;
+  return { ...base, event: "unknown", kind: inner.event, data };
+}
+
+/** updateTool changes the tool card of call toolCallId of run runId, wherever it is nested. */
+function updateTool(s: ChatState, runId: string, toolCallId: string, fn: (t: ToolItem) => ToolItem): ChatState {
+  let changed = false;
+  const items = s.items.map((it) => {
+    if (changed || it.kind !== "tool") return it;
+    if (it.runId === runId && it.toolCallId === toolCallId) {
+      changed = true;
+      return fn(it);
+    }
+    if (!it.subagents) return it;
+    let subChanged = false;
+    const subagents = it.subagents.map((v) => {
+      if (subChanged) return v;
+      const chat = updateTool(v.chat, runId, toolCallId, fn);
+      if (chat === v.chat) return v;
+      subChanged = true;
+      return { ...v, chat };
+    });
+    if (!subChanged) return it;
+    changed = true;
+    return { ...it, subagents };
+  });
+  return changed ? { ...s, items } : s;
 }
 
 function pushItem(s: ChatState, item: ChatItem): ChatState {

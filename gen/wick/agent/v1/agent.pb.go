@@ -417,7 +417,10 @@ func (x *AgentState) GetVersion() int64 {
 // (data.query, and data.sources: the chunks put into the prompt before a
 // model call, each a KnowledgeHit in its JSON form plus "n", its number as
 // cited in the prompt's <knowledge> section), "on_run_start", "done" and
-// "error" (data.message, data.code).
+// "error" (data.message, data.code). Sub-agents (the task tool) add
+// "on_subagent_start", "on_subagent_event" (one child event in data.event)
+// and "on_subagent_end" (data.status), each with data.name, run_id,
+// thread_id, parent_run_id, tool_call_id and depth.
 type StreamEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// event is the event's kind.
@@ -814,7 +817,11 @@ type Agent struct {
 	// (default) waits for every call; "any" continues with the first result
 	// and cancels the others; "majority" continues once more than half have
 	// returned and cancels the rest. A cancelled call's result says so.
-	ToolWait      string `protobuf:"bytes,18,opt,name=tool_wait,json=toolWait,proto3" json:"tool_wait,omitempty"`
+	ToolWait string `protobuf:"bytes,18,opt,name=tool_wait,json=toolWait,proto3" json:"tool_wait,omitempty"`
+	// subagents declares the sub-agents the "task" tool hands goals to,
+	// beside the built-in "general-purpose" one (the agent's own
+	// configuration); declaring any gives the agent the task tool.
+	Subagents     []*Subagent `protobuf:"bytes,19,rep,name=subagents,proto3" json:"subagents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -973,6 +980,13 @@ func (x *Agent) GetToolWait() string {
 		return x.ToolWait
 	}
 	return ""
+}
+
+func (x *Agent) GetSubagents() []*Subagent {
+	if x != nil {
+		return x.Subagents
+	}
+	return nil
 }
 
 // ListAgentsRequest lists agents; it has no parameters.
@@ -5933,6 +5947,101 @@ func (x *ContinueRunResponse) GetRun() *Run {
 	return nil
 }
 
+// Subagent declares a sub-agent: a child agent that runs one goal, handed
+// over by the parent's "task" tool, autonomously on a thread of its own and
+// in the parent's sandbox, and answers with its final reply.
+type Subagent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is what the task tool's subagent_type names; letters, digits, '-'
+	// and '_', not "general-purpose".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// description tells the parent's model when to use it (at most 1000 bytes).
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// prompt is the sub-agent's system prompt.
+	Prompt string `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// model is a model spec as Agent.model; unset uses the parent's.
+	Model *structpb.Value `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// tools names the sub-agent's tools, as Agent.tools.
+	Tools []string `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	// timeout bounds one run of the sub-agent; unset uses the service's
+	// default (300 s). Past it the parent's task call fails.
+	Timeout       *durationpb.Duration `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Subagent) Reset() {
+	*x = Subagent{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subagent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subagent) ProtoMessage() {}
+
+func (x *Subagent) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
+func (*Subagent) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *Subagent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Subagent) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Subagent) GetPrompt() string {
+	if x != nil {
+		return x.Prompt
+	}
+	return ""
+}
+
+func (x *Subagent) GetModel() *structpb.Value {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
+func (x *Subagent) GetTools() []string {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *Subagent) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -6001,7 +6110,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\x85\x06\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xbc\x06\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -6021,7 +6130,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\vcollections\x18\x0f \x03(\tR\vcollections\x12&\n" +
 	"\x0fknowledge_top_k\x18\x10 \x01(\x05R\rknowledgeTopK\x123\n" +
 	"\x13knowledge_min_score\x18\x11 \x01(\x01H\x00R\x11knowledgeMinScore\x88\x01\x01\x12\x1b\n" +
-	"\ttool_wait\x18\x12 \x01(\tR\btoolWait\x1a8\n" +
+	"\ttool_wait\x18\x12 \x01(\tR\btoolWait\x125\n" +
+	"\tsubagents\x18\x13 \x03(\v2\x17.wick.agent.v1.SubagentR\tsubagents\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -6361,7 +6471,14 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x12ContinueRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\";\n" +
 	"\x13ContinueRunResponse\x12$\n" +
-	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run2\xd8!\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"\xd1\x01\n" +
+	"\bSubagent\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12,\n" +
+	"\x05model\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x05model\x12\x14\n" +
+	"\x05tools\x18\x05 \x03(\tR\x05tools\x123\n" +
+	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout2\xd8!\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -6417,7 +6534,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -6514,163 +6631,167 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*StopRunResponse)(nil),             // 92: wick.agent.v1.StopRunResponse
 	(*ContinueRunRequest)(nil),          // 93: wick.agent.v1.ContinueRunRequest
 	(*ContinueRunResponse)(nil),         // 94: wick.agent.v1.ContinueRunResponse
-	nil,                                 // 95: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 96: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 97: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 98: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 99: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 100: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 101: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 102: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	(*structpb.Struct)(nil),             // 103: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 104: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 105: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 106: google.protobuf.Duration
+	(*Subagent)(nil),                    // 95: wick.agent.v1.Subagent
+	nil,                                 // 96: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 97: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 98: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 99: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 100: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 101: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 102: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 103: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	(*structpb.Struct)(nil),             // 104: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 105: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 106: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 107: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	103, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	104, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	95,  // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	104, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	105, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	105, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	104, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	106, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	105, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	96,  // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	105, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	106, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	106, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	105, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	107, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	106, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	96,  // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
-	9,   // 15: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
-	9,   // 16: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
-	9,   // 17: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	9,   // 18: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	0,   // 19: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
-	0,   // 20: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
-	3,   // 21: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
-	1,   // 22: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
-	0,   // 23: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
-	5,   // 24: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
-	9,   // 25: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	97,  // 26: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
-	26,  // 27: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
-	29,  // 28: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
-	39,  // 29: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
-	42,  // 30: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
-	43,  // 31: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
-	43,  // 32: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	103, // 33: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	106, // 34: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	98,  // 35: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
-	45,  // 36: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 37: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 38: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
-	52,  // 39: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,   // 40: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	104, // 41: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	57,  // 42: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,   // 43: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 44: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	104, // 45: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 46: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 47: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	103, // 48: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	69,  // 49: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	64,  // 50: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 51: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	104, // 52: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	99,  // 53: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	104, // 54: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	100, // 55: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	74,  // 56: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	74,  // 57: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	74,  // 58: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	101, // 59: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	75,  // 60: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	75,  // 61: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	102, // 62: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	76,  // 63: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	64,  // 64: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 65: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	10,  // 66: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 67: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 68: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 69: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 70: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 71: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 72: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 73: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 74: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 75: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 76: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 77: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 78: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 79: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 80: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 81: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 82: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 83: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 84: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 85: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 86: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 87: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 88: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 89: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 90: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 91: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 92: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 93: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 94: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 95: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 96: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 97: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 98: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 99: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	91,  // 100: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	93,  // 101: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	11,  // 102: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 103: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 104: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 105: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 106: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 107: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 108: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 109: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 110: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 111: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 112: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 113: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 114: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 115: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 116: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 117: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 118: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 119: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 120: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 121: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 122: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 123: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 124: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 125: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 126: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 127: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 128: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 129: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 130: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 131: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 132: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 133: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 134: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 135: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	92,  // 136: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	94,  // 137: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	102, // [102:138] is the sub-list for method output_type
-	66,  // [66:102] is the sub-list for method input_type
-	66,  // [66:66] is the sub-list for extension type_name
-	66,  // [66:66] is the sub-list for extension extendee
-	0,   // [0:66] is the sub-list for field type_name
+	97,  // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	95,  // 15: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
+	9,   // 16: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
+	9,   // 17: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
+	9,   // 18: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	9,   // 19: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	0,   // 20: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
+	0,   // 21: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
+	3,   // 22: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
+	1,   // 23: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
+	0,   // 24: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
+	5,   // 25: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
+	9,   // 26: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
+	98,  // 27: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	26,  // 28: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
+	29,  // 29: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
+	39,  // 30: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
+	42,  // 31: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
+	43,  // 32: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
+	43,  // 33: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
+	104, // 34: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	107, // 35: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	99,  // 36: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	45,  // 37: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 38: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 39: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
+	52,  // 40: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
+	6,   // 41: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	105, // 42: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	57,  // 43: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 44: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 45: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	105, // 46: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	64,  // 47: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 48: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	104, // 49: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	69,  // 50: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	64,  // 51: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 52: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	105, // 53: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	100, // 54: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	105, // 55: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	101, // 56: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	74,  // 57: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	74,  // 58: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	74,  // 59: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	102, // 60: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	75,  // 61: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	75,  // 62: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	103, // 63: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	76,  // 64: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	64,  // 65: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 66: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	106, // 67: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	107, // 68: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	10,  // 69: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 70: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 71: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 72: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 73: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 74: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 75: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 76: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 77: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 78: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 79: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 80: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 81: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 82: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 83: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 84: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 85: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 86: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 87: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 88: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 89: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 90: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 91: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 92: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 93: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 94: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 95: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 96: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 97: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 98: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 99: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 100: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 101: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 102: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	91,  // 103: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	93,  // 104: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	11,  // 105: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 106: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 107: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 108: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 109: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 110: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 111: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 112: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 113: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 114: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 115: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 116: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 117: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 118: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 119: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 120: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 121: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 122: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 123: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 124: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 125: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 126: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 127: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 128: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 129: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 130: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 131: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 132: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 133: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 134: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 135: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 136: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 137: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 138: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	92,  // 139: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	94,  // 140: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	105, // [105:141] is the sub-list for method output_type
+	69,  // [69:105] is the sub-list for method input_type
+	69,  // [69:69] is the sub-list for extension type_name
+	69,  // [69:69] is the sub-list for extension extendee
+	0,   // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -6699,7 +6820,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   103,
+			NumMessages:   104,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -827,7 +827,7 @@ export interface components {
             status: "ok" | "degraded";
         };
         /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
-        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: {
@@ -960,6 +960,102 @@ export interface components {
              * @enum {string}
              */
             event: "on_run_start";
+        });
+        /** @description A sub-agent ended; its final answer is the output of the parent's task call (on_tool_end). */
+        "RunEvent.on_subagent_end": {
+            data?: {
+                /** @description How deep the child runs: 1 for a child of the streamed run. */
+                depth: number;
+                /** @description Why it did not complete; the parent's task call fails with it. */
+                error?: string;
+                /** @description The sub-agent's name (general-purpose or one the agent declares). */
+                name: string;
+                /** @description The run whose task call started the child: the streamed run, or a sub-agent of it. */
+                parent_run_id: string;
+                /** @description The child run's id. */
+                run_id: string;
+                /** @description completed, failed, timeout, stopped (its parent is stopping) or cancelled (with its parent). */
+                status: string;
+                /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
+                thread_id: string;
+                /** @description The parent's task call. */
+                tool_call_id: string;
+            };
+            /** @constant */
+            event: "on_subagent_end";
+            /** @description The sub-agent's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_subagent_end";
+        });
+        /** @description One event of a sub-agent, wrapped so that a client never takes a child's done or error for the run's own. Events of deeper sub-agents come as their own on_subagent_* events, tagged with their parent_run_id. */
+        "RunEvent.on_subagent_event": {
+            data?: {
+                /** @description How deep the child runs: 1 for a child of the streamed run. */
+                depth: number;
+                /** @description The child's event: its kind, name and data, as a run's event has them. */
+                event: {
+                    /** @description The child event's data, shaped as for that kind. */
+                    data?: unknown;
+                    /** @description The child event's kind (on_chat_model_stream, on_tool_start, done …). */
+                    event: string;
+                    /** @description The child event's name. */
+                    name?: string;
+                };
+                /** @description The sub-agent's name (general-purpose or one the agent declares). */
+                name: string;
+                /** @description The run whose task call started the child: the streamed run, or a sub-agent of it. */
+                parent_run_id: string;
+                /** @description The child run's id. */
+                run_id: string;
+                /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
+                thread_id: string;
+                /** @description The parent's task call. */
+                tool_call_id: string;
+            };
+            /** @constant */
+            event: "on_subagent_event";
+            /** @description The sub-agent's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_subagent_event";
+        });
+        /** @description A task call started a sub-agent: a child run on a thread of its own, in the same sandbox. Its events follow as on_subagent_event, then on_subagent_end. */
+        "RunEvent.on_subagent_start": {
+            data?: {
+                /** @description How deep the child runs: 1 for a child of the streamed run. */
+                depth: number;
+                /** @description The task the parent handed it. */
+                description?: string;
+                /** @description The sub-agent's name (general-purpose or one the agent declares). */
+                name: string;
+                /** @description The run whose task call started the child: the streamed run, or a sub-agent of it. */
+                parent_run_id: string;
+                /** @description The child run's id. */
+                run_id: string;
+                /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
+                thread_id: string;
+                /** @description The parent's task call. */
+                tool_call_id: string;
+            };
+            /** @constant */
+            event: "on_subagent_start";
+            /** @description The sub-agent's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_subagent_start";
         });
         /** @description The agent's todo list changed. */
         "RunEvent.on_todos": {
@@ -1336,6 +1432,12 @@ export interface components {
             sandbox_state?: string;
             /** @description skills configures the skills hook. */
             skills?: components["schemas"]["wick.agent.v1.PathsConfig"];
+            /**
+             * @description subagents declares the sub-agents the "task" tool hands goals to,
+             *     beside the built-in "general-purpose" one (the agent's own
+             *     configuration); declaring any gives the agent the task tool.
+             */
+            subagents?: components["schemas"]["wick.agent.v1.Subagent"][];
             /** @description system_prompt is the agent's system prompt. */
             system_prompt?: string;
             /**
@@ -1838,7 +1940,10 @@ export interface components {
          *     (data.query, and data.sources: the chunks put into the prompt before a
          *     model call, each a KnowledgeHit in its JSON form plus "n", its number as
          *     cited in the prompt's <knowledge> section), "on_run_start", "done" and
-         *     "error" (data.message, data.code).
+         *     "error" (data.message, data.code). Sub-agents (the task tool) add
+         *     "on_subagent_start", "on_subagent_event" (one child event in data.event)
+         *     and "on_subagent_end" (data.status), each with data.name, run_id,
+         *     thread_id, parent_run_id, tool_call_id and depth.
          */
         "wick.agent.v1.StreamEvent": {
             /** @description data is the event's payload; its shape depends on the event. */
@@ -1856,6 +1961,31 @@ export interface components {
             run_id?: string;
             /** @description thread_id identifies the thread. */
             thread_id?: string;
+        };
+        /**
+         * @description Subagent declares a sub-agent: a child agent that runs one goal, handed
+         *     over by the parent's "task" tool, autonomously on a thread of its own and
+         *     in the parent's sandbox, and answers with its final reply.
+         */
+        "wick.agent.v1.Subagent": {
+            /** @description description tells the parent's model when to use it (at most 1000 bytes). */
+            description?: string;
+            /** @description model is a model spec as Agent.model; unset uses the parent's. */
+            model?: unknown;
+            /**
+             * @description name is what the task tool's subagent_type names; letters, digits, '-'
+             *     and '_', not "general-purpose".
+             */
+            name?: string;
+            /** @description prompt is the sub-agent's system prompt. */
+            prompt?: string;
+            /**
+             * @description timeout bounds one run of the sub-agent; unset uses the service's
+             *     default (300 s). Past it the parent's task call fails.
+             */
+            timeout?: string;
+            /** @description tools names the sub-agent's tools, as Agent.tools. */
+            tools?: string[];
         };
         /** @description SwitchBackendResponse returns the updated agent. */
         "wick.agent.v1.SwitchBackendResponse": {

@@ -30,7 +30,8 @@ func main() {
 	var (
 		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage string
 		toolAllow, sandboxPlacement                                                             string
-		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout                      time.Duration
+		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout, subagentTimeout     time.Duration
+		subagentDepth                                                                           int
 		maxTransfer                                                                             int64
 		limits                                                                                  = agent.DefaultLimits()
 		kb                                                                                      = agent.DefaultKnowledgeConfig()
@@ -52,6 +53,8 @@ func main() {
 		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")
 		fs.StringVar(&toolAllow, "tool-allow-nets", "", "comma-separated CIDRs that HTTP callback tools may reach although not public (loopback, private, link-local are refused by default)")
 		fs.DurationVar(&questionTimeout, "question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
+		fs.IntVar(&subagentDepth, "subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
+		fs.DurationVar(&subagentTimeout, "subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
 		kb.RegisterFlags(fs)
@@ -89,7 +92,7 @@ func main() {
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
-			agent.WithQuestionTimeout(questionTimeout),
+			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout),
 		}, kbOpts...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

@@ -11,7 +11,9 @@ import (
 // one tool round: a way to emit events and to change the state safely while
 // other tools of the round run in parallel.
 type runScope struct {
-	emit  func(StreamEvent)
+	emit func(StreamEvent)
+	// stop is the run's stop check (WithStopCheck), nil when it has none.
+	stop  func(context.Context) bool
 	mu    sync.Mutex
 	state *AgentState
 	// closed is set when the round is over (finished or cancelled), so a tool
@@ -39,6 +41,18 @@ func Emit(ctx context.Context, ev StreamEvent) {
 	if s := scopeFrom(ctx); s != nil && s.emit != nil && !s.ended.Load() {
 		s.emit(ev)
 	}
+}
+
+// StopRequested asks the stop check of the running loop (WithStopCheck)
+// whether a graceful stop was requested. A tool that runs a loop of its own
+// (a sub-agent) passes it on, so that stopping the run stops its children
+// at their next step boundary too. Outside a loop, or without a stop
+// check, it reports false.
+func StopRequested(ctx context.Context) bool {
+	if s := scopeFrom(ctx); s != nil && s.stop != nil {
+		return s.stop(ctx)
+	}
+	return false
 }
 
 // MutateState applies fn to state. Inside a loop's tool round it is

@@ -548,7 +548,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 		}
 	}
 
-	scope := &runScope{emit: r.emit, state: r.state}
+	scope := &runScope{emit: r.emit, state: r.state, stop: r.stopRequested}
 	// The round's own context ends the calls a wait strategy no longer needs.
 	rctx, stopRound := context.WithCancel(ctx)
 	defer stopRound()

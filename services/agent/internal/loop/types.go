@@ -133,6 +133,28 @@ type AgentConfig struct {
 	// ToolWait is how a round of several tool calls waits for them:
 	// "all" (default), "any" or "majority" (see the ToolWait constants).
 	ToolWait string `yaml:"tool_wait" json:"tool_wait,omitempty"`
+	// Subagents declares the sub-agents the "task" tool can hand a goal
+	// to, beside the built-in "general-purpose" one.
+	Subagents []SubagentCfg `yaml:"subagents" json:"subagents,omitempty"`
+}
+
+// SubagentCfg declares a sub-agent: a child agent that runs one goal on a
+// thread of its own, in the parent's sandbox, and answers the parent's
+// "task" call with its final reply.
+type SubagentCfg struct {
+	// Name is what the task tool's subagent_type names.
+	Name string `yaml:"name" json:"name"`
+	// Description tells the parent's model when to use it.
+	Description string `yaml:"description" json:"description"`
+	// Prompt is the sub-agent's system prompt.
+	Prompt string `yaml:"prompt" json:"prompt,omitempty"`
+	// Model is a model spec like AgentConfig.Model; nil uses the parent's.
+	Model any `yaml:"model" json:"model,omitempty"`
+	// Tools names the sub-agent's tools, as AgentConfig.Tools does.
+	Tools []string `yaml:"tools" json:"tools,omitempty"`
+	// Timeout bounds one run of the sub-agent; 0 uses the service's
+	// default (300 s).
+	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
 }
 
 // BackendCfg is where the agent's files and commands live.

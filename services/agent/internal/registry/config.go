@@ -15,6 +15,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/subagent"
 )
 
 // Limits of an agent configuration.
@@ -178,6 +179,47 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 	}
 	if m := cfg.KnowledgeMinScore; m != nil && !(*m >= 0 && *m <= 1) {
 		return fail("knowledge_min_score must be between 0 and 1")
+	}
+	return validateSubagents(cfg.Subagents, fail)
+}
+
+// Bounds of declared sub-agents.
+const (
+	// MaxSubagents bounds the sub-agents one agent declares.
+	MaxSubagents = 32
+	// MaxSubagentDescription bounds a sub-agent's description, which goes
+	// into the task tool's description on every model call.
+	MaxSubagentDescription = 1000
+)
+
+// validateSubagents checks an agent's subagents: entries.
+func validateSubagents(subs []loop.SubagentCfg, fail func(string, ...any) error) error {
+	if len(subs) > MaxSubagents {
+		return fail("subagents: at most %d", MaxSubagents)
+	}
+	seen := map[string]bool{subagent.GeneralPurpose: true}
+	for i, s := range subs {
+		switch {
+		case !ids.Valid(s.Name):
+			return fail("subagents[%d].name %q must be 1-64 letters, digits, '-' or '_'", i, s.Name)
+		case seen[s.Name]:
+			return fail("subagents[%d].name %q is taken (%q is built in)", i, s.Name, subagent.GeneralPurpose)
+		case s.Description == "" || len(s.Description) > MaxSubagentDescription:
+			return fail("subagents[%d].description is required, at most %d bytes", i, MaxSubagentDescription)
+		case s.Timeout < 0:
+			return fail("subagents[%d].timeout must not be negative", i)
+		}
+		seen[s.Name] = true
+		if s.Model != nil {
+			if _, err := ModelSpecs(s.Model, ""); err != nil {
+				return fail("subagents[%d].model: %v", i, err)
+			}
+		}
+		for j, t := range s.Tools {
+			if !ids.Valid(t) {
+				return fail("subagents[%d].tools[%d] %q must be 1-64 letters, digits, '-' or '_'", i, j, t)
+			}
+		}
 	}
 	return nil
 }

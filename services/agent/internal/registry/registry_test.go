@@ -63,6 +63,21 @@ agents:
 		{"secret in model", "model: {provider: openai, model: gpt-4o, api_key: sk-x}\n", nil, "api_key"},
 		{"bad tool name", "tools: ['rm -rf']\n", nil, "tools[0]"},
 		{"too many turns", "max_turns: 100000\n", nil, "max_turns"},
+		{"subagents", `
+tools: [task]
+subagents:
+  - name: researcher
+    description: finds things out
+    prompt: You research.
+    model: script:demo
+    tools: [datetime]
+    timeout: 2m
+`, []string{"default"}, ""},
+		{"subagent without description", "subagents: [{name: r}]\n", nil, "subagents[0].description"},
+		{"subagent named general-purpose", "subagents: [{name: general-purpose, description: x}]\n", nil, "general-purpose"},
+		{"subagent twice", "subagents: [{name: r, description: x}, {name: r, description: y}]\n", nil, "subagents[1].name"},
+		{"subagent unknown key", "subagents: [{name: r, description: x, tool: [a]}]\n", nil, "tool"},
+		{"subagent bad model", "subagents: [{name: r, description: x, model: {provider: openai, model: m, api_key: sk-x}}]\n", nil, "subagents[0].model"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

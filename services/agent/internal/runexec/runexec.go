@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
@@ -131,6 +132,8 @@ type config struct {
 	httpClient      *http.Client
 	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
+	// subagentOptions configure every run's task tool.
+	subagentOptions []subagent.Option
 	limits          Limits
 	// appendLatency, when set, observes run log appends.
 	appendLatency prometheus.Observer
@@ -200,6 +203,12 @@ func WithToolNetworkAllow(prefixes ...netip.Prefix) Option {
 // WithRunnerOptions passes options to every run's loop (turn limits, tool timeouts).
 func WithRunnerOptions(opts ...loop.RunnerOption) Option {
 	return func(c *config) { c.runnerOptions = append(c.runnerOptions, opts...) }
+}
+
+// WithSubagentOptions configure the task tool of every run (depth bound,
+// default timeout).
+func WithSubagentOptions(opts ...subagent.Option) Option {
+	return func(c *config) { c.subagentOptions = append(c.subagentOptions, opts...) }
 }
 
 // WithAppendLatency observes the time each append of a run's event to the

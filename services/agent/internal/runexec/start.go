@@ -17,6 +17,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
@@ -181,6 +182,38 @@ func (e *Executor) loadState(ctx context.Context, user string, req Request) (*lo
 // file system, its hooks and its tools (built-in, native, then the user's
 // external ones, by name). The approver is bound per run.
 func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry.Entry) (func(*Run) *loop.Runner, error) {
+	p, err := e.runnerParts(ctx, user, entry)
+	if err != nil {
+		return nil, err
+	}
+	cfg := entry.Config
+	askUser := slices.Contains(cfg.Tools, AskUserTool)
+	return func(r *Run) *loop.Runner {
+		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger), loop.WithStopCheck(r.stopRequested)}, e.cfg.runnerOptions...)
+		if cfg.Approval == loop.ApprovalInteractive {
+			opts = append(opts, loop.WithApprover(approver{r}))
+		}
+		runTools := p.tools
+		if askUser {
+			runTools = append(slices.Clip(p.tools), &asker{r: r})
+		}
+		return loop.NewRunner(cfg, p.model, p.hooks, runTools, opts...)
+	}, nil
+}
+
+// runnerParts are what a loop of an agent is built from, whether it runs
+// as a run or as a sub-agent of one.
+type runnerParts struct {
+	model Model
+	hooks []loop.Hook
+	// tools are the agent's tools but ask_user, which is bound to a run.
+	tools []loop.Tool
+}
+
+// runnerParts resolves the agent's model, sandbox file system, hooks and
+// tools (built-in, the task tool, native, then the user's external ones,
+// by name).
+func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry.Entry) (*runnerParts, error) {
 	cfg := entry.Config
 	specs, err := registry.ModelSpecs(cfg.Model, e.cfg.defaultModel)
 	if err != nil {
@@ -198,9 +231,12 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 	agentHooks := hooks.Build(cfg, fs, model, hopts...)
 	builtins := tools.Builtins()
 	var agentTools []loop.Tool
+	if subagent.Enabled(cfg) {
+		agentTools = append(agentTools, subagent.NewTool(cfg, spawner{e: e, user: user, agentID: entry.ID}, e.cfg.subagentOptions...))
+	}
 	for _, name := range cfg.Tools {
-		if name == AskUserTool {
-			continue // bound to the run below
+		if name == AskUserTool || name == subagent.ToolName {
+			continue // bound to the run, or added above
 		}
 		if t, ok := builtins[name]; ok {
 			agentTools = append(agentTools, t)
@@ -224,18 +260,7 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 		}
 		agentTools = append(agentTools, t)
 	}
-	askUser := slices.Contains(cfg.Tools, AskUserTool)
-	return func(r *Run) *loop.Runner {
-		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger), loop.WithStopCheck(r.stopRequested)}, e.cfg.runnerOptions...)
-		if cfg.Approval == loop.ApprovalInteractive {
-			opts = append(opts, loop.WithApprover(approver{r}))
-		}
-		runTools := agentTools
-		if askUser {
-			runTools = append(slices.Clip(agentTools), &asker{r: r})
-		}
-		return loop.NewRunner(cfg, model, agentHooks, runTools, opts...)
-	}, nil
+	return &runnerParts{model: model, hooks: agentHooks, tools: agentTools}, nil
 }
 
 // register records the run and makes it this replica's, then logs its

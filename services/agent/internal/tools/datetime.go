@@ -59,11 +59,16 @@ func datetimeTool(now func() time.Time) loop.Tool {
 // is not in Builtins.
 const AskUser = "ask_user"
 
+// Task is the built-in tool that hands a goal to a sub-agent. It runs
+// child loops, so the run executor builds it per run; it is not in
+// Builtins.
+const Task = "task"
+
 // IsBuiltin reports whether name is a built-in tool's, which no native or
 // external tool may take.
 func IsBuiltin(name string) bool {
 	_, ok := Builtins()[name]
-	return ok || name == AskUser
+	return ok || name == AskUser || name == Task
 }
 
 // Builtins returns the built-in tools by name.

@@ -1,0 +1,343 @@
+// Package subagent is the "task" tool: it hands a goal to a sub-agent — a
+// child loop on a thread of its own, in the parent's sandbox — and answers
+// the call with the child's final reply only, cut to a bounded size. The
+// child's events reach the parent's stream wrapped and tagged with the
+// parent run, the child run and the depth, so a client shows them nested
+// and never takes a child's "done" for its own.
+package subagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+)
+
+// Defaults of the task tool; each has an option.
+const (
+	// DefaultMaxDepth is the seed's bound on nested sub-agents (ForkAutoAgent's
+	// maxDepth): a top-level run is depth 0, its children depth 1.
+	DefaultMaxDepth = 5
+	// DefaultTimeout is the seed's bound on one sub-agent run (300 s).
+	DefaultTimeout = 300 * time.Second
+	// MaxAnswerBytes bounds the answer a sub-agent hands back: the parent
+	// gets a summary, never the child's whole history.
+	MaxAnswerBytes = 8 << 10
+	// maxGoalChars bounds the goal the parent's model writes.
+	maxGoalChars = 100_000
+)
+
+// ToolName is the tool's name, which agents name in their tools.
+const ToolName = tools.Task
+
+// GeneralPurpose is the built-in sub-agent every agent with the task tool
+// has: the parent's own configuration, tools included.
+const GeneralPurpose = "general-purpose"
+
+// ThreadPrefix starts the id of every sub-agent thread: thread lists leave
+// these out, as the user did not start them; GetThread reads them.
+const ThreadPrefix = "th_sub_"
+
+// Events of sub-agents in the parent's stream.
+const (
+	// EventStart: a sub-agent starts.
+	EventStart = "on_subagent_start"
+	// EventWrapped carries one event of a sub-agent in data.event.
+	EventWrapped = "on_subagent_event"
+	// EventEnd: a sub-agent ended; data.status says how.
+	EventEnd = "on_subagent_end"
+)
+
+// Statuses of EventEnd.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusTimeout   = "timeout"
+	StatusStopped   = "stopped"
+	StatusCancelled = "cancelled"
+)
+
+// childNote ends every sub-agent's system prompt: it runs alone, and its
+// last reply is all its parent sees.
+const childNote = "You are a sub-agent: another agent handed you the task in the user message. " +
+	"Work on it autonomously with your tools; nobody will answer questions. " +
+	"End with a reply that states the result completely: that reply is all the other agent will see."
+
+// Errors of the task tool, wrapped in the tool errors it returns.
+var (
+	ErrBadInput = errors.New("invalid task")
+	ErrDepth    = errors.New("sub-agent depth limit reached")
+	ErrTimeout  = errors.New("sub-agent timed out")
+)
+
+// Child is one sub-agent run to start.
+type Child struct {
+	// Name is the sub-agent's name (GeneralPurpose or a declared one).
+	Name string
+	// Config is the child's configuration: autonomous, its own prompt,
+	// model and tools, the parent's backend.
+	Config          *loop.AgentConfig
+	RunID, ThreadID string
+	// Goal is the child's only input message.
+	Goal string
+	// Stop is the child's stop check: the parent's, so that stopping the
+	// parent stops the child at its next step boundary.
+	Stop func(context.Context) bool
+}
+
+// Spawner runs a child loop to its end on a new thread and returns the
+// thread as the child left it (nil when it never started). Its events go
+// to emit. The run executor implements it.
+type Spawner interface {
+	Spawn(ctx context.Context, c Child, emit func(loop.StreamEvent)) (*loop.AgentState, error)
+}
+
+type config struct {
+	maxDepth int
+	timeout  time.Duration
+}
+
+// Option configures the task tool.
+type Option func(*config)
+
+// WithMaxDepth bounds how deep sub-agents nest (default 5).
+func WithMaxDepth(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxDepth = n
+		}
+	}
+}
+
+// WithTimeout sets the timeout of sub-agents that declare none (default 300 s).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// Tool is the task tool of one agent's run.
+type Tool struct {
+	parent *loop.AgentConfig
+	spawn  Spawner
+	cfg    config
+}
+
+// NewTool returns the task tool of an agent configured by parent.
+func NewTool(parent *loop.AgentConfig, spawn Spawner, opts ...Option) *Tool {
+	cfg := config{maxDepth: DefaultMaxDepth, timeout: DefaultTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &Tool{parent: parent, spawn: spawn, cfg: cfg}
+}
+
+// Enabled reports whether an agent configured by cfg has the task tool:
+// it names it, or declares sub-agents.
+func Enabled(cfg *loop.AgentConfig) bool {
+	return len(cfg.Subagents) > 0 || slices.Contains(cfg.Tools, ToolName)
+}
+
+// Name implements loop.Tool.
+func (t *Tool) Name() string { return ToolName }
+
+// Description implements loop.Tool; it lists the sub-agents.
+func (t *Tool) Description() string {
+	var b strings.Builder
+	b.WriteString("Hand a self-contained task to a sub-agent, which works on it alone, in the same workspace, " +
+		"and answers with its final reply only (the tool's result). Several task calls in one turn run in parallel. " +
+		"Describe the task completely: the sub-agent sees nothing of this conversation. Sub-agents:\n")
+	fmt.Fprintf(&b, "- %s: has your tools; for any multi-step task.\n", GeneralPurpose)
+	for _, s := range t.parent.Subagents {
+		fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
+	}
+	return b.String()
+}
+
+// Parameters implements loop.Tool.
+func (t *Tool) Parameters() map[string]any {
+	names := []any{GeneralPurpose}
+	for _, s := range t.parent.Subagents {
+		names = append(names, s.Name)
+	}
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"subagent_type": map[string]any{"type": "string", "enum": names, "description": "which sub-agent runs the task (default " + GeneralPurpose + ")"},
+			"description":   map[string]any{"type": "string", "description": "the task: what to do and what to answer with"},
+		},
+		"required": []any{"description"},
+	}
+}
+
+// Execute implements loop.Tool: it runs the sub-agent in the call's context,
+// so cancelling the parent cancels the child, and bounds it by its timeout.
+func (t *Tool) Execute(ctx context.Context, args map[string]any) (string, error) {
+	name, goal, err := parseArgs(args)
+	if err != nil {
+		return "", err
+	}
+	child, timeout, err := t.childConfig(name)
+	if err != nil {
+		return "", err
+	}
+	depth := Depth(ctx) + 1
+	if depth > t.cfg.maxDepth {
+		return "", fmt.Errorf("%w: a sub-agent here would run at depth %d, and sub-agents nest at most %d deep; do this task yourself", ErrDepth, depth, t.cfg.maxDepth)
+	}
+	call, _ := loop.CallInfoFromContext(ctx)
+	meta := map[string]any{
+		"name": name, "run_id": ids.New("run_"), "thread_id": ids.New(ThreadPrefix),
+		"parent_run_id": call.RunID, "tool_call_id": call.ToolCallID, "depth": depth,
+	}
+	c := Child{
+		Name: name, Config: child, RunID: meta["run_id"].(string), ThreadID: meta["thread_id"].(string), Goal: goal,
+		// The stop check reads the parent's through the call's context, not
+		// the child's, whose own rounds would ask themselves.
+		Stop: func(context.Context) bool { return loop.StopRequested(ctx) },
+	}
+	loop.Emit(ctx, loop.StreamEvent{Event: EventStart, Name: name, Data: with(meta, map[string]any{"description": goal})})
+
+	cctx, cancel := context.WithTimeoutCause(withDepth(ctx, depth), timeout, ErrTimeout)
+	defer cancel()
+	state, err := t.spawn.Spawn(cctx, c, func(ev loop.StreamEvent) { loop.Emit(ctx, wrap(meta, ev)) })
+	answer, status, err := outcome(ctx, cctx, c, timeout, state, err)
+	end := map[string]any{"status": status}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	loop.Emit(ctx, loop.StreamEvent{Event: EventEnd, Name: name, Data: with(meta, end)})
+	return answer, err
+}
+
+// parseArgs reads the call's arguments.
+func parseArgs(args map[string]any) (name, goal string, err error) {
+	name = GeneralPurpose
+	if v, ok := args["subagent_type"]; ok && v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return "", "", fmt.Errorf("%w: subagent_type must be a string", ErrBadInput)
+		}
+		if s != "" {
+			name = s
+		}
+	}
+	goal, _ = args["description"].(string)
+	goal = strings.TrimSpace(goal)
+	switch {
+	case goal == "":
+		return "", "", fmt.Errorf("%w: description is empty; say what the sub-agent should do", ErrBadInput)
+	case len(goal) > maxGoalChars:
+		return "", "", fmt.Errorf("%w: description has %d bytes, at most %d", ErrBadInput, len(goal), maxGoalChars)
+	}
+	return name, goal, nil
+}
+
+// childConfig is the configuration and timeout of the named sub-agent. A
+// child is never interactive (approving the parent's task call approved
+// its work) and never asks the user: nobody watches it.
+func (t *Tool) childConfig(name string) (*loop.AgentConfig, time.Duration, error) {
+	c := *t.parent
+	c.Name, c.Approval = name, loop.ApprovalAutonomous
+	timeout := t.cfg.timeout
+	if name == GeneralPurpose {
+		c.SystemPrompt = strings.TrimSpace(t.parent.SystemPrompt + "\n\n" + childNote)
+	} else {
+		i := slices.IndexFunc(t.parent.Subagents, func(s loop.SubagentCfg) bool { return s.Name == name })
+		if i < 0 {
+			known := []string{GeneralPurpose}
+			for _, s := range t.parent.Subagents {
+				known = append(known, s.Name)
+			}
+			return nil, 0, fmt.Errorf("%w: unknown sub-agent %q; this agent has %s", ErrBadInput, name, strings.Join(known, ", "))
+		}
+		s := t.parent.Subagents[i]
+		c.SystemPrompt = strings.TrimSpace(s.Prompt + "\n\n" + childNote)
+		c.Tools = s.Tools
+		if s.Model != nil {
+			c.Model = s.Model
+		}
+		if s.Timeout > 0 {
+			timeout = s.Timeout
+		}
+	}
+	c.Tools = slices.DeleteFunc(slices.Clone(c.Tools), func(n string) bool { return n == tools.AskUser })
+	return &c, timeout, nil
+}
+
+// outcome turns how the child ended into the tool's answer, the status of
+// EventEnd and the tool error. A failure of the child is the parent's tool
+// error, never the parent's failure.
+func outcome(ctx, cctx context.Context, c Child, timeout time.Duration, state *loop.AgentState, err error) (answer, status string, _ error) {
+	switch {
+	case err == nil:
+		return Answer(state), StatusCompleted, nil
+	case ctx.Err() != nil:
+		return "", StatusCancelled, fmt.Errorf("sub-agent %s was cancelled with its parent: %w", c.Name, ctx.Err())
+	case errors.Is(context.Cause(cctx), ErrTimeout):
+		return "", StatusTimeout, fmt.Errorf("%w: %s did not finish within %s (its timeout); thread %s keeps what it did", ErrTimeout, c.Name, timeout, c.ThreadID)
+	case errors.Is(err, loop.ErrStopped):
+		return "", StatusStopped, fmt.Errorf("sub-agent %s stopped at a step boundary, as its parent run is stopping; thread %s keeps what it did", c.Name, c.ThreadID)
+	default:
+		return "", StatusFailed, fmt.Errorf("sub-agent %s failed: %w", c.Name, err)
+	}
+}
+
+// Answer is the child's final reply, cut to MaxAnswerBytes on a rune
+// boundary with a note that says so.
+func Answer(state *loop.AgentState) string {
+	if state == nil || len(state.Messages) == 0 {
+		return ""
+	}
+	text := strings.TrimSpace(state.Messages[len(state.Messages)-1].Content)
+	if len(text) <= MaxAnswerBytes {
+		return text
+	}
+	return strings.ToValidUTF8(text[:MaxAnswerBytes], "") +
+		fmt.Sprintf("\n…[cut: the sub-agent's answer has %d bytes; its thread %s holds it whole]", len(text), state.ThreadID)
+}
+
+// wrap tags one event of a child for the parent's stream. Events of a
+// deeper sub-agent are already tagged (with their own parent run) and
+// pass through as they are.
+func wrap(meta map[string]any, ev loop.StreamEvent) loop.StreamEvent {
+	switch ev.Event {
+	case EventStart, EventWrapped, EventEnd:
+		return ev
+	}
+	inner := map[string]any{"event": ev.Event, "name": ev.Name, "data": ev.Data}
+	return loop.StreamEvent{Event: EventWrapped, Name: meta["name"].(string), Data: with(meta, map[string]any{"event": inner})}
+}
+
+// with returns meta with extra's keys added, in a new map.
+func with(meta, extra map[string]any) map[string]any {
+	out := make(map[string]any, len(meta)+len(extra))
+	for k, v := range meta {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+type depthKey struct{}
+
+// Depth is how deep ctx runs: 0 in a top-level run, n inside a sub-agent
+// at depth n.
+func Depth(ctx context.Context) int {
+	d, _ := ctx.Value(depthKey{}).(int)
+	return d
+}
+
+func withDepth(ctx context.Context, d int) context.Context {
+	return context.WithValue(ctx, depthKey{}, d)
+}

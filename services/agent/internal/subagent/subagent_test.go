@@ -1,0 +1,92 @@
+package subagent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+)
+
+func TestAnswerIsBounded(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		text string
+		cut  bool
+	}{
+		{"short", "done", false},
+		{"exactly the bound", strings.Repeat("a", MaxAnswerBytes), false},
+		// "é" is two bytes: the bound falls inside one.
+		{"over the bound mid-rune", "x" + strings.Repeat("é", MaxAnswerBytes/2), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &loop.AgentState{ThreadID: "th_sub_1", Messages: []llm.Message{loop.Human("go"), loop.AI(tt.text)}}
+			got := Answer(st)
+			if !utf8.ValidString(got) {
+				t.Fatal("the answer was cut inside a rune")
+			}
+			body, note, cut := strings.Cut(got, "\n…[cut:")
+			if cut != tt.cut || len(body) > MaxAnswerBytes {
+				t.Fatalf("cut %v, body %d bytes", cut, len(body))
+			}
+			if cut && !strings.Contains(note, "th_sub_1") {
+				t.Fatalf("the note does not name the thread: %q", note)
+			}
+			if !cut && got != tt.text {
+				t.Fatalf("answer changed: %q", got)
+			}
+		})
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want string // the sub-agent, or the error's text
+	}{
+		{"default sub-agent", map[string]any{"description": "x"}, GeneralPurpose},
+		{"named", map[string]any{"description": "x", "subagent_type": "r"}, "r"},
+		{"empty goal", map[string]any{"description": " \n"}, "description is empty"},
+		{"no goal", map[string]any{}, "description is empty"},
+		{"name not a string", map[string]any{"description": "x", "subagent_type": 3.0}, "must be a string"},
+		{"goal too long", map[string]any{"description": strings.Repeat("a", maxGoalChars+1)}, "at most"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			name, _, err := parseArgs(tt.args)
+			if err != nil {
+				if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("error %v, want %q", err, tt.want)
+				}
+				return
+			}
+			if name != tt.want {
+				t.Fatalf("sub-agent %q, want %q", name, tt.want)
+			}
+		})
+	}
+}
+
+func TestChildConfig(t *testing.T) {
+	parent := &loop.AgentConfig{
+		SystemPrompt: "parent", Model: "script:p", Tools: []string{"calculate", "ask_user", "task"}, Approval: loop.ApprovalInteractive,
+		Subagents: []loop.SubagentCfg{{Name: "r", Description: "d", Prompt: "research", Model: "script:r", Tools: []string{"datetime", "ask_user"}}},
+	}
+	tool := NewTool(parent, nil)
+	gp, timeout, err := tool.childConfig(GeneralPurpose)
+	if err != nil || timeout != DefaultTimeout {
+		t.Fatal(timeout, err)
+	}
+	if gp.Approval != loop.ApprovalAutonomous || strings.Join(gp.Tools, ",") != "calculate,task" || gp.Model != "script:p" || !strings.HasPrefix(gp.SystemPrompt, "parent") {
+		t.Fatalf("general-purpose %+v", gp)
+	}
+	r, _, err := tool.childConfig("r")
+	if err != nil || strings.Join(r.Tools, ",") != "datetime" || r.Model != "script:r" || !strings.HasPrefix(r.SystemPrompt, "research") {
+		t.Fatalf("declared %+v, %v", r, err)
+	}
+	if strings.Join(parent.Tools, ",") != "calculate,ask_user,task" || strings.Join(parent.Subagents[0].Tools, ",") != "datetime,ask_user" {
+		t.Fatal("the parent's configuration was changed")
+	}
+}
