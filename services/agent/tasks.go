@@ -53,5 +53,3 @@ func (l taskListener) Finished(t *tasks.Task) {
 		}
 	}()
 }
-
-

@@ -46,8 +46,8 @@ type Run struct {
 	closing bool
 	// taskMu orders task events sent from outside the loop (EmitTask) with
 	// the run's end: none is logged once ended is set.
-	taskMu sync.Mutex
-	ended  bool
+	taskMu  sync.Mutex
+	ended   bool
 	logFail error
 	// err is the loop's error, set before done is closed.
 	err error

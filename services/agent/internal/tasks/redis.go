@@ -105,7 +105,7 @@ for _, id in ipairs(ids) do
 end
 return out`)
 
-// KEYS: task, leases. ARGV: id, owner ('' = any owner), status, result,
+// KEYS: task, leases. ARGV: id, owner (” = any owner), status, result,
 // running key prefix, retention ms.
 var finishScript = redis.NewScript(nowMS + finishLua + `
 local st = redis.call('HMGET', KEYS[1], 'status', 'owner')
