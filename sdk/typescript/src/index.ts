@@ -52,6 +52,8 @@ export {
   type UsageEvent,
   type KnowledgeRetrievalEvent,
   type KnowledgeSource,
+  type TaskEvent,
+  type TaskEventData,
   type DoneEvent,
   type RunErrorEvent,
   type UnknownEvent,
