@@ -67,6 +67,9 @@ const (
 	DefaultMaxInputMessages = runexec.DefaultMaxInputMessages
 	// DefaultMaxRunDuration bounds a run's wall time.
 	DefaultMaxRunDuration = runexec.DefaultMaxRunDuration
+	// DefaultTaskLease is the lease of a running background task: another
+	// replica takes over a dead replica's tasks after at most this.
+	DefaultTaskLease = tasks.DefaultLease
 )
 
 // Stores are where the service keeps its state: in memory for one process,
