@@ -92,6 +92,7 @@ func TestOpenAPIEventKinds(t *testing.T) {
 	union := map[string]string{
 		"internal/loop":     "RunEvent",
 		"internal/runexec":  "RunEvent",
+		"internal/tasks":    "RunEvent", // task events, sent in the run that started the task
 		"internal/registry": "ConfigEvent",
 		".":                 "ConfigEvent", // EventSubscribed, the first event of WatchEvents
 	}

@@ -296,8 +296,14 @@ func TestBackgroundTaskCancelAndIsolation(t *testing.T) {
 	bobTaskID.Store(task.GetTaskId())
 
 	for name, err := range map[string]error{
-		"GetTask":    func() error { _, err := b.client.GetTask(bob, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()}); return err }(),
-		"CancelTask": func() error { _, err := b.client.CancelTask(bob, &agentv1.CancelTaskRequest{TaskId: task.GetTaskId()}); return err }(),
+		"GetTask": func() error {
+			_, err := b.client.GetTask(bob, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()})
+			return err
+		}(),
+		"CancelTask": func() error {
+			_, err := b.client.CancelTask(bob, &agentv1.CancelTaskRequest{TaskId: task.GetTaskId()})
+			return err
+		}(),
 	} {
 		if code(err) != codes.NotFound {
 			t.Fatalf("bob's %s of alice's task: %v, want NotFound", name, err)

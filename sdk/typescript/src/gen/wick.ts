@@ -885,7 +885,7 @@ export interface components {
             status: "ok" | "degraded";
         };
         /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
-        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: {
@@ -1018,6 +1018,105 @@ export interface components {
              * @enum {string}
              */
             event: "on_run_start";
+        });
+        /** @description A background task finished: done, failed or cancelled. */
+        "RunEvent.on_task_end": {
+            data?: {
+                /** @description Starts so far: 1, then one per take-over by another replica. */
+                attempts?: number;
+                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                kind?: string;
+                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
+                result?: string;
+                /** @description The run that started it. */
+                run_id?: string;
+                /** @description running, done, failed or cancelled. */
+                status: string;
+                /** @description The task (GET /tasks/{task_id}). */
+                task_id: string;
+                /** @description The thread the task's result joins. */
+                thread_id?: string;
+                /** @description The tool it runs. */
+                tool: string;
+                /** @description The model's call that started it. */
+                tool_call_id?: string;
+            };
+            /** @constant */
+            event: "on_task_end";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_task_end";
+        });
+        /** @description A tool call started a background task (its result says so at once). Task events reach the run that started the task while it lasts; read the task with GET /tasks/{task_id} after. */
+        "RunEvent.on_task_start": {
+            data?: {
+                /** @description Starts so far: 1, then one per take-over by another replica. */
+                attempts?: number;
+                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                kind?: string;
+                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
+                result?: string;
+                /** @description The run that started it. */
+                run_id?: string;
+                /** @description running, done, failed or cancelled. */
+                status: string;
+                /** @description The task (GET /tasks/{task_id}). */
+                task_id: string;
+                /** @description The thread the task's result joins. */
+                thread_id?: string;
+                /** @description The tool it runs. */
+                tool: string;
+                /** @description The model's call that started it. */
+                tool_call_id?: string;
+            };
+            /** @constant */
+            event: "on_task_start";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_task_start";
+        });
+        /** @description A background task reported progress (data.result holds it). */
+        "RunEvent.on_task_update": {
+            data?: {
+                /** @description Starts so far: 1, then one per take-over by another replica. */
+                attempts?: number;
+                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                kind?: string;
+                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
+                result?: string;
+                /** @description The run that started it. */
+                run_id?: string;
+                /** @description running, done, failed or cancelled. */
+                status: string;
+                /** @description The task (GET /tasks/{task_id}). */
+                task_id: string;
+                /** @description The thread the task's result joins. */
+                thread_id?: string;
+                /** @description The tool it runs. */
+                tool: string;
+                /** @description The model's call that started it. */
+                tool_call_id?: string;
+            };
+            /** @constant */
+            event: "on_task_update";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_task_update";
         });
         /** @description The agent's todo list changed. */
         "RunEvent.on_todos": {
