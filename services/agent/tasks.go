@@ -44,6 +44,11 @@ func (l taskListener) Event(t *tasks.Task, event string) {
 
 func (l taskListener) Finished(t *tasks.Task) {
 	s := l.s
+	if t.Status == tasks.StatusCancelled || s.followCtx.Err() != nil {
+		// A task the user cancelled needs no answer now; the model reads
+		// the note on the next turn. A closing service starts nothing.
+		return
+	}
 	s.followUps.Add(1)
 	go func() {
 		defer s.followUps.Done()

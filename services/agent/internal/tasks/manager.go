@@ -233,7 +233,10 @@ func (m *Manager) Cancel(ctx context.Context, user, id string) (*Task, error) {
 func (m *Manager) launch(t *Task) {
 	ctx, cancel := context.WithCancelCause(m.base)
 	m.mu.Lock()
-	if m.base.Err() != nil {
+	_, mine := m.running[t.ID]
+	if m.base.Err() != nil || mine {
+		// Closing; or a task of this replica whose lease ran out while it
+		// could not renew, claimed back by itself: it is still running here.
 		m.mu.Unlock()
 		cancel(nil)
 		return
