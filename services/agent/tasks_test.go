@@ -387,9 +387,8 @@ func TestAsyncHTTPTool(t *testing.T) {
 	if polls.Load() < 3 {
 		t.Fatalf("status polled %d times", polls.Load())
 	}
-	res, err = r.client.Invoke(ctx, &agentv1.InvokeRequest{AgentId: "remote", ThreadId: threadID, Messages: human("next")})
-	if err != nil {
-		t.Fatal(err)
+	if next, err := r.client.Invoke(ctx, &agentv1.InvokeRequest{AgentId: "remote", ThreadId: threadID, Messages: human("next")}); err != nil || next.GetStatus() != "done" {
+		t.Fatalf("next turn = %v, %v", next, err)
 	}
 	s.llm.mu.Lock()
 	last := s.llm.requests[len(s.llm.requests)-1].GetMessages()
