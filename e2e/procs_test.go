@@ -63,6 +63,9 @@ type procSuite struct {
 	key                          *identity.Key
 	// client calls the agent service; as(ctx, user) picks the user.
 	client agentv1.AgentServiceClient
+	// agentArgs are the flags of a wick-agent serving on grpcAddr beside
+	// the first, on the same Redis, gateway and sandbox service (a replica).
+	agentArgs func(grpcAddr string) []string
 }
 
 // procConfig is what a test changes in the process suite.
@@ -106,9 +109,11 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 		append(common(llmAddr), "-script-dir", writeScripts(t), "-http-addr", ""), testenv.GRPCServing(llmAddr))
 	s.sandbox = testenv.NewProc(t, "wick-sandbox", filepath.Join(bins, "wick-sandbox"),
 		append(append(common(sandboxAddr), "-state-dir", stateDir), cfg.sandboxArgs...), testenv.GRPCServing(sandboxAddr))
-	s.agent = testenv.NewProc(t, "wick-agent", filepath.Join(bins, "wick-agent"),
-		append(append(common(agentAddr), "-llm-addr", llmAddr, "-sandbox-addr", sandboxAddr, "-redis-addr", redisAddr,
-			"-default-model", e2eModel), cfg.agentArgs...), testenv.GRPCServing(agentAddr))
+	s.agentArgs = func(grpcAddr string) []string {
+		return append(append(common(grpcAddr), "-llm-addr", llmAddr, "-sandbox-addr", sandboxAddr, "-redis-addr", redisAddr,
+			"-default-model", e2eModel), cfg.agentArgs...)
+	}
+	s.agent = testenv.NewProc(t, "wick-agent", filepath.Join(bins, "wick-agent"), s.agentArgs(agentAddr), testenv.GRPCServing(agentAddr))
 	for _, p := range []*testenv.Proc{s.redis, s.llmgw, s.sandbox, s.agent} {
 		p.Start()
 	}

@@ -123,6 +123,13 @@ var catalogs = map[protoreflect.FullName]*catalog{
 					"status": str("completed, failed, timeout, stopped (its parent is stopping) or cancelled (with its parent)."),
 					"error":  str("Why it did not complete; the parent's task call fails with it."),
 				}, "status")},
+			{event: "on_task_start", doc: "A tool call started a background task (its result says so at once). " +
+				"Task events reach the run that started the task while it lasts; read the task with GET /tasks/{task_id} after.",
+				name: "The tool's name.", data: taskEventData()},
+			{event: "on_task_update", doc: "A background task reported progress (data.result holds it).",
+				name: "The tool's name.", data: taskEventData()},
+			{event: "on_task_end", doc: "A background task finished: done, failed or cancelled.",
+				name: "The tool's name.", data: taskEventData()},
 			{event: "done", doc: "The run completed; the last event.",
 				data: obj("", object{"stop_reason": str("Why it stopped: completed, or stopped (POST /runs/{run_id}/stop; " +
 					"continue it with POST /runs/{run_id}/continue).")})},
@@ -326,4 +333,19 @@ func addCatalog(doc object, c *catalog) error {
 			obj("", object{"error": schemaRef(statusSchema)}, "error"),
 		},
 	})
+}
+
+// taskEventData is the data of the three background task events.
+func taskEventData() object {
+	return obj("", object{
+		"task_id":      str("The task (GET /tasks/{task_id})."),
+		"tool":         str("The tool it runs."),
+		"kind":         str("native (a Go tool of the server) or http (an async callback tool)."),
+		"status":       str("running, done, failed or cancelled."),
+		"thread_id":    str("The thread the task's result joins."),
+		"run_id":       str("The run that started it."),
+		"tool_call_id": str("The model's call that started it."),
+		"attempts":     integer("Starts so far: 1, then one per take-over by another replica."),
+		"result":       str("The output, or why it failed or was cancelled, once finished; the progress, in on_task_update."),
+	}, "task_id", "tool", "status")
 }

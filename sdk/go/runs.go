@@ -32,6 +32,13 @@ const (
 	EventKnowledge = "on_knowledge_retrieval"
 	EventDone      = "done"
 	EventError     = "error"
+	// EventTaskStart, EventTaskUpdate and EventTaskEnd follow a background
+	// task (data: task_id, tool, kind, status, thread_id, run_id,
+	// tool_call_id, attempts, and result once finished). They reach the run
+	// that started the task while it lasts; read the task with GetTask after.
+	EventTaskStart  = "on_task_start"
+	EventTaskUpdate = "on_task_update"
+	EventTaskEnd    = "on_task_end"
 )
 
 // Prompt is the input of a run made of one user message.

@@ -543,3 +543,23 @@ func TestThreads(t *testing.T) {
 		t.Fatalf("DeleteAgent of nobody = %v", err)
 	}
 }
+
+// TestTasksAPI: a thread without background tasks lists none; an unknown
+// task, or another user's thread, is NotFound or empty.
+func TestTasksAPI(t *testing.T) {
+	c := client(t, aliceToken)
+	res, err := c.Invoke(t.Context(), "default", wick.Prompt("hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := c.ListTasks(t.Context(), res.GetThreadId())
+	if err != nil || len(tasks) != 0 {
+		t.Fatalf("ListTasks = %v, %v", tasks, err)
+	}
+	_, err = c.GetTask(t.Context(), "task_missing")
+	wantCode(t, "get an unknown task", err, codes.NotFound)
+	_, err = c.CancelTask(t.Context(), "task_missing")
+	wantCode(t, "cancel an unknown task", err, codes.NotFound)
+	_, err = c.GetTask(t.Context(), "bad id!")
+	wantCode(t, "get a task by a bad id", err, codes.InvalidArgument)
+}

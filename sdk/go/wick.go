@@ -76,6 +76,8 @@ type (
 	ToolCall = agentv1.ToolCall
 	// Decision decides one tool call awaiting approval.
 	Decision = agentv1.ApprovalDecision
+	// Task is a background tool call: status, result, attempts.
+	Task = agentv1.Task
 )
 
 // Client is a connection to Wick's gRPC API. It is safe for concurrent use.

@@ -144,7 +144,7 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 		Tools: c.Tools, Backend: backendToProto(c.Backend), ContextWindow: int32(c.ContextWindow),
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
 		Collections: c.Collections, KnowledgeTopK: int32(c.KnowledgeTopK), KnowledgeMinScore: c.KnowledgeMinScore,
-		ToolWait: c.ToolWait, Subagents: subagentsToProto(c.Subagents),
+		ToolWait: c.ToolWait, Subagents: subagentsToProto(c.Subagents), TaskFollowUp: c.TaskFollowUp,
 	}
 	if c.Skills != nil {
 		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
@@ -160,7 +160,7 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 		Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(), Tools: a.GetTools(), Backend: backendFromProto(a.GetBackend()),
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
 		Collections: a.GetCollections(), KnowledgeTopK: int(a.GetKnowledgeTopK()), KnowledgeMinScore: a.KnowledgeMinScore,
-		ToolWait: a.GetToolWait(), Subagents: subagentsFromProto(a.GetSubagents()),
+		ToolWait: a.GetToolWait(), Subagents: subagentsFromProto(a.GetSubagents()), TaskFollowUp: a.GetTaskFollowUp(),
 	}
 	if a.GetModel() != nil {
 		c.Model = a.GetModel().AsInterface()
@@ -216,6 +216,7 @@ func toolToProto(d *tools.HTTPToolDef) *agentv1.ToolDefinition {
 	out := &agentv1.ToolDefinition{
 		Name: d.Name, Description: d.Description, Parameters: structOf(d.Parameters),
 		Url: redact.String(d.URL), Headers: redact.Headers(d.Headers), Kind: ToolKindHTTP,
+		Async: d.Async,
 	}
 	if d.Timeout > 0 {
 		out.Timeout = durationpb.New(d.Timeout)
@@ -230,6 +231,7 @@ func nativeToProto(n *tools.Native) *agentv1.ToolDefinition {
 func toolFromProto(t *agentv1.ToolDefinition) *tools.HTTPToolDef {
 	d := &tools.HTTPToolDef{
 		Name: t.GetName(), Description: t.GetDescription(), URL: t.GetUrl(), Headers: t.GetHeaders(),
+		Async: t.GetAsync(),
 	}
 	if t.GetParameters() != nil {
 		d.Parameters = t.GetParameters().AsMap()

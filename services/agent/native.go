@@ -10,6 +10,7 @@ import (
 
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -76,7 +77,7 @@ func WithNativeTools(ts ...Tool) Option {
 // letters, digits, '_' or '-' that no built-in or hook tool has, a function
 // when it is a FuncTool, and parameters that are a JSON Schema object.
 func ValidateTool(t Tool) error {
-	_, err := nativeTool(t)
+	_, err := nativeTool(tasks.Unmark(t))
 	return err
 }
 
@@ -89,26 +90,32 @@ func nativeTool(t Tool) (*tools.Native, error) {
 	if tools.IsBuiltin(name) {
 		return nil, fmt.Errorf("%w: %q is a built-in tool", ErrToolNameTaken, name)
 	}
+	if slices.Contains(tasks.ToolNames(), name) {
+		return nil, fmt.Errorf("%w: %q is a tool of background tasks (%s)", ErrToolNameTaken, name, strings.Join(tasks.ToolNames(), ", "))
+	}
 	if slices.Contains(hooks.ToolNames(), name) {
 		return nil, fmt.Errorf("%w: %q is a tool the hooks register (%s)", ErrToolNameTaken, name, strings.Join(hooks.ToolNames(), ", "))
 	}
 	return n, nil
 }
 
-// nativeTools validates the configured native tools and indexes them by name.
-func nativeTools(ts []Tool) (map[string]*tools.Native, error) {
+// nativeTools validates the configured native tools and indexes them by
+// name, with the names of those declared background (BackgroundTool).
+func nativeTools(ts []Tool) (map[string]*tools.Native, map[string]bool, error) {
 	out := make(map[string]*tools.Native, len(ts))
+	background := map[string]bool{}
 	for _, t := range ts {
-		n, err := nativeTool(t)
+		n, err := nativeTool(tasks.Unmark(t))
 		if err != nil {
-			return nil, fmt.Errorf("agent: native tool: %w", err)
+			return nil, nil, fmt.Errorf("agent: native tool: %w", err)
 		}
 		if _, dup := out[n.Name()]; dup {
-			return nil, fmt.Errorf("agent: native tool: %w: %q is given twice", ErrToolNameTaken, n.Name())
+			return nil, nil, fmt.Errorf("agent: native tool: %w: %q is given twice", ErrToolNameTaken, n.Name())
 		}
 		out[n.Name()] = n
+		background[n.Name()] = tasks.IsBackground(t)
 	}
-	return out, nil
+	return out, background, nil
 }
 
 // nativeNames returns the native tools' names, sorted.

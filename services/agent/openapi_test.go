@@ -93,6 +93,7 @@ func TestOpenAPIEventKinds(t *testing.T) {
 		"internal/loop":     "RunEvent",
 		"internal/runexec":  "RunEvent",
 		"internal/subagent": "RunEvent",
+		"internal/tasks":    "RunEvent", // task events, sent in the run that started the task
 		"internal/registry": "ConfigEvent",
 		".":                 "ConfigEvent", // EventSubscribed, the first event of WatchEvents
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
+	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -333,6 +335,9 @@ func (s *Service) RegisterTool(ctx context.Context, req *agentv1.RegisterToolReq
 	}
 	if tools.IsBuiltin(req.GetTool().GetName()) {
 		return nil, invalid("tool.name", fmt.Sprintf("%q is a built-in tool", req.GetTool().GetName()))
+	}
+	if slices.Contains(tasks.ToolNames(), req.GetTool().GetName()) {
+		return nil, invalid("tool.name", fmt.Sprintf("%q is a tool of background tasks", req.GetTool().GetName()))
 	}
 	if _, native := s.native[req.GetTool().GetName()]; native {
 		return nil, invalid("tool.name", fmt.Sprintf("%q is a native tool of this server", req.GetTool().GetName()))

@@ -22,6 +22,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -31,6 +32,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
+	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
@@ -70,6 +72,9 @@ const (
 	DefaultMaxInputMessages = runexec.DefaultMaxInputMessages
 	// DefaultMaxRunDuration bounds a run's wall time.
 	DefaultMaxRunDuration = runexec.DefaultMaxRunDuration
+	// DefaultTaskLease is the lease of a running background task: another
+	// replica takes over a dead replica's tasks after at most this.
+	DefaultTaskLease = tasks.DefaultLease
 )
 
 // Stores are where the service keeps its state: in memory for one process,
@@ -83,6 +88,9 @@ type Stores struct {
 	// Quota counts what users hold while it lasts: runs going, runs queued,
 	// open event streams.
 	Quota quota.Store
+	// Tasks keeps background tasks and their leases; nil keeps them in
+	// this process.
+	Tasks tasks.Store
 	// Redis carries configuration events between replicas; nil keeps them local.
 	// With it, the knowledge base is shared through Redis too.
 	Redis redis.UniversalClient
@@ -95,7 +103,7 @@ type Stores struct {
 func MemoryStores() Stores {
 	ts := threads.NewMemoryStore()
 	rm := runs.NewMemory()
-	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: quota.NewMemory(), close: ts.Close}
+	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: quota.NewMemory(), Tasks: tasks.NewMemoryStore(), close: ts.Close}
 }
 
 // RedisOptions tune RedisStores.
@@ -139,7 +147,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 	}
 	rr := runs.NewRedis(rdb, ropts...)
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
-		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Redis: rdb, prefix: o.Prefix}
+		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
 }
 
 // Deps are the service's dependencies.
@@ -168,6 +176,8 @@ type options struct {
 	knowledge      []knowledge.Option
 	native         []Tool
 	limits         Limits
+	// tasks configures the background task manager.
+	tasks []tasks.Option
 	// run configures the run executor: its limits, in the order given.
 	run []runexec.Option
 	// metrics, when set, gets the service's Prometheus metrics.
@@ -291,6 +301,15 @@ type Service struct {
 	cfg      options
 	// native are the embedding program's Go tools by name, fixed at New.
 	native map[string]*tools.Native
+	// background names the native tools whose calls run as background tasks.
+	background map[string]bool
+	// tasks runs background tasks; followUps counts the follow-up runs it
+	// is starting, which Close waits for.
+	tasks     *tasks.Manager
+	followUps sync.WaitGroup
+	// followCtx ends at Close, so a follow-up waiting for a busy thread gives up.
+	followCtx  context.Context
+	followStop context.CancelFunc
 	// kb is the knowledge base; closeKB closes its store.
 	kb      *knowledge.Service
 	closeKB func() error
@@ -318,7 +337,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	default:
 		return nil, fmt.Errorf("agent: default backend %q must be %q, %q or %q", cfg.defaultBackend, backend.Local, backend.Docker, backend.None)
 	}
-	native, err := nativeTools(cfg.native)
+	native, background, err := nativeTools(cfg.native)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +361,9 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if st.Threads == nil || st.Locker == nil || st.Runs == nil || st.Log == nil || st.Agents == nil || st.Quota == nil {
 		return nil, errors.New("agent: Deps.Stores is incomplete; use MemoryStores or RedisStores")
 	}
+	if st.Tasks == nil {
+		st.Tasks = tasks.NewMemoryStore()
+	}
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -359,7 +381,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	s := &Service{
 		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents, registry.WithAgentLimit(cfg.limits.agents())),
 		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
-		native: native,
+		native: native, background: background,
 	}
 	if err := s.hub.Start(base); err != nil {
 		stop()
@@ -376,6 +398,8 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	s.exec = exec
+	s.followCtx, s.followStop = context.WithCancel(context.Background())
+	s.tasks.Start(taskListener{s})
 	return s, nil
 }
 
@@ -386,9 +410,21 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 	if s.cfg.llmTimeout > 0 {
 		lopts = append(lopts, llmclient.WithTimeout(s.cfg.llmTimeout))
 	}
+	httpClient := runexec.HTTPClient(s.cfg.run...)
+	bgTools := map[string]loop.Tool{}
+	for name, t := range s.native {
+		if s.background[name] {
+			bgTools[name] = t
+		}
+	}
+	s.tasks = tasks.NewManager(s.st.Tasks, ReplicaName()+"/"+ids.New("r"), bgTools, s.st.Agents, httpClient,
+		append([]tasks.Option{tasks.WithLogger(s.logger)}, s.cfg.tasks...)...)
 	native := make(map[string]loop.Tool, len(s.native))
 	for name, t := range s.native {
 		native[name] = t
+		if s.background[name] {
+			native[name] = s.tasks.Native(t)
+		}
 	}
 	deps := runexec.Deps{
 		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log, Quota: s.st.Quota,
@@ -399,6 +435,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		},
 		Knowledge: s.kb,
 		Logger:    s.logger,
+		Tasks:     s.tasks,
 	}
 	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
 	if s.cfg.metrics != nil {
@@ -438,6 +475,10 @@ func (s *Service) Register(r grpc.ServiceRegistrar) { agentv1.RegisterAgentServi
 func (s *Service) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
+		// Tasks stop first, unfinished, so another replica takes them over.
+		s.tasks.Close()
+		s.followStop()
+		s.followUps.Wait()
 		s.exec.Close()
 		s.stop()
 		err = s.closeKB()

@@ -189,6 +189,14 @@ func TestValidation(t *testing.T) {
 			_, err := a.client.RegisterTool(ctx, &agentv1.RegisterToolRequest{Tool: &agentv1.ToolDefinition{Name: "bad name", Url: "http://x"}})
 			return err
 		}, codes.InvalidArgument, "tool.name"},
+		{"task tool name", func() error {
+			_, err := a.client.RegisterTool(ctx, &agentv1.RegisterToolRequest{Tool: &agentv1.ToolDefinition{Name: "check_task", Url: "http://x"}})
+			return err
+		}, codes.InvalidArgument, "background tasks"},
+		{"bad task id", func() error {
+			_, err := a.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: "bad id"})
+			return err
+		}, codes.InvalidArgument, "task_id"},
 		{"bad tool url", func() error {
 			_, err := a.client.RegisterTool(ctx, &agentv1.RegisterToolRequest{Tool: &agentv1.ToolDefinition{Name: "t", Url: "ftp://x"}})
 			return err

@@ -226,6 +226,37 @@ export class Wick {
     return data;
   }
 
+  /** listTasks returns the background tasks started on a thread, oldest first (GET /threads/{thread_id}/tasks). */
+  async listTasks(threadId: string, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.GET("/threads/{thread_id}/tasks", {
+      params: { path: { thread_id: threadId } },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data?.tasks ?? [];
+  }
+
+  /** getTask returns a background task (GET /tasks/{task_id}); another user's is NOT_FOUND. */
+  async getTask(taskId: string, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.GET("/tasks/{task_id}", {
+      params: { path: { task_id: taskId } },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data?.task;
+  }
+
+  /**
+   * cancelTask cancels a running background task (POST /tasks/{task_id}/cancel)
+   * and returns it; a finished task is returned unchanged.
+   */
+  async cancelTask(taskId: string, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.POST("/tasks/{task_id}/cancel", {
+      params: { path: { task_id: taskId } },
+      body: {},
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data?.task;
+  }
+
   /**
    * resumeRun decides the tool calls a run waits for (approve, reject, edit),
    * or answers its question (see answer()), through POST

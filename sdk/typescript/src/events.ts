@@ -120,6 +120,33 @@ export interface KnowledgeRetrievalEvent extends EventBase {
   data: { query: string; sources: KnowledgeSource[]; error?: string };
 }
 
+/** A background task as its events carry it (see Wick.getTask for the whole task). */
+export interface TaskEventData {
+  task_id: string;
+  tool: string;
+  /** "native" or "http". */
+  kind: string;
+  /** "running", "done", "failed" or "cancelled". */
+  status: string;
+  thread_id: string;
+  run_id: string;
+  tool_call_id: string;
+  attempts: number;
+  /** The output, or why it failed or was cancelled; once finished (on_task_update: the tool's progress). */
+  result?: string;
+}
+
+/**
+ * A background task started (on_task_start), reported progress
+ * (on_task_update) or finished (on_task_end). They reach the run that
+ * started the task while that run lasts; read the task with getTask or
+ * listTasks afterwards.
+ */
+export interface TaskEvent extends EventBase {
+  event: "on_task_start" | "on_task_update" | "on_task_end";
+  data: TaskEventData;
+}
+
 /**
  * Where a sub-agent sits in the tree of runs: every on_subagent_* event
  * carries it. A client nests a child's events under the task call
@@ -220,6 +247,7 @@ export type KnownEvent =
   | SubagentStartEvent
   | SubagentEventEvent
   | SubagentEndEvent
+  | TaskEvent
   | DoneEvent
   | RunErrorEvent;
 
@@ -242,6 +270,9 @@ export const EVENT_KINDS: readonly EventKind[] = [
   "on_subagent_start",
   "on_subagent_event",
   "on_subagent_end",
+  "on_task_start",
+  "on_task_update",
+  "on_task_end",
   "done",
   "error",
 ];

@@ -57,6 +57,8 @@ export {
   type SubagentInnerEvent,
   type SubagentEventEvent,
   type SubagentEndEvent,
+  type TaskEvent,
+  type TaskEventData,
   type DoneEvent,
   type RunErrorEvent,
   type UnknownEvent,

@@ -47,3 +47,13 @@ describe("run control", () => {
     expect(seen.at(-1)).toMatchObject({ event: "done", data: { stop_reason: "completed" } });
   });
 });
+
+describe("background tasks", () => {
+  test("a thread lists its tasks; an unknown task is NOT_FOUND", async () => {
+    const s = alice.stream("default", userMessage("hi"));
+    await s.toArray();
+    expect(await alice.listTasks(s.threadId!)).toEqual([]);
+    await expect(alice.getTask("task_missing")).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(alice.cancelTask("task_missing")).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+});

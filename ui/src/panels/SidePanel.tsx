@@ -1,4 +1,4 @@
-// The side panel: Todos, Files, Canvas, Knowledge and Terminal in tabs. A panel is
+// The side panel: Todos, Tasks, Files, Canvas, Knowledge and Terminal in tabs. A panel is
 // mounted when its tab is first shown and then kept (hidden) while another
 // is, so that an open file, a canvas selection and a terminal session
 // survive switching tabs. The Canvas opens itself when a run writes a file
@@ -7,6 +7,7 @@ import { lazy, Suspense, useEffect, useRef, useState, type KeyboardEvent } from 
 
 import { CanvasPanel } from "./CanvasPanel";
 import { FilesPanel } from "./FilesPanel";
+import { TasksPanel } from "./TasksPanel";
 import { TodosPanel, todoStatus } from "./TodosPanel";
 import { PANEL_TABS, type PanelContext, type PanelTab } from "./types";
 import { newWrites, writeKeys } from "./writes";
@@ -17,7 +18,7 @@ import "./panels.css";
 const TerminalPanel = lazy(() => import("./TerminalPanel"));
 const KnowledgePanel = lazy(() => import("./KnowledgePanel"));
 
-const LABELS: Record<PanelTab, string> = { todos: "Todos", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal" };
+const LABELS: Record<PanelTab, string> = { todos: "Todos", tasks: "Tasks", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal" };
 
 const noFiles: PanelContext["writtenFiles"] = [];
 const noTodos: PanelContext["todos"] = [];
@@ -88,6 +89,8 @@ export function SidePanel(props: Partial<PanelContext>) {
     if (t === "todos") return <TodosPanel todos={todos} />;
     if (!ready) return noAgent;
     switch (t) {
+      case "tasks":
+        return <TasksPanel key={threadId ?? ""} client={client} threadId={threadId} running={running} onError={onError} />;
       case "files":
         return <FilesPanel key={agentId} client={client} agentId={agentId} writtenFiles={writtenFiles} running={running} onError={onError} />;
       case "canvas":

@@ -284,6 +284,12 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
         ...(cancelled ? {} : { error: ev.data.message || "the run failed" }),
       }, now);
     }
+    case "on_task_start":
+    case "on_task_update":
+    case "on_task_end":
+      // Background tasks outlive their run: the Tasks panel reads them
+      // through the API, and the tool call's card already says one started.
+      return s;
     case "unknown":
       return pushItem(s, { kind: "event", key: `e-${runId}-${ev.id}`, runId, eventKind: ev.kind, eventId: ev.id, data: ev.data });
   }

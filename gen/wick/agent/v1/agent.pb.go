@@ -821,7 +821,11 @@ type Agent struct {
 	// subagents declares the sub-agents the "task" tool hands goals to,
 	// beside the built-in "general-purpose" one (the agent's own
 	// configuration); declaring any gives the agent the task tool.
-	Subagents     []*Subagent `protobuf:"bytes,19,rep,name=subagents,proto3" json:"subagents,omitempty"`
+	Subagents []*Subagent `protobuf:"bytes,19,rep,name=subagents,proto3" json:"subagents,omitempty"`
+	// task_follow_up starts a run on the idle thread when one of its
+	// background tasks finishes, so the model reacts to the result while the
+	// user is away; otherwise the result waits for the thread's next run.
+	TaskFollowUp  bool `protobuf:"varint,20,opt,name=task_follow_up,json=taskFollowUp,proto3" json:"task_follow_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -987,6 +991,13 @@ func (x *Agent) GetSubagents() []*Subagent {
 		return x.Subagents
 	}
 	return nil
+}
+
+func (x *Agent) GetTaskFollowUp() bool {
+	if x != nil {
+		return x.TaskFollowUp
+	}
+	return false
 }
 
 // ListAgentsRequest lists agents; it has no parameters.
@@ -3072,7 +3083,12 @@ type ToolDefinition struct {
 	// kind is "http" for an external callback tool and "native" for a Go
 	// function compiled into the server, which cannot be replaced or deleted
 	// through the API. Output only: RegisterTool ignores it.
-	Kind          string `protobuf:"bytes,7,opt,name=kind,proto3" json:"kind,omitempty"`
+	Kind string `protobuf:"bytes,7,opt,name=kind,proto3" json:"kind,omitempty"`
+	// async marks a tool whose endpoint answers `{"status_url": …}` at once:
+	// the call becomes a background task, and the agent polls status_url
+	// (GET, backoff 0.5 s to 30 s) until it answers `{"status": "done",
+	// "output": …}` or `{"status": "failed", "error": …}`.
+	Async         bool `protobuf:"varint,8,opt,name=async,proto3" json:"async,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3154,6 +3170,13 @@ func (x *ToolDefinition) GetKind() string {
 		return x.Kind
 	}
 	return ""
+}
+
+func (x *ToolDefinition) GetAsync() bool {
+	if x != nil {
+		return x.Async
+	}
+	return false
 }
 
 // ListToolsRequest lists external tools; it has no parameters.
@@ -6042,6 +6065,430 @@ func (x *Subagent) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+// Task is a background tool call: the call answered its id at once and the
+// run went on, while the tool runs (or its status URL is polled) on some
+// replica. Its result joins the thread once it finishes.
+type Task struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task_id identifies the task ("task_…").
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// thread_id is the thread whose run started it.
+	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// run_id is the run that started it.
+	RunId string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// tool_call_id is the model's call that started it.
+	ToolCallId string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// tool is the tool's name.
+	Tool string `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	// kind is "native" (a Go tool of the server) or "http" (an async callback tool).
+	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
+	// status is "running", "done", "failed" or "cancelled".
+	Status string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	// result is the tool's output once done, or why it failed or was cancelled.
+	Result string `protobuf:"bytes,8,opt,name=result,proto3" json:"result,omitempty"`
+	// attempts counts the task's starts: 1, then one per take-over by another
+	// replica after its replica stopped; a task is failed after 3.
+	Attempts int32 `protobuf:"varint,9,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// delivered is true once the result was given to the thread.
+	Delivered bool `protobuf:"varint,10,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	// created_at is when the task started.
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// updated_at is when its status last changed.
+	UpdatedAt     *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Task) Reset() {
+	*x = Task{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Task) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Task) ProtoMessage() {}
+
+func (x *Task) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Task.ProtoReflect.Descriptor instead.
+func (*Task) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *Task) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Task) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *Task) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Task) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *Task) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Task) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Task) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Task) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *Task) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *Task) GetDelivered() bool {
+	if x != nil {
+		return x.Delivered
+	}
+	return false
+}
+
+func (x *Task) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Task) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// ListThreadTasksRequest names a thread.
+type ListThreadTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// thread_id is the thread.
+	ThreadId      string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListThreadTasksRequest) Reset() {
+	*x = ListThreadTasksRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListThreadTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListThreadTasksRequest) ProtoMessage() {}
+
+func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListThreadTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListThreadTasksRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *ListThreadTasksRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+// ListThreadTasksResponse lists a thread's tasks.
+type ListThreadTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tasks are the thread's background tasks, oldest first.
+	Tasks         []*Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListThreadTasksResponse) Reset() {
+	*x = ListThreadTasksResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListThreadTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListThreadTasksResponse) ProtoMessage() {}
+
+func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListThreadTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListThreadTasksResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *ListThreadTasksResponse) GetTasks() []*Task {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// GetTaskRequest names a task.
+type GetTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task_id is the task.
+	TaskId        string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskRequest) Reset() {
+	*x = GetTaskRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskRequest) ProtoMessage() {}
+
+func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
+func (*GetTaskRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *GetTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// GetTaskResponse returns a task.
+type GetTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task is the task.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskResponse) Reset() {
+	*x = GetTaskResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskResponse) ProtoMessage() {}
+
+func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
+func (*GetTaskResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
+}
+
+func (x *GetTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// CancelTaskRequest names the task to cancel.
+type CancelTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task_id is the task.
+	TaskId        string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTaskRequest) Reset() {
+	*x = CancelTaskRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTaskRequest) ProtoMessage() {}
+
+func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
+func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
+}
+
+func (x *CancelTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// CancelTaskResponse returns the task after the cancellation.
+type CancelTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// task is the task; its status is "cancelled" unless it had finished before.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTaskResponse) Reset() {
+	*x = CancelTaskResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTaskResponse) ProtoMessage() {}
+
+func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
+func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *CancelTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -6110,7 +6557,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xbc\x06\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xe2\x06\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -6131,7 +6578,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x0fknowledge_top_k\x18\x10 \x01(\x05R\rknowledgeTopK\x123\n" +
 	"\x13knowledge_min_score\x18\x11 \x01(\x01H\x00R\x11knowledgeMinScore\x88\x01\x01\x12\x1b\n" +
 	"\ttool_wait\x18\x12 \x01(\tR\btoolWait\x125\n" +
-	"\tsubagents\x18\x13 \x03(\v2\x17.wick.agent.v1.SubagentR\tsubagents\x1a8\n" +
+	"\tsubagents\x18\x13 \x03(\v2\x17.wick.agent.v1.SubagentR\tsubagents\x12$\n" +
+	"\x0etask_follow_up\x18\x14 \x01(\bR\ftaskFollowUp\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -6255,7 +6703,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x10TerminalResponse\x12\x18\n" +
 	"\x06output\x18\x01 \x01(\fH\x00R\x06output\x12\x1d\n" +
 	"\texit_code\x18\x02 \x01(\x05H\x00R\bexitCodeB\x05\n" +
-	"\x03msg\"\xdc\x02\n" +
+	"\x03msg\"\xf2\x02\n" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
@@ -6265,7 +6713,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x03url\x18\x04 \x01(\tR\x03url\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12D\n" +
 	"\aheaders\x18\x06 \x03(\v2*.wick.agent.v1.ToolDefinition.HeadersEntryR\aheaders\x12\x12\n" +
-	"\x04kind\x18\a \x01(\tR\x04kind\x1a:\n" +
+	"\x04kind\x18\a \x01(\tR\x04kind\x12\x14\n" +
+	"\x05async\x18\b \x01(\bR\x05async\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x12\n" +
@@ -6478,7 +6927,36 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12,\n" +
 	"\x05model\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x05model\x12\x14\n" +
 	"\x05tools\x18\x05 \x03(\tR\x05tools\x123\n" +
-	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout2\xd8!\n" +
+	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\xfd\x02\n" +
+	"\x04Task\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12 \n" +
+	"\ftool_call_id\x18\x04 \x01(\tR\n" +
+	"toolCallId\x12\x12\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x12\n" +
+	"\x04kind\x18\x06 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06status\x18\a \x01(\tR\x06status\x12\x16\n" +
+	"\x06result\x18\b \x01(\tR\x06result\x12\x1a\n" +
+	"\battempts\x18\t \x01(\x05R\battempts\x12\x1c\n" +
+	"\tdelivered\x18\n" +
+	" \x01(\bR\tdelivered\x129\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"5\n" +
+	"\x16ListThreadTasksRequest\x12\x1b\n" +
+	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"D\n" +
+	"\x17ListThreadTasksResponse\x12)\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x13.wick.agent.v1.TaskR\x05tasks\")\n" +
+	"\x0eGetTaskRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\":\n" +
+	"\x0fGetTaskResponse\x12'\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.wick.agent.v1.TaskR\x04task\",\n" +
+	"\x11CancelTaskRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"=\n" +
+	"\x12CancelTaskResponse\x12'\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.wick.agent.v1.TaskR\x04task2\xba$\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -6520,7 +6998,11 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x0eDeleteDocument\x12$.wick.agent.v1.DeleteDocumentRequest\x1a%.wick.agent.v1.DeleteDocumentResponse\"@\x82\xd3\xe4\x93\x02:*8/knowledge/collections/{collection}/documents/{document}\x12\x97\x01\n" +
 	"\x0fSearchKnowledge\x12%.wick.agent.v1.SearchKnowledgeRequest\x1a&.wick.agent.v1.SearchKnowledgeResponse\"5\x82\xd3\xe4\x93\x02/:\x01*\"*/knowledge/collections/{collection}/search\x12h\n" +
 	"\aStopRun\x12\x1d.wick.agent.v1.StopRunRequest\x1a\x1e.wick.agent.v1.StopRunResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/runs/{run_id}/stop\x12x\n" +
-	"\vContinueRun\x12!.wick.agent.v1.ContinueRunRequest\x1a\".wick.agent.v1.ContinueRunResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/runs/{run_id}/continueB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
+	"\vContinueRun\x12!.wick.agent.v1.ContinueRunRequest\x1a\".wick.agent.v1.ContinueRunResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/runs/{run_id}/continue\x12\x84\x01\n" +
+	"\x0fListThreadTasks\x12%.wick.agent.v1.ListThreadTasksRequest\x1a&.wick.agent.v1.ListThreadTasksResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/threads/{thread_id}/tasks\x12b\n" +
+	"\aGetTask\x12\x1d.wick.agent.v1.GetTaskRequest\x1a\x1e.wick.agent.v1.GetTaskResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/tasks/{task_id}\x12u\n" +
+	"\n" +
+	"CancelTask\x12 .wick.agent.v1.CancelTaskRequest\x1a!.wick.agent.v1.CancelTaskResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/tasks/{task_id}/cancelB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_wick_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -6534,7 +7016,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 104)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -6632,35 +7114,42 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*ContinueRunRequest)(nil),          // 93: wick.agent.v1.ContinueRunRequest
 	(*ContinueRunResponse)(nil),         // 94: wick.agent.v1.ContinueRunResponse
 	(*Subagent)(nil),                    // 95: wick.agent.v1.Subagent
-	nil,                                 // 96: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 97: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 98: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 99: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 100: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 101: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 102: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 103: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	(*structpb.Struct)(nil),             // 104: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 105: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 106: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 107: google.protobuf.Duration
+	(*Task)(nil),                        // 96: wick.agent.v1.Task
+	(*ListThreadTasksRequest)(nil),      // 97: wick.agent.v1.ListThreadTasksRequest
+	(*ListThreadTasksResponse)(nil),     // 98: wick.agent.v1.ListThreadTasksResponse
+	(*GetTaskRequest)(nil),              // 99: wick.agent.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 100: wick.agent.v1.GetTaskResponse
+	(*CancelTaskRequest)(nil),           // 101: wick.agent.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 102: wick.agent.v1.CancelTaskResponse
+	nil,                                 // 103: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 104: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 105: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 106: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 107: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 108: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 109: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 110: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	(*structpb.Struct)(nil),             // 111: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 112: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 113: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 114: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	104, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	111, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	96,  // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	105, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	106, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	106, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	105, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	107, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	106, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	103, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	112, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	113, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	113, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	112, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	114, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	113, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	97,  // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	104, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	95,  // 15: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
 	9,   // 16: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,   // 17: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
@@ -6673,125 +7162,136 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 24: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 25: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 26: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	98,  // 27: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	105, // 27: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	26,  // 28: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	29,  // 29: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	39,  // 30: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	42,  // 31: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	43,  // 32: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	43,  // 33: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	104, // 34: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	107, // 35: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	99,  // 36: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	111, // 34: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	114, // 35: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	106, // 36: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	45,  // 37: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	45,  // 38: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	45,  // 39: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	52,  // 40: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	6,   // 41: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	105, // 42: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	112, // 42: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	57,  // 43: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 44: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
 	1,   // 45: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	105, // 46: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	112, // 46: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
 	64,  // 47: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
 	64,  // 48: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	104, // 49: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	111, // 49: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
 	69,  // 50: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
 	64,  // 51: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
 	5,   // 52: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	105, // 53: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	100, // 54: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	105, // 55: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	101, // 56: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	112, // 53: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	107, // 54: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	112, // 55: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	108, // 56: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
 	74,  // 57: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
 	74,  // 58: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
 	74,  // 59: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	102, // 60: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	109, // 60: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
 	75,  // 61: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
 	75,  // 62: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	103, // 63: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	110, // 63: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
 	76,  // 64: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
 	64,  // 65: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
 	64,  // 66: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	106, // 67: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	107, // 68: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	10,  // 69: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 70: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 71: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 72: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 73: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 74: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 75: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 76: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 77: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 78: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 79: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 80: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 81: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 82: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 83: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 84: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 85: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 86: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 87: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 88: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 89: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 90: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 91: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 92: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 93: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 94: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 95: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 96: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 97: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 98: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 99: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 100: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 101: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 102: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	91,  // 103: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	93,  // 104: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	11,  // 105: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 106: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 107: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 108: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 109: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 110: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 111: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 112: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 113: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 114: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 115: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 116: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 117: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 118: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 119: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 120: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 121: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 122: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 123: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 124: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 125: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 126: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 127: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 128: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 129: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 130: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 131: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 132: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 133: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 134: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 135: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 136: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 137: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 138: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	92,  // 139: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	94,  // 140: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	105, // [105:141] is the sub-list for method output_type
-	69,  // [69:105] is the sub-list for method input_type
-	69,  // [69:69] is the sub-list for extension type_name
-	69,  // [69:69] is the sub-list for extension extendee
-	0,   // [0:69] is the sub-list for field type_name
+	113, // 67: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	114, // 68: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	112, // 69: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	112, // 70: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 71: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	96,  // 72: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	96,  // 73: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	10,  // 74: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 75: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 76: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 77: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 78: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 79: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 80: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 81: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 82: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 83: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 84: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 85: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 86: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 87: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 88: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 89: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 90: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 91: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 92: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 93: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 94: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 95: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 96: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 97: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 98: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 99: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 100: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 101: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 102: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 103: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 104: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 105: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 106: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 107: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	91,  // 108: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	93,  // 109: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	97,  // 110: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	99,  // 111: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	101, // 112: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	11,  // 113: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 114: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 115: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 116: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 117: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 118: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 119: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 120: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 121: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 122: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 123: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 124: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 125: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 126: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 127: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 128: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 129: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 130: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 131: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 132: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 133: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 134: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 135: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 136: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 137: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 138: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 139: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 140: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 141: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 142: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 143: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 144: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 145: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 146: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	92,  // 147: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	94,  // 148: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	98,  // 149: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	100, // 150: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	102, // 151: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	113, // [113:152] is the sub-list for method output_type
+	74,  // [74:113] is the sub-list for method input_type
+	74,  // [74:74] is the sub-list for extension type_name
+	74,  // [74:74] is the sub-list for extension extendee
+	0,   // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -6820,7 +7320,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   104,
+			NumMessages:   111,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -55,6 +55,9 @@ const (
 	AgentService_SearchKnowledge_FullMethodName     = "/wick.agent.v1.AgentService/SearchKnowledge"
 	AgentService_StopRun_FullMethodName             = "/wick.agent.v1.AgentService/StopRun"
 	AgentService_ContinueRun_FullMethodName         = "/wick.agent.v1.AgentService/ContinueRun"
+	AgentService_ListThreadTasks_FullMethodName     = "/wick.agent.v1.AgentService/ListThreadTasks"
+	AgentService_GetTask_FullMethodName             = "/wick.agent.v1.AgentService/GetTask"
+	AgentService_CancelTask_FullMethodName          = "/wick.agent.v1.AgentService/CancelTask"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -162,6 +165,15 @@ type AgentServiceClient interface {
 	// that is not stopped, or whose thread has moved on since, is refused
 	// (FailedPrecondition).
 	ContinueRun(ctx context.Context, in *ContinueRunRequest, opts ...grpc.CallOption) (*ContinueRunResponse, error)
+	// ListThreadTasks lists the background tasks started on a thread, oldest
+	// first, with their status and, once finished, their result.
+	ListThreadTasks(ctx context.Context, in *ListThreadTasksRequest, opts ...grpc.CallOption) (*ListThreadTasksResponse, error)
+	// GetTask returns one background task; another user's is NotFound.
+	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
+	// CancelTask cancels a running background task, from any replica: its
+	// status is "cancelled" at once and the replica running it stops it. A
+	// finished task is returned unchanged.
+	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
 }
 
 type agentServiceClient struct {
@@ -574,6 +586,36 @@ func (c *agentServiceClient) ContinueRun(ctx context.Context, in *ContinueRunReq
 	return out, nil
 }
 
+func (c *agentServiceClient) ListThreadTasks(ctx context.Context, in *ListThreadTasksRequest, opts ...grpc.CallOption) (*ListThreadTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListThreadTasksResponse)
+	err := c.cc.Invoke(ctx, AgentService_ListThreadTasks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTaskResponse)
+	err := c.cc.Invoke(ctx, AgentService_GetTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelTaskResponse)
+	err := c.cc.Invoke(ctx, AgentService_CancelTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -679,6 +721,15 @@ type AgentServiceServer interface {
 	// that is not stopped, or whose thread has moved on since, is refused
 	// (FailedPrecondition).
 	ContinueRun(context.Context, *ContinueRunRequest) (*ContinueRunResponse, error)
+	// ListThreadTasks lists the background tasks started on a thread, oldest
+	// first, with their status and, once finished, their result.
+	ListThreadTasks(context.Context, *ListThreadTasksRequest) (*ListThreadTasksResponse, error)
+	// GetTask returns one background task; another user's is NotFound.
+	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
+	// CancelTask cancels a running background task, from any replica: its
+	// status is "cancelled" at once and the replica running it stops it. A
+	// finished task is returned unchanged.
+	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -796,6 +847,15 @@ func (UnimplementedAgentServiceServer) StopRun(context.Context, *StopRunRequest)
 }
 func (UnimplementedAgentServiceServer) ContinueRun(context.Context, *ContinueRunRequest) (*ContinueRunResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ContinueRun not implemented")
+}
+func (UnimplementedAgentServiceServer) ListThreadTasks(context.Context, *ListThreadTasksRequest) (*ListThreadTasksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListThreadTasks not implemented")
+}
+func (UnimplementedAgentServiceServer) GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTask not implemented")
+}
+func (UnimplementedAgentServiceServer) CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelTask not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -1416,6 +1476,60 @@ func _AgentService_ContinueRun_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_ListThreadTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListThreadTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ListThreadTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ListThreadTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ListThreadTasks(ctx, req.(*ListThreadTasksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_GetTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).GetTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_GetTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).GetTask(ctx, req.(*GetTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_CancelTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).CancelTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_CancelTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).CancelTask(ctx, req.(*CancelTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1542,6 +1656,18 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ContinueRun",
 			Handler:    _AgentService_ContinueRun_Handler,
+		},
+		{
+			MethodName: "ListThreadTasks",
+			Handler:    _AgentService_ListThreadTasks_Handler,
+		},
+		{
+			MethodName: "GetTask",
+			Handler:    _AgentService_GetTask_Handler,
+		},
+		{
+			MethodName: "CancelTask",
+			Handler:    _AgentService_CancelTask_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

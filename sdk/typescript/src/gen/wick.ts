@@ -593,6 +593,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{task_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** GetTask returns one background task; another user's is NotFound. */
+        get: operations["AgentService_GetTask"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tasks/{task_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * CancelTask cancels a running background task, from any replica: its
+         *     status is "cancelled" at once and the replica running it stops it. A
+         *     finished task is returned unchanged.
+         */
+        post: operations["AgentService_CancelTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/threads": {
         parameters: {
             query?: never;
@@ -623,6 +661,26 @@ export interface paths {
         post?: never;
         /** DeleteThread removes a thread. */
         delete: operations["AgentService_DeleteThread"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/threads/{thread_id}/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ListThreadTasks lists the background tasks started on a thread, oldest
+         *     first, with their status and, once finished, their result.
+         */
+        get: operations["AgentService_ListThreadTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -827,7 +885,7 @@ export interface components {
             status: "ok" | "degraded";
         };
         /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
-        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: {
@@ -1056,6 +1114,105 @@ export interface components {
              * @enum {string}
              */
             event: "on_subagent_start";
+        });
+        /** @description A background task finished: done, failed or cancelled. */
+        "RunEvent.on_task_end": {
+            data?: {
+                /** @description Starts so far: 1, then one per take-over by another replica. */
+                attempts?: number;
+                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                kind?: string;
+                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
+                result?: string;
+                /** @description The run that started it. */
+                run_id?: string;
+                /** @description running, done, failed or cancelled. */
+                status: string;
+                /** @description The task (GET /tasks/{task_id}). */
+                task_id: string;
+                /** @description The thread the task's result joins. */
+                thread_id?: string;
+                /** @description The tool it runs. */
+                tool: string;
+                /** @description The model's call that started it. */
+                tool_call_id?: string;
+            };
+            /** @constant */
+            event: "on_task_end";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_task_end";
+        });
+        /** @description A tool call started a background task (its result says so at once). Task events reach the run that started the task while it lasts; read the task with GET /tasks/{task_id} after. */
+        "RunEvent.on_task_start": {
+            data?: {
+                /** @description Starts so far: 1, then one per take-over by another replica. */
+                attempts?: number;
+                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                kind?: string;
+                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
+                result?: string;
+                /** @description The run that started it. */
+                run_id?: string;
+                /** @description running, done, failed or cancelled. */
+                status: string;
+                /** @description The task (GET /tasks/{task_id}). */
+                task_id: string;
+                /** @description The thread the task's result joins. */
+                thread_id?: string;
+                /** @description The tool it runs. */
+                tool: string;
+                /** @description The model's call that started it. */
+                tool_call_id?: string;
+            };
+            /** @constant */
+            event: "on_task_start";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_task_start";
+        });
+        /** @description A background task reported progress (data.result holds it). */
+        "RunEvent.on_task_update": {
+            data?: {
+                /** @description Starts so far: 1, then one per take-over by another replica. */
+                attempts?: number;
+                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                kind?: string;
+                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
+                result?: string;
+                /** @description The run that started it. */
+                run_id?: string;
+                /** @description running, done, failed or cancelled. */
+                status: string;
+                /** @description The task (GET /tasks/{task_id}). */
+                task_id: string;
+                /** @description The thread the task's result joins. */
+                thread_id?: string;
+                /** @description The tool it runs. */
+                tool: string;
+                /** @description The model's call that started it. */
+                tool_call_id?: string;
+            };
+            /** @constant */
+            event: "on_task_update";
+            /** @description The tool's name. */
+            name?: string;
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_task_update";
         });
         /** @description The agent's todo list changed. */
         "RunEvent.on_todos": {
@@ -1441,6 +1598,12 @@ export interface components {
             /** @description system_prompt is the agent's system prompt. */
             system_prompt?: string;
             /**
+             * @description task_follow_up starts a run on the idle thread when one of its
+             *     background tasks finishes, so the model reacts to the result while the
+             *     user is away; otherwise the result waits for the thread's next run.
+             */
+            task_follow_up?: boolean;
+            /**
              * @description template is true for agents loaded from configuration, shared by every
              *     user; output only.
              */
@@ -1531,6 +1694,11 @@ export interface components {
         "wick.agent.v1.CancelRunResponse": {
             /** @description run is the run. */
             run?: components["schemas"]["wick.agent.v1.Run"];
+        };
+        /** @description CancelTaskResponse returns the task after the cancellation. */
+        "wick.agent.v1.CancelTaskResponse": {
+            /** @description task is the task; its status is "cancelled" unless it had finished before. */
+            task?: components["schemas"]["wick.agent.v1.Task"];
         };
         /**
          * @description Collection is a knowledge collection: documents split into chunks, each
@@ -1688,6 +1856,11 @@ export interface components {
             /** @description run is the run. */
             run?: components["schemas"]["wick.agent.v1.Run"];
         };
+        /** @description GetTaskResponse returns a task. */
+        "wick.agent.v1.GetTaskResponse": {
+            /** @description task is the task. */
+            task?: components["schemas"]["wick.agent.v1.Task"];
+        };
         /** @description GetThreadResponse returns a thread's state. */
         "wick.agent.v1.GetThreadResponse": {
             /** @description thread is the state. */
@@ -1827,6 +2000,11 @@ export interface components {
         "wick.agent.v1.ListFilesResponse": {
             /** @description entries are the directory's entries. */
             entries?: components["schemas"]["wick.agent.v1.FileEntry"][];
+        };
+        /** @description ListThreadTasksResponse lists a thread's tasks. */
+        "wick.agent.v1.ListThreadTasksResponse": {
+            /** @description tasks are the thread's background tasks, oldest first. */
+            tasks?: components["schemas"]["wick.agent.v1.Task"][];
         };
         /** @description ListThreadsResponse lists threads. */
         "wick.agent.v1.ListThreadsResponse": {
@@ -1992,6 +2170,47 @@ export interface components {
             /** @description agent is the agent after the switch. */
             agent?: components["schemas"]["wick.agent.v1.Agent"];
         };
+        /**
+         * @description Task is a background tool call: the call answered its id at once and the
+         *     run went on, while the tool runs (or its status URL is polled) on some
+         *     replica. Its result joins the thread once it finishes.
+         */
+        "wick.agent.v1.Task": {
+            /**
+             * Format: int32
+             * @description attempts counts the task's starts: 1, then one per take-over by another
+             *     replica after its replica stopped; a task is failed after 3.
+             */
+            attempts?: number;
+            /**
+             * Format: date-time
+             * @description created_at is when the task started.
+             */
+            created_at?: string;
+            /** @description delivered is true once the result was given to the thread. */
+            delivered?: boolean;
+            /** @description kind is "native" (a Go tool of the server) or "http" (an async callback tool). */
+            kind?: string;
+            /** @description result is the tool's output once done, or why it failed or was cancelled. */
+            result?: string;
+            /** @description run_id is the run that started it. */
+            run_id?: string;
+            /** @description status is "running", "done", "failed" or "cancelled". */
+            status?: string;
+            /** @description task_id identifies the task ("task_…"). */
+            task_id?: string;
+            /** @description thread_id is the thread whose run started it. */
+            thread_id?: string;
+            /** @description tool is the tool's name. */
+            tool?: string;
+            /** @description tool_call_id is the model's call that started it. */
+            tool_call_id?: string;
+            /**
+             * Format: date-time
+             * @description updated_at is when its status last changed.
+             */
+            updated_at?: string;
+        };
         /** @description ThreadSummary describes a thread without its messages. */
         "wick.agent.v1.ThreadSummary": {
             /** @description agent_id is the thread's agent. */
@@ -2050,6 +2269,13 @@ export interface components {
          *     called in-process, with kind "native" and no url.
          */
         "wick.agent.v1.ToolDefinition": {
+            /**
+             * @description async marks a tool whose endpoint answers `{"status_url": …}` at once:
+             *     the call becomes a background task, and the agent polls status_url
+             *     (GET, backoff 0.5 s to 30 s) until it answers `{"status": "done",
+             *     "output": …}` or `{"status": "failed", "error": …}`.
+             */
+            async?: boolean;
             /** @description description tells the model what the tool does. */
             description?: string;
             /** @description headers are sent with every callback; their values are redacted in responses. */
@@ -3241,6 +3467,60 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    AgentService_GetTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description task_id is the task. */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description GetTaskResponse returns a task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.GetTaskResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_CancelTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description task_id is the task. */
+                task_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description CancelTaskResponse returns the task after the cancellation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.CancelTaskResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
     AgentService_ListThreads: {
         parameters: {
             query?: {
@@ -3310,6 +3590,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["wick.agent.v1.DeleteThreadResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_ListThreadTasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description thread_id is the thread. */
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description ListThreadTasksResponse lists a thread's tasks. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.ListThreadTasksResponse"];
                 };
             };
             401: components["responses"]["Unauthenticated"];

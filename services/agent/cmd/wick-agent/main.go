@@ -28,13 +28,13 @@ const (
 
 func main() {
 	var (
-		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage string
-		toolAllow, sandboxPlacement                                                             string
-		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout, subagentTimeout     time.Duration
-		subagentDepth                                                                           int
-		maxTransfer                                                                             int64
-		limits                                                                                  = agent.DefaultLimits()
-		kb                                                                                      = agent.DefaultKnowledgeConfig()
+		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage        string
+		toolAllow, sandboxPlacement                                                                    string
+		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout, subagentTimeout, taskLease time.Duration
+		subagentDepth                                                                                  int
+		maxTransfer                                                                                    int64
+		limits                                                                                         = agent.DefaultLimits()
+		kb                                                                                             = agent.DefaultKnowledgeConfig()
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
@@ -49,6 +49,7 @@ func main() {
 		fs.StringVar(&defaultBackend, "default-backend", backend.Local, "backend of the built-in default agent: "+backend.Local+", "+backend.Docker+" or "+backend.None)
 		fs.StringVar(&defaultImage, "default-image", backend.DefaultImage, "container image of agents switched to Docker without one")
 		fs.DurationVar(&leaseDur, "run-lease", 15*time.Second, "lease of a thread's run lock (Redis); a crashed replica frees its threads after this")
+		fs.DurationVar(&taskLease, "task-lease", agent.DefaultTaskLease, "lease of a running background task; another replica takes over a crashed replica's tasks after this")
 		fs.DurationVar(&threadTTL, "thread-ttl", time.Hour, "sliding TTL of idle threads")
 		fs.DurationVar(&runRetention, "run-retention", 10*time.Minute, "how long a finished run and its event log stay re-joinable (Redis)")
 		fs.StringVar(&toolAllow, "tool-allow-nets", "", "comma-separated CIDRs that HTTP callback tools may reach although not public (loopback, private, link-local are refused by default)")
@@ -92,7 +93,7 @@ func main() {
 			agent.WithDefaultModel(defaultModel), agent.WithDefaultBackend(defaultBackend),
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
-			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout),
+			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout), agent.WithTaskLease(taskLease),
 		}, kbOpts...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

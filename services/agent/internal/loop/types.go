@@ -133,6 +133,10 @@ type AgentConfig struct {
 	// ToolWait is how a round of several tool calls waits for them:
 	// "all" (default), "any" or "majority" (see the ToolWait constants).
 	ToolWait string `yaml:"tool_wait" json:"tool_wait,omitempty"`
+	// TaskFollowUp starts a run on an idle thread when one of its background
+	// tasks finishes, so the model reacts to the result while the user is
+	// away; otherwise the result waits for the thread's next run.
+	TaskFollowUp bool `yaml:"task_follow_up" json:"task_follow_up,omitempty"`
 	// Subagents declares the sub-agents the "task" tool can hand a goal
 	// to, beside the built-in "general-purpose" one.
 	Subagents []SubagentCfg `yaml:"subagents" json:"subagents,omitempty"`

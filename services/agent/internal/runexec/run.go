@@ -44,6 +44,10 @@ type Run struct {
 	// thread lock is released; closing is set while it is logged.
 	final   *loop.StreamEvent
 	closing bool
+	// taskMu orders task events sent from outside the loop (EmitTask) with
+	// the run's end: none is logged once ended is set.
+	taskMu  sync.Mutex
+	ended   bool
 	logFail error
 	// err is the loop's error, set before done is closed.
 	err error
@@ -242,6 +246,9 @@ func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.M
 	}
 	// Like the lock, the run's slot is free before its last event goes out.
 	r.slot()
+	r.taskMu.Lock()
+	r.ended = true
+	r.taskMu.Unlock()
 	if r.logFail == nil {
 		r.closing = true
 		switch {

@@ -118,6 +118,9 @@ type Deps struct {
 	Knowledge hooks.KnowledgeSearcher
 	// Logger logs; nil discards.
 	Logger *slog.Logger
+	// Tasks runs tool calls in the background; nil leaves async HTTP tools
+	// synchronous and gives no task notes.
+	Tasks Tasks
 }
 
 type config struct {
@@ -218,6 +221,26 @@ func WithAppendLatency(o prometheus.Observer) Option { return func(c *config) { 
 // WithLimits bounds what each user's runs hold.
 func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
 
+// toolClient is the client of external tools: WithHTTPClient's, or the
+// SSRF-guarded client reaching WithToolNetworkAllow's networks besides
+// public addresses.
+func (c *config) toolClient() *http.Client {
+	if c.httpClient != nil {
+		return c.httpClient
+	}
+	return tools.SafeHTTPClient(netguard.New(c.toolNetAllow...))
+}
+
+// HTTPClient is the client external tools get under opts, for other callers
+// of user-chosen URLs (background tasks' status URLs) to share its policy.
+func HTTPClient(opts ...Option) *http.Client {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return c.toolClient()
+}
+
 // env is what a run uses of its executor; none of it changes after New.
 type env struct {
 	threads ThreadStore
@@ -240,6 +263,7 @@ type Executor struct {
 	native    map[string]loop.Tool
 	models    ModelFactory
 	sandboxes SandboxFactory
+	tasks     Tasks
 
 	base   context.Context
 	stop   context.CancelFunc
@@ -263,9 +287,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.httpClient == nil {
-		cfg.httpClient = tools.SafeHTTPClient(netguard.New(cfg.toolNetAllow...))
-	}
+	cfg.httpClient = cfg.toolClient()
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -279,7 +301,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
 		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
-		knowledge: deps.Knowledge, base: base, stop: stop, active: map[string]*Run{},
+		knowledge: deps.Knowledge, tasks: deps.Tasks, base: base, stop: stop, active: map[string]*Run{},
 	}
 	nudges, err := deps.Runs.Nudges(base)
 	if err != nil {

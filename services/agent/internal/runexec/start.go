@@ -18,6 +18,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
+	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
@@ -36,6 +37,9 @@ type Request struct {
 	Input []llm.Message
 	// Enqueue waits for a busy thread instead of failing with threads.ErrBusy.
 	Enqueue bool
+	// followUp marks a run started for finished background tasks: it has no
+	// input of its own and is dropped when another run took their notes.
+	followUp bool
 }
 
 // Start validates the request, takes the thread's run lock and starts the
@@ -84,6 +88,9 @@ func (e *Executor) begin(ctx context.Context, user string, req Request, from *ru
 	}
 	build, err := e.buildRunner(ctx, user, entry)
 	if err != nil {
+		return nil, err
+	}
+	if req.Input, err = e.withTaskNotes(ctx, user, req); err != nil {
 		return nil, err
 	}
 	r, err := e.register(ctx, user, req, runID, lease, slot, len(state.Messages))
@@ -258,7 +265,13 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %w", name, err)
 		}
+		if def.Async && e.tasks != nil {
+			t = e.tasks.AsyncHTTP(t)
+		}
 		agentTools = append(agentTools, t)
+	}
+	if e.tasks != nil && slices.ContainsFunc(agentTools, tasks.IsBackground) {
+		agentTools = append(agentTools, e.tasks.ModelTools()...)
 	}
 	return &runnerParts{model: model, hooks: agentHooks, tools: agentTools}, nil
 }

@@ -44,6 +44,9 @@ type HTTPToolDef struct {
 	URL         string            `json:"url"`
 	Timeout     time.Duration     `json:"timeout,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
+	// Async marks a tool whose endpoint answers {"status_url": …} at once and
+	// the result later there: its calls run as background tasks.
+	Async bool `json:"async,omitempty"`
 }
 
 // HTTPToolOption configures an HTTP tool.

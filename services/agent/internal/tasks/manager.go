@@ -1,0 +1,332 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
+)
+
+// Events of a task, sent to the run that started it while that run lasts
+// on this replica (later, clients read the task through the API).
+const (
+	EventTaskStart  = "on_task_start"
+	EventTaskUpdate = "on_task_update"
+	EventTaskEnd    = "on_task_end"
+)
+
+// claimBatch is how many expired tasks one sweep takes over.
+const claimBatch = 64
+
+// ToolDefs resolves a user's external HTTP tool (registry.Store implements
+// it); a taken-over HTTP task finds its tool's headers through it.
+type ToolDefs interface {
+	GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error)
+}
+
+// Listener hears about tasks: Event for each of the three events (the run
+// may be over), Finished once a task's result waits for its thread.
+type Listener interface {
+	Event(t *Task, event string)
+	Finished(t *Task)
+}
+
+// Option configures a Manager.
+type Option func(*Manager)
+
+// WithLease sets the lease of running tasks (default DefaultLease); they
+// are renewed every third of it, and expired ones looked for as often.
+func WithLease(d time.Duration) Option { return func(m *Manager) { m.lease = d } }
+
+// WithMaxAttempts sets how many starts a task gets (default DefaultMaxAttempts).
+func WithMaxAttempts(n int) Option { return func(m *Manager) { m.maxAttempts = n } }
+
+// WithPollBackoff sets the first and the longest wait between two polls of
+// an HTTP task's status URL (default 0.5 s and 30 s).
+func WithPollBackoff(min, max time.Duration) Option {
+	return func(m *Manager) { m.pollMin, m.pollMax = min, max }
+}
+
+// WithMaxRunning bounds one user's running tasks (default DefaultMaxRunning; 0: no bound).
+func WithMaxRunning(n int) Option { return func(m *Manager) { m.maxRunning = n } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(m *Manager) { m.logger = l } }
+
+// Manager starts, carries on, takes over and cancels background tasks. Each
+// replica has one; they share the Store.
+type Manager struct {
+	store       Store
+	owner       string
+	native      map[string]loop.Tool
+	defs        ToolDefs
+	client      *http.Client
+	listener    Listener
+	lease       time.Duration
+	maxAttempts int
+	pollMin     time.Duration
+	pollMax     time.Duration
+	maxRunning  int
+	logger      *slog.Logger
+
+	base    context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+}
+
+// NewManager returns a manager for the replica named owner. native are the
+// background-capable Go tools by name, which a take-over starts again;
+// client reaches status URLs (it must be the SSRF-guarded client of HTTP
+// tools). Start begins its lease loop.
+func NewManager(store Store, owner string, native map[string]loop.Tool, defs ToolDefs, client *http.Client, opts ...Option) *Manager {
+	m := &Manager{
+		store: store, owner: owner, native: native, defs: defs, client: client,
+		lease: DefaultLease, maxAttempts: DefaultMaxAttempts, pollMin: DefaultPollMin, pollMax: DefaultPollMax,
+		maxRunning: DefaultMaxRunning, logger: slog.New(slog.DiscardHandler), running: map[string]context.CancelCauseFunc{},
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	m.base, m.stop = context.WithCancel(context.Background())
+	return m
+}
+
+// Start sets who hears about tasks and starts the loop that renews this
+// replica's leases and takes over expired tasks.
+func (m *Manager) Start(l Listener) {
+	m.listener = l
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.leaseLoop()
+	}()
+}
+
+// Close stops this replica's tasks without finishing them, so that another
+// replica takes them over once their leases end, and waits for them.
+func (m *Manager) Close() {
+	m.stop()
+	m.wg.Wait()
+}
+
+// Store returns the store, for the API's reads.
+func (m *Manager) Store() Store { return m.store }
+
+func (m *Manager) leaseLoop() {
+	tick := time.NewTicker(m.lease / 3)
+	defer tick.Stop()
+	for {
+		m.sweep()
+		select {
+		case <-m.base.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sweep renews this replica's leases, stops the tasks it lost (cancelled
+// from another replica, or taken over after a stall) and takes over tasks
+// whose replica stopped renewing.
+func (m *Manager) sweep() {
+	ctx, cancel := context.WithTimeout(m.base, m.lease/3)
+	defer cancel()
+	m.mu.Lock()
+	held := make([]string, 0, len(m.running))
+	for id := range m.running {
+		held = append(held, id)
+	}
+	m.mu.Unlock()
+	lost, err := m.store.Renew(ctx, m.owner, held, m.lease)
+	if err != nil {
+		m.logger.Warn("renew task leases", "error", err)
+		return
+	}
+	for _, id := range lost {
+		m.abandon(id, errLost)
+	}
+	claimed, err := m.store.Claim(ctx, m.owner, m.lease, m.maxAttempts, claimBatch)
+	if err != nil {
+		m.logger.Warn("claim expired tasks", "error", err)
+		return
+	}
+	for _, t := range claimed {
+		if t.Finished() {
+			m.finished(t)
+			continue
+		}
+		m.logger.Info("taking over a background task", "task_id", t.ID, "tool", t.Tool, "attempt", t.Attempts)
+		m.launch(t)
+	}
+}
+
+var errLost = errors.New("the task is no longer this replica's")
+
+// abandon stops this replica's work on a task without finishing it.
+func (m *Manager) abandon(id string, cause error) {
+	m.mu.Lock()
+	cancel := m.running[id]
+	delete(m.running, id)
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// Spec is a tool call to carry on in the background.
+type Spec struct {
+	User       string
+	ThreadID   string
+	RunID      string
+	ToolCallID string
+	Tool       string
+	Kind       string
+	Args       map[string]any
+	StatusURL  string
+}
+
+// Begin records a running task for spec and starts carrying it on.
+func (m *Manager) Begin(ctx context.Context, spec Spec) (*Task, error) {
+	t := &Task{
+		ID: ids.New("task_"), User: spec.User, ThreadID: spec.ThreadID, RunID: spec.RunID, ToolCallID: spec.ToolCallID,
+		Tool: spec.Tool, Kind: spec.Kind, Args: spec.Args, StatusURL: spec.StatusURL, CreatedAt: time.Now().UTC(),
+		Status: StatusRunning, Attempts: 1, Owner: m.owner,
+	}
+	if err := m.store.Create(ctx, t, m.lease, m.maxRunning); err != nil {
+		if errors.Is(err, ErrTooMany) {
+			return nil, fmt.Errorf("%w: user %s has %d; wait for one to finish or cancel one", ErrTooMany, spec.User, m.maxRunning)
+		}
+		return nil, err
+	}
+	t.UpdatedAt = t.CreatedAt
+	m.event(t, EventTaskStart)
+	m.launch(t)
+	return t, nil
+}
+
+// Cancel cancels the user's task: its status is final at once, from any
+// replica; the replica running it stops at once when it is this one, else at
+// its next renewal (a third of the lease).
+func (m *Manager) Cancel(ctx context.Context, user, id string) (*Task, error) {
+	t, err := m.store.Cancel(ctx, user, id, "cancelled by the user")
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == StatusCancelled {
+		m.abandon(id, errors.New("cancelled by the user"))
+		m.finished(t)
+	}
+	return t, nil
+}
+
+// launch carries a running task on in a goroutine of this replica.
+func (m *Manager) launch(t *Task) {
+	ctx, cancel := context.WithCancelCause(m.base)
+	m.mu.Lock()
+	_, mine := m.running[t.ID]
+	if m.base.Err() != nil || mine {
+		// Closing; or a task of this replica whose lease ran out while it
+		// could not renew, claimed back by itself: it is still running here.
+		m.mu.Unlock()
+		cancel(nil)
+		return
+	}
+	m.running[t.ID] = cancel
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		defer m.abandon(t.ID, nil)
+		ctx = identity.WithUser(ctx, t.User)
+		ctx = loop.WithCallInfo(ctx, loop.CallInfo{ToolCallID: t.ToolCallID, ThreadID: t.ThreadID, RunID: t.RunID})
+		var out string
+		var err error
+		switch t.Kind {
+		case KindNative:
+			out, err = m.runNative(ctx, t)
+		case KindHTTP:
+			out, err = m.poll(ctx, t)
+		default:
+			err = fmt.Errorf("unknown task kind %q", t.Kind)
+		}
+		if ctx.Err() != nil {
+			return // stopped, cancelled or lost: not this goroutine's to finish
+		}
+		status, result := StatusDone, out
+		if err != nil {
+			status, result = StatusFailed, "Error: "+err.Error()
+			if out != "" {
+				result += "\n" + out
+			}
+		}
+		result = clipResult(result)
+		ok, ferr := m.store.Finish(context.WithoutCancel(ctx), m.owner, t.ID, status, result)
+		if ferr != nil {
+			m.logger.Warn("finish task", "task_id", t.ID, "error", ferr)
+			return
+		}
+		if !ok {
+			return
+		}
+		t.Status, t.Result, t.Owner, t.UpdatedAt = status, result, "", time.Now().UTC()
+		m.finished(t)
+	}()
+}
+
+func (m *Manager) runNative(ctx context.Context, t *Task) (out string, err error) {
+	tool, ok := m.native[t.Tool]
+	if !ok {
+		return "", fmt.Errorf("tool %s is not a background tool of this server", t.Tool)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			m.logger.Error("background tool panicked", "task_id", t.ID, "tool", t.Tool, "panic", p)
+			err = fmt.Errorf("tool %s failed unexpectedly", t.Tool)
+		}
+	}()
+	return tool.Execute(ctx, t.Args)
+}
+
+func (m *Manager) finished(t *Task) {
+	m.event(t, EventTaskEnd)
+	if m.listener != nil {
+		m.listener.Finished(t)
+	}
+}
+
+func (m *Manager) event(t *Task, name string) {
+	if m.listener != nil {
+		m.listener.Event(t, name)
+	}
+}
+
+func clipResult(s string) string {
+	r := []rune(s)
+	if len(r) <= DefaultMaxResultChars {
+		return s
+	}
+	half := DefaultMaxResultChars / 2
+	return string(r[:half]) + fmt.Sprintf("\n... (cut %d characters) ...\n", len(r)-2*half) + string(r[len(r)-half:])
+}
+
+// EventData is a task as the data of its events and of the model's tools.
+func EventData(t *Task) map[string]any {
+	d := map[string]any{
+		"task_id": t.ID, "tool": t.Tool, "kind": t.Kind, "status": t.Status, "thread_id": t.ThreadID,
+		"run_id": t.RunID, "tool_call_id": t.ToolCallID, "attempts": t.Attempts,
+	}
+	if t.Finished() {
+		d["result"] = t.Result
+	}
+	return d
+}
