@@ -189,9 +189,9 @@ func containsNUL(s string) bool {
 	return false
 }
 
-// Start starts a process as the leader of a session (so of a process group)
+// StartProcess starts a process as the leader of a session (so of a process group)
 // of its own, with stdin, stdout and stderr on pipes.
-func (t *Table) Start(ctx context.Context, s Spec) (*Info, error) {
+func (t *Table) StartProcess(ctx context.Context, s Spec) (*Info, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -323,9 +323,9 @@ func (t *Table) get(id string) (*proc, error) {
 	return p, nil
 }
 
-// List returns the processes matching id and tag (empty matches any),
-// oldest first.
-func (t *Table) List(id, tag string) []*Info {
+// ListProcesses returns the processes matching id and tag (empty matches
+// any), oldest first.
+func (t *Table) ListProcesses(_ context.Context, id, tag string) ([]*Info, error) {
 	t.mu.Lock()
 	ps := make([]*proc, 0, len(t.order))
 	for _, pid := range t.order {
@@ -338,11 +338,11 @@ func (t *Table) List(id, tag string) []*Info {
 			out = append(out, p.info())
 		}
 	}
-	return out
+	return out, nil
 }
 
-// Signal sends sig to a running process's group.
-func (t *Table) Signal(id string, sig syscall.Signal) error {
+// SignalProcess sends sig to a running process's group.
+func (t *Table) SignalProcess(_ context.Context, id string, sig syscall.Signal) error {
 	p, err := t.get(id)
 	if err != nil {
 		return err
@@ -360,20 +360,11 @@ func (t *Table) Signal(id string, sig syscall.Signal) error {
 	return nil
 }
 
-// Write writes to a process's stdin, or closes it.
-func (t *Table) Write(id string, in Input) error {
-	p, err := t.get(id)
-	if err != nil {
-		return err
-	}
-	return p.write(in)
-}
-
-// Attach streams a process's output from offset to send, until the process
+// AttachProcess streams a process's output from offset to send, until the process
 // exited and everything was sent (nil), ctx ended, or send failed. input,
 // when not nil, is read beside it for stdin; its io.EOF stops the reading
 // and nothing else.
-func (t *Table) Attach(ctx context.Context, id string, offset int64, input func() (Input, error), send func(Event) error) error {
+func (t *Table) AttachProcess(ctx context.Context, id string, offset int64, input func() (Input, error), send func(Event) error) error {
 	p, err := t.get(id)
 	if err != nil {
 		return err

@@ -12,11 +12,12 @@ import (
 
 	"github.com/wick-agent/wick/daemon/process"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/wickfs"
 )
 
 // StartProcess starts a program with pipes in the workspace.
 func (s *Server) StartProcess(ctx context.Context, req *daemonv1.StartProcessRequest) (*daemonv1.StartProcessResponse, error) {
-	info, err := s.procs.Start(ctx, process.Spec{Argv: req.GetArgv(), Env: req.GetEnv(), Cwd: req.GetCwd(), Tag: req.GetTag()})
+	info, err := s.procs.StartProcess(ctx, process.Spec{Argv: req.GetArgv(), Env: req.GetEnv(), Cwd: req.GetCwd(), Tag: req.GetTag()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -51,25 +52,29 @@ func (s *Server) AttachProcess(stream grpc.BidiStreamingServer[daemonv1.AttachPr
 		return process.Input{}, invalidf("AttachProcess takes one attach message, first")
 	}
 	send := func(ev process.Event) error { return stream.Send(processEvent(ev)) }
-	return toStatus(s.procs.Attach(stream.Context(), at.GetId(), at.GetOffset(), input, send))
+	return toStatus(s.procs.AttachProcess(stream.Context(), at.GetId(), at.GetOffset(), input, send))
 }
 
 // SignalProcess signals a process's group.
-func (s *Server) SignalProcess(_ context.Context, req *daemonv1.SignalProcessRequest) (*daemonv1.SignalProcessResponse, error) {
+func (s *Server) SignalProcess(ctx context.Context, req *daemonv1.SignalProcessRequest) (*daemonv1.SignalProcessResponse, error) {
 	sig := req.GetSignal()
 	if _, known := daemonv1.ProcessSignal_name[int32(sig)]; !known || sig == daemonv1.ProcessSignal_PROCESS_SIGNAL_UNSPECIFIED {
 		return nil, invalidf("signal %d is not one a process can be sent", sig)
 	}
-	if err := s.procs.Signal(req.GetId(), syscall.Signal(sig)); err != nil {
+	if err := s.procs.SignalProcess(ctx, req.GetId(), syscall.Signal(sig)); err != nil {
 		return nil, toStatus(err)
 	}
 	return &daemonv1.SignalProcessResponse{}, nil
 }
 
 // ListProcesses lists running and recently exited processes.
-func (s *Server) ListProcesses(_ context.Context, req *daemonv1.ListProcessesRequest) (*daemonv1.ListProcessesResponse, error) {
+func (s *Server) ListProcesses(ctx context.Context, req *daemonv1.ListProcessesRequest) (*daemonv1.ListProcessesResponse, error) {
+	ps, err := s.procs.ListProcesses(ctx, req.GetId(), req.GetTag())
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	out := &daemonv1.ListProcessesResponse{}
-	for _, p := range s.procs.List(req.GetId(), req.GetTag()) {
+	for _, p := range ps {
 		out.Processes = append(out.Processes, processInfo(p))
 	}
 	return out, nil
@@ -79,7 +84,7 @@ func processInfo(p *process.Info) *daemonv1.ProcessInfo {
 	out := &daemonv1.ProcessInfo{Id: p.ID, Tag: p.Tag, Argv: p.Argv, Cwd: p.Cwd, Pid: int32(p.PID),
 		Running: p.Exit == nil, StartedAt: timestamppb.New(p.Started), OutputEnd: p.OutputEnd}
 	if p.Exit != nil {
-		out.Exit = &daemonv1.ExitStatus{ExitCode: int32(p.Exit.ExitCode), Duration: durationpb.New(p.Exit.Duration)}
+		out.Exit = processExit(p.Exit)
 	}
 	return out
 }
@@ -88,8 +93,7 @@ func processEvent(ev process.Event) *daemonv1.AttachProcessResponse {
 	m := &daemonv1.AttachProcessResponse{Offset: ev.Offset}
 	switch {
 	case ev.Exit != nil:
-		m.Event = &daemonv1.AttachProcessResponse_Exit{Exit: &daemonv1.ExitStatus{
-			ExitCode: int32(ev.Exit.ExitCode), Duration: durationpb.New(ev.Exit.Duration)}}
+		m.Event = &daemonv1.AttachProcessResponse_Exit{Exit: processExit(ev.Exit)}
 	case ev.Dropped > 0:
 		m.Event = &daemonv1.AttachProcessResponse_Dropped{Dropped: ev.Dropped}
 	case ev.Stream == process.Stderr:
@@ -98,4 +102,8 @@ func processEvent(ev process.Event) *daemonv1.AttachProcessResponse {
 		m.Event = &daemonv1.AttachProcessResponse_Stdout{Stdout: ev.Data}
 	}
 	return m
+}
+
+func processExit(e *wickfs.ExitStatus) *daemonv1.ExitStatus {
+	return &daemonv1.ExitStatus{ExitCode: int32(e.ExitCode), Duration: durationpb.New(e.Duration)}
 }

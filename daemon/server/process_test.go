@@ -426,3 +426,29 @@ func TestProcessBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessKeepExited: only the last exited processes are remembered, with
+// their output and exit status.
+func TestProcessKeepExited(t *testing.T) {
+	t.Parallel()
+	d := start(t, config{server: []server.Option{server.WithProcessOptions(process.WithKeepExited(2))}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ids []string
+	for i := range 4 {
+		info := startProc(t, d, "sh", "-c", fmt.Sprintf("echo %d; exit %d", i, i))
+		waitExited(t, d, info.ID)
+		ids = append(ids, info.ID)
+	}
+	ps, err := d.fs.ListProcesses(ctx, "", "")
+	if err != nil || len(ps) != 2 || ps[0].ID != ids[2] || ps[1].ID != ids[3] {
+		t.Fatalf("kept %+v %v, want the last two of %v", ps, err, ids)
+	}
+	a, err := attach(ctx, d, ids[3], 0, nil, nil)
+	if err != nil || a.stdout.String() != "3\n" || a.exit.ExitCode != 3 {
+		t.Fatalf("attach to an exited process: %q %+v %v", a.stdout.String(), a.exit, err)
+	}
+	if _, err := attach(ctx, d, ids[0], 0, nil, nil); status.Code(err) != codes.NotFound {
+		t.Fatalf("a forgotten process: %v", err)
+	}
+}
