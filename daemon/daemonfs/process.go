@@ -3,7 +3,6 @@ package daemonfs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"syscall"
 
@@ -14,7 +13,7 @@ import (
 
 // StartProcess starts a process through the daemon.
 func (f *FS) StartProcess(ctx context.Context, s process.Spec) (*process.Info, error) {
-	res, err := f.c.StartProcess(ctx, &daemonv1.StartProcessRequest{Argv: s.Argv, Env: s.Env, Cwd: s.Cwd, Tag: s.Tag})
+	res, err := f.c.StartProcess(ctx, startRequest(s))
 	if err != nil {
 		return nil, fromStatus(err)
 	}
@@ -22,17 +21,28 @@ func (f *FS) StartProcess(ctx context.Context, s process.Spec) (*process.Info, e
 }
 
 // AttachProcess attaches to a process through the daemon, with the same
-// contract as process.Table.Attach.
+// contract as process.Table.AttachProcess.
 func (f *FS) AttachProcess(ctx context.Context, id string, offset int64, input func() (process.Input, error), send func(process.Event) error) error {
+	return f.attach(ctx, &daemonv1.AttachProcessRequest{Msg: &daemonv1.AttachProcessRequest_Attach{
+		Attach: &daemonv1.ProcessAttach{Id: id, Offset: offset}}}, input, send)
+}
+
+// StartAttachedProcess starts a process through the daemon and attaches to
+// it from its first byte, as process.Table.StartAttachedProcess does.
+func (f *FS) StartAttachedProcess(ctx context.Context, s process.Spec, input func() (process.Input, error), send func(process.Event) error) error {
+	return f.attach(ctx, &daemonv1.AttachProcessRequest{Msg: &daemonv1.AttachProcessRequest_Start{
+		Start: startRequest(s)}}, input, send)
+}
+
+// attach runs an AttachProcess stream opened with first.
+func (f *FS) attach(ctx context.Context, first *daemonv1.AttachProcessRequest, input func() (process.Input, error), send func(process.Event) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stream, err := f.c.AttachProcess(ctx)
 	if err != nil {
 		return fromStatus(err)
 	}
-	err = stream.Send(&daemonv1.AttachProcessRequest{Msg: &daemonv1.AttachProcessRequest_Attach{
-		Attach: &daemonv1.ProcessAttach{Id: id, Offset: offset}}})
-	if err != nil && !errors.Is(err, io.EOF) { // io.EOF: the status comes from Recv
+	if err := stream.Send(first); err != nil && !errors.Is(err, io.EOF) { // io.EOF: the status comes from Recv
 		return fromStatus(err)
 	}
 	if input != nil {
@@ -60,7 +70,7 @@ func (f *FS) AttachProcess(ctx context.Context, id string, offset int64, input f
 	for {
 		m, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("daemon: attachment to %s ended without an exit", id)
+			return errors.New("daemon: the attachment ended without an exit")
 		}
 		if err != nil {
 			if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
@@ -78,6 +88,8 @@ func (f *FS) AttachProcess(ctx context.Context, id string, offset int64, input f
 			ev.Dropped = e.Dropped
 		case *daemonv1.AttachProcessResponse_Exit:
 			ev.Exit = exitStatus(e.Exit)
+		case *daemonv1.AttachProcessResponse_Started:
+			ev.Started = processInfo(e.Started)
 		default:
 			continue
 		}
@@ -109,6 +121,10 @@ func (f *FS) ListProcesses(ctx context.Context, id, tag string) ([]*process.Info
 		out[i] = processInfo(p)
 	}
 	return out, nil
+}
+
+func startRequest(s process.Spec) *daemonv1.StartProcessRequest {
+	return &daemonv1.StartProcessRequest{Argv: s.Argv, Env: s.Env, Cwd: s.Cwd, Tag: s.Tag}
 }
 
 func processInfo(p *daemonv1.ProcessInfo) *process.Info {

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -71,11 +72,13 @@ func (p *proc) done() bool {
 
 // copy reads one output pipe into the buffer until it ends.
 func (p *proc) copy(r io.Reader, s Stream) {
+	buf := make([]byte, readChunk)
 	for {
-		buf := make([]byte, readChunk)
 		n, err := r.Read(buf)
 		if n > 0 {
-			p.append(s, buf[:n])
+			// A chunk of its own size: a short read must not pin a whole
+			// read buffer, or the buffer limit would not bound memory.
+			p.append(s, bytes.Clone(buf[:n]))
 		}
 		if err != nil {
 			return

@@ -98,6 +98,8 @@ type Event struct {
 	Dropped int64
 	// Exit, when set, is the last event.
 	Exit *wickfs.ExitStatus
+	// Started, when set, is the first event of StartAttachedProcess.
+	Started *Info
 }
 
 // Input is one message from an attached caller: stdin bytes or, with Close,
@@ -192,47 +194,72 @@ func containsNUL(s string) bool {
 // StartProcess starts a process as the leader of a session (so of a process group)
 // of its own, with stdin, stdout and stderr on pipes.
 func (t *Table) StartProcess(ctx context.Context, s Spec) (*Info, error) {
-	if err := ctx.Err(); err != nil {
+	p, _, err := t.start(ctx, s, false)
+	if err != nil {
 		return nil, err
 	}
+	return p.info(), nil
+}
+
+// StartAttachedProcess starts a process as StartProcess does and attaches to
+// it before it can write anything, so not a byte can be dropped; the first
+// event sent carries Started. It returns as AttachProcess does.
+func (t *Table) StartAttachedProcess(ctx context.Context, s Spec, input func() (Input, error), send func(Event) error) error {
+	p, r, err := t.start(ctx, s, true)
+	if err != nil {
+		return err
+	}
+	defer p.detach(r)
+	if err := send(Event{Started: p.info()}); err != nil {
+		return err
+	}
+	return p.stream(ctx, r, input, send)
+}
+
+// start starts a process, with a caller attached from its first byte when
+// attached is set.
+func (t *Table) start(ctx context.Context, s Spec, attached bool) (*proc, *reader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	if err := check(s); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t.mu.Lock()
 	switch {
 	case t.closed:
 		t.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	case t.running >= t.cfg.maxRunning:
 		t.mu.Unlock()
-		return nil, fmt.Errorf("%w: %d processes are running, the sandbox's limit", ErrExhausted, t.running)
+		return nil, nil, fmt.Errorf("%w: %d processes are running, the sandbox's limit", ErrExhausted, t.running)
 	}
 	// The slot is taken before the process starts, so concurrent starts
 	// cannot pass the limit together.
 	t.running++
 	t.mu.Unlock()
-	p, err := t.spawn(s)
+	p, r, err := t.spawn(s, attached)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
 		t.running--
-		return nil, err
+		return nil, nil, err
 	}
 	t.procs[p.id] = p
 	t.order = append(t.order, p.id)
 	if t.closed {
 		_ = wickfs.KillGroup(p.pid)
 	}
-	return p.info(), nil
+	return p, r, nil
 }
 
-func (t *Table) spawn(s Spec) (*proc, error) {
+func (t *Table) spawn(s Spec, attached bool) (*proc, *reader, error) {
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	if errors.Is(cmd.Err, exec.ErrNotFound) || errors.Is(cmd.Err, exec.ErrDot) {
-		return nil, invalid(fmt.Sprintf("program %q: %v", s.Argv[0], cmd.Err))
+		return nil, nil, invalid(fmt.Sprintf("program %q: %v", s.Argv[0], cmd.Err))
 	}
 	if err := t.prep.PrepareCmd(cmd, s.Cwd, s.Env); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A session of its own leads a process group (what SignalProcess
 	// signals and what is killed when the process exits) and leaves no
@@ -241,13 +268,13 @@ func (t *Table) spawn(s Spec) (*proc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("process: %w", err)
+		return nil, nil, fmt.Errorf("process: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, fmt.Errorf("process: %w", err)
+		return nil, nil, fmt.Errorf("process: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
@@ -255,7 +282,7 @@ func (t *Table) spawn(s Spec) (*proc, error) {
 		inW.Close()
 		outR.Close()
 		outW.Close()
-		return nil, fmt.Errorf("process: %w", err)
+		return nil, nil, fmt.Errorf("process: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	err = cmd.Start()
@@ -267,20 +294,26 @@ func (t *Table) spawn(s Spec) (*proc, error) {
 		outR.Close()
 		errR.Close()
 		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-			return nil, invalid(fmt.Sprintf("program %q: %v", s.Argv[0], err))
+			return nil, nil, invalid(fmt.Sprintf("program %q: %v", s.Argv[0], err))
 		}
-		return nil, fmt.Errorf("process: start %s: %w", s.Argv[0], err)
+		return nil, nil, fmt.Errorf("process: start %s: %w", s.Argv[0], err)
 	}
 	p := &proc{
 		table: t, id: newID(), spec: s, pid: cmd.Process.Pid, started: time.Now(),
 		stdin: inW, changed: make(chan struct{}), readers: map[*reader]struct{}{},
+	}
+	var r *reader
+	if attached {
+		// Registered before the pipes are read: nothing can be dropped.
+		r = &reader{}
+		p.readers[r] = struct{}{}
 	}
 	var copying sync.WaitGroup
 	copying.Add(2)
 	go func() { defer copying.Done(); p.copy(outR, Stdout) }()
 	go func() { defer copying.Done(); p.copy(errR, Stderr) }()
 	go p.wait(cmd, &copying, outR, errR)
-	return p, nil
+	return p, r, nil
 }
 
 func newID() string {
@@ -374,6 +407,11 @@ func (t *Table) AttachProcess(ctx context.Context, id string, offset int64, inpu
 		return err
 	}
 	defer p.detach(r)
+	return p.stream(ctx, r, input, send)
+}
+
+// stream is an attachment of r: stdin from input beside events to send.
+func (p *proc) stream(ctx context.Context, r *reader, input func() (Input, error), send func(Event) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if input != nil {

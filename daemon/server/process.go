@@ -17,7 +17,7 @@ import (
 
 // StartProcess starts a program with pipes in the workspace.
 func (s *Server) StartProcess(ctx context.Context, req *daemonv1.StartProcessRequest) (*daemonv1.StartProcessResponse, error) {
-	info, err := s.procs.StartProcess(ctx, process.Spec{Argv: req.GetArgv(), Env: req.GetEnv(), Cwd: req.GetCwd(), Tag: req.GetTag()})
+	info, err := s.procs.StartProcess(ctx, processSpec(req))
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -34,9 +34,9 @@ func (s *Server) AttachProcess(stream grpc.BidiStreamingServer[daemonv1.AttachPr
 		}
 		return err
 	}
-	at := first.GetAttach()
-	if at == nil {
-		return invalidf("the first AttachProcess message must be attach")
+	at, start := first.GetAttach(), first.GetStart()
+	if at == nil && start == nil {
+		return invalidf("the first AttachProcess message must be attach or start")
 	}
 	input := func() (process.Input, error) {
 		req, err := stream.Recv()
@@ -49,9 +49,12 @@ func (s *Server) AttachProcess(stream grpc.BidiStreamingServer[daemonv1.AttachPr
 		case *daemonv1.AttachProcessRequest_CloseStdin:
 			return process.Input{Close: m.CloseStdin}, nil
 		}
-		return process.Input{}, invalidf("AttachProcess takes one attach message, first")
+		return process.Input{}, invalidf("AttachProcess takes one attach or start message, first")
 	}
 	send := func(ev process.Event) error { return stream.Send(processEvent(ev)) }
+	if start != nil {
+		return toStatus(s.procs.StartAttachedProcess(stream.Context(), processSpec(start), input, send))
+	}
 	return toStatus(s.procs.AttachProcess(stream.Context(), at.GetId(), at.GetOffset(), input, send))
 }
 
@@ -80,6 +83,10 @@ func (s *Server) ListProcesses(ctx context.Context, req *daemonv1.ListProcessesR
 	return out, nil
 }
 
+func processSpec(req *daemonv1.StartProcessRequest) process.Spec {
+	return process.Spec{Argv: req.GetArgv(), Env: req.GetEnv(), Cwd: req.GetCwd(), Tag: req.GetTag()}
+}
+
 func processInfo(p *process.Info) *daemonv1.ProcessInfo {
 	out := &daemonv1.ProcessInfo{Id: p.ID, Tag: p.Tag, Argv: p.Argv, Cwd: p.Cwd, Pid: int32(p.PID),
 		Running: p.Exit == nil, StartedAt: timestamppb.New(p.Started), OutputEnd: p.OutputEnd}
@@ -92,6 +99,8 @@ func processInfo(p *process.Info) *daemonv1.ProcessInfo {
 func processEvent(ev process.Event) *daemonv1.AttachProcessResponse {
 	m := &daemonv1.AttachProcessResponse{Offset: ev.Offset}
 	switch {
+	case ev.Started != nil:
+		m.Event = &daemonv1.AttachProcessResponse_Started{Started: processInfo(ev.Started)}
 	case ev.Exit != nil:
 		m.Event = &daemonv1.AttachProcessResponse_Exit{Exit: processExit(ev.Exit)}
 	case ev.Dropped > 0:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -314,6 +315,42 @@ func TestProcessBackPressure(t *testing.T) {
 	}
 }
 
+// TestProcessStartAttached starts a process through the attachment: the
+// caller is attached before the first byte, so a burst far above the buffer
+// loses nothing, and the first event names the process.
+func TestProcessStartAttached(t *testing.T) {
+	t.Parallel()
+	const total = 2_000_000
+	d := start(t, config{server: []server.Option{server.WithProcessOptions(process.WithBufferBytes(64 << 10))}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var started *process.Info
+	var out bytes.Buffer
+	var exit *wickfs.ExitStatus
+	err := d.fs.StartAttachedProcess(ctx, process.Spec{Argv: []string{"sh", "-c", fmt.Sprintf("yes 0123456789 | head -c %d", total)}, Tag: "t"}, nil,
+		func(ev process.Event) error {
+			switch {
+			case ev.Started != nil:
+				started = ev.Started
+			case started == nil:
+				return errors.New("an event before started")
+			case ev.Dropped > 0:
+				return fmt.Errorf("%d bytes dropped", ev.Dropped)
+			case ev.Exit != nil:
+				exit = ev.Exit
+			default:
+				out.Write(ev.Data)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started.ID == "" || started.Tag != "t" || exit == nil || out.String() != strings.Repeat("0123456789\n", total/11+1)[:total] {
+		t.Fatalf("started %+v, %d bytes, exit %+v", started, out.Len(), exit)
+	}
+}
+
 func TestProcessLimit(t *testing.T) {
 	t.Parallel()
 	d := start(t, config{server: []server.Option{server.WithProcessOptions(process.WithMaxRunning(2))}})
@@ -417,6 +454,9 @@ func TestProcessBadInput(t *testing.T) {
 			return attachRaw(&daemonv1.AttachProcessRequest{Msg: &daemonv1.AttachProcessRequest_Stdin{Stdin: []byte("x")}})
 		}, codes.InvalidArgument},
 		{"attach with nothing", func() error { return attachRaw() }, codes.InvalidArgument},
+		{"start with empty argv", func() error {
+			return attachRaw(&daemonv1.AttachProcessRequest{Msg: &daemonv1.AttachProcessRequest_Start{Start: &daemonv1.StartProcessRequest{}}})
+		}, codes.InvalidArgument},
 		{"a second attach message", func() error { return attachRaw(attachMsg(running.ID, 0), attachMsg(running.ID, 0)) }, codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -450,5 +490,48 @@ func TestProcessKeepExited(t *testing.T) {
 	}
 	if _, err := attach(ctx, d, ids[0], 0, nil, nil); status.Code(err) != codes.NotFound {
 		t.Fatalf("a forgotten process: %v", err)
+	}
+}
+
+// BenchmarkProcessTrue is `true` started, attached to and ended through the
+// process API over a Unix socket: StartProcess, AttachProcess to the exit.
+func BenchmarkProcessTrue(b *testing.B) {
+	d := start(b, config{})
+	ctx := context.Background()
+	var lat []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		info, err := d.fs.StartProcess(ctx, process.Spec{Argv: []string{"true"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := attach(ctx, d, info.ID, 0, nil, nil)
+		lat = append(lat, time.Since(t0))
+		if err != nil || a.exit == nil || a.exit.ExitCode != 0 {
+			b.Fatalf("attach: %+v %v", a, err)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkProcessOutput moves 64 MiB of a process's output to a caller
+// attached from its start, through the default 1 MiB buffer.
+func BenchmarkProcessOutput(b *testing.B) {
+	const total = 64 << 20
+	d := start(b, config{})
+	ctx := context.Background()
+	b.SetBytes(total)
+	for b.Loop() {
+		var n int64
+		err := d.fs.StartAttachedProcess(ctx, process.Spec{Argv: []string{"head", "-c", strconv.Itoa(total), "/dev/zero"}}, nil, func(ev process.Event) error {
+			n += int64(len(ev.Data))
+			return nil
+		})
+		if err != nil || n != total {
+			b.Fatalf("got %d bytes: %v", n, err)
+		}
 	}
 }

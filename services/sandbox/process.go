@@ -22,6 +22,7 @@ import (
 type processAPI interface {
 	StartProcess(ctx context.Context, s process.Spec) (*process.Info, error)
 	AttachProcess(ctx context.Context, id string, offset int64, input func() (process.Input, error), send func(process.Event) error) error
+	StartAttachedProcess(ctx context.Context, s process.Spec, input func() (process.Input, error), send func(process.Event) error) error
 	SignalProcess(ctx context.Context, id string, sig syscall.Signal) error
 	ListProcesses(ctx context.Context, id, tag string) ([]*process.Info, error)
 }
@@ -64,7 +65,7 @@ func (s *Service) StartProcess(ctx context.Context, req *sandboxv1.StartProcessR
 	if err != nil {
 		return nil, rpcErr(err)
 	}
-	info, err := p.StartProcess(ctx, process.Spec{Argv: req.GetArgv(), Env: req.GetEnv(), Cwd: req.GetCwd(), Tag: req.GetTag()})
+	info, err := p.StartProcess(ctx, processSpec(req))
 	if err != nil {
 		return nil, rpcErr(s.daemonErr(v, err))
 	}
@@ -82,11 +83,18 @@ func (s *Service) AttachProcess(stream grpc.BidiStreamingServer[sandboxv1.Attach
 		}
 		return err
 	}
-	at := first.GetAttach()
-	if at == nil {
-		return status.Error(codes.InvalidArgument, "the first AttachProcess message must carry attach")
+	at, start := first.GetAttach(), first.GetStart()
+	agent := at.GetAgentId()
+	switch {
+	case start != nil:
+		if len(start.GetArgv()) == 0 {
+			return status.Error(codes.InvalidArgument, "argv must name a program")
+		}
+		agent = start.GetAgentId()
+	case at == nil:
+		return status.Error(codes.InvalidArgument, "the first AttachProcess message must carry attach or start")
 	}
-	p, v, err := s.processes(ctx, at.GetAgentId())
+	p, v, err := s.processes(ctx, agent)
 	if err != nil {
 		return rpcErr(err)
 	}
@@ -101,10 +109,15 @@ func (s *Service) AttachProcess(stream grpc.BidiStreamingServer[sandboxv1.Attach
 		case *sandboxv1.AttachProcessRequest_CloseStdin:
 			return process.Input{Close: msg.CloseStdin}, nil
 		}
-		return process.Input{}, fmt.Errorf("%w: AttachProcess takes one attach message, first", errInvalid)
+		return process.Input{}, fmt.Errorf("%w: AttachProcess takes one attach or start message, first", errInvalid)
 	}
 	send := func(ev process.Event) error { return stream.Send(processEvent(ev)) }
-	return rpcErr(s.daemonErr(v, p.AttachProcess(ctx, at.GetId(), at.GetOffset(), input, send)))
+	if start != nil {
+		err = p.StartAttachedProcess(ctx, processSpec(start), input, send)
+	} else {
+		err = p.AttachProcess(ctx, at.GetId(), at.GetOffset(), input, send)
+	}
+	return rpcErr(s.daemonErr(v, err))
 }
 
 // SignalProcess sends a signal to a process's group.
@@ -141,6 +154,10 @@ func (s *Service) ListProcesses(ctx context.Context, req *sandboxv1.ListProcesse
 	return out, nil
 }
 
+func processSpec(req *sandboxv1.StartProcessRequest) process.Spec {
+	return process.Spec{Argv: req.GetArgv(), Env: req.GetEnv(), Cwd: req.GetCwd(), Tag: req.GetTag()}
+}
+
 func processInfo(p *process.Info) *sandboxv1.ProcessInfo {
 	out := &sandboxv1.ProcessInfo{Id: p.ID, Tag: p.Tag, Argv: p.Argv, Cwd: p.Cwd, Pid: int32(p.PID),
 		Running: p.Exit == nil, StartedAt: timestamppb.New(p.Started), OutputEnd: p.OutputEnd}
@@ -153,6 +170,8 @@ func processInfo(p *process.Info) *sandboxv1.ProcessInfo {
 func processEvent(ev process.Event) *sandboxv1.AttachProcessResponse {
 	m := &sandboxv1.AttachProcessResponse{Offset: ev.Offset}
 	switch {
+	case ev.Started != nil:
+		m.Event = &sandboxv1.AttachProcessResponse_Started{Started: processInfo(ev.Started)}
 	case ev.Exit != nil:
 		m.Event = &sandboxv1.AttachProcessResponse_Exit{Exit: exitStatus(ev.Exit)}
 	case ev.Dropped > 0:

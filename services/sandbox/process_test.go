@@ -41,6 +41,7 @@ type procOut struct {
 	exit           *sandboxv1.ExitStatus
 	offset         int64
 	events         int
+	started        *sandboxv1.ProcessInfo
 }
 
 func (p procs) start(tag string, argv ...string) *sandboxv1.ProcessInfo {
@@ -56,14 +57,19 @@ func (p procs) start(tag string, argv ...string) *sandboxv1.ProcessInfo {
 // and collects events until the exit, or until stop says so (then the
 // stream is cut as a dropped connection would be).
 func (p procs) attach(id string, offset int64, stdin []string, closeStdin bool, stop func(*procOut) bool) (*procOut, error) {
+	return p.stream(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Attach{
+		Attach: &sandboxv1.ProcessAttach{AgentId: p.agent, Id: id, Offset: offset}}}, offset, stdin, closeStdin, stop)
+}
+
+// stream is an attachment opened with first (attach or start).
+func (p procs) stream(first *sandboxv1.AttachProcessRequest, offset int64, stdin []string, closeStdin bool, stop func(*procOut) bool) (*procOut, error) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
 	st, err := p.cli.AttachProcess(ctx)
 	if err != nil {
 		return nil, err
 	}
-	msgs := []*sandboxv1.AttachProcessRequest{{Msg: &sandboxv1.AttachProcessRequest_Attach{
-		Attach: &sandboxv1.ProcessAttach{AgentId: p.agent, Id: id, Offset: offset}}}}
+	msgs := []*sandboxv1.AttachProcessRequest{first}
 	for _, s := range stdin {
 		msgs = append(msgs, &sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Stdin{Stdin: []byte(s)}})
 	}
@@ -82,6 +88,10 @@ func (p procs) attach(id string, offset int64, stdin []string, closeStdin bool, 
 			return out, err
 		}
 		out.events++
+		if m.GetStarted() != nil {
+			out.started = m.GetStarted()
+			continue
+		}
 		out.offset = m.GetOffset()
 		out.stdout.Write(m.GetStdout())
 		out.stderr.Write(m.GetStderr())
@@ -267,6 +277,22 @@ func processSuite(t *testing.T, p procs) {
 			t.Fatalf("dropped %d, got %d bytes, exit %v", out.dropped, out.stdout.Len(), out.exit)
 		}
 	})
+	t.Run("start attached", func(t *testing.T) {
+		p := p
+		p.t = t
+		// Far more than the buffer at once: started through the stream,
+		// the caller is attached before the first byte, so none is dropped.
+		const total = 300_000
+		out, err := p.stream(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Start{Start: &sandboxv1.StartProcessRequest{
+			AgentId: p.agent, Argv: []string{"sh", "-c", fmt.Sprintf("yes 0123456789 | head -c %d", total)}, Tag: "attached"}}},
+			0, nil, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.started.GetId() == "" || out.started.GetTag() != "attached" || out.dropped != 0 || out.stdout.String() != pattern(total) || out.exit.GetExitCode() != 0 {
+			t.Fatalf("started %v, dropped %d, got %d bytes, exit %v", out.started, out.dropped, out.stdout.Len(), out.exit)
+		}
+	})
 	t.Run("bad input", func(t *testing.T) {
 		attach := func(agent, id string, off int64) error {
 			q := p
@@ -299,6 +325,10 @@ func processSuite(t *testing.T, p procs) {
 			{"unspecified signal", func() error { return p.signal("nope", sandboxv1.ProcessSignal_PROCESS_SIGNAL_UNSPECIFIED) }, codes.InvalidArgument},
 			{"attach unknown id", func() error { return attach(p.agent, "nope", 0) }, codes.NotFound},
 			{"attach without agent", func() error { return attach("", "nope", 0) }, codes.InvalidArgument},
+			{"start attached with empty argv", func() error {
+				_, err := p.stream(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Start{Start: &sandboxv1.StartProcessRequest{AgentId: p.agent}}}, 0, nil, false, nil)
+				return err
+			}, codes.InvalidArgument},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				if err := tc.call(); status.Code(err) != tc.code {

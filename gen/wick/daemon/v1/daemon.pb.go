@@ -1976,6 +1976,7 @@ type AttachProcessRequest struct {
 	//	*AttachProcessRequest_Attach
 	//	*AttachProcessRequest_Stdin
 	//	*AttachProcessRequest_CloseStdin
+	//	*AttachProcessRequest_Start
 	Msg           isAttachProcessRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2045,12 +2046,21 @@ func (x *AttachProcessRequest) GetCloseStdin() bool {
 	return false
 }
 
+func (x *AttachProcessRequest) GetStart() *StartProcessRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
 type isAttachProcessRequest_Msg interface {
 	isAttachProcessRequest_Msg()
 }
 
 type AttachProcessRequest_Attach struct {
-	// attach must be the first message.
+	// attach (or start) must be the first message.
 	Attach *ProcessAttach `protobuf:"bytes,1,opt,name=attach,proto3,oneof"`
 }
 
@@ -2064,11 +2074,20 @@ type AttachProcessRequest_CloseStdin struct {
 	CloseStdin bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
 }
 
+type AttachProcessRequest_Start struct {
+	// start, instead of attach as the first message, starts a process as
+	// StartProcess does and attaches to it before it can write anything:
+	// the first event is then `started`.
+	Start *StartProcessRequest `protobuf:"bytes,4,opt,name=start,proto3,oneof"`
+}
+
 func (*AttachProcessRequest_Attach) isAttachProcessRequest_Msg() {}
 
 func (*AttachProcessRequest_Stdin) isAttachProcessRequest_Msg() {}
 
 func (*AttachProcessRequest_CloseStdin) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_Start) isAttachProcessRequest_Msg() {}
 
 // ProcessAttach names the process to attach to and where its output resumes.
 type ProcessAttach struct {
@@ -2141,6 +2160,7 @@ type AttachProcessResponse struct {
 	//	*AttachProcessResponse_Stderr
 	//	*AttachProcessResponse_Dropped
 	//	*AttachProcessResponse_Exit
+	//	*AttachProcessResponse_Started
 	Event         isAttachProcessResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2226,6 +2246,15 @@ func (x *AttachProcessResponse) GetExit() *ExitStatus {
 	return nil
 }
 
+func (x *AttachProcessResponse) GetStarted() *ProcessInfo {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
 type isAttachProcessResponse_Event interface {
 	isAttachProcessResponse_Event()
 }
@@ -2251,6 +2280,11 @@ type AttachProcessResponse_Exit struct {
 	Exit *ExitStatus `protobuf:"bytes,5,opt,name=exit,proto3,oneof"`
 }
 
+type AttachProcessResponse_Started struct {
+	// started is the first event of an attachment that started its process.
+	Started *ProcessInfo `protobuf:"bytes,6,opt,name=started,proto3,oneof"`
+}
+
 func (*AttachProcessResponse_Stdout) isAttachProcessResponse_Event() {}
 
 func (*AttachProcessResponse_Stderr) isAttachProcessResponse_Event() {}
@@ -2258,6 +2292,8 @@ func (*AttachProcessResponse_Stderr) isAttachProcessResponse_Event() {}
 func (*AttachProcessResponse_Dropped) isAttachProcessResponse_Event() {}
 
 func (*AttachProcessResponse_Exit) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Started) isAttachProcessResponse_Event() {}
 
 // SignalProcessRequest sends a signal to a process.
 type SignalProcessRequest struct {
@@ -2582,22 +2618,24 @@ const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1d\n" +
 	"\n" +
-	"output_end\x18\t \x01(\x03R\toutputEnd\"\x91\x01\n" +
+	"output_end\x18\t \x01(\x03R\toutputEnd\"\xce\x01\n" +
 	"\x14AttachProcessRequest\x127\n" +
 	"\x06attach\x18\x01 \x01(\v2\x1d.wick.daemon.v1.ProcessAttachH\x00R\x06attach\x12\x16\n" +
 	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
 	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
-	"closeStdinB\x05\n" +
+	"closeStdin\x12;\n" +
+	"\x05start\x18\x04 \x01(\v2#.wick.daemon.v1.StartProcessRequestH\x00R\x05startB\x05\n" +
 	"\x03msg\"7\n" +
 	"\rProcessAttach\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xba\x01\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xf3\x01\n" +
 	"\x15AttachProcessResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x18\n" +
 	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12\x1a\n" +
 	"\adropped\x18\x04 \x01(\x03H\x00R\adropped\x120\n" +
-	"\x04exit\x18\x05 \x01(\v2\x1a.wick.daemon.v1.ExitStatusH\x00R\x04exitB\a\n" +
+	"\x04exit\x18\x05 \x01(\v2\x1a.wick.daemon.v1.ExitStatusH\x00R\x04exit\x127\n" +
+	"\astarted\x18\x06 \x01(\v2\x1b.wick.daemon.v1.ProcessInfoH\x00R\astartedB\a\n" +
 	"\x05event\"]\n" +
 	"\x14SignalProcessRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x125\n" +
@@ -2710,40 +2748,42 @@ var file_wick_daemon_v1_daemon_proto_depIdxs = []int32{
 	5,  // 15: wick.daemon.v1.ProcessInfo.exit:type_name -> wick.daemon.v1.ExitStatus
 	39, // 16: wick.daemon.v1.ProcessInfo.started_at:type_name -> google.protobuf.Timestamp
 	29, // 17: wick.daemon.v1.AttachProcessRequest.attach:type_name -> wick.daemon.v1.ProcessAttach
-	5,  // 18: wick.daemon.v1.AttachProcessResponse.exit:type_name -> wick.daemon.v1.ExitStatus
-	0,  // 19: wick.daemon.v1.SignalProcessRequest.signal:type_name -> wick.daemon.v1.ProcessSignal
-	27, // 20: wick.daemon.v1.ListProcessesResponse.processes:type_name -> wick.daemon.v1.ProcessInfo
-	1,  // 21: wick.daemon.v1.Daemon.Health:input_type -> wick.daemon.v1.HealthRequest
-	3,  // 22: wick.daemon.v1.Daemon.Exec:input_type -> wick.daemon.v1.ExecRequest
-	6,  // 23: wick.daemon.v1.Daemon.Terminal:input_type -> wick.daemon.v1.TerminalRequest
-	11, // 24: wick.daemon.v1.Daemon.Ls:input_type -> wick.daemon.v1.LsRequest
-	13, // 25: wick.daemon.v1.Daemon.ReadFile:input_type -> wick.daemon.v1.ReadFileRequest
-	15, // 26: wick.daemon.v1.Daemon.WriteFile:input_type -> wick.daemon.v1.WriteFileRequest
-	18, // 27: wick.daemon.v1.Daemon.EditFile:input_type -> wick.daemon.v1.EditFileRequest
-	20, // 28: wick.daemon.v1.Daemon.Grep:input_type -> wick.daemon.v1.GrepRequest
-	23, // 29: wick.daemon.v1.Daemon.Glob:input_type -> wick.daemon.v1.GlobRequest
-	25, // 30: wick.daemon.v1.Daemon.StartProcess:input_type -> wick.daemon.v1.StartProcessRequest
-	28, // 31: wick.daemon.v1.Daemon.AttachProcess:input_type -> wick.daemon.v1.AttachProcessRequest
-	31, // 32: wick.daemon.v1.Daemon.SignalProcess:input_type -> wick.daemon.v1.SignalProcessRequest
-	33, // 33: wick.daemon.v1.Daemon.ListProcesses:input_type -> wick.daemon.v1.ListProcessesRequest
-	2,  // 34: wick.daemon.v1.Daemon.Health:output_type -> wick.daemon.v1.HealthResponse
-	4,  // 35: wick.daemon.v1.Daemon.Exec:output_type -> wick.daemon.v1.ExecResponse
-	9,  // 36: wick.daemon.v1.Daemon.Terminal:output_type -> wick.daemon.v1.TerminalResponse
-	12, // 37: wick.daemon.v1.Daemon.Ls:output_type -> wick.daemon.v1.LsResponse
-	14, // 38: wick.daemon.v1.Daemon.ReadFile:output_type -> wick.daemon.v1.ReadFileResponse
-	17, // 39: wick.daemon.v1.Daemon.WriteFile:output_type -> wick.daemon.v1.WriteFileResponse
-	19, // 40: wick.daemon.v1.Daemon.EditFile:output_type -> wick.daemon.v1.EditFileResponse
-	22, // 41: wick.daemon.v1.Daemon.Grep:output_type -> wick.daemon.v1.GrepResponse
-	24, // 42: wick.daemon.v1.Daemon.Glob:output_type -> wick.daemon.v1.GlobResponse
-	26, // 43: wick.daemon.v1.Daemon.StartProcess:output_type -> wick.daemon.v1.StartProcessResponse
-	30, // 44: wick.daemon.v1.Daemon.AttachProcess:output_type -> wick.daemon.v1.AttachProcessResponse
-	32, // 45: wick.daemon.v1.Daemon.SignalProcess:output_type -> wick.daemon.v1.SignalProcessResponse
-	34, // 46: wick.daemon.v1.Daemon.ListProcesses:output_type -> wick.daemon.v1.ListProcessesResponse
-	34, // [34:47] is the sub-list for method output_type
-	21, // [21:34] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	25, // 18: wick.daemon.v1.AttachProcessRequest.start:type_name -> wick.daemon.v1.StartProcessRequest
+	5,  // 19: wick.daemon.v1.AttachProcessResponse.exit:type_name -> wick.daemon.v1.ExitStatus
+	27, // 20: wick.daemon.v1.AttachProcessResponse.started:type_name -> wick.daemon.v1.ProcessInfo
+	0,  // 21: wick.daemon.v1.SignalProcessRequest.signal:type_name -> wick.daemon.v1.ProcessSignal
+	27, // 22: wick.daemon.v1.ListProcessesResponse.processes:type_name -> wick.daemon.v1.ProcessInfo
+	1,  // 23: wick.daemon.v1.Daemon.Health:input_type -> wick.daemon.v1.HealthRequest
+	3,  // 24: wick.daemon.v1.Daemon.Exec:input_type -> wick.daemon.v1.ExecRequest
+	6,  // 25: wick.daemon.v1.Daemon.Terminal:input_type -> wick.daemon.v1.TerminalRequest
+	11, // 26: wick.daemon.v1.Daemon.Ls:input_type -> wick.daemon.v1.LsRequest
+	13, // 27: wick.daemon.v1.Daemon.ReadFile:input_type -> wick.daemon.v1.ReadFileRequest
+	15, // 28: wick.daemon.v1.Daemon.WriteFile:input_type -> wick.daemon.v1.WriteFileRequest
+	18, // 29: wick.daemon.v1.Daemon.EditFile:input_type -> wick.daemon.v1.EditFileRequest
+	20, // 30: wick.daemon.v1.Daemon.Grep:input_type -> wick.daemon.v1.GrepRequest
+	23, // 31: wick.daemon.v1.Daemon.Glob:input_type -> wick.daemon.v1.GlobRequest
+	25, // 32: wick.daemon.v1.Daemon.StartProcess:input_type -> wick.daemon.v1.StartProcessRequest
+	28, // 33: wick.daemon.v1.Daemon.AttachProcess:input_type -> wick.daemon.v1.AttachProcessRequest
+	31, // 34: wick.daemon.v1.Daemon.SignalProcess:input_type -> wick.daemon.v1.SignalProcessRequest
+	33, // 35: wick.daemon.v1.Daemon.ListProcesses:input_type -> wick.daemon.v1.ListProcessesRequest
+	2,  // 36: wick.daemon.v1.Daemon.Health:output_type -> wick.daemon.v1.HealthResponse
+	4,  // 37: wick.daemon.v1.Daemon.Exec:output_type -> wick.daemon.v1.ExecResponse
+	9,  // 38: wick.daemon.v1.Daemon.Terminal:output_type -> wick.daemon.v1.TerminalResponse
+	12, // 39: wick.daemon.v1.Daemon.Ls:output_type -> wick.daemon.v1.LsResponse
+	14, // 40: wick.daemon.v1.Daemon.ReadFile:output_type -> wick.daemon.v1.ReadFileResponse
+	17, // 41: wick.daemon.v1.Daemon.WriteFile:output_type -> wick.daemon.v1.WriteFileResponse
+	19, // 42: wick.daemon.v1.Daemon.EditFile:output_type -> wick.daemon.v1.EditFileResponse
+	22, // 43: wick.daemon.v1.Daemon.Grep:output_type -> wick.daemon.v1.GrepResponse
+	24, // 44: wick.daemon.v1.Daemon.Glob:output_type -> wick.daemon.v1.GlobResponse
+	26, // 45: wick.daemon.v1.Daemon.StartProcess:output_type -> wick.daemon.v1.StartProcessResponse
+	30, // 46: wick.daemon.v1.Daemon.AttachProcess:output_type -> wick.daemon.v1.AttachProcessResponse
+	32, // 47: wick.daemon.v1.Daemon.SignalProcess:output_type -> wick.daemon.v1.SignalProcessResponse
+	34, // 48: wick.daemon.v1.Daemon.ListProcesses:output_type -> wick.daemon.v1.ListProcessesResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_wick_daemon_v1_daemon_proto_init() }
@@ -2773,12 +2813,14 @@ func file_wick_daemon_v1_daemon_proto_init() {
 		(*AttachProcessRequest_Attach)(nil),
 		(*AttachProcessRequest_Stdin)(nil),
 		(*AttachProcessRequest_CloseStdin)(nil),
+		(*AttachProcessRequest_Start)(nil),
 	}
 	file_wick_daemon_v1_daemon_proto_msgTypes[29].OneofWrappers = []any{
 		(*AttachProcessResponse_Stdout)(nil),
 		(*AttachProcessResponse_Stderr)(nil),
 		(*AttachProcessResponse_Dropped)(nil),
 		(*AttachProcessResponse_Exit)(nil),
+		(*AttachProcessResponse_Started)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

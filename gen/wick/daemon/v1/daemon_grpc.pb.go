@@ -70,9 +70,10 @@ type DaemonClient interface {
 	// Past the running-process limit it answers ResourceExhausted.
 	StartProcess(ctx context.Context, in *StartProcessRequest, opts ...grpc.CallOption) (*StartProcessResponse, error)
 	// AttachProcess attaches to a process: the first request names it and the
-	// output offset to start from, later ones carry stdin. The responses are
-	// its output from that offset on, then its exit status. Ending the stream
-	// detaches; the process keeps running and can be attached to again.
+	// output offset to start from (or starts it, so no output comes before the
+	// attachment), later ones carry stdin. The responses are its output from
+	// that offset on, then its exit status. Ending the stream detaches; the
+	// process keeps running and can be attached to again.
 	AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse], error)
 	// SignalProcess sends a signal to a running process's process group.
 	SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error)
@@ -281,9 +282,10 @@ type DaemonServer interface {
 	// Past the running-process limit it answers ResourceExhausted.
 	StartProcess(context.Context, *StartProcessRequest) (*StartProcessResponse, error)
 	// AttachProcess attaches to a process: the first request names it and the
-	// output offset to start from, later ones carry stdin. The responses are
-	// its output from that offset on, then its exit status. Ending the stream
-	// detaches; the process keeps running and can be attached to again.
+	// output offset to start from (or starts it, so no output comes before the
+	// attachment), later ones carry stdin. The responses are its output from
+	// that offset on, then its exit status. Ending the stream detaches; the
+	// process keeps running and can be attached to again.
 	AttachProcess(grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]) error
 	// SignalProcess sends a signal to a running process's process group.
 	SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error)

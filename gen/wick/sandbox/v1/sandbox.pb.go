@@ -2803,6 +2803,7 @@ type AttachProcessRequest struct {
 	//	*AttachProcessRequest_Attach
 	//	*AttachProcessRequest_Stdin
 	//	*AttachProcessRequest_CloseStdin
+	//	*AttachProcessRequest_Start
 	Msg           isAttachProcessRequest_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2872,12 +2873,21 @@ func (x *AttachProcessRequest) GetCloseStdin() bool {
 	return false
 }
 
+func (x *AttachProcessRequest) GetStart() *StartProcessRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
 type isAttachProcessRequest_Msg interface {
 	isAttachProcessRequest_Msg()
 }
 
 type AttachProcessRequest_Attach struct {
-	// attach must be the first message.
+	// attach (or start) must be the first message.
 	Attach *ProcessAttach `protobuf:"bytes,1,opt,name=attach,proto3,oneof"`
 }
 
@@ -2891,11 +2901,20 @@ type AttachProcessRequest_CloseStdin struct {
 	CloseStdin bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
 }
 
+type AttachProcessRequest_Start struct {
+	// start, instead of attach as the first message, starts a process as
+	// StartProcess does and attaches to it before it can write anything:
+	// the first event is then `started`.
+	Start *StartProcessRequest `protobuf:"bytes,4,opt,name=start,proto3,oneof"`
+}
+
 func (*AttachProcessRequest_Attach) isAttachProcessRequest_Msg() {}
 
 func (*AttachProcessRequest_Stdin) isAttachProcessRequest_Msg() {}
 
 func (*AttachProcessRequest_CloseStdin) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_Start) isAttachProcessRequest_Msg() {}
 
 // ProcessAttach names the process to attach to and where its output resumes.
 type ProcessAttach struct {
@@ -2977,6 +2996,7 @@ type AttachProcessResponse struct {
 	//	*AttachProcessResponse_Stderr
 	//	*AttachProcessResponse_Dropped
 	//	*AttachProcessResponse_Exit
+	//	*AttachProcessResponse_Started
 	Event         isAttachProcessResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3062,6 +3082,15 @@ func (x *AttachProcessResponse) GetExit() *ExitStatus {
 	return nil
 }
 
+func (x *AttachProcessResponse) GetStarted() *ProcessInfo {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
 type isAttachProcessResponse_Event interface {
 	isAttachProcessResponse_Event()
 }
@@ -3087,6 +3116,11 @@ type AttachProcessResponse_Exit struct {
 	Exit *ExitStatus `protobuf:"bytes,5,opt,name=exit,proto3,oneof"`
 }
 
+type AttachProcessResponse_Started struct {
+	// started is the first event of an attachment that started its process.
+	Started *ProcessInfo `protobuf:"bytes,6,opt,name=started,proto3,oneof"`
+}
+
 func (*AttachProcessResponse_Stdout) isAttachProcessResponse_Event() {}
 
 func (*AttachProcessResponse_Stderr) isAttachProcessResponse_Event() {}
@@ -3094,6 +3128,8 @@ func (*AttachProcessResponse_Stderr) isAttachProcessResponse_Event() {}
 func (*AttachProcessResponse_Dropped) isAttachProcessResponse_Event() {}
 
 func (*AttachProcessResponse_Exit) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Started) isAttachProcessResponse_Event() {}
 
 // SignalProcessRequest sends a signal to a process.
 type SignalProcessRequest struct {
@@ -3499,23 +3535,25 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1d\n" +
 	"\n" +
-	"output_end\x18\t \x01(\x03R\toutputEnd\"\x92\x01\n" +
+	"output_end\x18\t \x01(\x03R\toutputEnd\"\xd0\x01\n" +
 	"\x14AttachProcessRequest\x128\n" +
 	"\x06attach\x18\x01 \x01(\v2\x1e.wick.sandbox.v1.ProcessAttachH\x00R\x06attach\x12\x16\n" +
 	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
 	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
-	"closeStdinB\x05\n" +
+	"closeStdin\x12<\n" +
+	"\x05start\x18\x04 \x01(\v2$.wick.sandbox.v1.StartProcessRequestH\x00R\x05startB\x05\n" +
 	"\x03msg\"R\n" +
 	"\rProcessAttach\x12\x19\n" +
 	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xbb\x01\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xf5\x01\n" +
 	"\x15AttachProcessResponse\x12\x16\n" +
 	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x18\n" +
 	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12\x1a\n" +
 	"\adropped\x18\x04 \x01(\x03H\x00R\adropped\x121\n" +
-	"\x04exit\x18\x05 \x01(\v2\x1b.wick.sandbox.v1.ExitStatusH\x00R\x04exitB\a\n" +
+	"\x04exit\x18\x05 \x01(\v2\x1b.wick.sandbox.v1.ExitStatusH\x00R\x04exit\x128\n" +
+	"\astarted\x18\x06 \x01(\v2\x1c.wick.sandbox.v1.ProcessInfoH\x00R\astartedB\a\n" +
 	"\x05event\"y\n" +
 	"\x14SignalProcessRequest\x12\x19\n" +
 	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x0e\n" +
@@ -3658,50 +3696,52 @@ var file_wick_sandbox_v1_sandbox_proto_depIdxs = []int32{
 	17, // 25: wick.sandbox.v1.ProcessInfo.exit:type_name -> wick.sandbox.v1.ExitStatus
 	51, // 26: wick.sandbox.v1.ProcessInfo.started_at:type_name -> google.protobuf.Timestamp
 	41, // 27: wick.sandbox.v1.AttachProcessRequest.attach:type_name -> wick.sandbox.v1.ProcessAttach
-	17, // 28: wick.sandbox.v1.AttachProcessResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
-	0,  // 29: wick.sandbox.v1.SignalProcessRequest.signal:type_name -> wick.sandbox.v1.ProcessSignal
-	39, // 30: wick.sandbox.v1.ListProcessesResponse.processes:type_name -> wick.sandbox.v1.ProcessInfo
-	3,  // 31: wick.sandbox.v1.SandboxService.EnsureSandbox:input_type -> wick.sandbox.v1.EnsureSandboxRequest
-	5,  // 32: wick.sandbox.v1.SandboxService.GetSandbox:input_type -> wick.sandbox.v1.GetSandboxRequest
-	7,  // 33: wick.sandbox.v1.SandboxService.ListSandboxes:input_type -> wick.sandbox.v1.ListSandboxesRequest
-	9,  // 34: wick.sandbox.v1.SandboxService.StopSandbox:input_type -> wick.sandbox.v1.StopSandboxRequest
-	11, // 35: wick.sandbox.v1.SandboxService.RestartSandbox:input_type -> wick.sandbox.v1.RestartSandboxRequest
-	13, // 36: wick.sandbox.v1.SandboxService.DeleteSandbox:input_type -> wick.sandbox.v1.DeleteSandboxRequest
-	15, // 37: wick.sandbox.v1.SandboxService.Exec:input_type -> wick.sandbox.v1.ExecRequest
-	18, // 38: wick.sandbox.v1.SandboxService.Terminal:input_type -> wick.sandbox.v1.TerminalRequest
-	22, // 39: wick.sandbox.v1.SandboxService.Ls:input_type -> wick.sandbox.v1.LsRequest
-	25, // 40: wick.sandbox.v1.SandboxService.ReadFile:input_type -> wick.sandbox.v1.ReadFileRequest
-	27, // 41: wick.sandbox.v1.SandboxService.WriteFile:input_type -> wick.sandbox.v1.WriteFileRequest
-	30, // 42: wick.sandbox.v1.SandboxService.EditFile:input_type -> wick.sandbox.v1.EditFileRequest
-	32, // 43: wick.sandbox.v1.SandboxService.Grep:input_type -> wick.sandbox.v1.GrepRequest
-	35, // 44: wick.sandbox.v1.SandboxService.Glob:input_type -> wick.sandbox.v1.GlobRequest
-	37, // 45: wick.sandbox.v1.SandboxService.StartProcess:input_type -> wick.sandbox.v1.StartProcessRequest
-	40, // 46: wick.sandbox.v1.SandboxService.AttachProcess:input_type -> wick.sandbox.v1.AttachProcessRequest
-	43, // 47: wick.sandbox.v1.SandboxService.SignalProcess:input_type -> wick.sandbox.v1.SignalProcessRequest
-	45, // 48: wick.sandbox.v1.SandboxService.ListProcesses:input_type -> wick.sandbox.v1.ListProcessesRequest
-	4,  // 49: wick.sandbox.v1.SandboxService.EnsureSandbox:output_type -> wick.sandbox.v1.EnsureSandboxResponse
-	6,  // 50: wick.sandbox.v1.SandboxService.GetSandbox:output_type -> wick.sandbox.v1.GetSandboxResponse
-	8,  // 51: wick.sandbox.v1.SandboxService.ListSandboxes:output_type -> wick.sandbox.v1.ListSandboxesResponse
-	10, // 52: wick.sandbox.v1.SandboxService.StopSandbox:output_type -> wick.sandbox.v1.StopSandboxResponse
-	12, // 53: wick.sandbox.v1.SandboxService.RestartSandbox:output_type -> wick.sandbox.v1.RestartSandboxResponse
-	14, // 54: wick.sandbox.v1.SandboxService.DeleteSandbox:output_type -> wick.sandbox.v1.DeleteSandboxResponse
-	16, // 55: wick.sandbox.v1.SandboxService.Exec:output_type -> wick.sandbox.v1.ExecResponse
-	21, // 56: wick.sandbox.v1.SandboxService.Terminal:output_type -> wick.sandbox.v1.TerminalResponse
-	23, // 57: wick.sandbox.v1.SandboxService.Ls:output_type -> wick.sandbox.v1.LsResponse
-	26, // 58: wick.sandbox.v1.SandboxService.ReadFile:output_type -> wick.sandbox.v1.ReadFileResponse
-	29, // 59: wick.sandbox.v1.SandboxService.WriteFile:output_type -> wick.sandbox.v1.WriteFileResponse
-	31, // 60: wick.sandbox.v1.SandboxService.EditFile:output_type -> wick.sandbox.v1.EditFileResponse
-	33, // 61: wick.sandbox.v1.SandboxService.Grep:output_type -> wick.sandbox.v1.GrepResponse
-	36, // 62: wick.sandbox.v1.SandboxService.Glob:output_type -> wick.sandbox.v1.GlobResponse
-	38, // 63: wick.sandbox.v1.SandboxService.StartProcess:output_type -> wick.sandbox.v1.StartProcessResponse
-	42, // 64: wick.sandbox.v1.SandboxService.AttachProcess:output_type -> wick.sandbox.v1.AttachProcessResponse
-	44, // 65: wick.sandbox.v1.SandboxService.SignalProcess:output_type -> wick.sandbox.v1.SignalProcessResponse
-	46, // 66: wick.sandbox.v1.SandboxService.ListProcesses:output_type -> wick.sandbox.v1.ListProcessesResponse
-	49, // [49:67] is the sub-list for method output_type
-	31, // [31:49] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	37, // 28: wick.sandbox.v1.AttachProcessRequest.start:type_name -> wick.sandbox.v1.StartProcessRequest
+	17, // 29: wick.sandbox.v1.AttachProcessResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
+	39, // 30: wick.sandbox.v1.AttachProcessResponse.started:type_name -> wick.sandbox.v1.ProcessInfo
+	0,  // 31: wick.sandbox.v1.SignalProcessRequest.signal:type_name -> wick.sandbox.v1.ProcessSignal
+	39, // 32: wick.sandbox.v1.ListProcessesResponse.processes:type_name -> wick.sandbox.v1.ProcessInfo
+	3,  // 33: wick.sandbox.v1.SandboxService.EnsureSandbox:input_type -> wick.sandbox.v1.EnsureSandboxRequest
+	5,  // 34: wick.sandbox.v1.SandboxService.GetSandbox:input_type -> wick.sandbox.v1.GetSandboxRequest
+	7,  // 35: wick.sandbox.v1.SandboxService.ListSandboxes:input_type -> wick.sandbox.v1.ListSandboxesRequest
+	9,  // 36: wick.sandbox.v1.SandboxService.StopSandbox:input_type -> wick.sandbox.v1.StopSandboxRequest
+	11, // 37: wick.sandbox.v1.SandboxService.RestartSandbox:input_type -> wick.sandbox.v1.RestartSandboxRequest
+	13, // 38: wick.sandbox.v1.SandboxService.DeleteSandbox:input_type -> wick.sandbox.v1.DeleteSandboxRequest
+	15, // 39: wick.sandbox.v1.SandboxService.Exec:input_type -> wick.sandbox.v1.ExecRequest
+	18, // 40: wick.sandbox.v1.SandboxService.Terminal:input_type -> wick.sandbox.v1.TerminalRequest
+	22, // 41: wick.sandbox.v1.SandboxService.Ls:input_type -> wick.sandbox.v1.LsRequest
+	25, // 42: wick.sandbox.v1.SandboxService.ReadFile:input_type -> wick.sandbox.v1.ReadFileRequest
+	27, // 43: wick.sandbox.v1.SandboxService.WriteFile:input_type -> wick.sandbox.v1.WriteFileRequest
+	30, // 44: wick.sandbox.v1.SandboxService.EditFile:input_type -> wick.sandbox.v1.EditFileRequest
+	32, // 45: wick.sandbox.v1.SandboxService.Grep:input_type -> wick.sandbox.v1.GrepRequest
+	35, // 46: wick.sandbox.v1.SandboxService.Glob:input_type -> wick.sandbox.v1.GlobRequest
+	37, // 47: wick.sandbox.v1.SandboxService.StartProcess:input_type -> wick.sandbox.v1.StartProcessRequest
+	40, // 48: wick.sandbox.v1.SandboxService.AttachProcess:input_type -> wick.sandbox.v1.AttachProcessRequest
+	43, // 49: wick.sandbox.v1.SandboxService.SignalProcess:input_type -> wick.sandbox.v1.SignalProcessRequest
+	45, // 50: wick.sandbox.v1.SandboxService.ListProcesses:input_type -> wick.sandbox.v1.ListProcessesRequest
+	4,  // 51: wick.sandbox.v1.SandboxService.EnsureSandbox:output_type -> wick.sandbox.v1.EnsureSandboxResponse
+	6,  // 52: wick.sandbox.v1.SandboxService.GetSandbox:output_type -> wick.sandbox.v1.GetSandboxResponse
+	8,  // 53: wick.sandbox.v1.SandboxService.ListSandboxes:output_type -> wick.sandbox.v1.ListSandboxesResponse
+	10, // 54: wick.sandbox.v1.SandboxService.StopSandbox:output_type -> wick.sandbox.v1.StopSandboxResponse
+	12, // 55: wick.sandbox.v1.SandboxService.RestartSandbox:output_type -> wick.sandbox.v1.RestartSandboxResponse
+	14, // 56: wick.sandbox.v1.SandboxService.DeleteSandbox:output_type -> wick.sandbox.v1.DeleteSandboxResponse
+	16, // 57: wick.sandbox.v1.SandboxService.Exec:output_type -> wick.sandbox.v1.ExecResponse
+	21, // 58: wick.sandbox.v1.SandboxService.Terminal:output_type -> wick.sandbox.v1.TerminalResponse
+	23, // 59: wick.sandbox.v1.SandboxService.Ls:output_type -> wick.sandbox.v1.LsResponse
+	26, // 60: wick.sandbox.v1.SandboxService.ReadFile:output_type -> wick.sandbox.v1.ReadFileResponse
+	29, // 61: wick.sandbox.v1.SandboxService.WriteFile:output_type -> wick.sandbox.v1.WriteFileResponse
+	31, // 62: wick.sandbox.v1.SandboxService.EditFile:output_type -> wick.sandbox.v1.EditFileResponse
+	33, // 63: wick.sandbox.v1.SandboxService.Grep:output_type -> wick.sandbox.v1.GrepResponse
+	36, // 64: wick.sandbox.v1.SandboxService.Glob:output_type -> wick.sandbox.v1.GlobResponse
+	38, // 65: wick.sandbox.v1.SandboxService.StartProcess:output_type -> wick.sandbox.v1.StartProcessResponse
+	42, // 66: wick.sandbox.v1.SandboxService.AttachProcess:output_type -> wick.sandbox.v1.AttachProcessResponse
+	44, // 67: wick.sandbox.v1.SandboxService.SignalProcess:output_type -> wick.sandbox.v1.SignalProcessResponse
+	46, // 68: wick.sandbox.v1.SandboxService.ListProcesses:output_type -> wick.sandbox.v1.ListProcessesResponse
+	51, // [51:69] is the sub-list for method output_type
+	33, // [33:51] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_wick_sandbox_v1_sandbox_proto_init() }
@@ -3731,12 +3771,14 @@ func file_wick_sandbox_v1_sandbox_proto_init() {
 		(*AttachProcessRequest_Attach)(nil),
 		(*AttachProcessRequest_Stdin)(nil),
 		(*AttachProcessRequest_CloseStdin)(nil),
+		(*AttachProcessRequest_Start)(nil),
 	}
 	file_wick_sandbox_v1_sandbox_proto_msgTypes[41].OneofWrappers = []any{
 		(*AttachProcessResponse_Stdout)(nil),
 		(*AttachProcessResponse_Stderr)(nil),
 		(*AttachProcessResponse_Dropped)(nil),
 		(*AttachProcessResponse_Exit)(nil),
+		(*AttachProcessResponse_Started)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -83,8 +83,9 @@ type SandboxServiceClient interface {
 	// Unavailable. Past the sandbox's process limit: ResourceExhausted.
 	StartProcess(ctx context.Context, in *StartProcessRequest, opts ...grpc.CallOption) (*StartProcessResponse, error)
 	// AttachProcess attaches to a process of the sandbox: the first request
-	// names it and the output offset to start from, later ones carry stdin.
-	// Ending the stream detaches; the process keeps running.
+	// names it and the output offset to start from (or starts it, so no output
+	// comes before the attachment), later ones carry stdin. Ending the stream
+	// detaches; the process keeps running.
 	AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse], error)
 	// SignalProcess sends a signal to a process's process group.
 	SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error)
@@ -351,8 +352,9 @@ type SandboxServiceServer interface {
 	// Unavailable. Past the sandbox's process limit: ResourceExhausted.
 	StartProcess(context.Context, *StartProcessRequest) (*StartProcessResponse, error)
 	// AttachProcess attaches to a process of the sandbox: the first request
-	// names it and the output offset to start from, later ones carry stdin.
-	// Ending the stream detaches; the process keeps running.
+	// names it and the output offset to start from (or starts it, so no output
+	// comes before the attachment), later ones carry stdin. Ending the stream
+	// detaches; the process keeps running.
 	AttachProcess(grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]) error
 	// SignalProcess sends a signal to a process's process group.
 	SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error)
