@@ -64,10 +64,10 @@ func (p *proc) info() *Info {
 		Exit: p.exit, OutputEnd: p.end}
 }
 
-func (p *proc) done() bool {
+func (p *proc) hasExited() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.finished
+	return p.exit != nil
 }
 
 // copy reads one output pipe into the buffer until it ends.
@@ -193,13 +193,8 @@ func (p *proc) next(r *reader) ([]Event, <-chan struct{}) {
 func (p *proc) wait(cmd *exec.Cmd, copying *sync.WaitGroup, pipes ...*os.File) {
 	_ = cmd.Wait()
 	_ = wickfs.KillGroup(p.pid)
-	st := &wickfs.ExitStatus{ExitCode: cmd.ProcessState.ExitCode(), Duration: time.Since(p.started)}
-	p.mu.Lock()
-	p.exit = st
-	p.notify()
-	p.mu.Unlock()
+	p.table.exited(p, &wickfs.ExitStatus{ExitCode: cmd.ProcessState.ExitCode(), Duration: time.Since(p.started)})
 	p.closeStdin()
-	p.table.release()
 	drained := make(chan struct{})
 	go func() { copying.Wait(); close(drained) }()
 	select {
@@ -214,7 +209,6 @@ func (p *proc) wait(cmd *exec.Cmd, copying *sync.WaitGroup, pipes ...*os.File) {
 	p.finished = true
 	p.notify()
 	p.mu.Unlock()
-	p.table.prune()
 }
 
 func (p *proc) write(in Input) error {

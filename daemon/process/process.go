@@ -322,23 +322,24 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-// release frees the running slot of a process that exited.
-func (t *Table) release() {
+// exited records a process's exit: its slot is free and the oldest exited
+// processes beyond the kept number are forgotten, all before anyone can see
+// the exit, so a caller who saw it may start another process at once.
+func (t *Table) exited(p *proc, st *wickfs.ExitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.running--
-}
-
-// prune forgets the oldest finished processes beyond the kept number.
-func (t *Table) prune() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	p.mu.Lock()
+	p.exit = st
+	p.notify()
+	p.mu.Unlock()
 	n := 0
 	for i := len(t.order) - 1; i >= 0; i-- {
 		q := t.procs[t.order[i]]
-		if !q.done() {
+		if !q.hasExited() {
 			continue
 		}
+		// An attachment of a forgotten process still runs to its end.
 		if n++; n > t.cfg.keepExited {
 			delete(t.procs, q.id)
 			t.order = append(t.order[:i], t.order[i+1:]...)
