@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -172,7 +173,7 @@ func check(s Spec) error {
 		return invalid("argv must name a program")
 	}
 	for _, a := range s.Argv {
-		if !utf8.ValidString(a) || containsNUL(a) {
+		if !utf8.ValidString(a) || strings.IndexByte(a, 0) >= 0 {
 			return invalid("argv must be UTF-8 without NUL bytes")
 		}
 	}
@@ -180,15 +181,6 @@ func check(s Spec) error {
 		return invalid(fmt.Sprintf("tag must be UTF-8 of at most %d bytes", MaxTagBytes))
 	}
 	return nil
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // StartProcess starts a process as the leader of a session (so of a process group)
@@ -362,8 +354,8 @@ func (t *Table) get(id string) (*proc, error) {
 func (t *Table) ListProcesses(_ context.Context, id, tag string) ([]*Info, error) {
 	t.mu.Lock()
 	ps := make([]*proc, 0, len(t.order))
-	for _, pid := range t.order {
-		ps = append(ps, t.procs[pid])
+	for _, key := range t.order {
+		ps = append(ps, t.procs[key])
 	}
 	t.mu.Unlock()
 	var out []*Info
@@ -386,16 +378,16 @@ func (t *Table) SignalProcess(_ context.Context, id string, sig syscall.Signal) 
 	if p.exit != nil {
 		return fmt.Errorf("%w: %s", ErrExited, id)
 	}
-	// While p.exit is unset the leader is not reaped, so its pid still
-	// names this group.
+	// The group's id is the leader's pid; the exit is recorded right after
+	// the leader is reaped, long before the kernel could reuse the pid.
 	if err := syscall.Kill(-p.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("process: signal %s: %w", id, err)
 	}
 	return nil
 }
 
-// AttachProcess streams a process's output from offset to send, until the process
-// exited and everything was sent (nil), ctx ended, or send failed. input,
+// AttachProcess streams a process's output from offset to send, until the
+// process exited and everything was sent (nil), ctx ended, or send failed. input,
 // when not nil, is read beside it for stdin; its io.EOF stops the reading
 // and nothing else.
 func (t *Table) AttachProcess(ctx context.Context, id string, offset int64, input func() (Input, error), send func(Event) error) error {
