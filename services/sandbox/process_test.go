@@ -345,7 +345,7 @@ func processSuite(t *testing.T, p procs) {
 
 func TestProcessesLocal(t *testing.T) {
 	t.Parallel()
-	_, cli := newLocal(t, Config{AllowLocal: true, MaxProcesses: testMaxProcesses, ProcessBufferBytes: testProcessBuf})
+	svc, cli := newLocal(t, Config{AllowLocal: true, MaxProcesses: testMaxProcesses, ProcessBufferBytes: testProcessBuf})
 	ctx, cancel := context.WithTimeout(as("alice"), 2*time.Minute)
 	defer cancel()
 	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{
@@ -362,6 +362,17 @@ func TestProcessesLocal(t *testing.T) {
 		case "PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "TZ", "SPEC_VAR":
 		default:
 			t.Fatalf("a local process sees %q of the service's environment", kv)
+		}
+	}
+
+	// Where the kernel has Landlock, a process is confined as commands are:
+	// the workspace is writable, the host's files outside it are not.
+	if svc.confined {
+		if out := p.run(nil, "sh", "-c", "touch mine && ls /root /etc/shadow"); out.exit.GetExitCode() == 0 {
+			t.Fatalf("a confined process read outside its sandbox: %q", out.stdout.String())
+		}
+		if out := p.run(nil, "ls", "mine"); out.exit.GetExitCode() != 0 {
+			t.Fatalf("a confined process could not write its workspace: %q", out.stderr.String())
 		}
 	}
 
