@@ -20,6 +20,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon"
 	"github.com/wick-agent/wick/daemon/internal/bufpool"
+	"github.com/wick-agent/wick/daemon/process"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -63,6 +64,7 @@ type options struct {
 	maxResults    int
 	shell         string
 	now           func() time.Time
+	process       []process.Option
 }
 
 // Option configures a Server.
@@ -83,10 +85,17 @@ func WithMaxResults(n int) Option { return func(o *options) { o.maxResults = n }
 // WithShell sets the terminal's default program.
 func WithShell(sh string) Option { return func(o *options) { o.shell = sh } }
 
+// WithProcessOptions sets the limits of the process table (see package
+// process).
+func WithProcessOptions(opts ...process.Option) Option {
+	return func(o *options) { o.process = append(o.process, opts...) }
+}
+
 // Server implements daemonv1.DaemonServer on a workspace.
 type Server struct {
 	daemonv1.UnimplementedDaemonServer
 	fs      *wickfs.LocalFS
+	procs   *process.Table
 	cfg     options
 	started time.Time
 }
@@ -109,8 +118,12 @@ func New(fs *wickfs.LocalFS, opts ...Option) *Server {
 	if cfg.chunkSize <= 0 {
 		cfg.chunkSize = DefaultChunkSize
 	}
-	return &Server{fs: fs, cfg: cfg, started: cfg.now()}
+	return &Server{fs: fs, procs: process.NewTable(fs, cfg.process...), cfg: cfg, started: cfg.now()}
 }
+
+// Close kills the processes StartProcess started; the server then refuses
+// new ones.
+func (s *Server) Close() { s.procs.Close() }
 
 // Register registers the service on r.
 func (s *Server) Register(r grpc.ServiceRegistrar) { daemonv1.RegisterDaemonServer(r, s) }
@@ -205,14 +218,18 @@ func toStatus(err error) error {
 		code = codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded
-	case errors.Is(err, wickfs.ErrNotFound):
+	case errors.Is(err, wickfs.ErrNotFound), errors.Is(err, process.ErrNotFound):
 		code = codes.NotFound
 	case errors.Is(err, wickfs.ErrOutsideWorkspace), errors.Is(err, wickfs.ErrPermission):
 		code = codes.PermissionDenied
-	case errors.Is(err, wickfs.ErrInvalidArgument):
+	case errors.Is(err, wickfs.ErrInvalidArgument), errors.Is(err, process.ErrInvalid):
 		code = codes.InvalidArgument
-	case errors.Is(err, wickfs.ErrTooLarge):
+	case errors.Is(err, wickfs.ErrTooLarge), errors.Is(err, process.ErrExhausted):
 		code = codes.ResourceExhausted
+	case errors.Is(err, process.ErrExited):
+		code = codes.FailedPrecondition
+	case errors.Is(err, process.ErrClosed):
+		code = codes.Unavailable
 	}
 	return status.Error(code, err.Error())
 }

@@ -23,6 +23,7 @@ type daemon struct {
 	fs     *daemonfs.FS
 	dir    string
 	local  *wickfs.LocalFS
+	srv    *server.Server
 }
 
 type config struct {
@@ -44,7 +45,9 @@ func start(t testing.TB, c config) *daemon {
 	}
 	t.Cleanup(func() { local.Close() })
 	g := grpc.NewServer(append(server.GRPCOptions(), c.grpc...)...)
-	server.New(local, c.server...).Register(g)
+	srv := server.New(local, c.server...)
+	srv.Register(g)
+	t.Cleanup(srv.Close)
 	sock := filepath.Join(t.TempDir(), "d.sock")
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
@@ -58,7 +61,7 @@ func start(t testing.TB, c config) *daemon {
 	}
 	t.Cleanup(func() { conn.Close() })
 	client := daemonv1.NewDaemonClient(conn)
-	return &daemon{client: client, fs: daemonfs.New(client), dir: dir, local: local}
+	return &daemon{client: client, fs: daemonfs.New(client), dir: dir, local: local, srv: srv}
 }
 
 func writeTree(t testing.TB, dir string, files map[string]string) {

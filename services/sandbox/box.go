@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/wick-agent/wick/daemon/daemonfs"
+	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
@@ -82,8 +83,9 @@ type box struct {
 	// reinjectAfter and backoff pace re-injection after failures.
 	reinjectAfter time.Time
 	backoff       time.Duration
-	// local is the workdir of a local sandbox.
+	// local is the workdir of a local sandbox, procs its processes.
 	local *wickfs.LocalFS
+	procs *process.Table
 }
 
 // view is a consistent snapshot of a box for one call.
@@ -97,13 +99,14 @@ type view struct {
 	engine      dockerbox.Engine
 	daemon      *daemonfs.FS
 	local       *wickfs.LocalFS
+	procs       *process.Table
 }
 
 func (b *box) view() view {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return view{b: b, set: b.set, state: b.state, transport: b.transport, containerID: b.containerID,
-		cuser: b.cuser, engine: b.engine, daemon: b.daemon, local: b.local}
+		cuser: b.cuser, engine: b.engine, daemon: b.daemon, local: b.local, procs: b.procs}
 }
 
 func (b *box) proto() *sandboxv1.Sandbox {
@@ -135,9 +138,12 @@ func (b *box) proto() *sandboxv1.Sandbox {
 
 func (b *box) disconnect() {
 	b.mu.Lock()
-	conn, local := b.conn, b.local
-	b.conn, b.daemon, b.local = nil, nil, nil
+	conn, local, procs := b.conn, b.local, b.procs
+	b.conn, b.daemon, b.local, b.procs = nil, nil, nil, nil
 	b.mu.Unlock()
+	if procs != nil {
+		procs.Close() // a local sandbox's processes die with it
+	}
 	if conn != nil {
 		conn.Close()
 	}

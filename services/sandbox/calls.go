@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/wick-agent/wick/daemon/process"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/identity"
@@ -31,17 +32,19 @@ func rpcErr(err error) error {
 	}
 	code := codes.Internal
 	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, wickfs.ErrNotFound):
+	case errors.Is(err, errNotFound), errors.Is(err, wickfs.ErrNotFound), errors.Is(err, process.ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, errInvalid), errors.Is(err, wickfs.ErrInvalidArgument):
+	case errors.Is(err, errInvalid), errors.Is(err, wickfs.ErrInvalidArgument), errors.Is(err, process.ErrInvalid):
 		code = codes.InvalidArgument
 	case errors.Is(err, errDenied), errors.Is(err, wickfs.ErrPermission), errors.Is(err, wickfs.ErrOutsideWorkspace):
 		code = codes.PermissionDenied
-	case errors.Is(err, errExhausted), errors.Is(err, wickfs.ErrTooLarge), errors.Is(err, dockerbox.ErrOutputTooLarge):
+	case errors.Is(err, errExhausted), errors.Is(err, wickfs.ErrTooLarge), errors.Is(err, dockerbox.ErrOutputTooLarge),
+		errors.Is(err, process.ErrExhausted):
 		code = codes.ResourceExhausted
-	case errors.Is(err, errPrecondition), errors.Is(err, errNoDocker):
+	case errors.Is(err, errPrecondition), errors.Is(err, errNoDocker), errors.Is(err, process.ErrExited):
 		code = codes.FailedPrecondition
-	case errors.Is(err, errUnavailable), errors.Is(err, dockerbox.ErrUnavailable), errors.Is(err, dockerbox.ErrNotRunning):
+	case errors.Is(err, errUnavailable), errors.Is(err, dockerbox.ErrUnavailable), errors.Is(err, dockerbox.ErrNotRunning),
+		errors.Is(err, process.ErrClosed):
 		code = codes.Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		code = codes.DeadlineExceeded

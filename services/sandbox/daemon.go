@@ -25,9 +25,11 @@ import (
 const daemonPollInterval = 5 * time.Millisecond
 
 // daemonCommand is the wick-daemon command line of a sandbox.
-func daemonCommand(set settings) []string {
+func (s *Service) daemonCommand(set settings) []string {
 	return dockerbox.DaemonCommand(set.Params.Workdir,
-		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10))
+		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10),
+		"-max-processes", strconv.Itoa(s.cfg.MaxProcesses),
+		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10))
 }
 
 // injectAndConnect starts the daemon in the running container and waits
@@ -41,7 +43,7 @@ func (s *Service) injectAndConnect(ctx context.Context, b *box) error {
 	if err := s.prepareHostDir(b.hostDir, cu); err != nil {
 		return err
 	}
-	if err := dockerbox.InjectDaemon(ctx, e, id, cu, set.Params.Workdir, daemonCommand(set)); err != nil {
+	if err := dockerbox.InjectDaemon(ctx, e, id, cu, set.Params.Workdir, s.daemonCommand(set)); err != nil {
 		return err
 	}
 	return s.connect(ctx, b, sock)

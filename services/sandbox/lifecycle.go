@@ -151,7 +151,7 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 		if err := s.prepareHostDir(b.hostDir, cu); err != nil {
 			return err
 		}
-		spec.HostRunDir, spec.HostBinDir, spec.Daemon = b.hostDir, s.binDir, daemonCommand(set)
+		spec.HostRunDir, spec.HostBinDir, spec.Daemon = b.hostDir, s.binDir, s.daemonCommand(set)
 	}
 	id, newVolume, err := dockerbox.Create(ctx, e, spec)
 	if errors.Is(err, dockerbox.ErrExists) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wick-agent/wick/daemon"
+	"github.com/wick-agent/wick/daemon/process"
 	"github.com/wick-agent/wick/wickfs"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
@@ -78,6 +79,7 @@ func (s *Service) startLocal(b *box) error {
 	// The local backend runs the daemon's own code (wickfs) in-process, so it
 	// reports the daemon version this service was built with.
 	b.local, b.version = fs, daemon.Version
+	b.procs = process.NewTable(fs, process.WithMaxRunning(s.cfg.MaxProcesses), process.WithBufferBytes(s.cfg.ProcessBufferBytes))
 	b.state, b.transport, b.containerID = stateRunning, transportLocal, ""
 	b.mu.Unlock()
 	return nil

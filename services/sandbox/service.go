@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
@@ -50,6 +51,11 @@ const (
 	DefaultFallbackMaxBytes = 64 << 20
 	// DefaultMaxSandboxes bounds how many sandboxes one user may have.
 	DefaultMaxSandboxes = 32
+	// DefaultMaxProcesses bounds the running processes of one sandbox
+	// (StartProcess); the daemon's -max-processes.
+	DefaultMaxProcesses = process.DefaultMaxRunning
+	// DefaultProcessBufferBytes is the output kept per process.
+	DefaultProcessBufferBytes = process.DefaultBufferBytes
 	// DefaultTmpfsMB is the size of /tmp on a read-only root filesystem.
 	DefaultTmpfsMB = 256
 	// ReadChunk is the chunk size of file streams the service produces itself.
@@ -108,6 +114,11 @@ type Config struct {
 	FallbackMaxBytes int64
 	// MaxSandboxes bounds the sandboxes of one user.
 	MaxSandboxes int
+	// MaxProcesses bounds the running processes of one sandbox.
+	MaxProcesses int
+	// ProcessBufferBytes is the output kept per process: how far it may run
+	// ahead of an attached caller, and the tail kept while nobody is attached.
+	ProcessBufferBytes int64
 	// Labels are added to every container and volume (tests mark theirs).
 	Labels map[string]string
 	// WarmPool is how many ready containers the service keeps per image of
@@ -165,6 +176,10 @@ func (c *Config) defaults() {
 	if c.MaxSandboxes == 0 {
 		c.MaxSandboxes = DefaultMaxSandboxes
 	}
+	if c.MaxProcesses == 0 {
+		c.MaxProcesses = DefaultMaxProcesses
+	}
+	set(&c.ProcessBufferBytes, DefaultProcessBufferBytes)
 }
 
 // Option configures a Service beyond its Config.
@@ -233,6 +248,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	case backend.Docker, backend.Local:
 	default:
 		return nil, fmt.Errorf("sandbox: default type %q must be %q or %q", cfg.DefaultType, backend.Docker, backend.Local)
+	}
+	if cfg.MaxProcesses < 1 || cfg.ProcessBufferBytes < 1 {
+		return nil, fmt.Errorf("sandbox: the process limit (%d) and the process buffer (%d bytes) must be positive", cfg.MaxProcesses, cfg.ProcessBufferBytes)
 	}
 	if cfg.WarmPool < 0 || cfg.WarmPool > MaxWarmPool {
 		return nil, fmt.Errorf("sandbox: warm pool of %d containers per image must be between 0 and %d", cfg.WarmPool, MaxWarmPool)

@@ -356,7 +356,7 @@ func (s *Service) makeWarm(ctx context.Context, e dockerbox.Engine, img string) 
 		}
 	}
 	w.id, _, err = dockerbox.Create(opCtx, e, dockerbox.Spec{Name: w.name, Volume: w.volume, Labels: labels, Params: set.Params,
-		User: cu, HostRunDir: w.dir, HostBinDir: s.binDir, Daemon: daemonCommand(set)})
+		User: cu, HostRunDir: w.dir, HostBinDir: s.binDir, Daemon: s.daemonCommand(set)})
 	if err != nil {
 		return w, err
 	}

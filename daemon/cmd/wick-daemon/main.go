@@ -21,6 +21,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon"
 	"github.com/wick-agent/wick/daemon/internal/initproc"
+	"github.com/wick-agent/wick/daemon/process"
 	"github.com/wick-agent/wick/daemon/server"
 	"github.com/wick-agent/wick/platform/config"
 	"github.com/wick-agent/wick/platform/logging"
@@ -58,6 +59,8 @@ type flags struct {
 	root, prefix                       string
 	execTimeout                        time.Duration
 	maxOutput, maxWrite                int64
+	maxProcesses                       int
+	processBuffer                      int64
 	logLevel, logFormat                string
 	shutdownTimeout                    time.Duration
 	version                            bool
@@ -75,6 +78,8 @@ func parse(args []string) (*flags, error) {
 	fs.DurationVar(&f.execTimeout, "exec-timeout", wickfs.DefaultExecTimeout, "default command timeout")
 	fs.Int64Var(&f.maxOutput, "max-output-bytes", wickfs.DefaultMaxOutputBytes, "default cap on a command's stdout plus stderr")
 	fs.Int64Var(&f.maxWrite, "max-write-bytes", server.DefaultMaxWriteBytes, "largest file upload")
+	fs.IntVar(&f.maxProcesses, "max-processes", process.DefaultMaxRunning, "running processes StartProcess allows at once")
+	fs.Int64Var(&f.processBuffer, "process-buffer-bytes", process.DefaultBufferBytes, "output kept per process: how far a process may run ahead of an attached caller, and the tail kept while nobody is attached")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound on the graceful stop")
@@ -116,7 +121,13 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer wfs.Close()
-	svc := server.New(wfs, server.WithMaxWriteBytes(f.maxWrite))
+	if f.maxProcesses < 1 || f.processBuffer < 1 {
+		return fmt.Errorf("-max-processes and -process-buffer-bytes must be positive")
+	}
+	svc := server.New(wfs, server.WithMaxWriteBytes(f.maxWrite), server.WithProcessOptions(
+		process.WithMaxRunning(f.maxProcesses), process.WithBufferBytes(f.processBuffer)))
+	// The processes die with the daemon rather than linger unreachable.
+	defer svc.Close()
 
 	newServer := func(opts ...platformserver.Option) *platformserver.Server {
 		opts = append([]platformserver.Option{

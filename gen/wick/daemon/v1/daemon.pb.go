@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -21,6 +22,88 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// ProcessSignal is a signal a process can be sent; each value is the
+// signal's Linux number.
+type ProcessSignal int32
+
+const (
+	// PROCESS_SIGNAL_UNSPECIFIED is not a signal and is refused.
+	ProcessSignal_PROCESS_SIGNAL_UNSPECIFIED ProcessSignal = 0
+	// PROCESS_SIGNAL_SIGHUP is SIGHUP.
+	ProcessSignal_PROCESS_SIGNAL_SIGHUP ProcessSignal = 1
+	// PROCESS_SIGNAL_SIGINT is SIGINT (Ctrl-C).
+	ProcessSignal_PROCESS_SIGNAL_SIGINT ProcessSignal = 2
+	// PROCESS_SIGNAL_SIGQUIT is SIGQUIT.
+	ProcessSignal_PROCESS_SIGNAL_SIGQUIT ProcessSignal = 3
+	// PROCESS_SIGNAL_SIGKILL is SIGKILL.
+	ProcessSignal_PROCESS_SIGNAL_SIGKILL ProcessSignal = 9
+	// PROCESS_SIGNAL_SIGUSR1 is SIGUSR1.
+	ProcessSignal_PROCESS_SIGNAL_SIGUSR1 ProcessSignal = 10
+	// PROCESS_SIGNAL_SIGUSR2 is SIGUSR2.
+	ProcessSignal_PROCESS_SIGNAL_SIGUSR2 ProcessSignal = 12
+	// PROCESS_SIGNAL_SIGTERM is SIGTERM.
+	ProcessSignal_PROCESS_SIGNAL_SIGTERM ProcessSignal = 15
+	// PROCESS_SIGNAL_SIGCONT is SIGCONT.
+	ProcessSignal_PROCESS_SIGNAL_SIGCONT ProcessSignal = 18
+	// PROCESS_SIGNAL_SIGSTOP is SIGSTOP.
+	ProcessSignal_PROCESS_SIGNAL_SIGSTOP ProcessSignal = 19
+)
+
+// Enum value maps for ProcessSignal.
+var (
+	ProcessSignal_name = map[int32]string{
+		0:  "PROCESS_SIGNAL_UNSPECIFIED",
+		1:  "PROCESS_SIGNAL_SIGHUP",
+		2:  "PROCESS_SIGNAL_SIGINT",
+		3:  "PROCESS_SIGNAL_SIGQUIT",
+		9:  "PROCESS_SIGNAL_SIGKILL",
+		10: "PROCESS_SIGNAL_SIGUSR1",
+		12: "PROCESS_SIGNAL_SIGUSR2",
+		15: "PROCESS_SIGNAL_SIGTERM",
+		18: "PROCESS_SIGNAL_SIGCONT",
+		19: "PROCESS_SIGNAL_SIGSTOP",
+	}
+	ProcessSignal_value = map[string]int32{
+		"PROCESS_SIGNAL_UNSPECIFIED": 0,
+		"PROCESS_SIGNAL_SIGHUP":      1,
+		"PROCESS_SIGNAL_SIGINT":      2,
+		"PROCESS_SIGNAL_SIGQUIT":     3,
+		"PROCESS_SIGNAL_SIGKILL":     9,
+		"PROCESS_SIGNAL_SIGUSR1":     10,
+		"PROCESS_SIGNAL_SIGUSR2":     12,
+		"PROCESS_SIGNAL_SIGTERM":     15,
+		"PROCESS_SIGNAL_SIGCONT":     18,
+		"PROCESS_SIGNAL_SIGSTOP":     19,
+	}
+)
+
+func (x ProcessSignal) Enum() *ProcessSignal {
+	p := new(ProcessSignal)
+	*p = x
+	return p
+}
+
+func (x ProcessSignal) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProcessSignal) Descriptor() protoreflect.EnumDescriptor {
+	return file_wick_daemon_v1_daemon_proto_enumTypes[0].Descriptor()
+}
+
+func (ProcessSignal) Type() protoreflect.EnumType {
+	return &file_wick_daemon_v1_daemon_proto_enumTypes[0]
+}
+
+func (x ProcessSignal) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProcessSignal.Descriptor instead.
+func (ProcessSignal) EnumDescriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{0}
+}
 
 // HealthRequest asks for the daemon's health; it has no parameters.
 type HealthRequest struct {
@@ -1644,11 +1727,772 @@ func (x *GlobResponse) GetTruncated() bool {
 	return false
 }
 
+// StartProcessRequest describes a process to start.
+type StartProcessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// argv is the program and its arguments; argv[0] is looked up in PATH
+	// unless it contains a slash. It must not be empty.
+	Argv []string `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"`
+	// env holds extra environment variables for the process.
+	Env map[string]string `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// cwd is the agent-facing working directory; empty means the workspace root.
+	Cwd string `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// tag is a free label (at most 256 bytes) ListProcesses can filter on.
+	Tag           string `protobuf:"bytes,4,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartProcessRequest) Reset() {
+	*x = StartProcessRequest{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartProcessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartProcessRequest) ProtoMessage() {}
+
+func (x *StartProcessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartProcessRequest.ProtoReflect.Descriptor instead.
+func (*StartProcessRequest) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *StartProcessRequest) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *StartProcessRequest) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *StartProcessRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *StartProcessRequest) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+// StartProcessResponse describes the started process.
+type StartProcessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// process is the new process.
+	Process       *ProcessInfo `protobuf:"bytes,1,opt,name=process,proto3" json:"process,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartProcessResponse) Reset() {
+	*x = StartProcessResponse{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartProcessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartProcessResponse) ProtoMessage() {}
+
+func (x *StartProcessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartProcessResponse.ProtoReflect.Descriptor instead.
+func (*StartProcessResponse) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *StartProcessResponse) GetProcess() *ProcessInfo {
+	if x != nil {
+		return x.Process
+	}
+	return nil
+}
+
+// ProcessInfo describes a running or recently exited process.
+type ProcessInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the process in later calls; unique within the daemon's lifetime.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// tag is the label given at start.
+	Tag string `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	// argv is the program and its arguments.
+	Argv []string `protobuf:"bytes,3,rep,name=argv,proto3" json:"argv,omitempty"`
+	// cwd is the agent-facing working directory.
+	Cwd string `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// pid is the process id inside the sandbox.
+	Pid int32 `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	// running is true until the process has exited.
+	Running bool `protobuf:"varint,6,opt,name=running,proto3" json:"running,omitempty"`
+	// exit is how the process ended; unset while it runs.
+	Exit *ExitStatus `protobuf:"bytes,7,opt,name=exit,proto3" json:"exit,omitempty"`
+	// started_at is when the process was started.
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// output_end is how many bytes of output (stdout and stderr together) the
+	// process has written so far.
+	OutputEnd     int64 `protobuf:"varint,9,opt,name=output_end,json=outputEnd,proto3" json:"output_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessInfo) Reset() {
+	*x = ProcessInfo{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessInfo) ProtoMessage() {}
+
+func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
+func (*ProcessInfo) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ProcessInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProcessInfo) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *ProcessInfo) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ProcessInfo) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ProcessInfo) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *ProcessInfo) GetExit() *ExitStatus {
+	if x != nil {
+		return x.Exit
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetOutputEnd() int64 {
+	if x != nil {
+		return x.OutputEnd
+	}
+	return 0
+}
+
+// AttachProcessRequest is one client message of an attachment.
+type AttachProcessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// msg is exactly one of the following.
+	//
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*AttachProcessRequest_Attach
+	//	*AttachProcessRequest_Stdin
+	//	*AttachProcessRequest_CloseStdin
+	//	*AttachProcessRequest_Start
+	Msg           isAttachProcessRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachProcessRequest) Reset() {
+	*x = AttachProcessRequest{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachProcessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachProcessRequest) ProtoMessage() {}
+
+func (x *AttachProcessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachProcessRequest.ProtoReflect.Descriptor instead.
+func (*AttachProcessRequest) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *AttachProcessRequest) GetMsg() isAttachProcessRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *AttachProcessRequest) GetAttach() *ProcessAttach {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Attach); ok {
+			return x.Attach
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessRequest) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessRequest) GetCloseStdin() bool {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_CloseStdin); ok {
+			return x.CloseStdin
+		}
+	}
+	return false
+}
+
+func (x *AttachProcessRequest) GetStart() *StartProcessRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+type isAttachProcessRequest_Msg interface {
+	isAttachProcessRequest_Msg()
+}
+
+type AttachProcessRequest_Attach struct {
+	// attach (or start) must be the first message.
+	Attach *ProcessAttach `protobuf:"bytes,1,opt,name=attach,proto3,oneof"`
+}
+
+type AttachProcessRequest_Stdin struct {
+	// stdin is written to the process's standard input.
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type AttachProcessRequest_CloseStdin struct {
+	// close_stdin closes the process's standard input (end of file).
+	CloseStdin bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
+}
+
+type AttachProcessRequest_Start struct {
+	// start, instead of attach as the first message, starts a process as
+	// StartProcess does and attaches to it before it can write anything:
+	// the first event is then `started`.
+	Start *StartProcessRequest `protobuf:"bytes,4,opt,name=start,proto3,oneof"`
+}
+
+func (*AttachProcessRequest_Attach) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_Stdin) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_CloseStdin) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_Start) isAttachProcessRequest_Msg() {}
+
+// ProcessAttach names the process to attach to and where its output resumes.
+type ProcessAttach struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the process.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// offset is the output offset to stream from: 0 for the beginning, or the
+	// offset of the last event received to continue after a dropped connection.
+	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessAttach) Reset() {
+	*x = ProcessAttach{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessAttach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessAttach) ProtoMessage() {}
+
+func (x *ProcessAttach) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessAttach.ProtoReflect.Descriptor instead.
+func (*ProcessAttach) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ProcessAttach) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProcessAttach) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// AttachProcessResponse is one event of a process's output. Stdout and stderr
+// form one byte sequence; offset is the position in it just past this event,
+// the one to attach from to continue.
+type AttachProcessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// offset is where to resume: the output offset just past this event.
+	Offset int64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// event is exactly one of the following.
+	//
+	// Types that are valid to be assigned to Event:
+	//
+	//	*AttachProcessResponse_Stdout
+	//	*AttachProcessResponse_Stderr
+	//	*AttachProcessResponse_Dropped
+	//	*AttachProcessResponse_Exit
+	//	*AttachProcessResponse_Started
+	Event         isAttachProcessResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachProcessResponse) Reset() {
+	*x = AttachProcessResponse{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachProcessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachProcessResponse) ProtoMessage() {}
+
+func (x *AttachProcessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachProcessResponse.ProtoReflect.Descriptor instead.
+func (*AttachProcessResponse) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *AttachProcessResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *AttachProcessResponse) GetEvent() isAttachProcessResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetDropped() int64 {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Dropped); ok {
+			return x.Dropped
+		}
+	}
+	return 0
+}
+
+func (x *AttachProcessResponse) GetExit() *ExitStatus {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Exit); ok {
+			return x.Exit
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetStarted() *ProcessInfo {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+type isAttachProcessResponse_Event interface {
+	isAttachProcessResponse_Event()
+}
+
+type AttachProcessResponse_Stdout struct {
+	// stdout is a chunk of standard output.
+	Stdout []byte `protobuf:"bytes,2,opt,name=stdout,proto3,oneof"`
+}
+
+type AttachProcessResponse_Stderr struct {
+	// stderr is a chunk of standard error.
+	Stderr []byte `protobuf:"bytes,3,opt,name=stderr,proto3,oneof"`
+}
+
+type AttachProcessResponse_Dropped struct {
+	// dropped is how many bytes before offset were lost: written while
+	// nobody was attached, beyond what the daemon keeps.
+	Dropped int64 `protobuf:"varint,4,opt,name=dropped,proto3,oneof"`
+}
+
+type AttachProcessResponse_Exit struct {
+	// exit is the last event: the process ended and all its output was sent.
+	Exit *ExitStatus `protobuf:"bytes,5,opt,name=exit,proto3,oneof"`
+}
+
+type AttachProcessResponse_Started struct {
+	// started is the first event of an attachment that started its process.
+	Started *ProcessInfo `protobuf:"bytes,6,opt,name=started,proto3,oneof"`
+}
+
+func (*AttachProcessResponse_Stdout) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Stderr) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Dropped) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Exit) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Started) isAttachProcessResponse_Event() {}
+
+// SignalProcessRequest sends a signal to a process.
+type SignalProcessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the process.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// signal is the signal to send to the process's group.
+	Signal        ProcessSignal `protobuf:"varint,2,opt,name=signal,proto3,enum=wick.daemon.v1.ProcessSignal" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalProcessRequest) Reset() {
+	*x = SignalProcessRequest{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalProcessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalProcessRequest) ProtoMessage() {}
+
+func (x *SignalProcessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalProcessRequest.ProtoReflect.Descriptor instead.
+func (*SignalProcessRequest) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SignalProcessRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SignalProcessRequest) GetSignal() ProcessSignal {
+	if x != nil {
+		return x.Signal
+	}
+	return ProcessSignal_PROCESS_SIGNAL_UNSPECIFIED
+}
+
+// SignalProcessResponse confirms the signal was sent.
+type SignalProcessResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalProcessResponse) Reset() {
+	*x = SignalProcessResponse{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalProcessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalProcessResponse) ProtoMessage() {}
+
+func (x *SignalProcessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalProcessResponse.ProtoReflect.Descriptor instead.
+func (*SignalProcessResponse) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{31}
+}
+
+// ListProcessesRequest filters the listing; empty fields match everything.
+type ListProcessesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id, when set, lists only that process.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// tag, when set, lists only processes started with that tag.
+	Tag           string `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProcessesRequest) Reset() {
+	*x = ListProcessesRequest{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProcessesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProcessesRequest) ProtoMessage() {}
+
+func (x *ListProcessesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProcessesRequest.ProtoReflect.Descriptor instead.
+func (*ListProcessesRequest) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListProcessesRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListProcessesRequest) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+// ListProcessesResponse lists processes, oldest first.
+type ListProcessesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// processes are the matching processes.
+	Processes     []*ProcessInfo `protobuf:"bytes,1,rep,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProcessesResponse) Reset() {
+	*x = ListProcessesResponse{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProcessesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProcessesResponse) ProtoMessage() {}
+
+func (x *ListProcessesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProcessesResponse.ProtoReflect.Descriptor instead.
+func (*ListProcessesResponse) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListProcessesResponse) GetProcesses() []*ProcessInfo {
+	if x != nil {
+		return x.Processes
+	}
+	return nil
+}
+
 var File_wick_daemon_v1_daemon_proto protoreflect.FileDescriptor
 
 const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\n" +
-	"\x1bwick/daemon/v1/daemon.proto\x12\x0ewick.daemon.v1\x1a\x1egoogle/protobuf/duration.proto\"\x0f\n" +
+	"\x1bwick/daemon/v1/daemon.proto\x12\x0ewick.daemon.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x0f\n" +
 	"\rHealthRequest\"\x96\x01\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x121\n" +
@@ -1752,7 +2596,68 @@ const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\tmax_files\x18\x03 \x01(\x05R\bmaxFiles\"B\n" +
 	"\fGlobResponse\x12\x14\n" +
 	"\x05files\x18\x01 \x03(\tR\x05files\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xa0\x05\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xc5\x01\n" +
+	"\x13StartProcessRequest\x12\x12\n" +
+	"\x04argv\x18\x01 \x03(\tR\x04argv\x12>\n" +
+	"\x03env\x18\x02 \x03(\v2,.wick.daemon.v1.StartProcessRequest.EnvEntryR\x03env\x12\x10\n" +
+	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x12\x10\n" +
+	"\x03tag\x18\x04 \x01(\tR\x03tag\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x14StartProcessResponse\x125\n" +
+	"\aprocess\x18\x01 \x01(\v2\x1b.wick.daemon.v1.ProcessInfoR\aprocess\"\x8b\x02\n" +
+	"\vProcessInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x12\n" +
+	"\x04argv\x18\x03 \x03(\tR\x04argv\x12\x10\n" +
+	"\x03cwd\x18\x04 \x01(\tR\x03cwd\x12\x10\n" +
+	"\x03pid\x18\x05 \x01(\x05R\x03pid\x12\x18\n" +
+	"\arunning\x18\x06 \x01(\bR\arunning\x12.\n" +
+	"\x04exit\x18\a \x01(\v2\x1a.wick.daemon.v1.ExitStatusR\x04exit\x129\n" +
+	"\n" +
+	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1d\n" +
+	"\n" +
+	"output_end\x18\t \x01(\x03R\toutputEnd\"\xce\x01\n" +
+	"\x14AttachProcessRequest\x127\n" +
+	"\x06attach\x18\x01 \x01(\v2\x1d.wick.daemon.v1.ProcessAttachH\x00R\x06attach\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
+	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
+	"closeStdin\x12;\n" +
+	"\x05start\x18\x04 \x01(\v2#.wick.daemon.v1.StartProcessRequestH\x00R\x05startB\x05\n" +
+	"\x03msg\"7\n" +
+	"\rProcessAttach\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xf3\x01\n" +
+	"\x15AttachProcessResponse\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x18\n" +
+	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12\x1a\n" +
+	"\adropped\x18\x04 \x01(\x03H\x00R\adropped\x120\n" +
+	"\x04exit\x18\x05 \x01(\v2\x1a.wick.daemon.v1.ExitStatusH\x00R\x04exit\x127\n" +
+	"\astarted\x18\x06 \x01(\v2\x1b.wick.daemon.v1.ProcessInfoH\x00R\astartedB\a\n" +
+	"\x05event\"]\n" +
+	"\x14SignalProcessRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x125\n" +
+	"\x06signal\x18\x02 \x01(\x0e2\x1d.wick.daemon.v1.ProcessSignalR\x06signal\"\x17\n" +
+	"\x15SignalProcessResponse\"8\n" +
+	"\x14ListProcessesRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\"R\n" +
+	"\x15ListProcessesResponse\x129\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x1b.wick.daemon.v1.ProcessInfoR\tprocesses*\xa9\x02\n" +
+	"\rProcessSignal\x12\x1e\n" +
+	"\x1aPROCESS_SIGNAL_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15PROCESS_SIGNAL_SIGHUP\x10\x01\x12\x19\n" +
+	"\x15PROCESS_SIGNAL_SIGINT\x10\x02\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGQUIT\x10\x03\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGKILL\x10\t\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGUSR1\x10\n" +
+	"\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGUSR2\x10\f\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGTERM\x10\x0f\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGCONT\x10\x12\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGSTOP\x10\x132\x99\b\n" +
 	"\x06Daemon\x12G\n" +
 	"\x06Health\x12\x1d.wick.daemon.v1.HealthRequest\x1a\x1e.wick.daemon.v1.HealthResponse\x12C\n" +
 	"\x04Exec\x12\x1b.wick.daemon.v1.ExecRequest\x1a\x1c.wick.daemon.v1.ExecResponse0\x01\x12Q\n" +
@@ -1762,7 +2667,11 @@ const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\tWriteFile\x12 .wick.daemon.v1.WriteFileRequest\x1a!.wick.daemon.v1.WriteFileResponse(\x01\x12M\n" +
 	"\bEditFile\x12\x1f.wick.daemon.v1.EditFileRequest\x1a .wick.daemon.v1.EditFileResponse\x12A\n" +
 	"\x04Grep\x12\x1b.wick.daemon.v1.GrepRequest\x1a\x1c.wick.daemon.v1.GrepResponse\x12A\n" +
-	"\x04Glob\x12\x1b.wick.daemon.v1.GlobRequest\x1a\x1c.wick.daemon.v1.GlobResponseB8Z6github.com/wick-agent/wick/gen/wick/daemon/v1;daemonv1b\x06proto3"
+	"\x04Glob\x12\x1b.wick.daemon.v1.GlobRequest\x1a\x1c.wick.daemon.v1.GlobResponse\x12Y\n" +
+	"\fStartProcess\x12#.wick.daemon.v1.StartProcessRequest\x1a$.wick.daemon.v1.StartProcessResponse\x12`\n" +
+	"\rAttachProcess\x12$.wick.daemon.v1.AttachProcessRequest\x1a%.wick.daemon.v1.AttachProcessResponse(\x010\x01\x12\\\n" +
+	"\rSignalProcess\x12$.wick.daemon.v1.SignalProcessRequest\x1a%.wick.daemon.v1.SignalProcessResponse\x12\\\n" +
+	"\rListProcesses\x12$.wick.daemon.v1.ListProcessesRequest\x1a%.wick.daemon.v1.ListProcessesResponseB8Z6github.com/wick-agent/wick/gen/wick/daemon/v1;daemonv1b\x06proto3"
 
 var (
 	file_wick_daemon_v1_daemon_proto_rawDescOnce sync.Once
@@ -1776,73 +2685,105 @@ func file_wick_daemon_v1_daemon_proto_rawDescGZIP() []byte {
 	return file_wick_daemon_v1_daemon_proto_rawDescData
 }
 
-var file_wick_daemon_v1_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_wick_daemon_v1_daemon_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_wick_daemon_v1_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_wick_daemon_v1_daemon_proto_goTypes = []any{
-	(*HealthRequest)(nil),       // 0: wick.daemon.v1.HealthRequest
-	(*HealthResponse)(nil),      // 1: wick.daemon.v1.HealthResponse
-	(*ExecRequest)(nil),         // 2: wick.daemon.v1.ExecRequest
-	(*ExecResponse)(nil),        // 3: wick.daemon.v1.ExecResponse
-	(*ExitStatus)(nil),          // 4: wick.daemon.v1.ExitStatus
-	(*TerminalRequest)(nil),     // 5: wick.daemon.v1.TerminalRequest
-	(*TerminalStart)(nil),       // 6: wick.daemon.v1.TerminalStart
-	(*TerminalSize)(nil),        // 7: wick.daemon.v1.TerminalSize
-	(*TerminalResponse)(nil),    // 8: wick.daemon.v1.TerminalResponse
-	(*DirEntry)(nil),            // 9: wick.daemon.v1.DirEntry
-	(*LsRequest)(nil),           // 10: wick.daemon.v1.LsRequest
-	(*LsResponse)(nil),          // 11: wick.daemon.v1.LsResponse
-	(*ReadFileRequest)(nil),     // 12: wick.daemon.v1.ReadFileRequest
-	(*ReadFileResponse)(nil),    // 13: wick.daemon.v1.ReadFileResponse
-	(*WriteFileRequest)(nil),    // 14: wick.daemon.v1.WriteFileRequest
-	(*WriteFileHeader)(nil),     // 15: wick.daemon.v1.WriteFileHeader
-	(*WriteFileResponse)(nil),   // 16: wick.daemon.v1.WriteFileResponse
-	(*EditFileRequest)(nil),     // 17: wick.daemon.v1.EditFileRequest
-	(*EditFileResponse)(nil),    // 18: wick.daemon.v1.EditFileResponse
-	(*GrepRequest)(nil),         // 19: wick.daemon.v1.GrepRequest
-	(*GrepMatch)(nil),           // 20: wick.daemon.v1.GrepMatch
-	(*GrepResponse)(nil),        // 21: wick.daemon.v1.GrepResponse
-	(*GlobRequest)(nil),         // 22: wick.daemon.v1.GlobRequest
-	(*GlobResponse)(nil),        // 23: wick.daemon.v1.GlobResponse
-	nil,                         // 24: wick.daemon.v1.ExecRequest.EnvEntry
-	nil,                         // 25: wick.daemon.v1.TerminalStart.EnvEntry
-	(*durationpb.Duration)(nil), // 26: google.protobuf.Duration
+	(ProcessSignal)(0),            // 0: wick.daemon.v1.ProcessSignal
+	(*HealthRequest)(nil),         // 1: wick.daemon.v1.HealthRequest
+	(*HealthResponse)(nil),        // 2: wick.daemon.v1.HealthResponse
+	(*ExecRequest)(nil),           // 3: wick.daemon.v1.ExecRequest
+	(*ExecResponse)(nil),          // 4: wick.daemon.v1.ExecResponse
+	(*ExitStatus)(nil),            // 5: wick.daemon.v1.ExitStatus
+	(*TerminalRequest)(nil),       // 6: wick.daemon.v1.TerminalRequest
+	(*TerminalStart)(nil),         // 7: wick.daemon.v1.TerminalStart
+	(*TerminalSize)(nil),          // 8: wick.daemon.v1.TerminalSize
+	(*TerminalResponse)(nil),      // 9: wick.daemon.v1.TerminalResponse
+	(*DirEntry)(nil),              // 10: wick.daemon.v1.DirEntry
+	(*LsRequest)(nil),             // 11: wick.daemon.v1.LsRequest
+	(*LsResponse)(nil),            // 12: wick.daemon.v1.LsResponse
+	(*ReadFileRequest)(nil),       // 13: wick.daemon.v1.ReadFileRequest
+	(*ReadFileResponse)(nil),      // 14: wick.daemon.v1.ReadFileResponse
+	(*WriteFileRequest)(nil),      // 15: wick.daemon.v1.WriteFileRequest
+	(*WriteFileHeader)(nil),       // 16: wick.daemon.v1.WriteFileHeader
+	(*WriteFileResponse)(nil),     // 17: wick.daemon.v1.WriteFileResponse
+	(*EditFileRequest)(nil),       // 18: wick.daemon.v1.EditFileRequest
+	(*EditFileResponse)(nil),      // 19: wick.daemon.v1.EditFileResponse
+	(*GrepRequest)(nil),           // 20: wick.daemon.v1.GrepRequest
+	(*GrepMatch)(nil),             // 21: wick.daemon.v1.GrepMatch
+	(*GrepResponse)(nil),          // 22: wick.daemon.v1.GrepResponse
+	(*GlobRequest)(nil),           // 23: wick.daemon.v1.GlobRequest
+	(*GlobResponse)(nil),          // 24: wick.daemon.v1.GlobResponse
+	(*StartProcessRequest)(nil),   // 25: wick.daemon.v1.StartProcessRequest
+	(*StartProcessResponse)(nil),  // 26: wick.daemon.v1.StartProcessResponse
+	(*ProcessInfo)(nil),           // 27: wick.daemon.v1.ProcessInfo
+	(*AttachProcessRequest)(nil),  // 28: wick.daemon.v1.AttachProcessRequest
+	(*ProcessAttach)(nil),         // 29: wick.daemon.v1.ProcessAttach
+	(*AttachProcessResponse)(nil), // 30: wick.daemon.v1.AttachProcessResponse
+	(*SignalProcessRequest)(nil),  // 31: wick.daemon.v1.SignalProcessRequest
+	(*SignalProcessResponse)(nil), // 32: wick.daemon.v1.SignalProcessResponse
+	(*ListProcessesRequest)(nil),  // 33: wick.daemon.v1.ListProcessesRequest
+	(*ListProcessesResponse)(nil), // 34: wick.daemon.v1.ListProcessesResponse
+	nil,                           // 35: wick.daemon.v1.ExecRequest.EnvEntry
+	nil,                           // 36: wick.daemon.v1.TerminalStart.EnvEntry
+	nil,                           // 37: wick.daemon.v1.StartProcessRequest.EnvEntry
+	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
 }
 var file_wick_daemon_v1_daemon_proto_depIdxs = []int32{
-	26, // 0: wick.daemon.v1.HealthResponse.uptime:type_name -> google.protobuf.Duration
-	26, // 1: wick.daemon.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
-	24, // 2: wick.daemon.v1.ExecRequest.env:type_name -> wick.daemon.v1.ExecRequest.EnvEntry
-	4,  // 3: wick.daemon.v1.ExecResponse.exit:type_name -> wick.daemon.v1.ExitStatus
-	26, // 4: wick.daemon.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
-	6,  // 5: wick.daemon.v1.TerminalRequest.start:type_name -> wick.daemon.v1.TerminalStart
-	7,  // 6: wick.daemon.v1.TerminalRequest.resize:type_name -> wick.daemon.v1.TerminalSize
-	7,  // 7: wick.daemon.v1.TerminalStart.size:type_name -> wick.daemon.v1.TerminalSize
-	25, // 8: wick.daemon.v1.TerminalStart.env:type_name -> wick.daemon.v1.TerminalStart.EnvEntry
-	4,  // 9: wick.daemon.v1.TerminalResponse.exit:type_name -> wick.daemon.v1.ExitStatus
-	9,  // 10: wick.daemon.v1.LsResponse.entries:type_name -> wick.daemon.v1.DirEntry
-	15, // 11: wick.daemon.v1.WriteFileRequest.header:type_name -> wick.daemon.v1.WriteFileHeader
-	20, // 12: wick.daemon.v1.GrepResponse.matches:type_name -> wick.daemon.v1.GrepMatch
-	0,  // 13: wick.daemon.v1.Daemon.Health:input_type -> wick.daemon.v1.HealthRequest
-	2,  // 14: wick.daemon.v1.Daemon.Exec:input_type -> wick.daemon.v1.ExecRequest
-	5,  // 15: wick.daemon.v1.Daemon.Terminal:input_type -> wick.daemon.v1.TerminalRequest
-	10, // 16: wick.daemon.v1.Daemon.Ls:input_type -> wick.daemon.v1.LsRequest
-	12, // 17: wick.daemon.v1.Daemon.ReadFile:input_type -> wick.daemon.v1.ReadFileRequest
-	14, // 18: wick.daemon.v1.Daemon.WriteFile:input_type -> wick.daemon.v1.WriteFileRequest
-	17, // 19: wick.daemon.v1.Daemon.EditFile:input_type -> wick.daemon.v1.EditFileRequest
-	19, // 20: wick.daemon.v1.Daemon.Grep:input_type -> wick.daemon.v1.GrepRequest
-	22, // 21: wick.daemon.v1.Daemon.Glob:input_type -> wick.daemon.v1.GlobRequest
-	1,  // 22: wick.daemon.v1.Daemon.Health:output_type -> wick.daemon.v1.HealthResponse
-	3,  // 23: wick.daemon.v1.Daemon.Exec:output_type -> wick.daemon.v1.ExecResponse
-	8,  // 24: wick.daemon.v1.Daemon.Terminal:output_type -> wick.daemon.v1.TerminalResponse
-	11, // 25: wick.daemon.v1.Daemon.Ls:output_type -> wick.daemon.v1.LsResponse
-	13, // 26: wick.daemon.v1.Daemon.ReadFile:output_type -> wick.daemon.v1.ReadFileResponse
-	16, // 27: wick.daemon.v1.Daemon.WriteFile:output_type -> wick.daemon.v1.WriteFileResponse
-	18, // 28: wick.daemon.v1.Daemon.EditFile:output_type -> wick.daemon.v1.EditFileResponse
-	21, // 29: wick.daemon.v1.Daemon.Grep:output_type -> wick.daemon.v1.GrepResponse
-	23, // 30: wick.daemon.v1.Daemon.Glob:output_type -> wick.daemon.v1.GlobResponse
-	22, // [22:31] is the sub-list for method output_type
-	13, // [13:22] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	38, // 0: wick.daemon.v1.HealthResponse.uptime:type_name -> google.protobuf.Duration
+	38, // 1: wick.daemon.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
+	35, // 2: wick.daemon.v1.ExecRequest.env:type_name -> wick.daemon.v1.ExecRequest.EnvEntry
+	5,  // 3: wick.daemon.v1.ExecResponse.exit:type_name -> wick.daemon.v1.ExitStatus
+	38, // 4: wick.daemon.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
+	7,  // 5: wick.daemon.v1.TerminalRequest.start:type_name -> wick.daemon.v1.TerminalStart
+	8,  // 6: wick.daemon.v1.TerminalRequest.resize:type_name -> wick.daemon.v1.TerminalSize
+	8,  // 7: wick.daemon.v1.TerminalStart.size:type_name -> wick.daemon.v1.TerminalSize
+	36, // 8: wick.daemon.v1.TerminalStart.env:type_name -> wick.daemon.v1.TerminalStart.EnvEntry
+	5,  // 9: wick.daemon.v1.TerminalResponse.exit:type_name -> wick.daemon.v1.ExitStatus
+	10, // 10: wick.daemon.v1.LsResponse.entries:type_name -> wick.daemon.v1.DirEntry
+	16, // 11: wick.daemon.v1.WriteFileRequest.header:type_name -> wick.daemon.v1.WriteFileHeader
+	21, // 12: wick.daemon.v1.GrepResponse.matches:type_name -> wick.daemon.v1.GrepMatch
+	37, // 13: wick.daemon.v1.StartProcessRequest.env:type_name -> wick.daemon.v1.StartProcessRequest.EnvEntry
+	27, // 14: wick.daemon.v1.StartProcessResponse.process:type_name -> wick.daemon.v1.ProcessInfo
+	5,  // 15: wick.daemon.v1.ProcessInfo.exit:type_name -> wick.daemon.v1.ExitStatus
+	39, // 16: wick.daemon.v1.ProcessInfo.started_at:type_name -> google.protobuf.Timestamp
+	29, // 17: wick.daemon.v1.AttachProcessRequest.attach:type_name -> wick.daemon.v1.ProcessAttach
+	25, // 18: wick.daemon.v1.AttachProcessRequest.start:type_name -> wick.daemon.v1.StartProcessRequest
+	5,  // 19: wick.daemon.v1.AttachProcessResponse.exit:type_name -> wick.daemon.v1.ExitStatus
+	27, // 20: wick.daemon.v1.AttachProcessResponse.started:type_name -> wick.daemon.v1.ProcessInfo
+	0,  // 21: wick.daemon.v1.SignalProcessRequest.signal:type_name -> wick.daemon.v1.ProcessSignal
+	27, // 22: wick.daemon.v1.ListProcessesResponse.processes:type_name -> wick.daemon.v1.ProcessInfo
+	1,  // 23: wick.daemon.v1.Daemon.Health:input_type -> wick.daemon.v1.HealthRequest
+	3,  // 24: wick.daemon.v1.Daemon.Exec:input_type -> wick.daemon.v1.ExecRequest
+	6,  // 25: wick.daemon.v1.Daemon.Terminal:input_type -> wick.daemon.v1.TerminalRequest
+	11, // 26: wick.daemon.v1.Daemon.Ls:input_type -> wick.daemon.v1.LsRequest
+	13, // 27: wick.daemon.v1.Daemon.ReadFile:input_type -> wick.daemon.v1.ReadFileRequest
+	15, // 28: wick.daemon.v1.Daemon.WriteFile:input_type -> wick.daemon.v1.WriteFileRequest
+	18, // 29: wick.daemon.v1.Daemon.EditFile:input_type -> wick.daemon.v1.EditFileRequest
+	20, // 30: wick.daemon.v1.Daemon.Grep:input_type -> wick.daemon.v1.GrepRequest
+	23, // 31: wick.daemon.v1.Daemon.Glob:input_type -> wick.daemon.v1.GlobRequest
+	25, // 32: wick.daemon.v1.Daemon.StartProcess:input_type -> wick.daemon.v1.StartProcessRequest
+	28, // 33: wick.daemon.v1.Daemon.AttachProcess:input_type -> wick.daemon.v1.AttachProcessRequest
+	31, // 34: wick.daemon.v1.Daemon.SignalProcess:input_type -> wick.daemon.v1.SignalProcessRequest
+	33, // 35: wick.daemon.v1.Daemon.ListProcesses:input_type -> wick.daemon.v1.ListProcessesRequest
+	2,  // 36: wick.daemon.v1.Daemon.Health:output_type -> wick.daemon.v1.HealthResponse
+	4,  // 37: wick.daemon.v1.Daemon.Exec:output_type -> wick.daemon.v1.ExecResponse
+	9,  // 38: wick.daemon.v1.Daemon.Terminal:output_type -> wick.daemon.v1.TerminalResponse
+	12, // 39: wick.daemon.v1.Daemon.Ls:output_type -> wick.daemon.v1.LsResponse
+	14, // 40: wick.daemon.v1.Daemon.ReadFile:output_type -> wick.daemon.v1.ReadFileResponse
+	17, // 41: wick.daemon.v1.Daemon.WriteFile:output_type -> wick.daemon.v1.WriteFileResponse
+	19, // 42: wick.daemon.v1.Daemon.EditFile:output_type -> wick.daemon.v1.EditFileResponse
+	22, // 43: wick.daemon.v1.Daemon.Grep:output_type -> wick.daemon.v1.GrepResponse
+	24, // 44: wick.daemon.v1.Daemon.Glob:output_type -> wick.daemon.v1.GlobResponse
+	26, // 45: wick.daemon.v1.Daemon.StartProcess:output_type -> wick.daemon.v1.StartProcessResponse
+	30, // 46: wick.daemon.v1.Daemon.AttachProcess:output_type -> wick.daemon.v1.AttachProcessResponse
+	32, // 47: wick.daemon.v1.Daemon.SignalProcess:output_type -> wick.daemon.v1.SignalProcessResponse
+	34, // 48: wick.daemon.v1.Daemon.ListProcesses:output_type -> wick.daemon.v1.ListProcessesResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_wick_daemon_v1_daemon_proto_init() }
@@ -1868,18 +2809,32 @@ func file_wick_daemon_v1_daemon_proto_init() {
 		(*WriteFileRequest_Header)(nil),
 		(*WriteFileRequest_Data)(nil),
 	}
+	file_wick_daemon_v1_daemon_proto_msgTypes[27].OneofWrappers = []any{
+		(*AttachProcessRequest_Attach)(nil),
+		(*AttachProcessRequest_Stdin)(nil),
+		(*AttachProcessRequest_CloseStdin)(nil),
+		(*AttachProcessRequest_Start)(nil),
+	}
+	file_wick_daemon_v1_daemon_proto_msgTypes[29].OneofWrappers = []any{
+		(*AttachProcessResponse_Stdout)(nil),
+		(*AttachProcessResponse_Stderr)(nil),
+		(*AttachProcessResponse_Dropped)(nil),
+		(*AttachProcessResponse_Exit)(nil),
+		(*AttachProcessResponse_Started)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_daemon_v1_daemon_proto_rawDesc), len(file_wick_daemon_v1_daemon_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   26,
+			NumEnums:      1,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_wick_daemon_v1_daemon_proto_goTypes,
 		DependencyIndexes: file_wick_daemon_v1_daemon_proto_depIdxs,
+		EnumInfos:         file_wick_daemon_v1_daemon_proto_enumTypes,
 		MessageInfos:      file_wick_daemon_v1_daemon_proto_msgTypes,
 	}.Build()
 	File_wick_daemon_v1_daemon_proto = out.File

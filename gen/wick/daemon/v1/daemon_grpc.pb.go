@@ -19,15 +19,19 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Daemon_Health_FullMethodName    = "/wick.daemon.v1.Daemon/Health"
-	Daemon_Exec_FullMethodName      = "/wick.daemon.v1.Daemon/Exec"
-	Daemon_Terminal_FullMethodName  = "/wick.daemon.v1.Daemon/Terminal"
-	Daemon_Ls_FullMethodName        = "/wick.daemon.v1.Daemon/Ls"
-	Daemon_ReadFile_FullMethodName  = "/wick.daemon.v1.Daemon/ReadFile"
-	Daemon_WriteFile_FullMethodName = "/wick.daemon.v1.Daemon/WriteFile"
-	Daemon_EditFile_FullMethodName  = "/wick.daemon.v1.Daemon/EditFile"
-	Daemon_Grep_FullMethodName      = "/wick.daemon.v1.Daemon/Grep"
-	Daemon_Glob_FullMethodName      = "/wick.daemon.v1.Daemon/Glob"
+	Daemon_Health_FullMethodName        = "/wick.daemon.v1.Daemon/Health"
+	Daemon_Exec_FullMethodName          = "/wick.daemon.v1.Daemon/Exec"
+	Daemon_Terminal_FullMethodName      = "/wick.daemon.v1.Daemon/Terminal"
+	Daemon_Ls_FullMethodName            = "/wick.daemon.v1.Daemon/Ls"
+	Daemon_ReadFile_FullMethodName      = "/wick.daemon.v1.Daemon/ReadFile"
+	Daemon_WriteFile_FullMethodName     = "/wick.daemon.v1.Daemon/WriteFile"
+	Daemon_EditFile_FullMethodName      = "/wick.daemon.v1.Daemon/EditFile"
+	Daemon_Grep_FullMethodName          = "/wick.daemon.v1.Daemon/Grep"
+	Daemon_Glob_FullMethodName          = "/wick.daemon.v1.Daemon/Glob"
+	Daemon_StartProcess_FullMethodName  = "/wick.daemon.v1.Daemon/StartProcess"
+	Daemon_AttachProcess_FullMethodName = "/wick.daemon.v1.Daemon/AttachProcess"
+	Daemon_SignalProcess_FullMethodName = "/wick.daemon.v1.Daemon/SignalProcess"
+	Daemon_ListProcesses_FullMethodName = "/wick.daemon.v1.Daemon/ListProcesses"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -61,6 +65,20 @@ type DaemonClient interface {
 	Grep(ctx context.Context, in *GrepRequest, opts ...grpc.CallOption) (*GrepResponse, error)
 	// Glob finds files whose names or paths match a pattern.
 	Glob(ctx context.Context, in *GlobRequest, opts ...grpc.CallOption) (*GlobResponse, error)
+	// StartProcess starts a program with pipes (no PTY, no shell unless argv
+	// runs one) as the leader of its own process group, and returns at once.
+	// Past the running-process limit it answers ResourceExhausted.
+	StartProcess(ctx context.Context, in *StartProcessRequest, opts ...grpc.CallOption) (*StartProcessResponse, error)
+	// AttachProcess attaches to a process: the first request names it and the
+	// output offset to start from (or starts it, so no output comes before the
+	// attachment), later ones carry stdin. The responses are its output from
+	// that offset on, then its exit status. Ending the stream detaches; the
+	// process keeps running and can be attached to again.
+	AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse], error)
+	// SignalProcess sends a signal to a running process's process group.
+	SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error)
+	// ListProcesses lists running processes and recently exited ones.
+	ListProcesses(ctx context.Context, in *ListProcessesRequest, opts ...grpc.CallOption) (*ListProcessesResponse, error)
 }
 
 type daemonClient struct {
@@ -185,6 +203,49 @@ func (c *daemonClient) Glob(ctx context.Context, in *GlobRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *daemonClient) StartProcess(ctx context.Context, in *StartProcessRequest, opts ...grpc.CallOption) (*StartProcessResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartProcessResponse)
+	err := c.cc.Invoke(ctx, Daemon_StartProcess_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonClient) AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[4], Daemon_AttachProcess_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachProcessRequest, AttachProcessResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_AttachProcessClient = grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse]
+
+func (c *daemonClient) SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SignalProcessResponse)
+	err := c.cc.Invoke(ctx, Daemon_SignalProcess_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonClient) ListProcesses(ctx context.Context, in *ListProcessesRequest, opts ...grpc.CallOption) (*ListProcessesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListProcessesResponse)
+	err := c.cc.Invoke(ctx, Daemon_ListProcesses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -216,6 +277,20 @@ type DaemonServer interface {
 	Grep(context.Context, *GrepRequest) (*GrepResponse, error)
 	// Glob finds files whose names or paths match a pattern.
 	Glob(context.Context, *GlobRequest) (*GlobResponse, error)
+	// StartProcess starts a program with pipes (no PTY, no shell unless argv
+	// runs one) as the leader of its own process group, and returns at once.
+	// Past the running-process limit it answers ResourceExhausted.
+	StartProcess(context.Context, *StartProcessRequest) (*StartProcessResponse, error)
+	// AttachProcess attaches to a process: the first request names it and the
+	// output offset to start from (or starts it, so no output comes before the
+	// attachment), later ones carry stdin. The responses are its output from
+	// that offset on, then its exit status. Ending the stream detaches; the
+	// process keeps running and can be attached to again.
+	AttachProcess(grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]) error
+	// SignalProcess sends a signal to a running process's process group.
+	SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error)
+	// ListProcesses lists running processes and recently exited ones.
+	ListProcesses(context.Context, *ListProcessesRequest) (*ListProcessesResponse, error)
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -252,6 +327,18 @@ func (UnimplementedDaemonServer) Grep(context.Context, *GrepRequest) (*GrepRespo
 }
 func (UnimplementedDaemonServer) Glob(context.Context, *GlobRequest) (*GlobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Glob not implemented")
+}
+func (UnimplementedDaemonServer) StartProcess(context.Context, *StartProcessRequest) (*StartProcessResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartProcess not implemented")
+}
+func (UnimplementedDaemonServer) AttachProcess(grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]) error {
+	return status.Error(codes.Unimplemented, "method AttachProcess not implemented")
+}
+func (UnimplementedDaemonServer) SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SignalProcess not implemented")
+}
+func (UnimplementedDaemonServer) ListProcesses(context.Context, *ListProcessesRequest) (*ListProcessesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListProcesses not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -400,6 +487,67 @@ func _Daemon_Glob_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_StartProcess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartProcessRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).StartProcess(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_StartProcess_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).StartProcess(ctx, req.(*StartProcessRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Daemon_AttachProcess_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(DaemonServer).AttachProcess(&grpc.GenericServerStream[AttachProcessRequest, AttachProcessResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_AttachProcessServer = grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]
+
+func _Daemon_SignalProcess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SignalProcessRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).SignalProcess(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_SignalProcess_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).SignalProcess(ctx, req.(*SignalProcessRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Daemon_ListProcesses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListProcessesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonServer).ListProcesses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Daemon_ListProcesses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonServer).ListProcesses(ctx, req.(*ListProcessesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -427,6 +575,18 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Glob",
 			Handler:    _Daemon_Glob_Handler,
 		},
+		{
+			MethodName: "StartProcess",
+			Handler:    _Daemon_StartProcess_Handler,
+		},
+		{
+			MethodName: "SignalProcess",
+			Handler:    _Daemon_SignalProcess_Handler,
+		},
+		{
+			MethodName: "ListProcesses",
+			Handler:    _Daemon_ListProcesses_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -448,6 +608,12 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WriteFile",
 			Handler:       _Daemon_WriteFile_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "AttachProcess",
+			Handler:       _Daemon_AttachProcess_Handler,
+			ServerStreams: true,
 			ClientStreams: true,
 		},
 	},

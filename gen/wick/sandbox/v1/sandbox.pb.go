@@ -23,6 +23,88 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ProcessSignal is a signal a process can be sent; each value is the
+// signal's Linux number.
+type ProcessSignal int32
+
+const (
+	// PROCESS_SIGNAL_UNSPECIFIED is not a signal and is refused.
+	ProcessSignal_PROCESS_SIGNAL_UNSPECIFIED ProcessSignal = 0
+	// PROCESS_SIGNAL_SIGHUP is SIGHUP.
+	ProcessSignal_PROCESS_SIGNAL_SIGHUP ProcessSignal = 1
+	// PROCESS_SIGNAL_SIGINT is SIGINT (Ctrl-C).
+	ProcessSignal_PROCESS_SIGNAL_SIGINT ProcessSignal = 2
+	// PROCESS_SIGNAL_SIGQUIT is SIGQUIT.
+	ProcessSignal_PROCESS_SIGNAL_SIGQUIT ProcessSignal = 3
+	// PROCESS_SIGNAL_SIGKILL is SIGKILL.
+	ProcessSignal_PROCESS_SIGNAL_SIGKILL ProcessSignal = 9
+	// PROCESS_SIGNAL_SIGUSR1 is SIGUSR1.
+	ProcessSignal_PROCESS_SIGNAL_SIGUSR1 ProcessSignal = 10
+	// PROCESS_SIGNAL_SIGUSR2 is SIGUSR2.
+	ProcessSignal_PROCESS_SIGNAL_SIGUSR2 ProcessSignal = 12
+	// PROCESS_SIGNAL_SIGTERM is SIGTERM.
+	ProcessSignal_PROCESS_SIGNAL_SIGTERM ProcessSignal = 15
+	// PROCESS_SIGNAL_SIGCONT is SIGCONT.
+	ProcessSignal_PROCESS_SIGNAL_SIGCONT ProcessSignal = 18
+	// PROCESS_SIGNAL_SIGSTOP is SIGSTOP.
+	ProcessSignal_PROCESS_SIGNAL_SIGSTOP ProcessSignal = 19
+)
+
+// Enum value maps for ProcessSignal.
+var (
+	ProcessSignal_name = map[int32]string{
+		0:  "PROCESS_SIGNAL_UNSPECIFIED",
+		1:  "PROCESS_SIGNAL_SIGHUP",
+		2:  "PROCESS_SIGNAL_SIGINT",
+		3:  "PROCESS_SIGNAL_SIGQUIT",
+		9:  "PROCESS_SIGNAL_SIGKILL",
+		10: "PROCESS_SIGNAL_SIGUSR1",
+		12: "PROCESS_SIGNAL_SIGUSR2",
+		15: "PROCESS_SIGNAL_SIGTERM",
+		18: "PROCESS_SIGNAL_SIGCONT",
+		19: "PROCESS_SIGNAL_SIGSTOP",
+	}
+	ProcessSignal_value = map[string]int32{
+		"PROCESS_SIGNAL_UNSPECIFIED": 0,
+		"PROCESS_SIGNAL_SIGHUP":      1,
+		"PROCESS_SIGNAL_SIGINT":      2,
+		"PROCESS_SIGNAL_SIGQUIT":     3,
+		"PROCESS_SIGNAL_SIGKILL":     9,
+		"PROCESS_SIGNAL_SIGUSR1":     10,
+		"PROCESS_SIGNAL_SIGUSR2":     12,
+		"PROCESS_SIGNAL_SIGTERM":     15,
+		"PROCESS_SIGNAL_SIGCONT":     18,
+		"PROCESS_SIGNAL_SIGSTOP":     19,
+	}
+)
+
+func (x ProcessSignal) Enum() *ProcessSignal {
+	p := new(ProcessSignal)
+	*p = x
+	return p
+}
+
+func (x ProcessSignal) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProcessSignal) Descriptor() protoreflect.EnumDescriptor {
+	return file_wick_sandbox_v1_sandbox_proto_enumTypes[0].Descriptor()
+}
+
+func (ProcessSignal) Type() protoreflect.EnumType {
+	return &file_wick_sandbox_v1_sandbox_proto_enumTypes[0]
+}
+
+func (x ProcessSignal) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProcessSignal.Descriptor instead.
+func (ProcessSignal) EnumDescriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{0}
+}
+
 // SandboxSpec says how to build a sandbox. Zero values take the service's defaults.
 type SandboxSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2463,6 +2545,803 @@ func (x *GlobResponse) GetTruncated() bool {
 	return false
 }
 
+// StartProcessRequest describes a process to start.
+type StartProcessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent_id names the sandbox.
+	AgentId string `protobuf:"bytes,5,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// argv is the program and its arguments; argv[0] is looked up in PATH
+	// unless it contains a slash. It must not be empty.
+	Argv []string `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"`
+	// env holds extra environment variables for the process.
+	Env map[string]string `protobuf:"bytes,2,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// cwd is the agent-facing working directory; empty means the workspace root.
+	Cwd string `protobuf:"bytes,3,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// tag is a free label (at most 256 bytes) ListProcesses can filter on.
+	Tag           string `protobuf:"bytes,4,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartProcessRequest) Reset() {
+	*x = StartProcessRequest{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartProcessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartProcessRequest) ProtoMessage() {}
+
+func (x *StartProcessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartProcessRequest.ProtoReflect.Descriptor instead.
+func (*StartProcessRequest) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *StartProcessRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *StartProcessRequest) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *StartProcessRequest) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *StartProcessRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *StartProcessRequest) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+// StartProcessResponse describes the started process.
+type StartProcessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// process is the new process.
+	Process       *ProcessInfo `protobuf:"bytes,1,opt,name=process,proto3" json:"process,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartProcessResponse) Reset() {
+	*x = StartProcessResponse{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartProcessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartProcessResponse) ProtoMessage() {}
+
+func (x *StartProcessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartProcessResponse.ProtoReflect.Descriptor instead.
+func (*StartProcessResponse) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *StartProcessResponse) GetProcess() *ProcessInfo {
+	if x != nil {
+		return x.Process
+	}
+	return nil
+}
+
+// ProcessInfo describes a running or recently exited process.
+type ProcessInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id names the process in later calls; unique within the sandbox daemon's lifetime.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// tag is the label given at start.
+	Tag string `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	// argv is the program and its arguments.
+	Argv []string `protobuf:"bytes,3,rep,name=argv,proto3" json:"argv,omitempty"`
+	// cwd is the agent-facing working directory.
+	Cwd string `protobuf:"bytes,4,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// pid is the process id inside the sandbox.
+	Pid int32 `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	// running is true until the process has exited.
+	Running bool `protobuf:"varint,6,opt,name=running,proto3" json:"running,omitempty"`
+	// exit is how the process ended; unset while it runs.
+	Exit *ExitStatus `protobuf:"bytes,7,opt,name=exit,proto3" json:"exit,omitempty"`
+	// started_at is when the process was started.
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// output_end is how many bytes of output (stdout and stderr together) the
+	// process has written so far.
+	OutputEnd     int64 `protobuf:"varint,9,opt,name=output_end,json=outputEnd,proto3" json:"output_end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessInfo) Reset() {
+	*x = ProcessInfo{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessInfo) ProtoMessage() {}
+
+func (x *ProcessInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessInfo.ProtoReflect.Descriptor instead.
+func (*ProcessInfo) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ProcessInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProcessInfo) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+func (x *ProcessInfo) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ProcessInfo) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ProcessInfo) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *ProcessInfo) GetExit() *ExitStatus {
+	if x != nil {
+		return x.Exit
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ProcessInfo) GetOutputEnd() int64 {
+	if x != nil {
+		return x.OutputEnd
+	}
+	return 0
+}
+
+// AttachProcessRequest is one client message of an attachment.
+type AttachProcessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// msg is exactly one of the following.
+	//
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*AttachProcessRequest_Attach
+	//	*AttachProcessRequest_Stdin
+	//	*AttachProcessRequest_CloseStdin
+	//	*AttachProcessRequest_Start
+	Msg           isAttachProcessRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachProcessRequest) Reset() {
+	*x = AttachProcessRequest{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachProcessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachProcessRequest) ProtoMessage() {}
+
+func (x *AttachProcessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachProcessRequest.ProtoReflect.Descriptor instead.
+func (*AttachProcessRequest) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *AttachProcessRequest) GetMsg() isAttachProcessRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *AttachProcessRequest) GetAttach() *ProcessAttach {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Attach); ok {
+			return x.Attach
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessRequest) GetStdin() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Stdin); ok {
+			return x.Stdin
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessRequest) GetCloseStdin() bool {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_CloseStdin); ok {
+			return x.CloseStdin
+		}
+	}
+	return false
+}
+
+func (x *AttachProcessRequest) GetStart() *StartProcessRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*AttachProcessRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+type isAttachProcessRequest_Msg interface {
+	isAttachProcessRequest_Msg()
+}
+
+type AttachProcessRequest_Attach struct {
+	// attach (or start) must be the first message.
+	Attach *ProcessAttach `protobuf:"bytes,1,opt,name=attach,proto3,oneof"`
+}
+
+type AttachProcessRequest_Stdin struct {
+	// stdin is written to the process's standard input.
+	Stdin []byte `protobuf:"bytes,2,opt,name=stdin,proto3,oneof"`
+}
+
+type AttachProcessRequest_CloseStdin struct {
+	// close_stdin closes the process's standard input (end of file).
+	CloseStdin bool `protobuf:"varint,3,opt,name=close_stdin,json=closeStdin,proto3,oneof"`
+}
+
+type AttachProcessRequest_Start struct {
+	// start, instead of attach as the first message, starts a process as
+	// StartProcess does and attaches to it before it can write anything:
+	// the first event is then `started`.
+	Start *StartProcessRequest `protobuf:"bytes,4,opt,name=start,proto3,oneof"`
+}
+
+func (*AttachProcessRequest_Attach) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_Stdin) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_CloseStdin) isAttachProcessRequest_Msg() {}
+
+func (*AttachProcessRequest_Start) isAttachProcessRequest_Msg() {}
+
+// ProcessAttach names the process to attach to and where its output resumes.
+type ProcessAttach struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent_id names the sandbox.
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// id names the process.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// offset is the output offset to stream from: 0 for the beginning, or the
+	// offset of the last event received to continue after a dropped connection.
+	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessAttach) Reset() {
+	*x = ProcessAttach{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessAttach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessAttach) ProtoMessage() {}
+
+func (x *ProcessAttach) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessAttach.ProtoReflect.Descriptor instead.
+func (*ProcessAttach) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ProcessAttach) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ProcessAttach) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ProcessAttach) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// AttachProcessResponse is one event of a process's output. Stdout and stderr
+// form one byte sequence; offset is the position in it just past this event,
+// the one to attach from to continue.
+type AttachProcessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// offset is where to resume: the output offset just past this event.
+	Offset int64 `protobuf:"varint,1,opt,name=offset,proto3" json:"offset,omitempty"`
+	// event is exactly one of the following.
+	//
+	// Types that are valid to be assigned to Event:
+	//
+	//	*AttachProcessResponse_Stdout
+	//	*AttachProcessResponse_Stderr
+	//	*AttachProcessResponse_Dropped
+	//	*AttachProcessResponse_Exit
+	//	*AttachProcessResponse_Started
+	Event         isAttachProcessResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachProcessResponse) Reset() {
+	*x = AttachProcessResponse{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachProcessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachProcessResponse) ProtoMessage() {}
+
+func (x *AttachProcessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachProcessResponse.ProtoReflect.Descriptor instead.
+func (*AttachProcessResponse) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AttachProcessResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *AttachProcessResponse) GetEvent() isAttachProcessResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetStdout() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Stdout); ok {
+			return x.Stdout
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetStderr() []byte {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Stderr); ok {
+			return x.Stderr
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetDropped() int64 {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Dropped); ok {
+			return x.Dropped
+		}
+	}
+	return 0
+}
+
+func (x *AttachProcessResponse) GetExit() *ExitStatus {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Exit); ok {
+			return x.Exit
+		}
+	}
+	return nil
+}
+
+func (x *AttachProcessResponse) GetStarted() *ProcessInfo {
+	if x != nil {
+		if x, ok := x.Event.(*AttachProcessResponse_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+type isAttachProcessResponse_Event interface {
+	isAttachProcessResponse_Event()
+}
+
+type AttachProcessResponse_Stdout struct {
+	// stdout is a chunk of standard output.
+	Stdout []byte `protobuf:"bytes,2,opt,name=stdout,proto3,oneof"`
+}
+
+type AttachProcessResponse_Stderr struct {
+	// stderr is a chunk of standard error.
+	Stderr []byte `protobuf:"bytes,3,opt,name=stderr,proto3,oneof"`
+}
+
+type AttachProcessResponse_Dropped struct {
+	// dropped is how many bytes before offset were lost: written while
+	// nobody was attached, beyond what the sandbox keeps.
+	Dropped int64 `protobuf:"varint,4,opt,name=dropped,proto3,oneof"`
+}
+
+type AttachProcessResponse_Exit struct {
+	// exit is the last event: the process ended and all its output was sent.
+	Exit *ExitStatus `protobuf:"bytes,5,opt,name=exit,proto3,oneof"`
+}
+
+type AttachProcessResponse_Started struct {
+	// started is the first event of an attachment that started its process.
+	Started *ProcessInfo `protobuf:"bytes,6,opt,name=started,proto3,oneof"`
+}
+
+func (*AttachProcessResponse_Stdout) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Stderr) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Dropped) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Exit) isAttachProcessResponse_Event() {}
+
+func (*AttachProcessResponse_Started) isAttachProcessResponse_Event() {}
+
+// SignalProcessRequest sends a signal to a process.
+type SignalProcessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent_id names the sandbox.
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// id names the process.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// signal is the signal to send to the process's group.
+	Signal        ProcessSignal `protobuf:"varint,2,opt,name=signal,proto3,enum=wick.sandbox.v1.ProcessSignal" json:"signal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalProcessRequest) Reset() {
+	*x = SignalProcessRequest{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalProcessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalProcessRequest) ProtoMessage() {}
+
+func (x *SignalProcessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalProcessRequest.ProtoReflect.Descriptor instead.
+func (*SignalProcessRequest) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SignalProcessRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *SignalProcessRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SignalProcessRequest) GetSignal() ProcessSignal {
+	if x != nil {
+		return x.Signal
+	}
+	return ProcessSignal_PROCESS_SIGNAL_UNSPECIFIED
+}
+
+// SignalProcessResponse confirms the signal was sent.
+type SignalProcessResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalProcessResponse) Reset() {
+	*x = SignalProcessResponse{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalProcessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalProcessResponse) ProtoMessage() {}
+
+func (x *SignalProcessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalProcessResponse.ProtoReflect.Descriptor instead.
+func (*SignalProcessResponse) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{43}
+}
+
+// ListProcessesRequest filters the listing; empty fields match everything.
+type ListProcessesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent_id names the sandbox.
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// id, when set, lists only that process.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// tag, when set, lists only processes started with that tag.
+	Tag           string `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProcessesRequest) Reset() {
+	*x = ListProcessesRequest{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProcessesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProcessesRequest) ProtoMessage() {}
+
+func (x *ListProcessesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProcessesRequest.ProtoReflect.Descriptor instead.
+func (*ListProcessesRequest) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListProcessesRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ListProcessesRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ListProcessesRequest) GetTag() string {
+	if x != nil {
+		return x.Tag
+	}
+	return ""
+}
+
+// ListProcessesResponse lists processes, oldest first.
+type ListProcessesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// processes are the matching processes.
+	Processes     []*ProcessInfo `protobuf:"bytes,1,rep,name=processes,proto3" json:"processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProcessesResponse) Reset() {
+	*x = ListProcessesResponse{}
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProcessesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProcessesResponse) ProtoMessage() {}
+
+func (x *ListProcessesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_sandbox_v1_sandbox_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProcessesResponse.ProtoReflect.Descriptor instead.
+func (*ListProcessesResponse) Descriptor() ([]byte, []int) {
+	return file_wick_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListProcessesResponse) GetProcesses() []*ProcessInfo {
+	if x != nil {
+		return x.Processes
+	}
+	return nil
+}
+
 var File_wick_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
@@ -2633,7 +3512,72 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\tmax_files\x18\x04 \x01(\x05R\bmaxFiles\"B\n" +
 	"\fGlobResponse\x12\x14\n" +
 	"\x05files\x18\x01 \x03(\tR\x05files\x12\x1c\n" +
-	"\ttruncated\x18\x02 \x01(\bR\ttruncated2\xa3\t\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\xe1\x01\n" +
+	"\x13StartProcessRequest\x12\x19\n" +
+	"\bagent_id\x18\x05 \x01(\tR\aagentId\x12\x12\n" +
+	"\x04argv\x18\x01 \x03(\tR\x04argv\x12?\n" +
+	"\x03env\x18\x02 \x03(\v2-.wick.sandbox.v1.StartProcessRequest.EnvEntryR\x03env\x12\x10\n" +
+	"\x03cwd\x18\x03 \x01(\tR\x03cwd\x12\x10\n" +
+	"\x03tag\x18\x04 \x01(\tR\x03tag\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"N\n" +
+	"\x14StartProcessResponse\x126\n" +
+	"\aprocess\x18\x01 \x01(\v2\x1c.wick.sandbox.v1.ProcessInfoR\aprocess\"\x8c\x02\n" +
+	"\vProcessInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\x12\x12\n" +
+	"\x04argv\x18\x03 \x03(\tR\x04argv\x12\x10\n" +
+	"\x03cwd\x18\x04 \x01(\tR\x03cwd\x12\x10\n" +
+	"\x03pid\x18\x05 \x01(\x05R\x03pid\x12\x18\n" +
+	"\arunning\x18\x06 \x01(\bR\arunning\x12/\n" +
+	"\x04exit\x18\a \x01(\v2\x1b.wick.sandbox.v1.ExitStatusR\x04exit\x129\n" +
+	"\n" +
+	"started_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1d\n" +
+	"\n" +
+	"output_end\x18\t \x01(\x03R\toutputEnd\"\xd0\x01\n" +
+	"\x14AttachProcessRequest\x128\n" +
+	"\x06attach\x18\x01 \x01(\v2\x1e.wick.sandbox.v1.ProcessAttachH\x00R\x06attach\x12\x16\n" +
+	"\x05stdin\x18\x02 \x01(\fH\x00R\x05stdin\x12!\n" +
+	"\vclose_stdin\x18\x03 \x01(\bH\x00R\n" +
+	"closeStdin\x12<\n" +
+	"\x05start\x18\x04 \x01(\v2$.wick.sandbox.v1.StartProcessRequestH\x00R\x05startB\x05\n" +
+	"\x03msg\"R\n" +
+	"\rProcessAttach\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xf5\x01\n" +
+	"\x15AttachProcessResponse\x12\x16\n" +
+	"\x06offset\x18\x01 \x01(\x03R\x06offset\x12\x18\n" +
+	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
+	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12\x1a\n" +
+	"\adropped\x18\x04 \x01(\x03H\x00R\adropped\x121\n" +
+	"\x04exit\x18\x05 \x01(\v2\x1b.wick.sandbox.v1.ExitStatusH\x00R\x04exit\x128\n" +
+	"\astarted\x18\x06 \x01(\v2\x1c.wick.sandbox.v1.ProcessInfoH\x00R\astartedB\a\n" +
+	"\x05event\"y\n" +
+	"\x14SignalProcessRequest\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x126\n" +
+	"\x06signal\x18\x02 \x01(\x0e2\x1e.wick.sandbox.v1.ProcessSignalR\x06signal\"\x17\n" +
+	"\x15SignalProcessResponse\"S\n" +
+	"\x14ListProcessesRequest\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03tag\x18\x02 \x01(\tR\x03tag\"S\n" +
+	"\x15ListProcessesResponse\x12:\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x1c.wick.sandbox.v1.ProcessInfoR\tprocesses*\xa9\x02\n" +
+	"\rProcessSignal\x12\x1e\n" +
+	"\x1aPROCESS_SIGNAL_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15PROCESS_SIGNAL_SIGHUP\x10\x01\x12\x19\n" +
+	"\x15PROCESS_SIGNAL_SIGINT\x10\x02\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGQUIT\x10\x03\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGKILL\x10\t\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGUSR1\x10\n" +
+	"\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGUSR2\x10\f\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGTERM\x10\x0f\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGCONT\x10\x12\x12\x1a\n" +
+	"\x16PROCESS_SIGNAL_SIGSTOP\x10\x132\xa4\f\n" +
 	"\x0eSandboxService\x12^\n" +
 	"\rEnsureSandbox\x12%.wick.sandbox.v1.EnsureSandboxRequest\x1a&.wick.sandbox.v1.EnsureSandboxResponse\x12U\n" +
 	"\n" +
@@ -2649,7 +3593,11 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\tWriteFile\x12!.wick.sandbox.v1.WriteFileRequest\x1a\".wick.sandbox.v1.WriteFileResponse(\x01\x12O\n" +
 	"\bEditFile\x12 .wick.sandbox.v1.EditFileRequest\x1a!.wick.sandbox.v1.EditFileResponse\x12C\n" +
 	"\x04Grep\x12\x1c.wick.sandbox.v1.GrepRequest\x1a\x1d.wick.sandbox.v1.GrepResponse\x12C\n" +
-	"\x04Glob\x12\x1c.wick.sandbox.v1.GlobRequest\x1a\x1d.wick.sandbox.v1.GlobResponseB:Z8github.com/wick-agent/wick/gen/wick/sandbox/v1;sandboxv1b\x06proto3"
+	"\x04Glob\x12\x1c.wick.sandbox.v1.GlobRequest\x1a\x1d.wick.sandbox.v1.GlobResponse\x12[\n" +
+	"\fStartProcess\x12$.wick.sandbox.v1.StartProcessRequest\x1a%.wick.sandbox.v1.StartProcessResponse\x12b\n" +
+	"\rAttachProcess\x12%.wick.sandbox.v1.AttachProcessRequest\x1a&.wick.sandbox.v1.AttachProcessResponse(\x010\x01\x12^\n" +
+	"\rSignalProcess\x12%.wick.sandbox.v1.SignalProcessRequest\x1a&.wick.sandbox.v1.SignalProcessResponse\x12^\n" +
+	"\rListProcesses\x12%.wick.sandbox.v1.ListProcessesRequest\x1a&.wick.sandbox.v1.ListProcessesResponseB:Z8github.com/wick-agent/wick/gen/wick/sandbox/v1;sandboxv1b\x06proto3"
 
 var (
 	file_wick_sandbox_v1_sandbox_proto_rawDescOnce sync.Once
@@ -2663,106 +3611,137 @@ func file_wick_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_wick_sandbox_v1_sandbox_proto_rawDescData
 }
 
-var file_wick_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_wick_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_wick_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_wick_sandbox_v1_sandbox_proto_goTypes = []any{
-	(*SandboxSpec)(nil),            // 0: wick.sandbox.v1.SandboxSpec
-	(*Sandbox)(nil),                // 1: wick.sandbox.v1.Sandbox
-	(*EnsureSandboxRequest)(nil),   // 2: wick.sandbox.v1.EnsureSandboxRequest
-	(*EnsureSandboxResponse)(nil),  // 3: wick.sandbox.v1.EnsureSandboxResponse
-	(*GetSandboxRequest)(nil),      // 4: wick.sandbox.v1.GetSandboxRequest
-	(*GetSandboxResponse)(nil),     // 5: wick.sandbox.v1.GetSandboxResponse
-	(*ListSandboxesRequest)(nil),   // 6: wick.sandbox.v1.ListSandboxesRequest
-	(*ListSandboxesResponse)(nil),  // 7: wick.sandbox.v1.ListSandboxesResponse
-	(*StopSandboxRequest)(nil),     // 8: wick.sandbox.v1.StopSandboxRequest
-	(*StopSandboxResponse)(nil),    // 9: wick.sandbox.v1.StopSandboxResponse
-	(*RestartSandboxRequest)(nil),  // 10: wick.sandbox.v1.RestartSandboxRequest
-	(*RestartSandboxResponse)(nil), // 11: wick.sandbox.v1.RestartSandboxResponse
-	(*DeleteSandboxRequest)(nil),   // 12: wick.sandbox.v1.DeleteSandboxRequest
-	(*DeleteSandboxResponse)(nil),  // 13: wick.sandbox.v1.DeleteSandboxResponse
-	(*ExecRequest)(nil),            // 14: wick.sandbox.v1.ExecRequest
-	(*ExecResponse)(nil),           // 15: wick.sandbox.v1.ExecResponse
-	(*ExitStatus)(nil),             // 16: wick.sandbox.v1.ExitStatus
-	(*TerminalRequest)(nil),        // 17: wick.sandbox.v1.TerminalRequest
-	(*TerminalStart)(nil),          // 18: wick.sandbox.v1.TerminalStart
-	(*TerminalSize)(nil),           // 19: wick.sandbox.v1.TerminalSize
-	(*TerminalResponse)(nil),       // 20: wick.sandbox.v1.TerminalResponse
-	(*LsRequest)(nil),              // 21: wick.sandbox.v1.LsRequest
-	(*LsResponse)(nil),             // 22: wick.sandbox.v1.LsResponse
-	(*DirEntry)(nil),               // 23: wick.sandbox.v1.DirEntry
-	(*ReadFileRequest)(nil),        // 24: wick.sandbox.v1.ReadFileRequest
-	(*ReadFileResponse)(nil),       // 25: wick.sandbox.v1.ReadFileResponse
-	(*WriteFileRequest)(nil),       // 26: wick.sandbox.v1.WriteFileRequest
-	(*WriteFileHeader)(nil),        // 27: wick.sandbox.v1.WriteFileHeader
-	(*WriteFileResponse)(nil),      // 28: wick.sandbox.v1.WriteFileResponse
-	(*EditFileRequest)(nil),        // 29: wick.sandbox.v1.EditFileRequest
-	(*EditFileResponse)(nil),       // 30: wick.sandbox.v1.EditFileResponse
-	(*GrepRequest)(nil),            // 31: wick.sandbox.v1.GrepRequest
-	(*GrepResponse)(nil),           // 32: wick.sandbox.v1.GrepResponse
-	(*GrepMatch)(nil),              // 33: wick.sandbox.v1.GrepMatch
-	(*GlobRequest)(nil),            // 34: wick.sandbox.v1.GlobRequest
-	(*GlobResponse)(nil),           // 35: wick.sandbox.v1.GlobResponse
-	nil,                            // 36: wick.sandbox.v1.SandboxSpec.EnvEntry
-	nil,                            // 37: wick.sandbox.v1.ExecRequest.EnvEntry
-	(*durationpb.Duration)(nil),    // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 39: google.protobuf.Timestamp
+	(ProcessSignal)(0),             // 0: wick.sandbox.v1.ProcessSignal
+	(*SandboxSpec)(nil),            // 1: wick.sandbox.v1.SandboxSpec
+	(*Sandbox)(nil),                // 2: wick.sandbox.v1.Sandbox
+	(*EnsureSandboxRequest)(nil),   // 3: wick.sandbox.v1.EnsureSandboxRequest
+	(*EnsureSandboxResponse)(nil),  // 4: wick.sandbox.v1.EnsureSandboxResponse
+	(*GetSandboxRequest)(nil),      // 5: wick.sandbox.v1.GetSandboxRequest
+	(*GetSandboxResponse)(nil),     // 6: wick.sandbox.v1.GetSandboxResponse
+	(*ListSandboxesRequest)(nil),   // 7: wick.sandbox.v1.ListSandboxesRequest
+	(*ListSandboxesResponse)(nil),  // 8: wick.sandbox.v1.ListSandboxesResponse
+	(*StopSandboxRequest)(nil),     // 9: wick.sandbox.v1.StopSandboxRequest
+	(*StopSandboxResponse)(nil),    // 10: wick.sandbox.v1.StopSandboxResponse
+	(*RestartSandboxRequest)(nil),  // 11: wick.sandbox.v1.RestartSandboxRequest
+	(*RestartSandboxResponse)(nil), // 12: wick.sandbox.v1.RestartSandboxResponse
+	(*DeleteSandboxRequest)(nil),   // 13: wick.sandbox.v1.DeleteSandboxRequest
+	(*DeleteSandboxResponse)(nil),  // 14: wick.sandbox.v1.DeleteSandboxResponse
+	(*ExecRequest)(nil),            // 15: wick.sandbox.v1.ExecRequest
+	(*ExecResponse)(nil),           // 16: wick.sandbox.v1.ExecResponse
+	(*ExitStatus)(nil),             // 17: wick.sandbox.v1.ExitStatus
+	(*TerminalRequest)(nil),        // 18: wick.sandbox.v1.TerminalRequest
+	(*TerminalStart)(nil),          // 19: wick.sandbox.v1.TerminalStart
+	(*TerminalSize)(nil),           // 20: wick.sandbox.v1.TerminalSize
+	(*TerminalResponse)(nil),       // 21: wick.sandbox.v1.TerminalResponse
+	(*LsRequest)(nil),              // 22: wick.sandbox.v1.LsRequest
+	(*LsResponse)(nil),             // 23: wick.sandbox.v1.LsResponse
+	(*DirEntry)(nil),               // 24: wick.sandbox.v1.DirEntry
+	(*ReadFileRequest)(nil),        // 25: wick.sandbox.v1.ReadFileRequest
+	(*ReadFileResponse)(nil),       // 26: wick.sandbox.v1.ReadFileResponse
+	(*WriteFileRequest)(nil),       // 27: wick.sandbox.v1.WriteFileRequest
+	(*WriteFileHeader)(nil),        // 28: wick.sandbox.v1.WriteFileHeader
+	(*WriteFileResponse)(nil),      // 29: wick.sandbox.v1.WriteFileResponse
+	(*EditFileRequest)(nil),        // 30: wick.sandbox.v1.EditFileRequest
+	(*EditFileResponse)(nil),       // 31: wick.sandbox.v1.EditFileResponse
+	(*GrepRequest)(nil),            // 32: wick.sandbox.v1.GrepRequest
+	(*GrepResponse)(nil),           // 33: wick.sandbox.v1.GrepResponse
+	(*GrepMatch)(nil),              // 34: wick.sandbox.v1.GrepMatch
+	(*GlobRequest)(nil),            // 35: wick.sandbox.v1.GlobRequest
+	(*GlobResponse)(nil),           // 36: wick.sandbox.v1.GlobResponse
+	(*StartProcessRequest)(nil),    // 37: wick.sandbox.v1.StartProcessRequest
+	(*StartProcessResponse)(nil),   // 38: wick.sandbox.v1.StartProcessResponse
+	(*ProcessInfo)(nil),            // 39: wick.sandbox.v1.ProcessInfo
+	(*AttachProcessRequest)(nil),   // 40: wick.sandbox.v1.AttachProcessRequest
+	(*ProcessAttach)(nil),          // 41: wick.sandbox.v1.ProcessAttach
+	(*AttachProcessResponse)(nil),  // 42: wick.sandbox.v1.AttachProcessResponse
+	(*SignalProcessRequest)(nil),   // 43: wick.sandbox.v1.SignalProcessRequest
+	(*SignalProcessResponse)(nil),  // 44: wick.sandbox.v1.SignalProcessResponse
+	(*ListProcessesRequest)(nil),   // 45: wick.sandbox.v1.ListProcessesRequest
+	(*ListProcessesResponse)(nil),  // 46: wick.sandbox.v1.ListProcessesResponse
+	nil,                            // 47: wick.sandbox.v1.SandboxSpec.EnvEntry
+	nil,                            // 48: wick.sandbox.v1.ExecRequest.EnvEntry
+	nil,                            // 49: wick.sandbox.v1.StartProcessRequest.EnvEntry
+	(*durationpb.Duration)(nil),    // 50: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 51: google.protobuf.Timestamp
 }
 var file_wick_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	38, // 0: wick.sandbox.v1.SandboxSpec.exec_timeout:type_name -> google.protobuf.Duration
-	36, // 1: wick.sandbox.v1.SandboxSpec.env:type_name -> wick.sandbox.v1.SandboxSpec.EnvEntry
-	38, // 2: wick.sandbox.v1.SandboxSpec.ttl:type_name -> google.protobuf.Duration
-	39, // 3: wick.sandbox.v1.Sandbox.created_at:type_name -> google.protobuf.Timestamp
-	39, // 4: wick.sandbox.v1.Sandbox.last_used_at:type_name -> google.protobuf.Timestamp
-	39, // 5: wick.sandbox.v1.Sandbox.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 6: wick.sandbox.v1.EnsureSandboxRequest.spec:type_name -> wick.sandbox.v1.SandboxSpec
-	1,  // 7: wick.sandbox.v1.EnsureSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
-	1,  // 8: wick.sandbox.v1.GetSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
-	1,  // 9: wick.sandbox.v1.ListSandboxesResponse.sandboxes:type_name -> wick.sandbox.v1.Sandbox
-	1,  // 10: wick.sandbox.v1.StopSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
-	1,  // 11: wick.sandbox.v1.RestartSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
-	38, // 12: wick.sandbox.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
-	37, // 13: wick.sandbox.v1.ExecRequest.env:type_name -> wick.sandbox.v1.ExecRequest.EnvEntry
-	16, // 14: wick.sandbox.v1.ExecResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
-	38, // 15: wick.sandbox.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
-	18, // 16: wick.sandbox.v1.TerminalRequest.start:type_name -> wick.sandbox.v1.TerminalStart
-	19, // 17: wick.sandbox.v1.TerminalRequest.resize:type_name -> wick.sandbox.v1.TerminalSize
-	19, // 18: wick.sandbox.v1.TerminalStart.size:type_name -> wick.sandbox.v1.TerminalSize
-	16, // 19: wick.sandbox.v1.TerminalResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
-	23, // 20: wick.sandbox.v1.LsResponse.entries:type_name -> wick.sandbox.v1.DirEntry
-	27, // 21: wick.sandbox.v1.WriteFileRequest.header:type_name -> wick.sandbox.v1.WriteFileHeader
-	33, // 22: wick.sandbox.v1.GrepResponse.matches:type_name -> wick.sandbox.v1.GrepMatch
-	2,  // 23: wick.sandbox.v1.SandboxService.EnsureSandbox:input_type -> wick.sandbox.v1.EnsureSandboxRequest
-	4,  // 24: wick.sandbox.v1.SandboxService.GetSandbox:input_type -> wick.sandbox.v1.GetSandboxRequest
-	6,  // 25: wick.sandbox.v1.SandboxService.ListSandboxes:input_type -> wick.sandbox.v1.ListSandboxesRequest
-	8,  // 26: wick.sandbox.v1.SandboxService.StopSandbox:input_type -> wick.sandbox.v1.StopSandboxRequest
-	10, // 27: wick.sandbox.v1.SandboxService.RestartSandbox:input_type -> wick.sandbox.v1.RestartSandboxRequest
-	12, // 28: wick.sandbox.v1.SandboxService.DeleteSandbox:input_type -> wick.sandbox.v1.DeleteSandboxRequest
-	14, // 29: wick.sandbox.v1.SandboxService.Exec:input_type -> wick.sandbox.v1.ExecRequest
-	17, // 30: wick.sandbox.v1.SandboxService.Terminal:input_type -> wick.sandbox.v1.TerminalRequest
-	21, // 31: wick.sandbox.v1.SandboxService.Ls:input_type -> wick.sandbox.v1.LsRequest
-	24, // 32: wick.sandbox.v1.SandboxService.ReadFile:input_type -> wick.sandbox.v1.ReadFileRequest
-	26, // 33: wick.sandbox.v1.SandboxService.WriteFile:input_type -> wick.sandbox.v1.WriteFileRequest
-	29, // 34: wick.sandbox.v1.SandboxService.EditFile:input_type -> wick.sandbox.v1.EditFileRequest
-	31, // 35: wick.sandbox.v1.SandboxService.Grep:input_type -> wick.sandbox.v1.GrepRequest
-	34, // 36: wick.sandbox.v1.SandboxService.Glob:input_type -> wick.sandbox.v1.GlobRequest
-	3,  // 37: wick.sandbox.v1.SandboxService.EnsureSandbox:output_type -> wick.sandbox.v1.EnsureSandboxResponse
-	5,  // 38: wick.sandbox.v1.SandboxService.GetSandbox:output_type -> wick.sandbox.v1.GetSandboxResponse
-	7,  // 39: wick.sandbox.v1.SandboxService.ListSandboxes:output_type -> wick.sandbox.v1.ListSandboxesResponse
-	9,  // 40: wick.sandbox.v1.SandboxService.StopSandbox:output_type -> wick.sandbox.v1.StopSandboxResponse
-	11, // 41: wick.sandbox.v1.SandboxService.RestartSandbox:output_type -> wick.sandbox.v1.RestartSandboxResponse
-	13, // 42: wick.sandbox.v1.SandboxService.DeleteSandbox:output_type -> wick.sandbox.v1.DeleteSandboxResponse
-	15, // 43: wick.sandbox.v1.SandboxService.Exec:output_type -> wick.sandbox.v1.ExecResponse
-	20, // 44: wick.sandbox.v1.SandboxService.Terminal:output_type -> wick.sandbox.v1.TerminalResponse
-	22, // 45: wick.sandbox.v1.SandboxService.Ls:output_type -> wick.sandbox.v1.LsResponse
-	25, // 46: wick.sandbox.v1.SandboxService.ReadFile:output_type -> wick.sandbox.v1.ReadFileResponse
-	28, // 47: wick.sandbox.v1.SandboxService.WriteFile:output_type -> wick.sandbox.v1.WriteFileResponse
-	30, // 48: wick.sandbox.v1.SandboxService.EditFile:output_type -> wick.sandbox.v1.EditFileResponse
-	32, // 49: wick.sandbox.v1.SandboxService.Grep:output_type -> wick.sandbox.v1.GrepResponse
-	35, // 50: wick.sandbox.v1.SandboxService.Glob:output_type -> wick.sandbox.v1.GlobResponse
-	37, // [37:51] is the sub-list for method output_type
-	23, // [23:37] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	50, // 0: wick.sandbox.v1.SandboxSpec.exec_timeout:type_name -> google.protobuf.Duration
+	47, // 1: wick.sandbox.v1.SandboxSpec.env:type_name -> wick.sandbox.v1.SandboxSpec.EnvEntry
+	50, // 2: wick.sandbox.v1.SandboxSpec.ttl:type_name -> google.protobuf.Duration
+	51, // 3: wick.sandbox.v1.Sandbox.created_at:type_name -> google.protobuf.Timestamp
+	51, // 4: wick.sandbox.v1.Sandbox.last_used_at:type_name -> google.protobuf.Timestamp
+	51, // 5: wick.sandbox.v1.Sandbox.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 6: wick.sandbox.v1.EnsureSandboxRequest.spec:type_name -> wick.sandbox.v1.SandboxSpec
+	2,  // 7: wick.sandbox.v1.EnsureSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
+	2,  // 8: wick.sandbox.v1.GetSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
+	2,  // 9: wick.sandbox.v1.ListSandboxesResponse.sandboxes:type_name -> wick.sandbox.v1.Sandbox
+	2,  // 10: wick.sandbox.v1.StopSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
+	2,  // 11: wick.sandbox.v1.RestartSandboxResponse.sandbox:type_name -> wick.sandbox.v1.Sandbox
+	50, // 12: wick.sandbox.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
+	48, // 13: wick.sandbox.v1.ExecRequest.env:type_name -> wick.sandbox.v1.ExecRequest.EnvEntry
+	17, // 14: wick.sandbox.v1.ExecResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
+	50, // 15: wick.sandbox.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
+	19, // 16: wick.sandbox.v1.TerminalRequest.start:type_name -> wick.sandbox.v1.TerminalStart
+	20, // 17: wick.sandbox.v1.TerminalRequest.resize:type_name -> wick.sandbox.v1.TerminalSize
+	20, // 18: wick.sandbox.v1.TerminalStart.size:type_name -> wick.sandbox.v1.TerminalSize
+	17, // 19: wick.sandbox.v1.TerminalResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
+	24, // 20: wick.sandbox.v1.LsResponse.entries:type_name -> wick.sandbox.v1.DirEntry
+	28, // 21: wick.sandbox.v1.WriteFileRequest.header:type_name -> wick.sandbox.v1.WriteFileHeader
+	34, // 22: wick.sandbox.v1.GrepResponse.matches:type_name -> wick.sandbox.v1.GrepMatch
+	49, // 23: wick.sandbox.v1.StartProcessRequest.env:type_name -> wick.sandbox.v1.StartProcessRequest.EnvEntry
+	39, // 24: wick.sandbox.v1.StartProcessResponse.process:type_name -> wick.sandbox.v1.ProcessInfo
+	17, // 25: wick.sandbox.v1.ProcessInfo.exit:type_name -> wick.sandbox.v1.ExitStatus
+	51, // 26: wick.sandbox.v1.ProcessInfo.started_at:type_name -> google.protobuf.Timestamp
+	41, // 27: wick.sandbox.v1.AttachProcessRequest.attach:type_name -> wick.sandbox.v1.ProcessAttach
+	37, // 28: wick.sandbox.v1.AttachProcessRequest.start:type_name -> wick.sandbox.v1.StartProcessRequest
+	17, // 29: wick.sandbox.v1.AttachProcessResponse.exit:type_name -> wick.sandbox.v1.ExitStatus
+	39, // 30: wick.sandbox.v1.AttachProcessResponse.started:type_name -> wick.sandbox.v1.ProcessInfo
+	0,  // 31: wick.sandbox.v1.SignalProcessRequest.signal:type_name -> wick.sandbox.v1.ProcessSignal
+	39, // 32: wick.sandbox.v1.ListProcessesResponse.processes:type_name -> wick.sandbox.v1.ProcessInfo
+	3,  // 33: wick.sandbox.v1.SandboxService.EnsureSandbox:input_type -> wick.sandbox.v1.EnsureSandboxRequest
+	5,  // 34: wick.sandbox.v1.SandboxService.GetSandbox:input_type -> wick.sandbox.v1.GetSandboxRequest
+	7,  // 35: wick.sandbox.v1.SandboxService.ListSandboxes:input_type -> wick.sandbox.v1.ListSandboxesRequest
+	9,  // 36: wick.sandbox.v1.SandboxService.StopSandbox:input_type -> wick.sandbox.v1.StopSandboxRequest
+	11, // 37: wick.sandbox.v1.SandboxService.RestartSandbox:input_type -> wick.sandbox.v1.RestartSandboxRequest
+	13, // 38: wick.sandbox.v1.SandboxService.DeleteSandbox:input_type -> wick.sandbox.v1.DeleteSandboxRequest
+	15, // 39: wick.sandbox.v1.SandboxService.Exec:input_type -> wick.sandbox.v1.ExecRequest
+	18, // 40: wick.sandbox.v1.SandboxService.Terminal:input_type -> wick.sandbox.v1.TerminalRequest
+	22, // 41: wick.sandbox.v1.SandboxService.Ls:input_type -> wick.sandbox.v1.LsRequest
+	25, // 42: wick.sandbox.v1.SandboxService.ReadFile:input_type -> wick.sandbox.v1.ReadFileRequest
+	27, // 43: wick.sandbox.v1.SandboxService.WriteFile:input_type -> wick.sandbox.v1.WriteFileRequest
+	30, // 44: wick.sandbox.v1.SandboxService.EditFile:input_type -> wick.sandbox.v1.EditFileRequest
+	32, // 45: wick.sandbox.v1.SandboxService.Grep:input_type -> wick.sandbox.v1.GrepRequest
+	35, // 46: wick.sandbox.v1.SandboxService.Glob:input_type -> wick.sandbox.v1.GlobRequest
+	37, // 47: wick.sandbox.v1.SandboxService.StartProcess:input_type -> wick.sandbox.v1.StartProcessRequest
+	40, // 48: wick.sandbox.v1.SandboxService.AttachProcess:input_type -> wick.sandbox.v1.AttachProcessRequest
+	43, // 49: wick.sandbox.v1.SandboxService.SignalProcess:input_type -> wick.sandbox.v1.SignalProcessRequest
+	45, // 50: wick.sandbox.v1.SandboxService.ListProcesses:input_type -> wick.sandbox.v1.ListProcessesRequest
+	4,  // 51: wick.sandbox.v1.SandboxService.EnsureSandbox:output_type -> wick.sandbox.v1.EnsureSandboxResponse
+	6,  // 52: wick.sandbox.v1.SandboxService.GetSandbox:output_type -> wick.sandbox.v1.GetSandboxResponse
+	8,  // 53: wick.sandbox.v1.SandboxService.ListSandboxes:output_type -> wick.sandbox.v1.ListSandboxesResponse
+	10, // 54: wick.sandbox.v1.SandboxService.StopSandbox:output_type -> wick.sandbox.v1.StopSandboxResponse
+	12, // 55: wick.sandbox.v1.SandboxService.RestartSandbox:output_type -> wick.sandbox.v1.RestartSandboxResponse
+	14, // 56: wick.sandbox.v1.SandboxService.DeleteSandbox:output_type -> wick.sandbox.v1.DeleteSandboxResponse
+	16, // 57: wick.sandbox.v1.SandboxService.Exec:output_type -> wick.sandbox.v1.ExecResponse
+	21, // 58: wick.sandbox.v1.SandboxService.Terminal:output_type -> wick.sandbox.v1.TerminalResponse
+	23, // 59: wick.sandbox.v1.SandboxService.Ls:output_type -> wick.sandbox.v1.LsResponse
+	26, // 60: wick.sandbox.v1.SandboxService.ReadFile:output_type -> wick.sandbox.v1.ReadFileResponse
+	29, // 61: wick.sandbox.v1.SandboxService.WriteFile:output_type -> wick.sandbox.v1.WriteFileResponse
+	31, // 62: wick.sandbox.v1.SandboxService.EditFile:output_type -> wick.sandbox.v1.EditFileResponse
+	33, // 63: wick.sandbox.v1.SandboxService.Grep:output_type -> wick.sandbox.v1.GrepResponse
+	36, // 64: wick.sandbox.v1.SandboxService.Glob:output_type -> wick.sandbox.v1.GlobResponse
+	38, // 65: wick.sandbox.v1.SandboxService.StartProcess:output_type -> wick.sandbox.v1.StartProcessResponse
+	42, // 66: wick.sandbox.v1.SandboxService.AttachProcess:output_type -> wick.sandbox.v1.AttachProcessResponse
+	44, // 67: wick.sandbox.v1.SandboxService.SignalProcess:output_type -> wick.sandbox.v1.SignalProcessResponse
+	46, // 68: wick.sandbox.v1.SandboxService.ListProcesses:output_type -> wick.sandbox.v1.ListProcessesResponse
+	51, // [51:69] is the sub-list for method output_type
+	33, // [33:51] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_wick_sandbox_v1_sandbox_proto_init() }
@@ -2788,18 +3767,32 @@ func file_wick_sandbox_v1_sandbox_proto_init() {
 		(*WriteFileRequest_Header)(nil),
 		(*WriteFileRequest_Data)(nil),
 	}
+	file_wick_sandbox_v1_sandbox_proto_msgTypes[39].OneofWrappers = []any{
+		(*AttachProcessRequest_Attach)(nil),
+		(*AttachProcessRequest_Stdin)(nil),
+		(*AttachProcessRequest_CloseStdin)(nil),
+		(*AttachProcessRequest_Start)(nil),
+	}
+	file_wick_sandbox_v1_sandbox_proto_msgTypes[41].OneofWrappers = []any{
+		(*AttachProcessResponse_Stdout)(nil),
+		(*AttachProcessResponse_Stderr)(nil),
+		(*AttachProcessResponse_Dropped)(nil),
+		(*AttachProcessResponse_Exit)(nil),
+		(*AttachProcessResponse_Started)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_sandbox_v1_sandbox_proto_rawDesc), len(file_wick_sandbox_v1_sandbox_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   38,
+			NumEnums:      1,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_wick_sandbox_v1_sandbox_proto_goTypes,
 		DependencyIndexes: file_wick_sandbox_v1_sandbox_proto_depIdxs,
+		EnumInfos:         file_wick_sandbox_v1_sandbox_proto_enumTypes,
 		MessageInfos:      file_wick_sandbox_v1_sandbox_proto_msgTypes,
 	}.Build()
 	File_wick_sandbox_v1_sandbox_proto = out.File

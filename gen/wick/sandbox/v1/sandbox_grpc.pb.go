@@ -33,6 +33,10 @@ const (
 	SandboxService_EditFile_FullMethodName       = "/wick.sandbox.v1.SandboxService/EditFile"
 	SandboxService_Grep_FullMethodName           = "/wick.sandbox.v1.SandboxService/Grep"
 	SandboxService_Glob_FullMethodName           = "/wick.sandbox.v1.SandboxService/Glob"
+	SandboxService_StartProcess_FullMethodName   = "/wick.sandbox.v1.SandboxService/StartProcess"
+	SandboxService_AttachProcess_FullMethodName  = "/wick.sandbox.v1.SandboxService/AttachProcess"
+	SandboxService_SignalProcess_FullMethodName  = "/wick.sandbox.v1.SandboxService/SignalProcess"
+	SandboxService_ListProcesses_FullMethodName  = "/wick.sandbox.v1.SandboxService/ListProcesses"
 )
 
 // SandboxServiceClient is the client API for SandboxService service.
@@ -73,6 +77,20 @@ type SandboxServiceClient interface {
 	Grep(ctx context.Context, in *GrepRequest, opts ...grpc.CallOption) (*GrepResponse, error)
 	// Glob finds workspace files by pattern.
 	Glob(ctx context.Context, in *GlobRequest, opts ...grpc.CallOption) (*GlobResponse, error)
+	// StartProcess starts a program in the sandbox with pipes (no PTY, no shell
+	// unless argv runs one), in its own process group, and returns at once.
+	// Processes need wick-daemon: while it is down the call answers
+	// Unavailable. Past the sandbox's process limit: ResourceExhausted.
+	StartProcess(ctx context.Context, in *StartProcessRequest, opts ...grpc.CallOption) (*StartProcessResponse, error)
+	// AttachProcess attaches to a process of the sandbox: the first request
+	// names it and the output offset to start from (or starts it, so no output
+	// comes before the attachment), later ones carry stdin. Ending the stream
+	// detaches; the process keeps running.
+	AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse], error)
+	// SignalProcess sends a signal to a process's process group.
+	SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error)
+	// ListProcesses lists the sandbox's running and recently exited processes.
+	ListProcesses(ctx context.Context, in *ListProcessesRequest, opts ...grpc.CallOption) (*ListProcessesResponse, error)
 }
 
 type sandboxServiceClient struct {
@@ -247,6 +265,49 @@ func (c *sandboxServiceClient) Glob(ctx context.Context, in *GlobRequest, opts .
 	return out, nil
 }
 
+func (c *sandboxServiceClient) StartProcess(ctx context.Context, in *StartProcessRequest, opts ...grpc.CallOption) (*StartProcessResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StartProcessResponse)
+	err := c.cc.Invoke(ctx, SandboxService_StartProcess_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SandboxService_ServiceDesc.Streams[4], SandboxService_AttachProcess_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AttachProcessRequest, AttachProcessResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SandboxService_AttachProcessClient = grpc.BidiStreamingClient[AttachProcessRequest, AttachProcessResponse]
+
+func (c *sandboxServiceClient) SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SignalProcessResponse)
+	err := c.cc.Invoke(ctx, SandboxService_SignalProcess_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sandboxServiceClient) ListProcesses(ctx context.Context, in *ListProcessesRequest, opts ...grpc.CallOption) (*ListProcessesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListProcessesResponse)
+	err := c.cc.Invoke(ctx, SandboxService_ListProcesses_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServiceServer is the server API for SandboxService service.
 // All implementations must embed UnimplementedSandboxServiceServer
 // for forward compatibility.
@@ -285,6 +346,20 @@ type SandboxServiceServer interface {
 	Grep(context.Context, *GrepRequest) (*GrepResponse, error)
 	// Glob finds workspace files by pattern.
 	Glob(context.Context, *GlobRequest) (*GlobResponse, error)
+	// StartProcess starts a program in the sandbox with pipes (no PTY, no shell
+	// unless argv runs one), in its own process group, and returns at once.
+	// Processes need wick-daemon: while it is down the call answers
+	// Unavailable. Past the sandbox's process limit: ResourceExhausted.
+	StartProcess(context.Context, *StartProcessRequest) (*StartProcessResponse, error)
+	// AttachProcess attaches to a process of the sandbox: the first request
+	// names it and the output offset to start from (or starts it, so no output
+	// comes before the attachment), later ones carry stdin. Ending the stream
+	// detaches; the process keeps running.
+	AttachProcess(grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]) error
+	// SignalProcess sends a signal to a process's process group.
+	SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error)
+	// ListProcesses lists the sandbox's running and recently exited processes.
+	ListProcesses(context.Context, *ListProcessesRequest) (*ListProcessesResponse, error)
 	mustEmbedUnimplementedSandboxServiceServer()
 }
 
@@ -336,6 +411,18 @@ func (UnimplementedSandboxServiceServer) Grep(context.Context, *GrepRequest) (*G
 }
 func (UnimplementedSandboxServiceServer) Glob(context.Context, *GlobRequest) (*GlobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Glob not implemented")
+}
+func (UnimplementedSandboxServiceServer) StartProcess(context.Context, *StartProcessRequest) (*StartProcessResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method StartProcess not implemented")
+}
+func (UnimplementedSandboxServiceServer) AttachProcess(grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]) error {
+	return status.Error(codes.Unimplemented, "method AttachProcess not implemented")
+}
+func (UnimplementedSandboxServiceServer) SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SignalProcess not implemented")
+}
+func (UnimplementedSandboxServiceServer) ListProcesses(context.Context, *ListProcessesRequest) (*ListProcessesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListProcesses not implemented")
 }
 func (UnimplementedSandboxServiceServer) mustEmbedUnimplementedSandboxServiceServer() {}
 func (UnimplementedSandboxServiceServer) testEmbeddedByValue()                        {}
@@ -574,6 +661,67 @@ func _SandboxService_Glob_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SandboxService_StartProcess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartProcessRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).StartProcess(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_StartProcess_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).StartProcess(ctx, req.(*StartProcessRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_AttachProcess_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SandboxServiceServer).AttachProcess(&grpc.GenericServerStream[AttachProcessRequest, AttachProcessResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SandboxService_AttachProcessServer = grpc.BidiStreamingServer[AttachProcessRequest, AttachProcessResponse]
+
+func _SandboxService_SignalProcess_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SignalProcessRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).SignalProcess(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_SignalProcess_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).SignalProcess(ctx, req.(*SignalProcessRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SandboxService_ListProcesses_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListProcessesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServiceServer).ListProcesses(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SandboxService_ListProcesses_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServiceServer).ListProcesses(ctx, req.(*ListProcessesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // SandboxService_ServiceDesc is the grpc.ServiceDesc for SandboxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -621,6 +769,18 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Glob",
 			Handler:    _SandboxService_Glob_Handler,
 		},
+		{
+			MethodName: "StartProcess",
+			Handler:    _SandboxService_StartProcess_Handler,
+		},
+		{
+			MethodName: "SignalProcess",
+			Handler:    _SandboxService_SignalProcess_Handler,
+		},
+		{
+			MethodName: "ListProcesses",
+			Handler:    _SandboxService_ListProcesses_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -642,6 +802,12 @@ var SandboxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WriteFile",
 			Handler:       _SandboxService_WriteFile_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "AttachProcess",
+			Handler:       _SandboxService_AttachProcess_Handler,
+			ServerStreams: true,
 			ClientStreams: true,
 		},
 	},

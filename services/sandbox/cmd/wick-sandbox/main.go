@@ -36,6 +36,8 @@ func main() {
 		fs.Int64Var(&cfg.DefaultPids, "default-pids", sandbox.DefaultPids, "default pids limit")
 		fs.DurationVar(&cfg.DefaultExecTimeout, "exec-timeout", sandbox.DefaultExecTimeout, "default command timeout")
 		fs.Int64Var(&cfg.DefaultMaxOutput, "max-output", sandbox.DefaultMaxOutput, "default cap on a command's output in bytes")
+		fs.IntVar(&cfg.MaxProcesses, "max-processes", sandbox.DefaultMaxProcesses, "running processes (StartProcess) one sandbox may have")
+		fs.Int64Var(&cfg.ProcessBufferBytes, "process-buffer-bytes", sandbox.DefaultProcessBufferBytes, "output kept per process: how far it may run ahead of an attached caller, and the tail kept while nobody is attached")
 		fs.DurationVar(&cfg.DaemonStartTimeout, "daemon-start-timeout", sandbox.DefaultDaemonStart, "bound on the wait for wick-daemon to answer")
 		fs.IntVar(&cfg.WarmPool, "warm-pool", 0, fmt.Sprintf("ready containers kept per image of -warm-pool-images on the local engine, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 		fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -default-image)")
