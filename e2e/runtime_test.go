@@ -238,9 +238,16 @@ func TestRuntimeSubagents(t *testing.T) {
 	if len(children) != 2 {
 		t.Fatalf("children started: %v", children)
 	}
-	lastStart := slices.IndexFunc(run.events, func(ev *agentv1.StreamEvent) bool { return ev == run.all("on_subagent_start")[1] })
-	firstEnd := slices.IndexFunc(run.events, func(ev *agentv1.StreamEvent) bool { return ev == run.all("on_subagent_end")[0] })
-	if lastStart > firstEnd {
+	var starts, ends []int
+	for i, ev := range run.events {
+		switch ev.GetEvent() {
+		case "on_subagent_start":
+			starts = append(starts, i)
+		case "on_subagent_end":
+			ends = append(ends, i)
+		}
+	}
+	if starts[len(starts)-1] > ends[0] {
 		t.Fatalf("a child ended before the other started: %v", run.names())
 	}
 	for _, ev := range run.all("on_subagent_end") {
