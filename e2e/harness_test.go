@@ -312,10 +312,22 @@ func (e *eventStream) next() (sseMessage, error) {
 // leaves the rest of the stream unread.
 func readUntil(t testing.TB, r io.Reader, event string) []sseMessage {
 	t.Helper()
-	es := newEventStream(r)
+	return newEventStream(r).until(t, event)
+}
+
+// readEvents reads events until the stream ends.
+func readEvents(t testing.TB, r io.Reader) []sseMessage {
+	t.Helper()
+	return newEventStream(r).rest(t)
+}
+
+// until reads events up to and including the first of kind event; the
+// stream can be read on from there.
+func (e *eventStream) until(t testing.TB, event string) []sseMessage {
+	t.Helper()
 	var out []sseMessage
 	for {
-		ev, err := es.next()
+		ev, err := e.next()
 		if err != nil {
 			t.Fatalf("read event stream before %q: %v", event, err)
 		}
@@ -326,13 +338,12 @@ func readUntil(t testing.TB, r io.Reader, event string) []sseMessage {
 	}
 }
 
-// readEvents reads events until the stream ends.
-func readEvents(t testing.TB, r io.Reader) []sseMessage {
+// rest reads events until the stream ends.
+func (e *eventStream) rest(t testing.TB) []sseMessage {
 	t.Helper()
-	es := newEventStream(r)
 	var out []sseMessage
 	for {
-		ev, err := es.next()
+		ev, err := e.next()
 		if errors.Is(err, io.EOF) {
 			return out
 		}
