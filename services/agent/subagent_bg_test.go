@@ -75,9 +75,16 @@ func startBGChild(t *testing.T, r *replica, b *blocker, ctx context.Context) (th
 	return thread, tasks[0], childThread
 }
 
-func bgLead(t *testing.T, r *replica, ctx context.Context) {
+// bgSuite is two replicas on one redis-server, the first with the agent
+// "lead" (task_follow_up) whose children call native_block, held by b.
+func bgSuite(t *testing.T, opts ...agent.Option) (s *suite, a, other *replica, b *blocker, ctx context.Context) {
 	t.Helper()
-	createAgent(t, r, ctx, &agentv1.Agent{AgentId: "lead", Tools: []string{"task", "native_block"}, TaskFollowUp: true})
+	b = newBlocker()
+	s = newSuite(t, bgChildScript())
+	a, other = twoReplicas(t, s, append([]agent.Option{agent.WithNativeTools(b.tool())}, opts...)...)
+	ctx = withTimeout(t, as("alice"), 60*time.Second)
+	createAgent(t, a, ctx, &agentv1.Agent{AgentId: "lead", Tools: []string{"task", "native_block"}, TaskFollowUp: true})
+	return s, a, other, b, ctx
 }
 
 // TestBackgroundSubagentFollowUp: a task call with background answers at
@@ -86,11 +93,7 @@ func bgLead(t *testing.T, r *replica, ctx context.Context) {
 // follow-up run, read from the other replica.
 func TestBackgroundSubagentFollowUp(t *testing.T) {
 	t.Parallel()
-	b := newBlocker()
-	s := newSuite(t, bgChildScript())
-	a, other := twoReplicas(t, s, agent.WithNativeTools(b.tool()))
-	ctx := withTimeout(t, as("alice"), 60*time.Second)
-	bgLead(t, a, ctx)
+	s, a, other, b, ctx := bgSuite(t)
 
 	thread, task, childThread := startBGChild(t, a, b, ctx)
 	close(b.open)
@@ -133,11 +136,7 @@ func toolSchema(req *llmv1.StreamRequest, tool, param string) bool {
 // saved with that call answered.
 func TestBackgroundSubagentCancelled(t *testing.T) {
 	t.Parallel()
-	b := newBlocker()
-	s := newSuite(t, bgChildScript())
-	a, other := twoReplicas(t, s, agent.WithNativeTools(b.tool()), agent.WithTaskLease(time.Second))
-	ctx := withTimeout(t, as("alice"), 60*time.Second)
-	bgLead(t, a, ctx)
+	_, a, other, b, ctx := bgSuite(t, agent.WithTaskLease(time.Second))
 
 	_, task, childThread := startBGChild(t, a, b, ctx)
 	got, err := other.client.CancelTask(ctx, &agentv1.CancelTaskRequest{TaskId: task.GetTaskId()})
@@ -167,11 +166,7 @@ func TestBackgroundSubagentCancelled(t *testing.T) {
 // round; the task completes and the follow-up runs there.
 func TestBackgroundSubagentTakenOver(t *testing.T) {
 	t.Parallel()
-	b := newBlocker()
-	s := newSuite(t, bgChildScript())
-	a, other := twoReplicas(t, s, agent.WithNativeTools(b.tool()), agent.WithTaskLease(time.Second))
-	ctx := withTimeout(t, as("alice"), 60*time.Second)
-	bgLead(t, a, ctx)
+	_, a, other, b, ctx := bgSuite(t, agent.WithTaskLease(time.Second))
 
 	thread, task, childThread := startBGChild(t, a, b, ctx)
 	a.stop() // a clean stop: the child is cancelled, its task left running
