@@ -340,12 +340,18 @@ func taskEventData() object {
 	return obj("", object{
 		"task_id":      str("The task (GET /tasks/{task_id})."),
 		"tool":         str("The tool it runs."),
-		"kind":         str("native (a Go tool of the server) or http (an async callback tool)."),
+		"kind":         str("native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call)."),
 		"status":       str("running, done, failed or cancelled."),
 		"thread_id":    str("The thread the task's result joins."),
 		"run_id":       str("The run that started it."),
 		"tool_call_id": str("The model's call that started it."),
 		"attempts":     integer("Starts so far: 1, then one per take-over by another replica."),
 		"result":       str("The output, or why it failed or was cancelled, once finished; the progress, in on_task_update."),
+		"subagent": obj("The child of a subagent task; its thread is read with GET /threads/{thread_id}.", object{
+			"name":      str("The sub-agent type."),
+			"thread_id": str("The child's thread."),
+			"run_id":    str("The child's run id, as in its on_subagent_* events."),
+			"depth":     integer("How deep the child runs (1)."),
+		}, "name", "thread_id", "run_id", "depth"),
 	}, "task_id", "tool", "status")
 }

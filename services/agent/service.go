@@ -399,6 +399,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	}
 	s.exec = exec
 	s.followCtx, s.followStop = context.WithCancel(context.Background())
+	s.tasks.Carry(tasks.KindSubagent, exec.RunSubagentTask)
 	s.tasks.Start(taskListener{s})
 	return s, nil
 }

@@ -6080,7 +6080,7 @@ type Task struct {
 	ToolCallId string `protobuf:"bytes,4,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// tool is the tool's name.
 	Tool string `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
-	// kind is "native" (a Go tool of the server) or "http" (an async callback tool).
+	// kind is "native" (a Go tool of the server), "http" (an async callback tool) or "subagent" (a background task tool call).
 	Kind string `protobuf:"bytes,6,opt,name=kind,proto3" json:"kind,omitempty"`
 	// status is "running", "done", "failed" or "cancelled".
 	Status string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`

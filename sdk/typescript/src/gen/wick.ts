@@ -1120,7 +1120,7 @@ export interface components {
             data?: {
                 /** @description Starts so far: 1, then one per take-over by another replica. */
                 attempts?: number;
-                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                /** @description native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call). */
                 kind?: string;
                 /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
                 result?: string;
@@ -1128,6 +1128,17 @@ export interface components {
                 run_id?: string;
                 /** @description running, done, failed or cancelled. */
                 status: string;
+                /** @description The child of a subagent task; its thread is read with GET /threads/{thread_id}. */
+                subagent?: {
+                    /** @description How deep the child runs (1). */
+                    depth: number;
+                    /** @description The sub-agent type. */
+                    name: string;
+                    /** @description The child's run id, as in its on_subagent_* events. */
+                    run_id: string;
+                    /** @description The child's thread. */
+                    thread_id: string;
+                };
                 /** @description The task (GET /tasks/{task_id}). */
                 task_id: string;
                 /** @description The thread the task's result joins. */
@@ -1153,7 +1164,7 @@ export interface components {
             data?: {
                 /** @description Starts so far: 1, then one per take-over by another replica. */
                 attempts?: number;
-                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                /** @description native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call). */
                 kind?: string;
                 /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
                 result?: string;
@@ -1161,6 +1172,17 @@ export interface components {
                 run_id?: string;
                 /** @description running, done, failed or cancelled. */
                 status: string;
+                /** @description The child of a subagent task; its thread is read with GET /threads/{thread_id}. */
+                subagent?: {
+                    /** @description How deep the child runs (1). */
+                    depth: number;
+                    /** @description The sub-agent type. */
+                    name: string;
+                    /** @description The child's run id, as in its on_subagent_* events. */
+                    run_id: string;
+                    /** @description The child's thread. */
+                    thread_id: string;
+                };
                 /** @description The task (GET /tasks/{task_id}). */
                 task_id: string;
                 /** @description The thread the task's result joins. */
@@ -1186,7 +1208,7 @@ export interface components {
             data?: {
                 /** @description Starts so far: 1, then one per take-over by another replica. */
                 attempts?: number;
-                /** @description native (a Go tool of the server) or http (an async callback tool). */
+                /** @description native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call). */
                 kind?: string;
                 /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
                 result?: string;
@@ -1194,6 +1216,17 @@ export interface components {
                 run_id?: string;
                 /** @description running, done, failed or cancelled. */
                 status: string;
+                /** @description The child of a subagent task; its thread is read with GET /threads/{thread_id}. */
+                subagent?: {
+                    /** @description How deep the child runs (1). */
+                    depth: number;
+                    /** @description The sub-agent type. */
+                    name: string;
+                    /** @description The child's run id, as in its on_subagent_* events. */
+                    run_id: string;
+                    /** @description The child's thread. */
+                    thread_id: string;
+                };
                 /** @description The task (GET /tasks/{task_id}). */
                 task_id: string;
                 /** @description The thread the task's result joins. */
@@ -2189,7 +2222,7 @@ export interface components {
             created_at?: string;
             /** @description delivered is true once the result was given to the thread. */
             delivered?: boolean;
-            /** @description kind is "native" (a Go tool of the server) or "http" (an async callback tool). */
+            /** @description kind is "native" (a Go tool of the server), "http" (an async callback tool) or "subagent" (a background task tool call). */
             kind?: string;
             /** @description result is the tool's output once done, or why it failed or was cancelled. */
             result?: string;

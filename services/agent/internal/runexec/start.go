@@ -239,7 +239,13 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 	builtins := tools.Builtins()
 	var agentTools []loop.Tool
 	if subagent.Enabled(cfg) {
-		agentTools = append(agentTools, subagent.NewTool(cfg, spawner{e: e, user: user, agentID: entry.ID}, e.cfg.subagentOptions...))
+		opts := e.cfg.subagentOptions
+		if e.tasks != nil && subagent.Depth(ctx) == 0 {
+			// Only a top-level run's children run in the background: a
+			// sub-agent's thread never runs again to read a later result.
+			opts = append(slices.Clip(opts), subagent.WithBackground(e.tasks, entry.ID))
+		}
+		agentTools = append(agentTools, subagent.NewTool(cfg, spawner{e: e, user: user, agentID: entry.ID}, opts...))
 	}
 	for _, name := range cfg.Tools {
 		if name == AskUserTool || name == subagent.ToolName {

@@ -13,8 +13,9 @@ import (
 // spawner runs the sub-agents of one user's agent (subagent.Spawner). A
 // child is not a run of its own: it has no run record and no event log,
 // and lives inside its parent's task call, whose context carries the
-// parent's cancellation. Its thread is a real thread, saved after every
-// tool round like a run's, so it can be read afterwards.
+// parent's cancellation — or, in the background, inside its task. Its
+// thread is a real thread, saved after every tool round like a run's, so
+// it can be read afterwards, and a take-over goes on from it.
 type spawner struct {
 	e       *Executor
 	user    string
@@ -28,7 +29,9 @@ func (s spawner) Spawn(ctx context.Context, c subagent.Child, emit func(loop.Str
 	if err != nil {
 		return nil, err
 	}
-	lease, err := s.e.locker.Acquire(ctx, s.user, c.ThreadID, false)
+	// A new thread is free at once; the thread of a background child taken
+	// over may still be locked by the replica that died, until its lease ends.
+	lease, err := s.e.locker.Acquire(ctx, s.user, c.ThreadID, true)
 	if err != nil {
 		return nil, fmt.Errorf("lock thread %s: %w", c.ThreadID, err)
 	}
@@ -47,6 +50,22 @@ func (s spawner) Spawn(ctx context.Context, c subagent.Child, emit func(loop.Str
 	// The child saves as a run does (bounds, cutting old tool results),
 	// fenced by its own thread's lease.
 	saver := &Run{env: s.e.env, user: s.user, lease: lease}
-	err = runner.Run(ctx, c.RunID, state, []llm.Message{loop.Human(c.Goal)}, emit, saver.save)
+	switch {
+	case len(state.Messages) == 0:
+		err = runner.Run(ctx, c.RunID, state, []llm.Message{loop.Human(c.Goal)}, emit, saver.save)
+	case finalReply(state.Messages):
+		// Taken over after the child answered but before its task was
+		// finished: the answer is saved, nothing is run again.
+	default:
+		// Taken over mid-way: the model goes on from the saved rounds (a
+		// round cut short has its calls answered "interrupted").
+		err = runner.Continue(ctx, c.RunID, state, emit, saver.save)
+	}
 	return state, err
+}
+
+// finalReply reports whether a thread ends with the model's answer.
+func finalReply(msgs []llm.Message) bool {
+	last := msgs[len(msgs)-1]
+	return last.Role == llm.RoleAssistant && len(last.ToolCalls) == 0
 }

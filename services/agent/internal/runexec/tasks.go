@@ -6,7 +6,10 @@ import (
 	"fmt"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/subagent"
+	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
 
@@ -14,6 +17,8 @@ import (
 type Tasks interface {
 	// AsyncHTTP wraps an HTTP tool registered async.
 	AsyncHTTP(t loop.Tool) loop.Tool
+	// Begin starts a task: the task tool's background children.
+	Begin(ctx context.Context, spec tasks.Spec) (*tasks.Task, error)
 	// ModelTools are check_task, cancel_task and list_tasks.
 	ModelTools() []loop.Tool
 	// Notes takes the results of the thread's finished tasks not yet given
@@ -84,4 +89,22 @@ func (e *Executor) EmitTask(runID string, ev loop.StreamEvent) bool {
 	}
 	r.emit(ev)
 	return true
+}
+
+// RunSubagentTask carries on a background task of the task tool
+// (tasks.KindSubagent; a tasks.Carrier): it runs the child with the
+// parent agent's configuration as it is now, on the child's thread, and
+// returns its answer. The child's events go to the run that started the
+// task while that run lasts on this replica, as the task's own do.
+func (e *Executor) RunSubagentTask(ctx context.Context, t *tasks.Task) (string, error) {
+	if t.Subagent == nil {
+		return "", fmt.Errorf("task %s names no sub-agent", t.ID)
+	}
+	entry, err := e.agent(ctx, t.User, t.Subagent.AgentID)
+	if err != nil {
+		return "", err
+	}
+	ctx = identity.WithOrgs(ctx, t.Subagent.Orgs)
+	tool := subagent.NewTool(entry.Config, spawner{e: e, user: t.User, agentID: entry.ID}, e.cfg.subagentOptions...)
+	return tool.RunTask(ctx, t, func(ev loop.StreamEvent) { e.EmitTask(t.RunID, ev) })
 }

@@ -3,7 +3,9 @@
 // the call with the child's final reply only, cut to a bounded size. The
 // child's events reach the parent's stream wrapped and tagged with the
 // parent run, the child run and the depth, so a client shows them nested
-// and never takes a child's "done" for its own.
+// and never takes a child's "done" for its own. With background set, the
+// call starts the child as a background task instead (tasks.KindSubagent)
+// and answers its id at once; the child's answer becomes the task's result.
 package subagent
 
 import (
@@ -14,8 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -86,21 +90,34 @@ type Child struct {
 	RunID, ThreadID string
 	// Goal is the child's only input message.
 	Goal string
+	// Depth is how deep the child runs (1 for a child of a top-level run).
+	Depth int
 	// Stop is the child's stop check: the parent's, so that stopping the
-	// parent stops the child at its next step boundary.
+	// parent stops the child at its next step boundary. A background child
+	// has none: its parent run has usually ended.
 	Stop func(context.Context) bool
 }
 
-// Spawner runs a child loop to its end on a new thread and returns the
+// Spawner runs a child loop to its end on its thread and returns the
 // thread as the child left it (nil when it never started). Its events go
-// to emit. The run executor implements it.
+// to emit. The run executor implements it. A thread that already holds
+// messages is a background child run again after a take-over: the spawner
+// goes on from what the thread kept rather than starting over.
 type Spawner interface {
 	Spawn(ctx context.Context, c Child, emit func(loop.StreamEvent)) (*loop.AgentState, error)
+}
+
+// Starter starts background tasks (tasks.Manager implements it).
+type Starter interface {
+	Begin(ctx context.Context, spec tasks.Spec) (*tasks.Task, error)
 }
 
 type config struct {
 	maxDepth int
 	timeout  time.Duration
+	// bg starts background children; nil: the tool has no background mode.
+	bg      Starter
+	agentID string
 }
 
 // Option configures the task tool.
@@ -122,6 +139,14 @@ func WithTimeout(d time.Duration) Option {
 			c.timeout = d
 		}
 	}
+}
+
+// WithBackground gives the tool its background mode: a call with
+// background set starts its child as a task through bg. agentID is the
+// parent's agent, stored with the task so that any replica can run the
+// child again. Only a top-level run's tool gets it (see Tool.Execute).
+func WithBackground(bg Starter, agentID string) Option {
+	return func(c *config) { c.bg, c.agentID = bg, agentID }
 }
 
 // Tool is the task tool of one agent's run.
@@ -149,12 +174,21 @@ func Enabled(cfg *loop.AgentConfig) bool {
 // Name implements loop.Tool.
 func (t *Tool) Name() string { return ToolName }
 
+// RunsInBackground implements tasks.Background: a tool with a background
+// mode gives its agent check_task, cancel_task and list_tasks.
+func (t *Tool) RunsInBackground() bool { return t.cfg.bg != nil }
+
 // Description implements loop.Tool; it lists the sub-agents.
 func (t *Tool) Description() string {
 	var b strings.Builder
 	b.WriteString("Hand a self-contained task to a sub-agent, which works on it alone, in the same workspace, " +
 		"and answers with its final reply only (the tool's result). Several task calls in one turn run in parallel. " +
-		"Describe the task completely: the sub-agent sees nothing of this conversation. Sub-agents:\n")
+		"Describe the task completely: the sub-agent sees nothing of this conversation. ")
+	if t.cfg.bg != nil {
+		b.WriteString("With background set, the call answers a task id at once and you go on; the sub-agent's final reply " +
+			"is added to this conversation when it finishes (check_task, cancel_task and list_tasks follow it). ")
+	}
+	b.WriteString("Sub-agents:\n")
 	fmt.Fprintf(&b, "- %s: has your tools; for any multi-step task.\n", GeneralPurpose)
 	for _, s := range t.parent.Subagents {
 		fmt.Fprintf(&b, "- %s: %s\n", s.Name, s.Description)
@@ -168,24 +202,29 @@ func (t *Tool) Parameters() map[string]any {
 	for _, s := range t.parent.Subagents {
 		names = append(names, s.Name)
 	}
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"subagent_type": map[string]any{"type": "string", "enum": names, "description": "which sub-agent runs the task (default " + GeneralPurpose + ")"},
-			"description":   map[string]any{"type": "string", "description": "the task: what to do and what to answer with"},
-		},
-		"required": []any{"description"},
+	props := map[string]any{
+		"subagent_type": map[string]any{"type": "string", "enum": names, "description": "which sub-agent runs the task (default " + GeneralPurpose + ")"},
+		"description":   map[string]any{"type": "string", "description": "the task: what to do and what to answer with"},
 	}
+	if t.cfg.bg != nil {
+		props["background"] = map[string]any{"type": "boolean", "description": "run the sub-agent in the background: answer a task id now, add its reply to the conversation when it finishes (default false)"}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": []any{"description"}}
 }
 
 // Execute implements loop.Tool: it runs the sub-agent in the call's context,
 // so cancelling the parent cancels the child, and bounds it by its timeout.
+// With background set, and a background mode (a top-level run's tool), it
+// starts the child as a task and answers the task's id instead. A tool
+// without one — a sub-agent's own — runs such a call in the foreground: a
+// sub-agent's thread never runs again once it answered, so a result
+// delivered to it later would never be read.
 func (t *Tool) Execute(ctx context.Context, args map[string]any) (string, error) {
-	name, goal, err := parseArgs(args)
+	in, err := parseArgs(args)
 	if err != nil {
 		return "", err
 	}
-	child, timeout, err := t.childConfig(name)
+	child, timeout, err := t.childConfig(in.name)
 	if err != nil {
 		return "", err
 	}
@@ -193,52 +232,110 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (string, error)
 	if depth > t.cfg.maxDepth {
 		return "", fmt.Errorf("%w: a sub-agent here would run at depth %d, and sub-agents nest at most %d deep; do this task yourself", ErrDepth, depth, t.cfg.maxDepth)
 	}
+	c := Child{Name: in.name, Config: child, RunID: ids.New("run_"), ThreadID: ids.New(ThreadPrefix), Goal: in.goal, Depth: depth}
+	if in.background && t.cfg.bg != nil {
+		return t.begin(ctx, c)
+	}
+	// The stop check reads the parent's through the call's context, not
+	// the child's, whose own rounds would ask themselves.
+	c.Stop = func(context.Context) bool { return loop.StopRequested(ctx) }
 	call, _ := loop.CallInfoFromContext(ctx)
-	meta := map[string]any{
-		"name": name, "run_id": ids.New("run_"), "thread_id": ids.New(ThreadPrefix),
-		"parent_run_id": call.RunID, "tool_call_id": call.ToolCallID, "depth": depth,
-	}
-	c := Child{
-		Name: name, Config: child, RunID: meta["run_id"].(string), ThreadID: meta["thread_id"].(string), Goal: goal,
-		// The stop check reads the parent's through the call's context, not
-		// the child's, whose own rounds would ask themselves.
-		Stop: func(context.Context) bool { return loop.StopRequested(ctx) },
-	}
-	loop.Emit(ctx, loop.StreamEvent{Event: EventStart, Name: name, Data: with(meta, map[string]any{"description": goal})})
+	return t.run(ctx, c, timeout, call.RunID, call.ToolCallID, func(ev loop.StreamEvent) { loop.Emit(ctx, ev) })
+}
 
-	cctx, cancel := context.WithTimeoutCause(withDepth(ctx, depth), timeout, ErrTimeout)
+// begin starts child c as a background task of the call's run.
+func (t *Tool) begin(ctx context.Context, c Child) (string, error) {
+	user, err := identity.Require(ctx)
+	if err != nil {
+		return "", err
+	}
+	call, _ := loop.CallInfoFromContext(ctx)
+	task, err := t.cfg.bg.Begin(context.WithoutCancel(ctx), tasks.Spec{
+		User: user, ThreadID: call.ThreadID, RunID: call.RunID, ToolCallID: call.ToolCallID, Tool: ToolName, Kind: tasks.KindSubagent,
+		Subagent: &tasks.Subagent{
+			AgentID: t.cfg.agentID, Orgs: identity.Orgs(ctx), Name: c.Name, Goal: c.Goal, Depth: c.Depth, ThreadID: c.ThreadID, RunID: c.RunID,
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("Started sub-agent %s in background task %s (its thread %s). Its final reply will be added to this conversation "+
+		"when it finishes; check_task, cancel_task and list_tasks follow it.", c.Name, task.ID, c.ThreadID), nil
+}
+
+// RunTask runs the child of a background task (tasks.KindSubagent) to its
+// end and returns its answer, the task's result: on the replica that
+// started it, or on one that took the task over, which goes on on the
+// child's thread. ctx is the task's (cancel_task ends it); the child's
+// timeout bounds each start. Its events, tagged as a foreground child's,
+// go to emit.
+func (t *Tool) RunTask(ctx context.Context, task *tasks.Task, emit func(loop.StreamEvent)) (string, error) {
+	s := task.Subagent
+	if s == nil {
+		return "", fmt.Errorf("%w: task %s names no sub-agent", ErrBadInput, task.ID)
+	}
+	child, timeout, err := t.childConfig(s.Name)
+	if err != nil {
+		return "", err
+	}
+	c := Child{Name: s.Name, Config: child, RunID: s.RunID, ThreadID: s.ThreadID, Goal: s.Goal, Depth: s.Depth}
+	return t.run(ctx, c, timeout, task.RunID, task.ToolCallID, emit)
+}
+
+// run runs child c to its end, bounded by timeout, announcing it to emit
+// (tagged with the parent's run and call) and wrapping its events.
+func (t *Tool) run(ctx context.Context, c Child, timeout time.Duration, parentRunID, toolCallID string, emit func(loop.StreamEvent)) (string, error) {
+	meta := map[string]any{
+		"name": c.Name, "run_id": c.RunID, "thread_id": c.ThreadID,
+		"parent_run_id": parentRunID, "tool_call_id": toolCallID, "depth": c.Depth,
+	}
+	emit(loop.StreamEvent{Event: EventStart, Name: c.Name, Data: with(meta, map[string]any{"description": c.Goal})})
+	cctx, cancel := context.WithTimeoutCause(withDepth(ctx, c.Depth), timeout, ErrTimeout)
 	defer cancel()
-	state, err := t.spawn.Spawn(cctx, c, func(ev loop.StreamEvent) { loop.Emit(ctx, wrap(meta, ev)) })
+	state, err := t.spawn.Spawn(cctx, c, func(ev loop.StreamEvent) { emit(wrap(meta, ev)) })
 	answer, status, err := outcome(ctx, cctx, c, timeout, state, err)
 	end := map[string]any{"status": status}
 	if err != nil {
 		end["error"] = err.Error()
 	}
-	loop.Emit(ctx, loop.StreamEvent{Event: EventEnd, Name: name, Data: with(meta, end)})
+	emit(loop.StreamEvent{Event: EventEnd, Name: c.Name, Data: with(meta, end)})
 	return answer, err
 }
 
+// input is a task call's arguments.
+type input struct {
+	name, goal string
+	background bool
+}
+
 // parseArgs reads the call's arguments.
-func parseArgs(args map[string]any) (name, goal string, err error) {
-	name = GeneralPurpose
+func parseArgs(args map[string]any) (input, error) {
+	in := input{name: GeneralPurpose}
 	if v, ok := args["subagent_type"]; ok && v != nil {
 		s, ok := v.(string)
 		if !ok {
-			return "", "", fmt.Errorf("%w: subagent_type must be a string", ErrBadInput)
+			return input{}, fmt.Errorf("%w: subagent_type must be a string", ErrBadInput)
 		}
 		if s != "" {
-			name = s
+			in.name = s
 		}
 	}
-	goal, _ = args["description"].(string)
-	goal = strings.TrimSpace(goal)
-	switch {
-	case goal == "":
-		return "", "", fmt.Errorf("%w: description is empty; say what the sub-agent should do", ErrBadInput)
-	case len(goal) > maxGoalChars:
-		return "", "", fmt.Errorf("%w: description has %d bytes, at most %d", ErrBadInput, len(goal), maxGoalChars)
+	if v, ok := args["background"]; ok && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			return input{}, fmt.Errorf("%w: background must be true or false", ErrBadInput)
+		}
+		in.background = b
 	}
-	return name, goal, nil
+	goal, _ := args["description"].(string)
+	in.goal = strings.TrimSpace(goal)
+	switch {
+	case in.goal == "":
+		return input{}, fmt.Errorf("%w: description is empty; say what the sub-agent should do", ErrBadInput)
+	case len(in.goal) > maxGoalChars:
+		return input{}, fmt.Errorf("%w: description has %d bytes, at most %d", ErrBadInput, len(in.goal), maxGoalChars)
+	}
+	return in, nil
 }
 
 // childConfig is the configuration and timeout of the named sub-agent. A

@@ -46,24 +46,28 @@ func TestParseArgs(t *testing.T) {
 		name string
 		args map[string]any
 		want string // the sub-agent, or the error's text
+		bg   bool
 	}{
-		{"default sub-agent", map[string]any{"description": "x"}, GeneralPurpose},
-		{"named", map[string]any{"description": "x", "subagent_type": "r"}, "r"},
-		{"empty goal", map[string]any{"description": " \n"}, "description is empty"},
-		{"no goal", map[string]any{}, "description is empty"},
-		{"name not a string", map[string]any{"description": "x", "subagent_type": 3.0}, "must be a string"},
-		{"goal too long", map[string]any{"description": strings.Repeat("a", maxGoalChars+1)}, "at most"},
+		{"default sub-agent", map[string]any{"description": "x"}, GeneralPurpose, false},
+		{"named", map[string]any{"description": "x", "subagent_type": "r"}, "r", false},
+		{"empty goal", map[string]any{"description": " \n"}, "description is empty", false},
+		{"no goal", map[string]any{}, "description is empty", false},
+		{"name not a string", map[string]any{"description": "x", "subagent_type": 3.0}, "must be a string", false},
+		{"goal too long", map[string]any{"description": strings.Repeat("a", maxGoalChars+1)}, "at most", false},
+		{"background", map[string]any{"description": "x", "background": true}, GeneralPurpose, true},
+		{"background false", map[string]any{"description": "x", "background": false}, GeneralPurpose, false},
+		{"background not a boolean", map[string]any{"description": "x", "background": "yes"}, "true or false", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			name, _, err := parseArgs(tt.args)
+			in, err := parseArgs(tt.args)
 			if err != nil {
 				if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
 					t.Fatalf("error %v, want %q", err, tt.want)
 				}
 				return
 			}
-			if name != tt.want {
-				t.Fatalf("sub-agent %q, want %q", name, tt.want)
+			if in.name != tt.want || in.background != tt.bg {
+				t.Fatalf("sub-agent %q background %v, want %q %v", in.name, in.background, tt.want, tt.bg)
 			}
 		})
 	}

@@ -39,6 +39,11 @@ type Listener interface {
 	Finished(t *Task)
 }
 
+// Carrier carries on a task of a kind this package does not run itself
+// (KindSubagent: the run executor runs the child) and returns its result.
+// ctx ends when the task is cancelled, lost or its replica stops.
+type Carrier func(ctx context.Context, t *Task) (string, error)
+
 // Option configures a Manager.
 type Option func(*Manager)
 
@@ -70,6 +75,7 @@ type Manager struct {
 	defs        ToolDefs
 	client      *http.Client
 	listener    Listener
+	carriers    map[string]Carrier
 	lease       time.Duration
 	maxAttempts int
 	pollMin     time.Duration
@@ -94,12 +100,18 @@ func NewManager(store Store, owner string, native map[string]loop.Tool, defs Too
 		lease: DefaultLease, maxAttempts: DefaultMaxAttempts, pollMin: DefaultPollMin, pollMax: DefaultPollMax,
 		maxRunning: DefaultMaxRunning, logger: slog.New(slog.DiscardHandler), running: map[string]context.CancelCauseFunc{},
 	}
+	m.carriers = map[string]Carrier{KindNative: m.runNative, KindHTTP: m.poll}
 	for _, o := range opts {
 		o(m)
 	}
 	m.base, m.stop = context.WithCancel(context.Background())
 	return m
 }
+
+// Carry sets how tasks of kind are carried on, for kinds whose work lives
+// outside this package. It must be called before Start: a take-over may
+// launch a task of any kind from the first sweep on.
+func (m *Manager) Carry(kind string, c Carrier) { m.carriers[kind] = c }
 
 // Start sets who hears about tasks and starts the loop that renews this
 // replica's leases and takes over expired tasks.
@@ -193,13 +205,14 @@ type Spec struct {
 	Kind       string
 	Args       map[string]any
 	StatusURL  string
+	Subagent   *Subagent
 }
 
 // Begin records a running task for spec and starts carrying it on.
 func (m *Manager) Begin(ctx context.Context, spec Spec) (*Task, error) {
 	t := &Task{
 		ID: ids.New("task_"), User: spec.User, ThreadID: spec.ThreadID, RunID: spec.RunID, ToolCallID: spec.ToolCallID,
-		Tool: spec.Tool, Kind: spec.Kind, Args: spec.Args, StatusURL: spec.StatusURL, CreatedAt: time.Now().UTC(),
+		Tool: spec.Tool, Kind: spec.Kind, Args: spec.Args, StatusURL: spec.StatusURL, Subagent: spec.Subagent, CreatedAt: time.Now().UTC(),
 		Status: StatusRunning, Attempts: 1, Owner: m.owner,
 	}
 	if err := m.store.Create(ctx, t, m.lease, m.maxRunning); err != nil {
@@ -249,16 +262,7 @@ func (m *Manager) launch(t *Task) {
 		defer m.abandon(t.ID, nil)
 		ctx = identity.WithUser(ctx, t.User)
 		ctx = loop.WithCallInfo(ctx, loop.CallInfo{ToolCallID: t.ToolCallID, ThreadID: t.ThreadID, RunID: t.RunID})
-		var out string
-		var err error
-		switch t.Kind {
-		case KindNative:
-			out, err = m.runNative(ctx, t)
-		case KindHTTP:
-			out, err = m.poll(ctx, t)
-		default:
-			err = fmt.Errorf("unknown task kind %q", t.Kind)
-		}
+		out, err := m.carry(ctx, t)
 		if ctx.Err() != nil {
 			return // stopped, cancelled or lost: not this goroutine's to finish
 		}
@@ -283,18 +287,27 @@ func (m *Manager) launch(t *Task) {
 	}()
 }
 
-func (m *Manager) runNative(ctx context.Context, t *Task) (out string, err error) {
+func (m *Manager) runNative(ctx context.Context, t *Task) (string, error) {
 	tool, ok := m.native[t.Tool]
 	if !ok {
 		return "", fmt.Errorf("tool %s is not a background tool of this server", t.Tool)
 	}
+	return tool.Execute(ctx, t.Args)
+}
+
+// carry runs the task's carrier; a panic fails the task, not the replica.
+func (m *Manager) carry(ctx context.Context, t *Task) (out string, err error) {
+	c, ok := m.carriers[t.Kind]
+	if !ok {
+		return "", fmt.Errorf("unknown task kind %q", t.Kind)
+	}
 	defer func() {
 		if p := recover(); p != nil {
-			m.logger.Error("background tool panicked", "task_id", t.ID, "tool", t.Tool, "panic", p)
+			m.logger.Error("background task panicked", "task_id", t.ID, "tool", t.Tool, "kind", t.Kind, "panic", p)
 			err = fmt.Errorf("tool %s failed unexpectedly", t.Tool)
 		}
 	}()
-	return tool.Execute(ctx, t.Args)
+	return c(ctx, t)
 }
 
 func (m *Manager) finished(t *Task) {
@@ -327,6 +340,10 @@ func EventData(t *Task) map[string]any {
 	}
 	if t.Finished() {
 		d["result"] = t.Result
+	}
+	if c := t.Subagent; c != nil {
+		// The child's thread is readable with GetThread while and after it runs.
+		d["subagent"] = map[string]any{"name": c.Name, "thread_id": c.ThreadID, "run_id": c.RunID, "depth": c.Depth}
 	}
 	return d
 }

@@ -42,8 +42,9 @@ func (e *ends) wait(t *testing.T) *Task {
 	}
 }
 
-// TestManagerFinishes: a native tool's output, a native tool's panic, and a
-// status URL that answers running, then failed, each end their task once
+// TestManagerFinishes: a native tool's output, a native tool's panic, a
+// status URL that answers running, then failed, a kind carried by a
+// Carrier and an unknown kind each end their task once
 // with the right status and result, announced with start and end events.
 func TestManagerFinishes(t *testing.T) {
 	t.Parallel()
@@ -77,10 +78,13 @@ func TestManagerFinishes(t *testing.T) {
 		{"native", StatusDone, "made cake", Spec{Tool: "ok", Kind: KindNative, Args: map[string]any{"what": "cake"}}, 2},
 		{"panic", StatusFailed, "Error: tool panics failed unexpectedly", Spec{Tool: "panics", Kind: KindNative}, 2},
 		{"http", StatusFailed, "Error: boom", Spec{Tool: "remote", Kind: KindHTTP, StatusURL: srv.URL + "/s"}, 4},
+		{"carried", StatusDone, "carried for th1", Spec{Tool: "task", Kind: "carried"}, 2},
+		{"unknown kind", StatusFailed, `Error: unknown task kind "nope"`, Spec{Tool: "task", Kind: "nope"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnds()
 			m := NewManager(NewMemoryStore(), "A", native, nil, client, WithPollBackoff(time.Millisecond, 5*time.Millisecond))
+			m.Carry("carried", func(_ context.Context, t *Task) (string, error) { return "carried for " + t.ThreadID, nil })
 			m.Start(e)
 			t.Cleanup(m.Close)
 			tc.spec.User, tc.spec.ThreadID = "alice", "th1"

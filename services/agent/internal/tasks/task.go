@@ -27,6 +27,10 @@ const (
 	// KindHTTP is an external tool registered async: its call answered a
 	// status URL, which the poller reads until the task is finished.
 	KindHTTP = "http"
+	// KindSubagent is a call of the task tool with background set: a child
+	// run, carried on by the run executor (Manager.Carry); a replica that
+	// takes it over runs the child again on the child's own thread.
+	KindSubagent = "subagent"
 )
 
 // Defaults; each has an option.
@@ -71,7 +75,9 @@ type Task struct {
 	Kind       string         `json:"kind"`
 	Args       map[string]any `json:"args,omitempty"`
 	// StatusURL is what an HTTP task's call answered; the poller reads it.
-	StatusURL string    `json:"status_url,omitempty"`
+	StatusURL string `json:"status_url,omitempty"`
+	// Subagent is the child of a KindSubagent task.
+	Subagent  *Subagent `json:"subagent,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 
 	// The fields below change while the task lives; the store keeps them
@@ -86,6 +92,27 @@ type Task struct {
 	// Delivered is set once the result has been given to the thread.
 	Delivered bool      `json:"-"`
 	UpdatedAt time.Time `json:"-"`
+}
+
+// Subagent is a sub-agent run as a task (KindSubagent): all that any
+// replica needs to run it, first or again after a take-over.
+type Subagent struct {
+	// AgentID is the parent's agent: the child's configuration is read from
+	// it, and the child works in its sandbox.
+	AgentID string `json:"agent_id"`
+	// Orgs are the user's organisations when the task started: the child
+	// searches their knowledge collections as a run of the user would.
+	Orgs []string `json:"orgs,omitempty"`
+	// Name is the sub-agent type (general-purpose or a declared one).
+	Name string `json:"name"`
+	// Goal is the child's only input message.
+	Goal string `json:"goal"`
+	// Depth is the child's depth (1 for a child of a top-level run).
+	Depth int `json:"depth"`
+	// ThreadID is the child's thread, which a take-over continues.
+	ThreadID string `json:"thread_id"`
+	// RunID names the child in its events.
+	RunID string `json:"run_id"`
 }
 
 // Finished reports whether the task reached a final status.
