@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -178,7 +179,7 @@ func runTopologyScenario(ctx context.Context, t *testing.T, api *restClient, rdb
 		if err != nil {
 			t.Fatalf("stream ended before round 2 started: %v", err)
 		}
-		runID, threadID = cmp(runID, ev.str("run_id")), cmp(threadID, ev.str("thread_id"))
+		runID, threadID = cmp.Or(runID, ev.str("run_id")), cmp.Or(threadID, ev.str("thread_id"))
 		if ev.event == "on_tool_end" && ev.str("name") == "write_file" {
 			wroteRound1 = true
 		}
@@ -510,14 +511,6 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-// cmp keeps the first non-empty value.
-func cmp(have, v string) string {
-	if have != "" {
-		return have
-	}
-	return v
 }
 
 // restClient calls the gateway's REST API as one user.
