@@ -19,6 +19,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
 )
 
@@ -266,6 +267,13 @@ func validateMCPServers(cfg *loop.AgentConfig, fail func(string, ...any) error) 
 			return fail("%s.timeout must be between 0 and %s", at, MaxMCPTimeout)
 		}
 		seen[m.Name] = true
+		for _, v := range [...]map[string]string{m.Env, m.Headers} {
+			for k, val := range v {
+				if val == redact.Mask {
+					return fail("%s (%s): %q is %s, as the API shows it; give the real value", at, m.Name, k, redact.Mask)
+				}
+			}
+		}
 		if m.Command != "" {
 			if cfg.Backend == nil {
 				return fail("%s (%s) runs a command, which needs a sandbox: set backend, or use url", at, m.Name)
