@@ -3,8 +3,8 @@
 // the sandbox service's process API and spoken to over its stdin and
 // stdout, or a streamable-HTTP endpoint reached through the SSRF guard.
 // Connections are kept per (user, agent, server) and reused by the agent's
-// runs; each run lists the tools again when the server said its list
-// changed. Every tool is a loop.Tool named "<server>__<tool>", so its calls
+// runs; each run lists the tools again, so a change of the list reaches the
+// next run. Every tool is a loop.Tool named "<server>__<tool>", so its calls
 // go through the same hooks, timeouts and eviction as any other tool's.
 package mcp
 
@@ -44,6 +44,9 @@ const (
 	// after that its calls are tool errors until the agent's configuration
 	// changes or the connection is closed as idle.
 	MaxRestarts = 1
+	// MaxToolsPerServer bounds the tools one server lists: each one's
+	// schema goes to the model on every call.
+	MaxToolsPerServer = 128
 	// Separator joins a server's name and its tool's name.
 	Separator = "__"
 )

@@ -126,6 +126,10 @@ func (p *process) pump(pw *io.PipeWriter, maxMessage int) {
 			if _, err := pw.Write(b); err != nil {
 				return // the reader is closed
 			}
+		case *sandboxv1.AttachProcessResponse_Dropped:
+			// A gap in the stream cuts a message: nothing after it parses.
+			pw.CloseWithError(fmt.Errorf("the sandbox dropped %d bytes of the server's output", ev.Dropped))
+			return
 		case *sandboxv1.AttachProcessResponse_Stderr:
 			p.keepStderr(ev.Stderr)
 		case *sandboxv1.AttachProcessResponse_Exit:

@@ -38,8 +38,6 @@ type server struct {
 	mu       sync.Mutex
 	sess     *sdk.ClientSession
 	starts   int
-	listed   []*sdk.Tool
-	stale    bool // the server said its list changed since it was listed
 	lastUsed time.Time
 	closed   bool
 }
@@ -73,7 +71,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start MCP server %s: %w", s.cfg.Name, err)
 	}
-	s.sess, s.stale = sess, true
+	s.sess = sess
 	go s.watch(sess)
 	return sess, nil
 }
@@ -81,9 +79,7 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 // connect starts the server (stdio) or opens the HTTP session, and does
 // the protocol's handshake.
 func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	client := sdk.NewClient(clientInfo, &sdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { s.markStale() },
-	})
+	client := sdk.NewClient(clientInfo, nil)
 	var t sdk.Transport
 	if s.cfg.URL != "" {
 		t = s.httpTransport()
@@ -115,12 +111,6 @@ func (s *server) watch(sess *sdk.ClientSession) {
 	}
 }
 
-func (s *server) markStale() {
-	s.mu.Lock()
-	s.stale = true
-	s.mu.Unlock()
-}
-
 func (s *server) idleSince(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,32 +136,27 @@ func (s *server) tools(ctx context.Context) ([]loop.Tool, error) {
 	return out, nil
 }
 
+// list asks the server for its tools. It is asked at the start of every
+// run, so a change reaches the next run whether or not the server
+// announced it (notifications/tools/list_changed).
 func (s *server) list(ctx context.Context) ([]*sdk.Tool, error) {
 	sess, err := s.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	listed, stale := s.listed, s.stale
-	s.stale = false
-	s.mu.Unlock()
-	if !stale {
-		return listed, nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.pool.opts.connectTimeout)
 	defer cancel()
-	var fresh []*sdk.Tool
+	var listed []*sdk.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			s.markStale()
 			return nil, fmt.Errorf("list tools: %w", err)
 		}
-		fresh = append(fresh, t)
+		if len(listed) == MaxToolsPerServer {
+			return nil, fmt.Errorf("list tools: the server lists more than %d tools", MaxToolsPerServer)
+		}
+		listed = append(listed, t)
 	}
-	s.mu.Lock()
-	s.listed = fresh
-	s.mu.Unlock()
-	return fresh, nil
+	return listed, nil
 }
 
 // call calls one tool of the server within the server's timeout. A call
