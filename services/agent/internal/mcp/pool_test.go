@@ -190,3 +190,32 @@ func TestServerRestartedOnce(t *testing.T) {
 		t.Fatalf("call with the new configuration = %q, %v", out, err)
 	}
 }
+
+// TestIdleConnectionClosed: a connection no run used for the idle timeout
+// is closed by the sweeper, and the next run connects again.
+func TestIdleConnectionClosed(t *testing.T) {
+	t.Parallel()
+	url, _ := serveHTTP(t)
+	ctx := testCtx(t)
+	p := newPool(t, loopbackClient(), WithIdleTimeout(time.Millisecond))
+	cfg := []loop.MCPServerCfg{{Name: "srv", URL: url, Headers: map[string]string{"Authorization": "Bearer " + testToken}}}
+	if len(p.Tools(ctx, "alice", "dev", nil, cfg)) == 0 {
+		t.Fatal("no tools")
+	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for open := 1; open > 0; {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the idle connection was never closed")
+		case <-poll.C:
+		}
+		p.mu.Lock()
+		open = len(p.servers)
+		p.mu.Unlock()
+	}
+	echo := byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__echo"]
+	if out, err := echo.Execute(ctx, map[string]any{"text": "back"}); err != nil || out != "echo: back" {
+		t.Fatalf("echo after the idle close = %q, %v", out, err)
+	}
+}

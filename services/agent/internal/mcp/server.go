@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -35,26 +36,31 @@ type server struct {
 	// ctx carries the user to the sandbox service; it ends with the pool.
 	ctx context.Context
 
-	mu       sync.Mutex
-	sess     *sdk.ClientSession
-	starts   int
-	lastUsed time.Time
-	closed   bool
+	// lastUsed is when a run last used the server (Unix nanoseconds),
+	// read by the pool's sweeper without waiting for a start under mu.
+	lastUsed atomic.Int64
+
+	mu     sync.Mutex
+	sess   *sdk.ClientSession
+	starts int
+	closed bool
 }
 
 func newServer(p *Pool, key serverKey, backend *loop.BackendCfg, cfg loop.MCPServerCfg, fingerprint string) *server {
-	return &server{
+	s := &server{
 		pool: p, key: key, backend: backend, cfg: cfg, fingerprint: fingerprint,
-		ctx: identity.WithUser(p.base, key.user), lastUsed: time.Now(),
+		ctx: identity.WithUser(p.base, key.user),
 	}
+	s.lastUsed.Store(time.Now().UnixNano())
+	return s
 }
 
 // session returns the live session, starting the server when it has none:
 // the first time, or once more after it died.
 func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
+	s.lastUsed.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastUsed = time.Now()
 	if s.closed {
 		return nil, errClosed
 	}
@@ -112,9 +118,7 @@ func (s *server) watch(sess *sdk.ClientSession) {
 }
 
 func (s *server) idleSince(now time.Time) time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return now.Sub(s.lastUsed)
+	return now.Sub(time.Unix(0, s.lastUsed.Load()))
 }
 
 // tools lists the server's tools (again when it said they changed) as loop
