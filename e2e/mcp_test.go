@@ -120,15 +120,9 @@ func TestMCPTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("PUT", env.url+"/agents/mcp/files/raw/workspace/mcp-test-server", bytes.NewReader(data))
-	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("upload the MCP server = %d", resp.StatusCode)
+	if r := call(t, "PUT", env.url+"/agents/mcp/files/raw/workspace/mcp-test-server", aliceToken, bytes.NewReader(data),
+		"Content-Type", "application/octet-stream"); r.code != http.StatusOK {
+		t.Fatalf("upload the MCP server = %d %s", r.code, r)
 	}
 
 	run := decodeRun(t, readEvents(t, openSSE(t, ctx, "POST", env.url+"/agents/mcp/stream", aliceToken, jsonBody(userMessage("use the MCP tools", nil))).Body))

@@ -219,3 +219,25 @@ func TestIdleConnectionClosed(t *testing.T) {
 		t.Fatalf("echo after the idle close = %q, %v", out, err)
 	}
 }
+
+// BenchmarkHTTPCall is one echo call through the pool to the test server
+// over streamable HTTP on loopback (the connection already open).
+func BenchmarkHTTPCall(b *testing.B) {
+	h := mcptest.Handler(mcptest.New(mcptest.Options{}), testToken)
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	p := New(nil, loopbackClient(), nil)
+	b.Cleanup(p.Close)
+	ctx := context.Background()
+	cfg := []loop.MCPServerCfg{{Name: "srv", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer " + testToken}}}
+	echo := byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__echo"]
+	if echo == nil {
+		b.Fatal("no echo tool")
+	}
+	args := map[string]any{"text": "hi"}
+	for b.Loop() {
+		if _, err := echo.Execute(ctx, args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
