@@ -122,21 +122,32 @@ func New(sandbox Sandbox, client *http.Client, logger *slog.Logger, opts ...Opti
 type serverKey struct{ user, agentID, name string }
 
 // Tools connects to the agent's servers (or reuses their connections) and
-// returns their tools. A server that cannot be reached, and a tool whose
-// name or schema the providers would refuse, is logged and left out: the
-// agent runs with the tools it has.
+// returns their tools, in the servers' order; the servers are asked at once,
+// so a slow one delays the run by its own time only. A server that cannot
+// be reached, and a tool whose name or schema the providers would refuse,
+// is logged and left out: the agent runs with the tools it has.
 func (p *Pool) Tools(ctx context.Context, user, agentID string, backend *loop.BackendCfg, servers []loop.MCPServerCfg) []loop.Tool {
-	var out []loop.Tool
-	for _, cfg := range servers {
+	lists := make([][]loop.Tool, len(servers))
+	var wg sync.WaitGroup
+	for i, cfg := range servers {
 		s, err := p.server(user, agentID, backend, cfg)
 		if err != nil {
 			p.logger.Warn("MCP server not used", "agent_id", agentID, "server", cfg.Name, "err", err)
 			continue
 		}
-		ts, err := s.tools(ctx)
-		if err != nil {
-			p.logger.Warn("MCP server's tools not listed", "agent_id", agentID, "server", cfg.Name, "err", err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ts, err := s.tools(ctx)
+			if err != nil {
+				p.logger.Warn("MCP server's tools not listed", "agent_id", agentID, "server", cfg.Name, "err", err)
+			}
+			lists[i] = ts
+		}()
+	}
+	wg.Wait()
+	var out []loop.Tool
+	for _, ts := range lists {
 		out = append(out, ts...)
 	}
 	return out

@@ -20,7 +20,7 @@ import (
 // gone, it did not answer.
 const codeRejectedByTransport = -32005
 
-var errClosed = errors.New("the MCP connections are closed: the service is stopping")
+var errClosed = errors.New("this MCP connection was closed (the agent's configuration changed, it was idle, or the service is stopping); the next run connects again")
 
 // clientInfo is how the agent introduces itself to servers.
 var clientInfo = &sdk.Implementation{Name: "wick-agent", Version: "1"}
@@ -178,6 +178,8 @@ func (s *server) call(ctx context.Context, name string, args map[string]any) (*s
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// A long call keeps the connection from looking idle.
+	defer func() { s.lastUsed.Store(time.Now().UnixNano()) }()
 	res, err := sess.CallTool(callCtx, &sdk.CallToolParams{Name: name, Arguments: args})
 	var wire *jsonrpc.Error
 	switch {

@@ -84,9 +84,12 @@ func New(opts Options) *sdk.Server {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			res, err := next(ctx, method, req)
 			if lr, ok := res.(*sdk.ListToolsResult); ok && err == nil {
-				for _, t := range lr.Tools {
+				for i, t := range lr.Tools {
 					if t.Name == BadSchema {
-						t.InputSchema = map[string]any{"type": "string"}
+						// A copy: the listed tool is the server's own.
+						bad := *t
+						bad.InputSchema = map[string]any{"type": "string"}
+						lr.Tools[i] = &bad
 					}
 				}
 			}
