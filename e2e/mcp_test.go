@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
@@ -74,9 +75,35 @@ func TestMCPTools(t *testing.T) {
 	env := startWick(t, func(c *suite.Config) {
 		c.AgentOptions = append(c.AgentOptions, agent.WithToolNetworkAllow(netip.MustParsePrefix("127.0.0.0/8")))
 	})
+	runMCPScenario(t, env, bin, httpURL, map[string]any{"type": "local"})
+}
+
+// TestMCPToolsDocker is TestMCPTools with the stdio servers inside a
+// Docker sandbox (the static test server in the container's workspace,
+// started by wick-daemon's process table).
+func TestMCPToolsDocker(t *testing.T) {
+	cli, image := dockerSetup(t)
+	manager := "wick-e2e-" + randomHex(6)
+	removeManaged(t, cli, manager)
+	bin := buildMCPServer(t)
+	httpURL := startMCPHTTP(t, bin)
+	env := startWick(t, func(c *suite.Config) {
+		c.Backend = backend.Docker
+		c.Sandbox.ManagerID = manager
+		c.Sandbox.DaemonBin, c.Sandbox.WickfsBin = daemonBin, wickfsBin
+		c.Sandbox.DefaultImage = image
+		c.Sandbox.Labels = map[string]string{e2eLabel: "1"}
+		c.AgentOptions = append(c.AgentOptions, agent.WithDefaultImage(image), agent.WithToolNetworkAllow(netip.MustParsePrefix("127.0.0.0/8")))
+	})
+	runMCPScenario(t, env, bin, httpURL, map[string]any{"type": "docker", "image": image})
+}
+
+// runMCPScenario creates alice's agent "mcp" on the sandbox backend and plays the
+// scenario of TestMCPTools.
+func runMCPScenario(t *testing.T, env *wickEnv, bin, httpURL string, sandbox map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
 	t.Cleanup(cancel)
-
 	type obj = map[string]any
 	turn := func(calls ...obj) obj { return obj{"tool_calls": calls} }
 	tc := func(id, name string, args obj) obj { return obj{"id": id, "name": name, "arguments": args} }
@@ -101,13 +128,16 @@ func TestMCPTools(t *testing.T) {
 		}
 		return s
 	}
-	createAgent(t, env, obj{
-		"agent_id": "mcp", "model": "script:" + string(script),
+	agentDef := obj{
+		"agent_id": "mcp", "model": "script:" + string(script), "backend": sandbox,
 		"mcp_servers": []obj{
 			stdio("local", ""), stdio("short", "1s"),
 			{"name": "web", "url": httpURL, "headers": obj{"Authorization": "Bearer " + mcpToken}},
 		},
-	})
+	}
+	if r := call(t, "POST", env.url+"/agents", aliceToken, jsonBody(agentDef)); r.code != http.StatusOK {
+		t.Fatalf("create agent mcp = %d %s", r.code, r)
+	}
 
 	// The agent as the API returns it: header and env values masked.
 	r := call(t, "GET", env.url+"/agents/mcp", aliceToken, nil)
