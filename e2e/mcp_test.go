@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
@@ -60,6 +59,12 @@ func startMCPHTTP(t *testing.T, bin string) string {
 	return "http://" + addr + "/mcp"
 }
 
+// allowLoopbackTools lets the agent's external tools, MCP servers over
+// HTTP among them, reach loopback, where the test servers listen.
+func allowLoopbackTools(c *suite.Config) {
+	c.AgentOptions = append(c.AgentOptions, agent.WithToolNetworkAllow(netip.MustParsePrefix("127.0.0.0/8")))
+}
+
 // TestMCPTools: an agent lists the test server twice over stdio, run in
 // its local sandbox through the process API, and once over streamable
 // HTTP on loopback (allowed by -tool-allow-nets, with its bearer token
@@ -72,9 +77,7 @@ func TestMCPTools(t *testing.T) {
 	t.Parallel()
 	bin := buildMCPServer(t)
 	httpURL := startMCPHTTP(t, bin)
-	env := startWick(t, func(c *suite.Config) {
-		c.AgentOptions = append(c.AgentOptions, agent.WithToolNetworkAllow(netip.MustParsePrefix("127.0.0.0/8")))
-	})
+	env := startWick(t, allowLoopbackTools)
 	runMCPScenario(t, env, bin, httpURL, map[string]any{"type": "local"})
 }
 
@@ -87,14 +90,7 @@ func TestMCPToolsDocker(t *testing.T) {
 	removeManaged(t, cli, manager)
 	bin := buildMCPServer(t)
 	httpURL := startMCPHTTP(t, bin)
-	env := startWick(t, func(c *suite.Config) {
-		c.Backend = backend.Docker
-		c.Sandbox.ManagerID = manager
-		c.Sandbox.DaemonBin, c.Sandbox.WickfsBin = daemonBin, wickfsBin
-		c.Sandbox.DefaultImage = image
-		c.Sandbox.Labels = map[string]string{e2eLabel: "1"}
-		c.AgentOptions = append(c.AgentOptions, agent.WithDefaultImage(image), agent.WithToolNetworkAllow(netip.MustParsePrefix("127.0.0.0/8")))
-	})
+	env := startWick(t, withDocker(image, manager), allowLoopbackTools)
 	runMCPScenario(t, env, bin, httpURL, map[string]any{"type": "docker", "image": image})
 }
 
