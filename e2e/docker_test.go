@@ -90,19 +90,25 @@ func randomHex(n int) string {
 
 // TestDockerConversation runs the conversation with the sandbox in a real
 // container driven by wick-daemon: the trace then reaches the daemon too.
-func TestDockerConversation(t *testing.T) {
-	exp := installTracing()
-	cli, image := dockerSetup(t)
-	manager := "wick-e2e-" + randomHex(6)
-	removeManaged(t, cli, manager)
-	env := startWick(t, func(c *suite.Config) {
+// withDocker runs the suite's sandboxes on Docker, from the test image,
+// under the manager id whose leftovers removeManaged removes.
+func withDocker(image, manager string) suiteOption {
+	return func(c *suite.Config) {
 		c.Backend = backend.Docker
 		c.Sandbox.ManagerID = manager
 		c.Sandbox.DaemonBin, c.Sandbox.WickfsBin = daemonBin, wickfsBin
 		c.Sandbox.DefaultImage = image
 		c.Sandbox.Labels = map[string]string{e2eLabel: "1"}
 		c.AgentOptions = append(c.AgentOptions, agent.WithDefaultImage(image))
-	})
+	}
+}
+
+func TestDockerConversation(t *testing.T) {
+	exp := installTracing()
+	cli, image := dockerSetup(t)
+	manager := "wick-e2e-" + randomHex(6)
+	removeManaged(t, cli, manager)
+	env := startWick(t, withDocker(image, manager))
 	if env.suite.Backend != backend.Docker {
 		t.Fatalf("backend %q, want docker", env.suite.Backend)
 	}

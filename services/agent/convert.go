@@ -145,6 +145,7 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
 		Collections: c.Collections, KnowledgeTopK: int32(c.KnowledgeTopK), KnowledgeMinScore: c.KnowledgeMinScore,
 		ToolWait: c.ToolWait, Subagents: subagentsToProto(c.Subagents), TaskFollowUp: c.TaskFollowUp,
+		McpServers: mcpServersToProto(c.MCPServers),
 	}
 	if c.Skills != nil {
 		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
@@ -161,6 +162,7 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
 		Collections: a.GetCollections(), KnowledgeTopK: int(a.GetKnowledgeTopK()), KnowledgeMinScore: a.KnowledgeMinScore,
 		ToolWait: a.GetToolWait(), Subagents: subagentsFromProto(a.GetSubagents()), TaskFollowUp: a.GetTaskFollowUp(),
+		MCPServers: mcpServersFromProto(a.GetMcpServers()),
 	}
 	if a.GetModel() != nil {
 		c.Model = a.GetModel().AsInterface()
@@ -200,6 +202,38 @@ func subagentsFromProto(subs []*agentv1.Subagent) []loop.SubagentCfg {
 			s.Timeout = p.GetTimeout().AsDuration()
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// mcpServersToProto masks header and env values: they hold the servers'
+// keys.
+func mcpServersToProto(servers []loop.MCPServerCfg) []*agentv1.McpServer {
+	var out []*agentv1.McpServer
+	for _, m := range servers {
+		p := &agentv1.McpServer{
+			Name: m.Name, Command: m.Command, Args: m.Args, Env: redact.Headers(m.Env),
+			Url: redact.String(m.URL), Headers: redact.Headers(m.Headers),
+		}
+		if m.Timeout > 0 {
+			p.Timeout = durationpb.New(m.Timeout)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func mcpServersFromProto(servers []*agentv1.McpServer) []loop.MCPServerCfg {
+	var out []loop.MCPServerCfg
+	for _, p := range servers {
+		m := loop.MCPServerCfg{
+			Name: p.GetName(), Command: p.GetCommand(), Args: p.GetArgs(), Env: p.GetEnv(),
+			URL: p.GetUrl(), Headers: p.GetHeaders(),
+		}
+		if p.GetTimeout() != nil {
+			m.Timeout = p.GetTimeout().AsDuration()
+		}
+		out = append(out, m)
 	}
 	return out
 }

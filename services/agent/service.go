@@ -26,6 +26,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/mcp"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
@@ -297,8 +298,10 @@ type Service struct {
 	registry *registry.Registry
 	hub      *registry.Hub
 	exec     *runexec.Executor
-	logger   *slog.Logger
-	cfg      options
+	// mcp keeps the connections to the agents' MCP servers.
+	mcp    *mcp.Pool
+	logger *slog.Logger
+	cfg    options
 	// native are the embedding program's Go tools by name, fixed at New.
 	native map[string]*tools.Native
 	// background names the native tools whose calls run as background tasks.
@@ -394,6 +397,9 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	exec, err := s.newExecutor()
 	if err != nil {
 		stop()
+		if s.mcp != nil {
+			s.mcp.Close()
+		}
 		_ = s.closeKB()
 		return nil, err
 	}
@@ -412,6 +418,9 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		lopts = append(lopts, llmclient.WithTimeout(s.cfg.llmTimeout))
 	}
 	httpClient := runexec.HTTPClient(s.cfg.run...)
+	// MCP servers over HTTP are user-chosen URLs, so they share the
+	// external tools' SSRF policy.
+	s.mcp = mcp.New(s.sandbox, httpClient, s.logger)
 	bgTools := map[string]loop.Tool{}
 	for name, t := range s.native {
 		if s.background[name] {
@@ -437,6 +446,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		Knowledge: s.kb,
 		Logger:    s.logger,
 		Tasks:     s.tasks,
+		MCP:       s.mcp,
 	}
 	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
 	if s.cfg.metrics != nil {
@@ -481,6 +491,7 @@ func (s *Service) Close() error {
 		s.followStop()
 		s.followUps.Wait()
 		s.exec.Close()
+		s.mcp.Close()
 		s.stop()
 		err = s.closeKB()
 		if s.st.close != nil {

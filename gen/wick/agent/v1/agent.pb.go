@@ -825,7 +825,11 @@ type Agent struct {
 	// task_follow_up starts a run on the idle thread when one of its
 	// background tasks finishes, so the model reacts to the result while the
 	// user is away; otherwise the result waits for the thread's next run.
-	TaskFollowUp  bool `protobuf:"varint,20,opt,name=task_follow_up,json=taskFollowUp,proto3" json:"task_follow_up,omitempty"`
+	TaskFollowUp bool `protobuf:"varint,20,opt,name=task_follow_up,json=taskFollowUp,proto3" json:"task_follow_up,omitempty"`
+	// mcp_servers are Model Context Protocol servers whose tools the agent
+	// gets at the start of each run, named "<server>__<tool>". Header and
+	// env values are returned as "[REDACTED]".
+	McpServers    []*McpServer `protobuf:"bytes,21,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -998,6 +1002,13 @@ func (x *Agent) GetTaskFollowUp() bool {
 		return x.TaskFollowUp
 	}
 	return false
+}
+
+func (x *Agent) GetMcpServers() []*McpServer {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
 }
 
 // ListAgentsRequest lists agents; it has no parameters.
@@ -6489,6 +6500,112 @@ func (x *CancelTaskResponse) GetTask() *Task {
 	return nil
 }
 
+// McpServer is one Model Context Protocol server of an agent: a command run
+// inside the agent's sandbox and spoken to over its stdin and stdout, or a
+// streamable-HTTP endpoint reached through the SSRF guard. Exactly one of
+// command and url is set.
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name prefixes the server's tools ("<name>__<tool>"): letters, digits,
+	// '-' and '_', at most 24, without "__".
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// command is the program started in the sandbox (needs a backend),
+	// looked up in PATH unless it contains a slash.
+	Command string `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	// args are the command's arguments.
+	Args []string `protobuf:"bytes,3,rep,name=args,proto3" json:"args,omitempty"`
+	// env holds extra environment variables of the command.
+	Env map[string]string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// url is the streamable-HTTP endpoint (http:// or https://, no
+	// credentials in it).
+	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	// headers are sent with every request to url (an API key, typically).
+	Headers map[string]string `protobuf:"bytes,6,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// timeout bounds one tool call; unset means 60 s, at most 10 min.
+	Timeout       *durationpb.Duration `protobuf:"bytes,7,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *McpServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServer) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *McpServer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *McpServer) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *McpServer) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpServer) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *McpServer) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -6557,7 +6674,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xe2\x06\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\x9d\a\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -6579,7 +6696,9 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x13knowledge_min_score\x18\x11 \x01(\x01H\x00R\x11knowledgeMinScore\x88\x01\x01\x12\x1b\n" +
 	"\ttool_wait\x18\x12 \x01(\tR\btoolWait\x125\n" +
 	"\tsubagents\x18\x13 \x03(\v2\x17.wick.agent.v1.SubagentR\tsubagents\x12$\n" +
-	"\x0etask_follow_up\x18\x14 \x01(\bR\ftaskFollowUp\x1a8\n" +
+	"\x0etask_follow_up\x18\x14 \x01(\bR\ftaskFollowUp\x129\n" +
+	"\vmcp_servers\x18\x15 \x03(\v2\x18.wick.agent.v1.McpServerR\n" +
+	"mcpServers\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -6956,7 +7075,21 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x11CancelTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"=\n" +
 	"\x12CancelTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.wick.agent.v1.TaskR\x04task2\xba$\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.wick.agent.v1.TaskR\x04task\"\xfe\x02\n" +
+	"\tMcpServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x03 \x03(\tR\x04args\x123\n" +
+	"\x03env\x18\x04 \x03(\v2!.wick.agent.v1.McpServer.EnvEntryR\x03env\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12?\n" +
+	"\aheaders\x18\x06 \x03(\v2%.wick.agent.v1.McpServer.HeadersEntryR\aheaders\x123\n" +
+	"\atimeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\atimeout\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xba$\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -7016,7 +7149,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 111)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -7121,177 +7254,184 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*GetTaskResponse)(nil),             // 100: wick.agent.v1.GetTaskResponse
 	(*CancelTaskRequest)(nil),           // 101: wick.agent.v1.CancelTaskRequest
 	(*CancelTaskResponse)(nil),          // 102: wick.agent.v1.CancelTaskResponse
-	nil,                                 // 103: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 104: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 105: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 106: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 107: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 108: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 109: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 110: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	(*structpb.Struct)(nil),             // 111: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 112: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 113: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 114: google.protobuf.Duration
+	(*McpServer)(nil),                   // 103: wick.agent.v1.McpServer
+	nil,                                 // 104: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 105: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 106: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 107: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 108: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 109: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 110: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 111: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 112: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 113: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 114: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 115: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 116: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 117: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	111, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	114, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	103, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	112, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	113, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	113, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	112, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	114, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	113, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	104, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	115, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	116, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	116, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	115, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	117, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	116, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	104, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	105, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	95,  // 15: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	9,   // 16: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
-	9,   // 17: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
-	9,   // 18: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	9,   // 19: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	0,   // 20: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
-	0,   // 21: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
-	3,   // 22: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
-	1,   // 23: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
-	0,   // 24: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
-	5,   // 25: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
-	9,   // 26: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	105, // 27: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
-	26,  // 28: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
-	29,  // 29: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
-	39,  // 30: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
-	42,  // 31: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
-	43,  // 32: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
-	43,  // 33: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	111, // 34: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	114, // 35: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	106, // 36: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
-	45,  // 37: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 38: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 39: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
-	52,  // 40: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,   // 41: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	112, // 42: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	57,  // 43: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,   // 44: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 45: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	112, // 46: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 47: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 48: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	111, // 49: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	69,  // 50: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	64,  // 51: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 52: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	112, // 53: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	107, // 54: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	112, // 55: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	108, // 56: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	74,  // 57: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	74,  // 58: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	74,  // 59: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	109, // 60: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	75,  // 61: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	75,  // 62: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	110, // 63: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	76,  // 64: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	64,  // 65: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 66: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	113, // 67: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	114, // 68: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	112, // 69: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	112, // 70: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 71: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	96,  // 72: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	96,  // 73: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	10,  // 74: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 75: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 76: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 77: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 78: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 79: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 80: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 81: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 82: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 83: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 84: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 85: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 86: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 87: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 88: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 89: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 90: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 91: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 92: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 93: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 94: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 95: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 96: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 97: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 98: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 99: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 100: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 101: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 102: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 103: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 104: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 105: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 106: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 107: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	91,  // 108: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	93,  // 109: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	97,  // 110: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	99,  // 111: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	101, // 112: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	11,  // 113: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 114: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 115: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 116: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 117: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 118: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 119: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 120: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 121: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 122: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 123: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 124: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 125: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 126: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 127: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 128: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 129: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 130: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 131: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 132: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 133: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 134: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 135: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 136: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 137: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 138: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 139: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 140: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 141: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 142: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 143: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 144: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 145: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 146: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	92,  // 147: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	94,  // 148: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	98,  // 149: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	100, // 150: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	102, // 151: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	113, // [113:152] is the sub-list for method output_type
-	74,  // [74:113] is the sub-list for method input_type
-	74,  // [74:74] is the sub-list for extension type_name
-	74,  // [74:74] is the sub-list for extension extendee
-	0,   // [0:74] is the sub-list for field type_name
+	103, // 16: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	9,   // 17: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
+	9,   // 18: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
+	9,   // 19: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	9,   // 20: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	0,   // 21: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
+	0,   // 22: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
+	3,   // 23: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
+	1,   // 24: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
+	0,   // 25: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
+	5,   // 26: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
+	9,   // 27: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
+	106, // 28: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	26,  // 29: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
+	29,  // 30: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
+	39,  // 31: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
+	42,  // 32: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
+	43,  // 33: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
+	43,  // 34: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
+	114, // 35: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	117, // 36: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	107, // 37: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	45,  // 38: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 39: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 40: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
+	52,  // 41: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
+	6,   // 42: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	115, // 43: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	57,  // 44: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 45: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 46: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	115, // 47: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	64,  // 48: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 49: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	114, // 50: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	69,  // 51: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	64,  // 52: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 53: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	115, // 54: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	108, // 55: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	115, // 56: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	109, // 57: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	74,  // 58: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	74,  // 59: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	74,  // 60: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	110, // 61: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	75,  // 62: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	75,  // 63: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	111, // 64: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	76,  // 65: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	64,  // 66: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 67: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	116, // 68: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	117, // 69: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	115, // 70: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	115, // 71: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 72: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	96,  // 73: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	96,  // 74: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	112, // 75: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	113, // 76: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	117, // 77: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	10,  // 78: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 79: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 80: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 81: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 82: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 83: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 84: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 85: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 86: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 87: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 88: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 89: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 90: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 91: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 92: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 93: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 94: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 95: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 96: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 97: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 98: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 99: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 100: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 101: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 102: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 103: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 104: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 105: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 106: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 107: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 108: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 109: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 110: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 111: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	91,  // 112: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	93,  // 113: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	97,  // 114: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	99,  // 115: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	101, // 116: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	11,  // 117: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 118: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 119: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 120: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 121: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 122: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 123: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 124: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 125: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 126: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 127: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 128: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 129: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 130: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 131: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 132: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 133: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 134: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 135: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 136: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 137: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 138: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 139: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 140: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 141: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 142: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 143: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 144: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 145: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 146: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 147: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 148: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 149: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 150: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	92,  // 151: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	94,  // 152: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	98,  // 153: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	100, // 154: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	102, // 155: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	117, // [117:156] is the sub-list for method output_type
+	78,  // [78:117] is the sub-list for method input_type
+	78,  // [78:78] is the sub-list for extension type_name
+	78,  // [78:78] is the sub-list for extension extendee
+	0,   // [0:78] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -7320,7 +7460,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   111,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

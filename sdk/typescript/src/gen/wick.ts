@@ -1609,6 +1609,12 @@ export interface components {
              * @description max_turns bounds the LLM ↔ tool iterations of a run (default 25).
              */
             max_turns?: number;
+            /**
+             * @description mcp_servers are Model Context Protocol servers whose tools the agent
+             *     gets at the start of each run, named "<server>__<tool>". Header and
+             *     env values are returned as "[REDACTED]".
+             */
+            mcp_servers?: components["schemas"]["wick.agent.v1.McpServer"][];
             /** @description memory configures the memory hook. */
             memory?: components["schemas"]["wick.agent.v1.PathsConfig"];
             /**
@@ -2051,6 +2057,41 @@ export interface components {
              *     sorted by name.
              */
             tools?: components["schemas"]["wick.agent.v1.ToolDefinition"][];
+        };
+        /**
+         * @description McpServer is one Model Context Protocol server of an agent: a command run
+         *     inside the agent's sandbox and spoken to over its stdin and stdout, or a
+         *     streamable-HTTP endpoint reached through the SSRF guard. Exactly one of
+         *     command and url is set.
+         */
+        "wick.agent.v1.McpServer": {
+            /** @description args are the command's arguments. */
+            args?: string[];
+            /**
+             * @description command is the program started in the sandbox (needs a backend),
+             *     looked up in PATH unless it contains a slash.
+             */
+            command?: string;
+            /** @description env holds extra environment variables of the command. */
+            env?: {
+                [key: string]: string;
+            };
+            /** @description headers are sent with every request to url (an API key, typically). */
+            headers?: {
+                [key: string]: string;
+            };
+            /**
+             * @description name prefixes the server's tools ("<name>__<tool>"): letters, digits,
+             *     '-' and '_', at most 24, without "__".
+             */
+            name?: string;
+            /** @description timeout bounds one tool call; unset means 60 s, at most 10 min. */
+            timeout?: string;
+            /**
+             * @description url is the streamable-HTTP endpoint (http:// or https://, no
+             *     credentials in it).
+             */
+            url?: string;
         };
         /** @description Message is one message of a conversation (the seed's agent.Message). */
         "wick.agent.v1.Message": {

@@ -140,6 +140,28 @@ type AgentConfig struct {
 	// Subagents declares the sub-agents the "task" tool can hand a goal
 	// to, beside the built-in "general-purpose" one.
 	Subagents []SubagentCfg `yaml:"subagents" json:"subagents,omitempty"`
+	// MCPServers are Model Context Protocol servers whose tools the agent
+	// gets, named "<server>__<tool>".
+	MCPServers []MCPServerCfg `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+}
+
+// MCPServerCfg is one MCP server of an agent: a program started inside the
+// agent's sandbox and spoken to over its stdin and stdout (Command), or a
+// streamable-HTTP endpoint (URL). Exactly one of the two is set.
+type MCPServerCfg struct {
+	// Name prefixes the server's tools: "<name>__<tool>".
+	Name string `yaml:"name" json:"name"`
+	// Command is the program run in the sandbox, looked up in PATH unless
+	// it contains a slash; Args are its arguments and Env extra variables.
+	Command string            `yaml:"command" json:"command,omitempty"`
+	Args    []string          `yaml:"args" json:"args,omitempty"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
+	// URL is the streamable-HTTP endpoint; Headers are sent with every
+	// request to it (an API key, typically).
+	URL     string            `yaml:"url" json:"url,omitempty"`
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// Timeout bounds one tool call; 0 means the default (60 s).
+	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
 }
 
 // SubagentCfg declares a sub-agent: a child agent that runs one goal on a

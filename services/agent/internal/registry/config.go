@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
 )
 
@@ -180,7 +185,10 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 	if m := cfg.KnowledgeMinScore; m != nil && !(*m >= 0 && *m <= 1) {
 		return fail("knowledge_min_score must be between 0 and 1")
 	}
-	return validateSubagents(cfg.Subagents, fail)
+	if err := validateSubagents(cfg.Subagents, fail); err != nil {
+		return err
+	}
+	return validateMCPServers(cfg, fail)
 }
 
 // Bounds of declared sub-agents.
@@ -218,6 +226,81 @@ func validateSubagents(subs []loop.SubagentCfg, fail func(string, ...any) error)
 		for j, t := range s.Tools {
 			if !ids.Valid(t) {
 				return fail("subagents[%d].tools[%d] %q must be 1-64 letters, digits, '-' or '_'", i, j, t)
+			}
+		}
+	}
+	return nil
+}
+
+// Bounds of MCP servers.
+const (
+	// MaxMCPServers bounds the MCP servers one agent lists.
+	MaxMCPServers = 16
+	// MaxMCPServerName bounds a server's name, so that "<server>__<tool>"
+	// leaves room for the tool's name within the 64 characters providers
+	// accept.
+	MaxMCPServerName = 24
+	// MaxMCPTimeout is the longest per-call timeout of a server: the
+	// loop's tool timeout (10 min) bounds every call anyway.
+	MaxMCPTimeout = 10 * time.Minute
+)
+
+// envNameRE is a portable environment variable name.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validateMCPServers checks an agent's mcp_servers: entries.
+func validateMCPServers(cfg *loop.AgentConfig, fail func(string, ...any) error) error {
+	if len(cfg.MCPServers) > MaxMCPServers {
+		return fail("mcp_servers: at most %d", MaxMCPServers)
+	}
+	seen := map[string]bool{}
+	for i, m := range cfg.MCPServers {
+		at := fmt.Sprintf("mcp_servers[%d]", i)
+		switch {
+		case !ids.Valid(m.Name) || len(m.Name) > MaxMCPServerName || strings.Contains(m.Name, "__"):
+			return fail("%s.name %q must be 1-%d letters, digits, '-' or '_', without \"__\"", at, m.Name, MaxMCPServerName)
+		case seen[m.Name]:
+			return fail("%s.name %q is listed twice", at, m.Name)
+		case (m.Command == "") == (m.URL == ""):
+			return fail("%s (%s) needs exactly one of command (a program run in the sandbox) or url (a streamable-HTTP endpoint)", at, m.Name)
+		case m.Timeout < 0 || m.Timeout > MaxMCPTimeout:
+			return fail("%s.timeout must be between 0 and %s", at, MaxMCPTimeout)
+		}
+		seen[m.Name] = true
+		for _, v := range [...]map[string]string{m.Env, m.Headers} {
+			for k, val := range v {
+				if val == redact.Mask {
+					return fail("%s (%s): %q is %s, as the API shows it; give the real value", at, m.Name, k, redact.Mask)
+				}
+			}
+		}
+		if m.Command != "" {
+			if cfg.Backend == nil {
+				return fail("%s (%s) runs a command, which needs a sandbox: set backend, or use url", at, m.Name)
+			}
+			if len(m.Headers) > 0 {
+				return fail("%s (%s): headers go with url, not command", at, m.Name)
+			}
+			for k := range m.Env {
+				if !envNameRE.MatchString(k) {
+					return fail("%s.env: %q is not an environment variable name", at, k)
+				}
+			}
+			continue
+		}
+		if len(m.Args) > 0 || len(m.Env) > 0 {
+			return fail("%s (%s): args and env go with command, not url", at, m.Name)
+		}
+		u, err := url.Parse(m.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fail("%s.url %q must be an http:// or https:// URL", at, m.URL)
+		}
+		if u.User != nil {
+			return fail("%s.url must not carry credentials; send them in headers", at)
+		}
+		for k, v := range m.Headers {
+			if k == "" || strings.ContainsAny(k, " \t\r\n:") || strings.ContainsAny(v, "\r\n") {
+				return fail("%s.headers: %q is not a valid HTTP header", at, k)
 			}
 		}
 	}

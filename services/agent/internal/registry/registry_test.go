@@ -78,6 +78,32 @@ subagents:
 		{"subagent twice", "subagents: [{name: r, description: x}, {name: r, description: y}]\n", nil, "subagents[1].name"},
 		{"subagent unknown key", "subagents: [{name: r, description: x, tool: [a]}]\n", nil, "tool"},
 		{"subagent bad model", "subagents: [{name: r, description: x, model: {provider: openai, model: m, api_key: sk-x}}]\n", nil, "subagents[0].model"},
+		{"mcp servers", `
+backend: {type: local}
+mcp_servers:
+  - name: files
+    command: ./mcp-server
+    args: [--root, /workspace]
+    env: {LOG_LEVEL: debug}
+  - name: remote
+    url: https://mcp.example.com/mcp
+    headers: {Authorization: Bearer abc}
+    timeout: 90s
+`, []string{"default"}, ""},
+		{"mcp server with neither", "mcp_servers: [{name: s}]\n", nil, "mcp_servers[0] (s) needs exactly one of command"},
+		{"mcp server with both", "backend: {type: local}\nmcp_servers: [{name: s, command: x, url: 'http://h/'}]\n", nil, "exactly one of command"},
+		{"mcp stdio without backend", "mcp_servers: [{name: s, command: x}]\n", nil, "needs a sandbox"},
+		{"mcp bad name", "mcp_servers: [{name: 'a__b', url: 'http://h/'}]\n", nil, "mcp_servers[0].name"},
+		{"mcp long name", "mcp_servers: [{name: abcdefghijklmnopqrstuvwxyz, url: 'http://h/'}]\n", nil, "mcp_servers[0].name"},
+		{"mcp twice", "mcp_servers: [{name: s, url: 'http://h/'}, {name: s, url: 'http://i/'}]\n", nil, "listed twice"},
+		{"mcp bad url", "mcp_servers: [{name: s, url: 'ftp://h/'}]\n", nil, "mcp_servers[0].url"},
+		{"mcp url with credentials", "mcp_servers: [{name: s, url: 'https://u:p@h/'}]\n", nil, "credentials"},
+		{"mcp bad header", "mcp_servers: [{name: s, url: 'http://h/', headers: {'a b': c}}]\n", nil, "mcp_servers[0].headers"},
+		{"mcp masked header", "mcp_servers: [{name: s, url: 'http://h/', headers: {Authorization: '[REDACTED]'}}]\n", nil, "give the real value"},
+		{"mcp bad env", "backend: {type: local}\nmcp_servers: [{name: s, command: x, env: {'1X': y}}]\n", nil, "mcp_servers[0].env"},
+		{"mcp args with url", "mcp_servers: [{name: s, url: 'http://h/', args: [a]}]\n", nil, "args and env go with command"},
+		{"mcp long timeout", "mcp_servers: [{name: s, url: 'http://h/', timeout: 11m}]\n", nil, "mcp_servers[0].timeout"},
+		{"mcp unknown key", "mcp_servers: [{name: s, url: 'http://h/', header: {a: b}}]\n", nil, "header"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -121,6 +121,14 @@ type Deps struct {
 	// Tasks runs tool calls in the background; nil leaves async HTTP tools
 	// synchronous and gives no task notes.
 	Tasks Tasks
+	// MCP gives agents the tools of their MCP servers; nil gives none.
+	MCP MCPTools
+}
+
+// MCPTools lists the tools of an agent's MCP servers when a run starts
+// (mcp.Pool implements it).
+type MCPTools interface {
+	Tools(ctx context.Context, user, agentID string, backend *loop.BackendCfg, servers []loop.MCPServerCfg) []loop.Tool
 }
 
 type config struct {
@@ -264,6 +272,7 @@ type Executor struct {
 	models    ModelFactory
 	sandboxes SandboxFactory
 	tasks     Tasks
+	mcp       MCPTools
 
 	base   context.Context
 	stop   context.CancelFunc
@@ -301,7 +310,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
 		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
-		knowledge: deps.Knowledge, tasks: deps.Tasks, base: base, stop: stop, active: map[string]*Run{},
+		knowledge: deps.Knowledge, tasks: deps.Tasks, mcp: deps.MCP, base: base, stop: stop, active: map[string]*Run{},
 	}
 	nudges, err := deps.Runs.Nudges(base)
 	if err != nil {

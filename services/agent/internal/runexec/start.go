@@ -218,8 +218,8 @@ type runnerParts struct {
 }
 
 // runnerParts resolves the agent's model, sandbox file system, hooks and
-// tools (built-in, the task tool, native, then the user's external ones,
-// by name).
+// tools (built-in, the task tool, native, the user's external ones by
+// name, then its MCP servers' tools).
 func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry.Entry) (*runnerParts, error) {
 	cfg := entry.Config
 	specs, err := registry.ModelSpecs(cfg.Model, e.cfg.defaultModel)
@@ -275,6 +275,9 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 			t = e.tasks.AsyncHTTP(t)
 		}
 		agentTools = append(agentTools, t)
+	}
+	if e.mcp != nil && len(cfg.MCPServers) > 0 {
+		agentTools = append(agentTools, e.mcp.Tools(ctx, user, entry.ID, cfg.Backend, cfg.MCPServers)...)
 	}
 	if e.tasks != nil && slices.ContainsFunc(agentTools, tasks.IsBackground) {
 		agentTools = append(agentTools, e.tasks.ModelTools()...)
