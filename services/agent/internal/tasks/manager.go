@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
@@ -273,7 +274,7 @@ func (m *Manager) launch(t *Task) {
 				result += "\n" + out
 			}
 		}
-		result = clipResult(result)
+		result = hooks.Evict(result, DefaultMaxResultChars, DefaultMaxResultChars/2)
 		ok, ferr := m.store.Finish(context.WithoutCancel(ctx), m.owner, t.ID, status, result)
 		if ferr != nil {
 			m.logger.Warn("finish task", "task_id", t.ID, "error", ferr)
@@ -321,15 +322,6 @@ func (m *Manager) event(t *Task, name string) {
 	if m.listener != nil {
 		m.listener.Event(t, name)
 	}
-}
-
-func clipResult(s string) string {
-	r := []rune(s)
-	if len(r) <= DefaultMaxResultChars {
-		return s
-	}
-	half := DefaultMaxResultChars / 2
-	return string(r[:half]) + fmt.Sprintf("\n... (cut %d characters) ...\n", len(r)-2*half) + string(r[len(r)-half:])
 }
 
 // EventData is a task as the data of its events and of the model's tools.
