@@ -56,6 +56,9 @@ var catalogs = map[protoreflect.FullName]*catalog{
 				})},
 			{event: "on_chat_model_stream", doc: "A piece of the model's answer text.",
 				data: obj("", object{"delta": str("The text to append.")}, "delta")},
+			{event: "on_thought_stream", doc: "A piece of the agent's reasoning, shown apart from its answer (agents backed by " +
+				"an external ACP agent send its thought chunks as these). Not part of the answer; never sent back to the model.",
+				data: obj("", object{"delta": str("The text to append to the current thought.")}, "delta")},
 			{event: "on_tool_start", doc: "A tool call starts.",
 				name: "The tool's name.",
 				data: obj("", object{
