@@ -20,8 +20,11 @@ import (
 // Event kinds of a run's stream (Event.Event). New kinds may be added; a
 // client ignores the ones it does not know.
 const (
-	EventRunStart  = "on_run_start"
-	EventDelta     = "on_chat_model_stream"
+	EventRunStart = "on_run_start"
+	EventDelta    = "on_chat_model_stream"
+	// EventThought is a piece of the agent's reasoning, apart from its
+	// answer (data.delta; agents backed by an external ACP agent send it).
+	EventThought   = "on_thought_stream"
 	EventToolStart = "on_tool_start"
 	EventToolEnd   = "on_tool_end"
 	EventTodos     = "on_todos"
@@ -297,6 +300,15 @@ func Edit(toolCallID string, args map[string]any) (*Decision, error) {
 // other event).
 func Delta(ev *Event) string {
 	if ev.GetEvent() != EventDelta {
+		return ""
+	}
+	return ev.GetData().GetStructValue().GetFields()["delta"].GetStringValue()
+}
+
+// Thought is the text an EventThought event adds to the agent's reasoning
+// ("" for any other event); it is not part of the answer.
+func Thought(ev *Event) string {
+	if ev.GetEvent() != EventThought {
 		return ""
 	}
 	return ev.GetData().GetStructValue().GetFields()["delta"].GetStringValue()

@@ -43,6 +43,16 @@ export interface ChatModelStreamEvent extends EventBase {
   data: { delta: string };
 }
 
+/**
+ * A piece of the agent's reasoning, shown apart from its answer (agents
+ * backed by an external ACP agent send its thought chunks as these). It is
+ * not part of the answer.
+ */
+export interface ThoughtStreamEvent extends EventBase {
+  event: "on_thought_stream";
+  data: { delta: string };
+}
+
 /** A tool call starts; name is the tool. */
 export interface ToolStartEvent extends EventBase {
   event: "on_tool_start";
@@ -238,6 +248,7 @@ export interface UnknownEvent extends EventBase {
 export type KnownEvent =
   | RunStartEvent
   | ChatModelStreamEvent
+  | ThoughtStreamEvent
   | ToolStartEvent
   | ToolEndEvent
   | TodosEvent
@@ -261,6 +272,7 @@ export type EventKind = KnownEvent["event"];
 export const EVENT_KINDS: readonly EventKind[] = [
   "on_run_start",
   "on_chat_model_stream",
+  "on_thought_stream",
   "on_tool_start",
   "on_tool_end",
   "on_todos",

@@ -45,6 +45,7 @@ export {
   type EventBase,
   type RunStartEvent,
   type ChatModelStreamEvent,
+  type ThoughtStreamEvent,
   type ToolStartEvent,
   type ToolEndEvent,
   type TodosEvent,

@@ -4,7 +4,7 @@
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 
 import { stoppedRunId, type ChatItem, type ChatState, type Retrieval } from "../state/chat";
-import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ToolCard, UserMessage } from "./Items";
+import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ThoughtBlock, ToolCard, UserMessage } from "./Items";
 import type { Decision } from "./useThreadChat";
 
 /** How close to the bottom (px) the view must be to follow new content. */
@@ -96,6 +96,8 @@ const Item = memo(function Item({
       return <UserMessage item={item} />;
     case "assistant":
       return <AssistantMessage item={item} knowledge={knowledge} />;
+    case "thought":
+      return <ThoughtBlock item={item} />;
     case "tool":
       return <ToolCard item={item} />;
     case "interrupt":

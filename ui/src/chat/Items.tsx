@@ -3,7 +3,7 @@
 // streams only the last message re-renders.
 import { memo, useState } from "react";
 
-import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, SubagentView, ToolItem, UserItem } from "../state/chat";
+import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, SubagentView, ThoughtItem, ToolItem, UserItem } from "../state/chat";
 import { Markdown } from "./Markdown";
 import type { Decision } from "./useThreadChat";
 
@@ -28,6 +28,21 @@ export const AssistantMessage = memo(function AssistantMessage({ item, knowledge
       </div>
       {knowledge && <Sources knowledge={knowledge} />}
     </div>
+  );
+});
+
+/**
+ * ThoughtBlock shows the agent's reasoning apart from its answer: open while
+ * it streams, folded once the agent moved on (the user can open it again).
+ */
+export const ThoughtBlock = memo(function ThoughtBlock({ item }: { item: ThoughtItem }) {
+  return (
+    <details className="thought" data-testid="thought" data-streaming={item.streaming || undefined} open={item.streaming}>
+      <summary className="label muted">{item.streaming ? "Thinking…" : "Thought"}</summary>
+      <div className="thought-text muted small" data-testid="thought-text">
+        {item.text}
+      </div>
+    </details>
   );
 });
 
@@ -150,6 +165,8 @@ function SubagentBlock({ view }: { view: SubagentView }) {
         {view.chat.items.map((it) =>
           it.kind === "assistant" ? (
             <AssistantMessage key={it.key} item={it} />
+          ) : it.kind === "thought" ? (
+            <ThoughtBlock key={it.key} item={it} />
           ) : it.kind === "tool" ? (
             <ToolCard key={it.key} item={it} />
           ) : it.kind === "event" ? (

@@ -77,6 +77,20 @@ describe("applyEvents", () => {
     expect(threadStatus(s)).toBe("running");
   });
 
+  it("keeps thoughts apart from the answer, one block per stretch of thinking", () => {
+    const thought = (n: number, text: string): WickEvent => ({ ...base, id: id(n), event: "on_thought_stream", data: { delta: text } });
+    const s = applyEvents(
+      emptyChat,
+      [start(), thought(1, "Look at "), thought(2, "the file."), delta(3, "Reading"), toolStart(4, "c1"), toolEnd(5, "c1"), thought(6, "Done."), delta(7, "ok"), done(8)],
+      0,
+    );
+    expect(s.items.map((it) => it.kind)).toEqual(["thought", "assistant", "tool", "thought", "assistant", "runEnd"]);
+    const thoughts = s.items.filter((it) => it.kind === "thought");
+    expect(thoughts.map((it) => it.text)).toEqual(["Look at the file.", "Done."]);
+    expect(thoughts.every((it) => !it.streaming)).toBe(true);
+    expect(textOf(s)).toBe("Reading|ok");
+  });
+
   it("keeps the user's message before the run's", () => {
     let s = addUserMessage(emptyChat, "hi");
     s = applyEvents(s, [start(), delta(1, "yes")], 0);

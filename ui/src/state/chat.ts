@@ -41,6 +41,19 @@ export interface AssistantItem {
   streaming: boolean;
 }
 
+/**
+ * The agent's reasoning (on_thought_stream), shown apart from its answer:
+ * one item per uninterrupted run of thought chunks.
+ */
+export interface ThoughtItem {
+  kind: "thought";
+  key: string;
+  runId: string;
+  text: string;
+  /** More of this thought may follow. */
+  streaming: boolean;
+}
+
 export interface ToolItem {
   kind: "tool";
   key: string;
@@ -113,7 +126,7 @@ export interface RunEndItem {
   runId: string;
 }
 
-export type ChatItem = UserItem | AssistantItem | ToolItem | InterruptItem | GenericItem | RunEndItem;
+export type ChatItem = UserItem | AssistantItem | ThoughtItem | ToolItem | InterruptItem | GenericItem | RunEndItem;
 
 export interface Usage {
   input: number;
@@ -208,7 +221,18 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       if (last?.kind === "assistant" && last.runId === runId && last.streaming) {
         return replaceItem(s, s.items.length - 1, { ...last, text: last.text + delta });
       }
+      s = endStreaming(s, runId);
       return pushItem(s, { kind: "assistant", key: `a-${runId}-${ev.id}`, runId, text: delta, streaming: true });
+    }
+    case "on_thought_stream": {
+      const delta = ev.data.delta ?? "";
+      if (delta === "") return s;
+      const last = s.items[s.items.length - 1];
+      if (last?.kind === "thought" && last.runId === runId && last.streaming) {
+        return replaceItem(s, s.items.length - 1, { ...last, text: last.text + delta });
+      }
+      s = endStreaming(s, runId);
+      return pushItem(s, { kind: "thought", key: `th-${runId}-${ev.id}`, runId, text: delta, streaming: true });
     }
     case "on_tool_start": {
       s = endStreaming(s, runId);
@@ -498,7 +522,9 @@ function findTool(s: ChatState, toolCallId: string): number {
 function endStreaming(s: ChatState, runId: string): ChatState {
   const i = s.items.length - 1;
   const last = s.items[i];
-  if (last?.kind === "assistant" && last.runId === runId && last.streaming) return replaceItem(s, i, { ...last, streaming: false });
+  if ((last?.kind === "assistant" || last?.kind === "thought") && last.runId === runId && last.streaming) {
+    return replaceItem(s, i, { ...last, streaming: false });
+  }
   return s;
 }
 

@@ -885,7 +885,7 @@ export interface components {
             status: "ok" | "degraded";
         };
         /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
-        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_thought_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: {
@@ -1246,6 +1246,21 @@ export interface components {
              * @enum {string}
              */
             event: "on_task_update";
+        });
+        /** @description A piece of the agent's reasoning, shown apart from its answer (agents backed by an external ACP agent send its thought chunks as these). Not part of the answer; never sent back to the model. */
+        "RunEvent.on_thought_stream": {
+            data?: {
+                /** @description The text to append to the current thought. */
+                delta: string;
+            };
+            /** @constant */
+            event: "on_thought_stream";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_thought_stream";
         });
         /** @description The agent's todo list changed. */
         "RunEvent.on_todos": {
