@@ -71,6 +71,8 @@ type Runner struct {
 	approver loop.Approver
 	logger   *slog.Logger
 	opts     options
+	// start starts the agent's process; tests give a peer of their own.
+	start func(ctx, long context.Context) (io.ReadWriteCloser, error)
 }
 
 type options struct {
@@ -103,7 +105,16 @@ func New(agentID string, cfg *loop.AgentConfig, sandbox sandboxproc.Sandbox, fil
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{agentID: agentID, cfg: cfg, sandbox: sandbox, files: files, approver: approver, logger: logger, opts: o}
+	r := &Runner{agentID: agentID, cfg: cfg, sandbox: sandbox, files: files, approver: approver, logger: logger, opts: o}
+	r.start = r.startProcess
+	return r
+}
+
+// startProcess starts the agent's command in its sandbox through the
+// process API; ctx bounds the start, the process lives in long.
+func (r *Runner) startProcess(ctx, long context.Context) (io.ReadWriteCloser, error) {
+	cmd := sandboxproc.Command{Argv: append([]string{r.cfg.ACP.Command}, r.cfg.ACP.Args...), Env: r.env(), Tag: ProcessTagPrefix + r.agentID}
+	return sandboxproc.Start(ctx, long, r.sandbox, r.agentID, r.cfg.Backend, cmd, r.opts.maxMessage)
 }
 
 // Continue implements the run executor's runner: there is nothing to
@@ -125,6 +136,9 @@ func (r *Runner) Run(ctx context.Context, runID string, state *loop.AgentState, 
 	}
 	history := loop.RepairToolCalls(state.Messages, loop.InterruptedToolResult)
 	state.Messages = append(history, input...)
+	if save == nil {
+		save = func(context.Context, *loop.AgentState) error { return nil }
+	}
 	if state.ACPAlways == nil {
 		state.ACPAlways = map[string]string{}
 	}
@@ -150,7 +164,7 @@ type session struct {
 	emit   func(loop.StreamEvent)
 	save   func(context.Context, *loop.AgentState) error
 	client *client
-	proc   *sandboxproc.Process
+	proc   io.ReadWriteCloser
 	out    *exitReader
 	stop   acpsdk.StopReason
 }
@@ -203,8 +217,7 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	if _, err := r.files.WriteFile(startCtx, path.Join(r.stateDir(), ".wick-acp"), "the state directory of an ACP agent run by Wick\n"); err != nil {
 		return fmt.Errorf("create the ACP agent's state directory %s: %w", r.stateDir(), err)
 	}
-	cmd := sandboxproc.Command{Argv: append([]string{r.cfg.ACP.Command}, r.cfg.ACP.Args...), Env: r.env(), Tag: ProcessTagPrefix + r.agentID}
-	proc, err := sandboxproc.Start(startCtx, ctx, r.sandbox, r.agentID, r.cfg.Backend, cmd, r.opts.maxMessage)
+	proc, err := r.start(startCtx, ctx)
 	if err != nil {
 		return fmt.Errorf("start the ACP agent: %w", err)
 	}

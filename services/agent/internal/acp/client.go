@@ -22,7 +22,9 @@ import (
 // and turns its permission requests into the run's approval interrupt.
 type client struct {
 	runID string
-	// ctx is the run's: a permission request waits in it.
+	// ctx is the run's, which carries the user: the agent's requests are
+	// served in it (the SDK's request contexts carry no user), and a
+	// permission request waits in it.
 	ctx      context.Context
 	logger   *slog.Logger
 	files    wickfs.FileSystem
@@ -97,7 +99,8 @@ func (c *client) checkPath(p string) (string, error) {
 
 // ReadTextFile implements acpsdk.Client from the sandbox workspace; line
 // (1-based) and limit read a window of lines.
-func (c *client) ReadTextFile(ctx context.Context, p acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+func (c *client) ReadTextFile(_ context.Context, p acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
+	ctx := c.ctx
 	fp, err := c.checkPath(p.Path)
 	if err != nil {
 		return acpsdk.ReadTextFileResponse{}, err
@@ -127,7 +130,8 @@ func (c *client) ReadTextFile(ctx context.Context, p acpsdk.ReadTextFileRequest)
 }
 
 // WriteTextFile implements acpsdk.Client in the sandbox workspace.
-func (c *client) WriteTextFile(ctx context.Context, p acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+func (c *client) WriteTextFile(_ context.Context, p acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
+	ctx := c.ctx
 	fp, err := c.checkPath(p.Path)
 	if err != nil {
 		return acpsdk.WriteTextFileResponse{}, err
@@ -240,7 +244,8 @@ func selected(o acpsdk.PermissionOption) acpsdk.RequestPermissionResponse {
 }
 
 // CreateTerminal implements acpsdk.Client through the process API.
-func (c *client) CreateTerminal(ctx context.Context, p acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+func (c *client) CreateTerminal(_ context.Context, p acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
+	ctx := c.ctx
 	if p.Cwd != nil {
 		if _, err := c.checkPath(*p.Cwd); err != nil {
 			return acpsdk.CreateTerminalResponse{}, err
@@ -280,7 +285,8 @@ func (c *client) WaitForTerminalExit(ctx context.Context, p acpsdk.WaitForTermin
 
 // KillTerminal implements acpsdk.Client: the command is killed, its output
 // stays readable until release.
-func (c *client) KillTerminal(ctx context.Context, p acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+func (c *client) KillTerminal(_ context.Context, p acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
+	ctx := c.ctx
 	t, err := c.terms.get(p.TerminalId)
 	if err != nil {
 		return acpsdk.KillTerminalResponse{}, err
@@ -291,7 +297,8 @@ func (c *client) KillTerminal(ctx context.Context, p acpsdk.KillTerminalRequest)
 
 // ReleaseTerminal implements acpsdk.Client: the command is killed if it
 // still runs and the terminal forgotten.
-func (c *client) ReleaseTerminal(ctx context.Context, p acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+func (c *client) ReleaseTerminal(_ context.Context, p acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
+	ctx := c.ctx
 	if err := c.terms.release(ctx, p.TerminalId); err != nil {
 		return acpsdk.ReleaseTerminalResponse{}, err
 	}
