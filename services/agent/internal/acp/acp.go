@@ -217,7 +217,10 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	if _, err := r.files.WriteFile(startCtx, path.Join(r.stateDir(), ".wick-acp"), "the state directory of an ACP agent run by Wick\n"); err != nil {
 		return fmt.Errorf("create the ACP agent's state directory %s: %w", r.stateDir(), err)
 	}
-	proc, err := r.start(startCtx, ctx)
+	// The process outlives the run's context: a cancelled run still sends
+	// session/cancel and waits for the turn to end; finish kills it.
+	long := context.WithoutCancel(ctx)
+	proc, err := r.start(startCtx, long)
 	if err != nil {
 		return fmt.Errorf("start the ACP agent: %w", err)
 	}
@@ -225,7 +228,7 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	s.out = &exitReader{r: proc}
 	s.client = &client{
 		runID: s.runID, ctx: ctx, logger: r.logger.With("agent_id", r.agentID, "run_id", s.runID), files: r.files, root: r.root(), approver: r.approver,
-		terms: &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: ctx, byID: map[string]*terminal{}},
+		terms: &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: long, byID: map[string]*terminal{}},
 		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways, sessionID: s.state.ACPSessionID,
 	}
 	conn := acpsdk.NewClientSideConnection(s.client, proc, s.out)
