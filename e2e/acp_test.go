@@ -412,9 +412,17 @@ func TestACPAgentDocker(t *testing.T) {
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("containers of the test: %v %v", cs, err)
 	}
+	before, err := cli.ContainerInspect(ctx, cs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	timeout := 5
 	if err := cli.ContainerRestart(ctx, cs[0].ID, container.StopOptions{Timeout: &timeout}); err != nil {
 		t.Fatal(err)
+	}
+	after, err := cli.ContainerInspect(ctx, cs[0].ID)
+	if err != nil || after.State.StartedAt == before.State.StartedAt {
+		t.Fatalf("the container did not restart: started %s, then %s (%v)", before.State.StartedAt, after.State.StartedAt, err)
 	}
 
 	run = a.send("hello")
