@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -128,13 +129,22 @@ func TestFilesConfined(t *testing.T) {
 	if err != nil || res.Content != "2\n3" {
 		t.Fatalf("read lines 2-3 = %q, %v", res.Content, err)
 	}
-	for _, p := range []string{"/etc/passwd", "/workspace/../etc/passwd", "workspace/d/a.txt", "/workspacex/a", "/workspace/link/secret"} {
-		t.Run(p, func(t *testing.T) {
-			_, rerr := c.ReadTextFile(ctx, acpsdk.ReadTextFileRequest{Path: p})
-			_, werr := c.WriteTextFile(ctx, acpsdk.WriteTextFileRequest{Path: p, Content: "x"})
-			var re *acpsdk.RequestError
-			if !errors.As(rerr, &re) || !errors.As(werr, &re) {
-				t.Fatalf("read %v, write %v: want JSON-RPC errors", rerr, werr)
+	for _, tc := range []struct{ path, why string }{
+		{"/etc/passwd", "outside the workspace"},
+		{"/workspacex/a", "outside the workspace"},
+		{"/workspace/../etc/passwd", "absolute and clean"},
+		{"workspace/d/a.txt", "absolute and clean"},
+		// Past the bridge's check, the sandbox's own confinement.
+		{"/workspace/link/secret", "outside"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, rerr := c.ReadTextFile(ctx, acpsdk.ReadTextFileRequest{Path: tc.path})
+			_, werr := c.WriteTextFile(ctx, acpsdk.WriteTextFileRequest{Path: tc.path, Content: "x"})
+			for _, err := range []error{rerr, werr} {
+				var re *acpsdk.RequestError
+				if !errors.As(err, &re) || !strings.Contains(fmt.Sprint(re.Data), tc.why) {
+					t.Fatalf("read %v, write %v: want JSON-RPC errors saying %q", rerr, werr, tc.why)
+				}
 			}
 		})
 	}
@@ -154,12 +164,15 @@ func TestSummaryBounded(t *testing.T) {
 		history = append(history, loop.Human(strings.Repeat("é", 100)), llm.Message{Role: llm.RoleAssistant, Content: "ok"})
 	}
 	history = append(history, loop.Human("the last question"))
-	s := &session{r: New("a", &loop.AgentConfig{}, nil, nil, nil, nil, WithSummaryChars(1001))}
-	got := s.summary(history)
-	body := got[strings.Index(got, "<transcript>\n")+len("<transcript>\n"):]
-	if !utf8.ValidString(got) || len(body) > 1001+len("[the beginning of the conversation was omitted]\n</transcript>") ||
-		!strings.Contains(got, "the last question") || !strings.Contains(got, "omitted") {
-		t.Fatalf("summary of %d bytes: %.200q", len(got), got)
+	// Four bounds: one of them falls inside a two-byte rune.
+	for n := 1000; n < 1004; n++ {
+		s := &session{r: New("a", &loop.AgentConfig{}, nil, nil, nil, nil, WithSummaryChars(n))}
+		got := s.summary(history)
+		body := got[strings.Index(got, "<transcript>\n")+len("<transcript>\n"):]
+		if !utf8.ValidString(got) || len(body) > n+len("[the beginning of the conversation was omitted]\n</transcript>") ||
+			!strings.Contains(got, "the last question") || !strings.Contains(got, "omitted") {
+			t.Fatalf("summary bounded at %d: %d bytes, valid %v: %.200q", n, len(got), utf8.ValidString(got), got)
+		}
 	}
 }
 
