@@ -206,7 +206,7 @@ func TestACPAgent(t *testing.T) {
 
 		run = a.send("write /etc/passwd pwned")
 		run.checkEnd(t, "completed")
-		if got := run.text(); !strings.Contains(got, "write refused") || !strings.Contains(got, "outside the workspace") {
+		if got := run.text(); !strings.Contains(got, "write refused") || !strings.Contains(got, "only use paths under the workspace") {
 			t.Fatalf("answer %q", got)
 		}
 	})

@@ -130,8 +130,8 @@ func TestFilesConfined(t *testing.T) {
 		t.Fatalf("read lines 2-3 = %q, %v", res.Content, err)
 	}
 	for _, tc := range []struct{ path, why string }{
-		{"/etc/passwd", "outside the workspace"},
-		{"/workspacex/a", "outside the workspace"},
+		{"/etc/passwd", "only use paths under the workspace"},
+		{"/workspacex/a", "only use paths under the workspace"},
 		{"/workspace/../etc/passwd", "absolute and clean"},
 		{"workspace/d/a.txt", "absolute and clean"},
 		// Past the bridge's check, the sandbox's own confinement.

@@ -92,7 +92,7 @@ func (c *client) checkPath(p string) (string, error) {
 		return "", acpsdk.NewInvalidParams(map[string]any{"path": p, "error": "the path must be absolute and clean"})
 	}
 	if p != c.root && !strings.HasPrefix(p, c.root+"/") {
-		return "", acpsdk.NewInvalidParams(map[string]any{"path": p, "error": "the path is outside the workspace " + c.root})
+		return "", acpsdk.NewInvalidParams(map[string]any{"path": p, "error": "the agent may only use paths under the workspace " + c.root})
 	}
 	return p, nil
 }
