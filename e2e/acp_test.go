@@ -5,8 +5,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,18 +16,9 @@ import (
 )
 
 // buildACPAgent builds the ACP test agent (the SDK's agent side, package
-// acptest) statically into a temporary directory: a program of this
-// repository, never a committed binary.
+// acptest).
 func buildACPAgent(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "acp-test-agent")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/wick-agent/wick/services/agent/internal/acp/acptest/acp-test-agent")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the ACP test agent: %v\n%s", err, out)
-	}
-	return bin
+	return buildStatic(t, "acp-test-agent", "github.com/wick-agent/wick/services/agent/internal/acp/acptest/acp-test-agent")
 }
 
 // acpAgent is a test of an ACP-backed agent through the gateway's REST and

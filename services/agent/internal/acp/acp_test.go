@@ -182,6 +182,9 @@ type fakeAgent struct {
 	load, resume bool
 	failLoad     bool
 	conn         *acpsdk.AgentSideConnection
+	// raw, when set, gets a line that is not JSON and an update of an
+	// unknown kind before each prompt's answer.
+	raw io.Writer
 
 	mu      sync.Mutex
 	methods []string
@@ -228,6 +231,10 @@ func (f *fakeAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	f.mu.Lock()
 	f.prompts = append(f.prompts, p.Prompt)
 	f.mu.Unlock()
+	if f.raw != nil {
+		_, _ = io.WriteString(f.raw, "this is not JSON-RPC\n")
+		_, _ = io.WriteString(f.raw, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"`+string(p.SessionId)+`","update":{"sessionUpdate":"mystery_kind"}}}`+"\n")
+	}
 	_ = f.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: p.SessionId, Update: acpsdk.UpdateAgentMessageText("answer")})
 	return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
 }
@@ -328,5 +335,62 @@ func TestRecoveryOrder(t *testing.T) {
 				t.Fatalf("thread ends with %v", got)
 			}
 		})
+	}
+}
+
+// lockedBuffer is a log sink for a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestBadInputLogged: a line that is not JSON-RPC and an update of an
+// unknown kind are logged, with the session id, and skipped; the turn goes
+// on to its answer.
+func TestBadInputLogged(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	fa := &fakeAgent{load: true}
+	cfg := &loop.AgentConfig{ACP: &loop.ACPCfg{Command: "agent"}, Backend: &loop.BackendCfg{Type: "docker"}}
+	fs, err := wickfs.NewLocalFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New("coder", cfg, nil, fs, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	r.start = func(context.Context, context.Context) (io.ReadWriteCloser, error) {
+		toAgentR, toAgentW := io.Pipe()
+		toClientR, toClientW := io.Pipe()
+		fa.raw = toClientW
+		fa.conn = acpsdk.NewAgentSideConnection(fa, toClientW, toAgentR)
+		return pipeConn{Reader: toClientR, Writer: toAgentW, close: func() {
+			toAgentW.Close()
+			toClientW.Close()
+		}}, nil
+	}
+	st := &loop.AgentState{ThreadID: "th", ACPSessionID: "s-old"}
+	var events []loop.StreamEvent
+	if err := r.Run(context.Background(), "run1", st, []llm.Message{loop.Human("go")}, func(ev loop.StreamEvent) { events = append(events, ev) }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if last := events[len(events)-1]; last.Event != loop.EventDone {
+		t.Fatalf("last event %v", last)
+	}
+	got := logs.String()
+	for _, want := range []string{"this is not JSON-RPC", "ACP session update not shown", "update=unknown", "acp_session_id=s-old"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log does not say %q:\n%s", want, got)
+		}
 	}
 }

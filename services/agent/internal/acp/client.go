@@ -81,7 +81,9 @@ func updateKind(u acpsdk.SessionUpdate) string {
 	case u.CurrentModeUpdate != nil:
 		return "current_mode_update"
 	}
-	return "other"
+	// The SDK decodes an update of a kind it does not know to an empty
+	// one, without its name.
+	return "unknown"
 }
 
 // checkPath confines a path the agent names to the workspace: absolute,
