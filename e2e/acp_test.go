@@ -286,6 +286,24 @@ func TestACPAgent(t *testing.T) {
 		}
 		run = a.send("after the cancel")
 		run.checkEnd(t, "completed")
+
+		// A run waiting for permission is cancelled too: the request is
+		// answered "cancelled" and the pending call ends.
+		es = a.open("ask /workspace/never.txt")
+		seen = es.until(t, "on_interrupt")
+		runID = decodeRun(t, seen).runID()
+		if r := call(t, "POST", env.url+"/runs/"+runID+"/cancel", aliceToken, jsonBody(map[string]any{})); r.code != http.StatusOK {
+			t.Fatalf("cancel = %d %s", r.code, r)
+		}
+		run = a.finish(seen, es)
+		wantError(t, run, "cancel")
+		if end := run.find("on_tool_end", ""); end == nil || !strings.Contains(dataOf(end)["error"].(string), "cancelled") {
+			t.Fatalf("the pending call's end %v", end)
+		}
+		if a.file("never.txt") != "" {
+			t.Fatal("the cancelled permission wrote the file")
+		}
+		a.send("after the cancelled permission").checkEnd(t, "completed")
 	})
 
 	t.Run("crash", func(t *testing.T) {

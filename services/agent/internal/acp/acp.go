@@ -19,6 +19,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -166,7 +167,9 @@ type session struct {
 	client *client
 	proc   io.ReadWriteCloser
 	out    *exitReader
-	stop   acpsdk.StopReason
+	// session is the session id the log shows.
+	session *atomic.Pointer[string]
+	stop    acpsdk.StopReason
 }
 
 // root is the workspace the agent works in and its files are confined to.
@@ -226,15 +229,20 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	}
 	s.proc = proc
 	s.out = &exitReader{r: proc}
+	s.session = &atomic.Pointer[string]{}
+	if id := s.state.ACPSessionID; id != "" {
+		s.session.Store(&id)
+	}
+	logger := slog.New(sessionLog{r.logger.Handler(), s.session}).With("agent_id", r.agentID, "run_id", s.runID)
 	s.client = &client{
-		runID: s.runID, ctx: ctx, logger: r.logger.With("agent_id", r.agentID, "run_id", s.runID), files: r.files, root: r.root(), approver: r.approver,
+		runID: s.runID, ctx: ctx, logger: logger, files: r.files, root: r.root(), approver: r.approver,
 		terms: &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: long, byID: map[string]*terminal{}},
-		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways, sessionID: s.state.ACPSessionID,
+		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways,
 	}
 	conn := acpsdk.NewClientSideConnection(s.client, proc, s.out)
 	// The SDK logs (and skips) lines that are not JSON-RPC, and updates it
 	// cannot decode, through this logger.
-	conn.SetLogger(s.client.logger.With("acp_session_id", s.state.ACPSessionID))
+	conn.SetLogger(logger)
 
 	primed, err := s.recover(startCtx, conn, len(history) > 0)
 	if err != nil {
@@ -267,7 +275,7 @@ func (s *session) recover(ctx context.Context, conn *acpsdk.ClientSideConnection
 	}
 	id := acpsdk.SessionId(s.state.ACPSessionID)
 	servers := mcpServers(s.r.cfg.MCPServers)
-	log := s.client.log()
+	log := s.client.logger
 	if id != "" && caps.LoadSession {
 		s.client.mu.Lock()
 		s.client.replaying = true
@@ -305,11 +313,10 @@ func (s *session) recover(ctx context.Context, conn *acpsdk.ClientSideConnection
 	if res.SessionId == "" {
 		return false, fmt.Errorf("session/new: %w: the agent answered without a session id", errNoSession)
 	}
-	s.state.ACPSessionID = string(res.SessionId)
-	s.client.mu.Lock()
-	s.client.sessionID = string(res.SessionId)
-	s.client.mu.Unlock()
-	s.client.log().Info("ACP session created", "primed", hasHistory)
+	newID := string(res.SessionId)
+	s.state.ACPSessionID = newID
+	s.session.Store(&newID)
+	s.client.logger.Info("ACP session created", "primed", hasHistory)
 	return hasHistory, nil
 }
 
@@ -376,7 +383,7 @@ func (s *session) prompt(ctx context.Context, conn *acpsdk.ClientSideConnection,
 		return s.stopped()
 	case <-ctx.Done():
 		if err := conn.Cancel(context.WithoutCancel(ctx), acpsdk.CancelNotification{SessionId: id}); err != nil {
-			s.client.log().Warn("send session/cancel", "err", err)
+			s.client.logger.Warn("send session/cancel", "err", err)
 		}
 		grace := time.NewTimer(s.r.opts.cancelGrace)
 		defer grace.Stop()
@@ -384,7 +391,7 @@ func (s *session) prompt(ctx context.Context, conn *acpsdk.ClientSideConnection,
 		case <-done:
 		case <-conn.Done():
 		case <-grace.C:
-			s.client.log().Warn("the ACP agent did not end its turn after session/cancel; killing it", "grace", s.r.opts.cancelGrace)
+			s.client.logger.Warn("the ACP agent did not end its turn after session/cancel; killing it", "grace", s.r.opts.cancelGrace)
 		}
 		return ctx.Err()
 	}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
@@ -38,19 +39,37 @@ type client struct {
 	emit      func(loop.StreamEvent)
 	turn      *turn
 	replaying bool
-	// sessionID is logged with every record once known.
-	sessionID string
 	// always are the thread's remembered answers: tool kind → option kind.
 	always map[string]string
 }
 
 var _ acpsdk.Client = (*client)(nil)
 
-// log is the client's logger with the session id.
-func (c *client) log() *slog.Logger {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.logger.With("acp_session_id", c.sessionID)
+// sessionLog adds the session id, known only once the session is, to
+// every record of a run's log: the SDK's own records (lines that are not
+// JSON-RPC) included.
+type sessionLog struct {
+	slog.Handler
+	id *atomic.Pointer[string]
+}
+
+// Handle implements slog.Handler.
+func (h sessionLog) Handle(ctx context.Context, r slog.Record) error {
+	if id := h.id.Load(); id != nil {
+		r = r.Clone()
+		r.AddAttrs(slog.String("acp_session_id", *id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (h sessionLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return sessionLog{h.Handler.WithAttrs(as), h.id}
+}
+
+// WithGroup implements slog.Handler.
+func (h sessionLog) WithGroup(name string) slog.Handler {
+	return sessionLog{h.Handler.WithGroup(name), h.id}
 }
 
 // SessionUpdate implements acpsdk.Client. Updates replayed by session/load
@@ -63,7 +82,7 @@ func (c *client) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) 
 	}
 	events, ok := c.turn.apply(n.Update)
 	if !ok {
-		c.logger.Info("ACP session update not shown", "acp_session_id", n.SessionId, "update", updateKind(n.Update))
+		c.logger.Info("ACP session update not shown", "update", updateKind(n.Update))
 	}
 	for _, ev := range events {
 		c.emit(ev)
@@ -177,7 +196,7 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 		c.mu.Unlock()
 		decisions, err := c.approver.Approve(c.ctx, c.runID, []llm.ToolCall{call})
 		if err != nil {
-			c.log().Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)
+			c.logger.Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)
 			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
 		}
 		// An edit approves: an ACP agent's call cannot take new arguments.
@@ -197,7 +216,7 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 		c.mu.Unlock()
 		return selected(o), nil
 	}
-	c.log().Warn("ACP permission request offers no option for the decision", "tool_call_id", call.ID, "allow", allow)
+	c.logger.Warn("ACP permission request offers no option for the decision", "tool_call_id", call.ID, "allow", allow)
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
 }
 
