@@ -144,6 +144,21 @@ func TestACPAgent(t *testing.T) {
 		t.Fatalf("GET /agents/coder = %d %s", r.code, r)
 	}
 
+	// Conflicting or incomplete definitions are refused, naming the field.
+	for _, tc := range []struct {
+		name string
+		def  map[string]any
+		why  string
+	}{
+		{"model and acp", map[string]any{"agent_id": "both", "backend": local, "model": "script:x", "acp": map[string]any{"command": "x"}}, "model: an agent backed by acp"},
+		{"no command", map[string]any{"agent_id": "nocmd", "backend": local, "acp": map[string]any{"args": []string{"x"}}}, "acp.command is required"},
+		{"masked env", map[string]any{"agent_id": "masked", "backend": local, "acp": map[string]any{"command": "x", "env": map[string]any{"K": "[REDACTED]"}}}, "give the real value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRefused(t, call(t, "POST", env.url+"/agents", aliceToken, jsonBody(tc.def)), http.StatusBadRequest, "INVALID_ARGUMENT", tc.why)
+		})
+	}
+
 	t.Run("conversation", func(t *testing.T) {
 		a.t = t
 		run := a.send("hello")

@@ -62,6 +62,13 @@ var (
 	ErrNoContinue = errors.New("an ACP agent's run cannot be continued; send a new message")
 )
 
+// Approver waits for the user's decision on a permission request, as an
+// approval of a tool call: it marks the run waiting for it, calls announce
+// (which sends the interrupt event) and returns the decision.
+type Approver interface {
+	Approve(ctx context.Context, call llm.ToolCall, announce func()) (loop.Decision, error)
+}
+
 // Runner runs an ACP-backed agent's runs; it has the shape of loop.Runner's
 // Run and Continue, so the run executor drives both alike.
 type Runner struct {
@@ -69,7 +76,7 @@ type Runner struct {
 	cfg      *loop.AgentConfig
 	sandbox  sandboxproc.Sandbox
 	files    wickfs.FileSystem
-	approver loop.Approver
+	approver Approver
 	logger   *slog.Logger
 	opts     options
 	// start starts the agent's process; tests give a peer of their own.
@@ -98,7 +105,7 @@ func WithSummaryChars(n int) Option { return func(o *options) { o.summaryChars =
 // New returns the runner of the agent agentID, whose configuration has
 // ACP and Backend set. files is the agent's sandbox file system; approver
 // is nil for an autonomous agent (permission requests are allowed once).
-func New(agentID string, cfg *loop.AgentConfig, sandbox sandboxproc.Sandbox, files wickfs.FileSystem, approver loop.Approver, logger *slog.Logger, opts ...Option) *Runner {
+func New(agentID string, cfg *loop.AgentConfig, sandbox sandboxproc.Sandbox, files wickfs.FileSystem, approver Approver, logger *slog.Logger, opts ...Option) *Runner {
 	o := options{cancelGrace: DefaultCancelGrace, startTimeout: DefaultStartTimeout, summaryChars: DefaultSummaryChars, maxMessage: DefaultMaxMessageBytes}
 	for _, opt := range opts {
 		opt(&o)
@@ -235,7 +242,7 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	}
 	logger := slog.New(sessionLog{r.logger.Handler(), s.session}).With("agent_id", r.agentID, "run_id", s.runID)
 	s.client = &client{
-		runID: s.runID, ctx: ctx, logger: logger, files: r.files, root: r.root(), approver: r.approver,
+		ctx: ctx, logger: logger, files: r.files, root: r.root(), approver: r.approver,
 		terms: &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: long, byID: map[string]*terminal{}},
 		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways,
 	}

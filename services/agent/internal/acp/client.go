@@ -22,7 +22,6 @@ import (
 // from the sandbox workspace, runs its terminals through the process API
 // and turns its permission requests into the run's approval interrupt.
 type client struct {
-	runID string
 	// ctx is the run's, which carries the user: the agent's requests are
 	// served in it (the SDK's request contexts carry no user), and a
 	// permission request waits in it.
@@ -30,7 +29,7 @@ type client struct {
 	logger   *slog.Logger
 	files    wickfs.FileSystem
 	root     string
-	approver loop.Approver
+	approver Approver
 	terms    *terminals
 
 	// mu serializes the updates (and the permission requests that read
@@ -191,16 +190,17 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 	}
 	allow := true
 	if c.approver != nil {
-		c.mu.Lock()
-		c.emit(loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{"tool_calls": loop.JSONValue([]llm.ToolCall{call})}})
-		c.mu.Unlock()
-		decisions, err := c.approver.Approve(c.ctx, c.runID, []llm.ToolCall{call})
+		d, err := c.approver.Approve(c.ctx, call, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.emit(loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{"tool_calls": loop.JSONValue([]llm.ToolCall{call})}})
+		})
 		if err != nil {
 			c.logger.Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)
 			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
 		}
 		// An edit approves: an ACP agent's call cannot take new arguments.
-		allow = len(decisions) == 1 && (decisions[0].Action == loop.ActionApprove || decisions[0].Action == loop.ActionEdit)
+		allow = d.Action == loop.ActionApprove || d.Action == loop.ActionEdit
 	}
 	once, always := acpsdk.PermissionOptionKindRejectOnce, acpsdk.PermissionOptionKindRejectAlways
 	if allow {

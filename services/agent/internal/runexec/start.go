@@ -230,9 +230,9 @@ func (e *Executor) buildACP(entry *registry.Entry) (func(*Run) runner, error) {
 	}
 	files := e.sandboxes(entry.ID, cfg.Backend)
 	return func(r *Run) runner {
-		var ap loop.Approver
+		var ap acp.Approver
 		if cfg.Approval == loop.ApprovalInteractive {
-			ap = approver{r}
+			ap = permissions{r}
 		}
 		return acp.New(entry.ID, cfg, e.processes, files, ap, e.logger)
 	}, nil
