@@ -134,8 +134,12 @@ func wantError(t *testing.T, run runEvents, why string) {
 func TestACPAgent(t *testing.T) {
 	t.Parallel()
 	env, ctx := startRuntime(t)
-	bin := buildACPAgent(t)
-	local := map[string]any{"type": "local"}
+	runACPScenario(t, env, ctx, buildACPAgent(t), map[string]any{"type": "local"})
+}
+
+// runACPScenario plays TestACPAgent's scenario with alice's agents on the
+// sandbox backend.
+func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string, local map[string]any) {
 	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive", map[string]any{"ACP_API_KEY": "s3cret-acp-value"})
 
 	// The API masks the agent's env.
@@ -418,7 +422,7 @@ func TestACPAgentDocker(t *testing.T) {
 	env := startWick(t, withDocker(image, manager))
 	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
 	t.Cleanup(cancel)
-	a := createACPAgent(t, env, ctx, bin, "coder", map[string]any{"type": "docker", "image": image}, "autonomous", nil)
+	a := createACPAgent(t, env, ctx, bin, "restarted", map[string]any{"type": "docker", "image": image}, "autonomous", nil)
 
 	run := a.send("write /workspace/a.txt in a container")
 	run.checkEnd(t, "completed")
@@ -456,4 +460,7 @@ func TestACPAgentDocker(t *testing.T) {
 	if strings.Count(calls, "session/new") != 1 || strings.Count(calls, "session/load sess-") != 1 {
 		t.Fatalf("after the restart the session was not loaded:\n%s", calls)
 	}
+
+	// The whole scenario, with other agents, in containers too.
+	runACPScenario(t, env, ctx, bin, map[string]any{"type": "docker", "image": image})
 }
