@@ -49,7 +49,7 @@ const (
 	ProcessTagPrefix = "acp:"
 	// DefaultWorkspace is the sandbox's workspace when the backend names
 	// no workdir.
-	DefaultWorkspace = "/workspace"
+	DefaultWorkspace = wickfs.DefaultPrefix
 )
 
 // Errors of a run.

@@ -22,6 +22,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
+	"github.com/wick-agent/wick/wickfs"
 )
 
 // Limits of an agent configuration.
@@ -215,8 +216,12 @@ func validateACP(cfg *loop.AgentConfig, fail func(string, ...any) error) error {
 	case len(cfg.Subagents) > 0:
 		return fail("subagents: an agent backed by acp cannot declare sub-agents; remove subagents or acp")
 	}
-	if d := a.StateDir; d != "" && (path.Clean(d) != d || !strings.HasPrefix(d, "/workspace/")) {
-		return fail("acp.state_dir %q must be a clean path under /workspace/, on the workspace volume", d)
+	root := wickfs.DefaultPrefix
+	if w := cfg.Backend.Workdir; w != "" {
+		root = path.Clean(w)
+	}
+	if d := a.StateDir; d != "" && (path.Clean(d) != d || !strings.HasPrefix(d, root+"/")) {
+		return fail("acp.state_dir %q must be a clean path under %s/, on the workspace volume", d, root)
 	}
 	if err := refuseMasked("acp", a.Env, fail); err != nil {
 		return err
