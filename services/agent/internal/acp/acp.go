@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path"
 	"strings"
 	"sync"
@@ -447,6 +448,9 @@ func (s *session) finish(ctx context.Context, err error) error {
 			s.emit(ev)
 		}
 		t := s.client.turn
+		// A permission request still being answered may remember more;
+		// the thread keeps what was decided by now.
+		s.state.ACPAlways = maps.Clone(s.client.always)
 		s.client.mu.Unlock()
 		s.state.Messages = append(s.state.Messages, t.messages()...)
 		if t.todos != nil {

@@ -394,3 +394,82 @@ func TestBadInputLogged(t *testing.T) {
 		}
 	}
 }
+
+// fakeApprover decides every request with action, and counts the asks.
+type fakeApprover struct {
+	action string
+	err    error
+	asked  int
+}
+
+func (f *fakeApprover) Approve(_ context.Context, call llm.ToolCall, announce func()) (loop.Decision, error) {
+	f.asked++
+	announce()
+	return loop.Decision{ToolCallID: call.ID, Action: f.action}, f.err
+}
+
+// TestPermissionOptions: the user's decision picks the offered option of
+// its kind; "always" is remembered only when nothing else is offered, and
+// answers the next request of the kind without asking.
+func TestPermissionOptions(t *testing.T) {
+	t.Parallel()
+	once := []acpsdk.PermissionOption{
+		{OptionId: "a1", Kind: acpsdk.PermissionOptionKindAllowOnce}, {OptionId: "aa", Kind: acpsdk.PermissionOptionKindAllowAlways},
+		{OptionId: "r1", Kind: acpsdk.PermissionOptionKindRejectOnce}, {OptionId: "ra", Kind: acpsdk.PermissionOptionKindRejectAlways},
+	}
+	always := []acpsdk.PermissionOption{{OptionId: "aa", Kind: acpsdk.PermissionOptionKindAllowAlways}, {OptionId: "ra", Kind: acpsdk.PermissionOptionKindRejectAlways}}
+	for _, tc := range []struct {
+		name       string
+		approver   *fakeApprover
+		remembered map[string]string
+		options    []acpsdk.PermissionOption
+		want       string // the option chosen; "" for cancelled
+		asked      int
+		remember   string
+	}{
+		{"approve", &fakeApprover{action: loop.ActionApprove}, nil, once, "a1", 1, ""},
+		{"edit approves", &fakeApprover{action: loop.ActionEdit}, nil, once, "a1", 1, ""},
+		{"reject", &fakeApprover{action: loop.ActionReject}, nil, once, "r1", 1, ""},
+		{"only always: approve remembered", &fakeApprover{action: loop.ActionApprove}, nil, always, "aa", 1, "allow_always"},
+		{"only always: reject remembered", &fakeApprover{action: loop.ActionReject}, nil, always, "ra", 1, "reject_always"},
+		{"remembered: not asked", &fakeApprover{action: loop.ActionReject}, map[string]string{"edit": "allow_always"}, once, "aa", 0, "allow_always"},
+		{"autonomous", nil, nil, once, "a1", 0, ""},
+		{"not answered", &fakeApprover{err: context.Canceled}, nil, once, "", 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var events []loop.StreamEvent
+			c := &client{ctx: context.Background(), logger: discard(), turn: newTurn(), always: map[string]string{},
+				emit: func(ev loop.StreamEvent) { events = append(events, ev) }}
+			for k, v := range tc.remembered {
+				c.always[k] = v
+			}
+			if tc.approver != nil {
+				c.approver = tc.approver
+			}
+			res, err := c.RequestPermission(context.Background(), acpsdk.RequestPermissionRequest{
+				SessionId: "s", Options: tc.options,
+				ToolCall: acpsdk.ToolCallUpdate{ToolCallId: "t1", Title: acpsdk.Ptr("Edit a.txt"), Kind: acpsdk.Ptr(acpsdk.ToolKindEdit)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if res.Outcome.Selected != nil {
+				got = string(res.Outcome.Selected.OptionId)
+			}
+			asked := 0
+			if tc.approver != nil {
+				asked = tc.approver.asked
+			}
+			if got != tc.want || asked != tc.asked || c.always["edit"] != tc.remember || len(events) != asked {
+				t.Fatalf("chose %q, asked %d, remembered %q, events %v; want %q, %d, %q", got, asked, c.always["edit"], events, tc.want, tc.asked, tc.remember)
+			}
+			if asked > 0 {
+				tcs := events[0].Data.(map[string]any)["tool_calls"].([]any)
+				if call := tcs[0].(map[string]any); events[0].Event != loop.EventInterrupt || call["id"] != "t1" || call["name"] != "Edit a.txt" {
+					t.Fatalf("interrupt %v", events[0])
+				}
+			}
+		})
+	}
+}
