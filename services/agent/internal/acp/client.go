@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,12 @@ type client struct {
 	emit      func(loop.StreamEvent)
 	turn      *turn
 	replaying bool
+	// ended is set when the run has taken the turn's result: later
+	// updates are dropped.
+	ended bool
+	// drained is closed when the stream-end marker is handled.
+	drained   chan struct{}
+	drainOnce sync.Once
 	// always are the thread's remembered answers: tool kind → option kind.
 	always map[string]string
 }
@@ -76,7 +83,7 @@ func (h sessionLog) WithGroup(name string) slog.Handler {
 func (c *client) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.replaying {
+	if c.replaying || c.ended {
 		return nil
 	}
 	events, ok := c.turn.apply(n.Update)
@@ -87,6 +94,17 @@ func (c *client) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) 
 		c.emit(ev)
 	}
 	return nil
+}
+
+// HandleExtensionMethod implements acpsdk.ExtensionMethodHandler for the
+// stream-end marker exitReader adds; the agent's own extensions are not
+// known.
+func (c *client) HandleExtensionMethod(_ context.Context, method string, _ json.RawMessage) (any, error) {
+	if method != streamEndMethod {
+		return nil, acpsdk.NewMethodNotFound(method)
+	}
+	c.drainOnce.Do(func() { close(c.drained) })
+	return nil, nil
 }
 
 // updateKind names an update's kind for the log.
