@@ -35,6 +35,8 @@ type terminals struct {
 	mu   sync.Mutex
 	byID map[string]*terminal
 	n    int
+	// closed is set when the run ended: no terminal is kept after it.
+	closed bool
 }
 
 // terminal is one command and the end of its output.
@@ -95,6 +97,12 @@ func (ts *terminals) create(ctx context.Context, p acpsdk.CreateTerminalRequest)
 	t := &terminal{t: ts, procID: first.GetStarted().GetId(), stream: stream, cancel: cancel, limit: limit, done: make(chan struct{})}
 	go t.pump()
 	ts.mu.Lock()
+	if ts.closed {
+		ts.mu.Unlock()
+		t.kill(ctx)
+		cancel()
+		return "", acpsdk.NewInvalidRequest(map[string]any{"error": "the run has ended"})
+	}
 	ts.byID[id] = t
 	ts.mu.Unlock()
 	return id, nil
@@ -227,6 +235,7 @@ func (ts *terminals) closeAll(ctx context.Context) {
 	ts.mu.Lock()
 	all := maps.Clone(ts.byID)
 	clear(ts.byID)
+	ts.closed = true
 	ts.mu.Unlock()
 	for _, t := range all {
 		t.kill(ctx)
