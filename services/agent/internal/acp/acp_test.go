@@ -182,9 +182,10 @@ type fakeAgent struct {
 	load, resume bool
 	failLoad     bool
 	conn         *acpsdk.AgentSideConnection
-	// raw, when set, gets a line that is not JSON and an update of an
-	// unknown kind before each prompt's answer.
-	raw io.Writer
+	// badLines sends a line that is not JSON and an update of an unknown
+	// kind before each prompt's answer, through raw.
+	badLines bool
+	raw      io.Writer
 
 	mu      sync.Mutex
 	methods []string
@@ -231,7 +232,7 @@ func (f *fakeAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	f.mu.Lock()
 	f.prompts = append(f.prompts, p.Prompt)
 	f.mu.Unlock()
-	if f.raw != nil {
+	if f.badLines {
 		_, _ = io.WriteString(f.raw, "this is not JSON-RPC\n")
 		_, _ = io.WriteString(f.raw, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"`+string(p.SessionId)+`","update":{"sessionUpdate":"mystery_kind"}}}`+"\n")
 	}
@@ -264,6 +265,19 @@ type pipeConn struct {
 }
 
 func (p pipeConn) Close() error { p.close(); return nil }
+
+// start connects the runner to the agent over in-process pipes, as
+// Runner.start starts a process.
+func (f *fakeAgent) start(context.Context, context.Context) (io.ReadWriteCloser, error) {
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	f.raw = toClientW
+	f.conn = acpsdk.NewAgentSideConnection(f, toClientW, toAgentR)
+	return pipeConn{Reader: toClientR, Writer: toAgentW, close: func() {
+		toAgentW.Close()
+		toClientW.Close()
+	}}, nil
+}
 
 // TestRecoveryOrder: a thread's stored session is loaded when the agent
 // can, else resumed, else replaced by a new session whose first prompt
@@ -298,15 +312,7 @@ func TestRecoveryOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := New("coder", cfg, nil, fs, nil, nil)
-			r.start = func(context.Context, context.Context) (io.ReadWriteCloser, error) {
-				toAgentR, toAgentW := io.Pipe()
-				toClientR, toClientW := io.Pipe()
-				fa.conn = acpsdk.NewAgentSideConnection(fa, toClientW, toAgentR)
-				return pipeConn{Reader: toClientR, Writer: toAgentW, close: func() {
-					toAgentW.Close()
-					toClientW.Close()
-				}}, nil
-			}
+			r.start = fa.start
 			st := &loop.AgentState{ThreadID: "th", Messages: append([]llm.Message(nil), tc.history...), ACPSessionID: tc.stored}
 			var events []loop.StreamEvent
 			err = r.Run(context.Background(), "run1", st, []llm.Message{loop.Human("new message")}, func(ev loop.StreamEvent) { events = append(events, ev) }, nil)
@@ -369,16 +375,8 @@ func TestBadInputLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New("coder", cfg, nil, fs, nil, slog.New(slog.NewTextHandler(&logs, nil)))
-	r.start = func(context.Context, context.Context) (io.ReadWriteCloser, error) {
-		toAgentR, toAgentW := io.Pipe()
-		toClientR, toClientW := io.Pipe()
-		fa.raw = toClientW
-		fa.conn = acpsdk.NewAgentSideConnection(fa, toClientW, toAgentR)
-		return pipeConn{Reader: toClientR, Writer: toAgentW, close: func() {
-			toAgentW.Close()
-			toClientW.Close()
-		}}, nil
-	}
+	fa.badLines = true
+	r.start = fa.start
 	st := &loop.AgentState{ThreadID: "th", ACPSessionID: "s-old"}
 	var events []loop.StreamEvent
 	if err := r.Run(context.Background(), "run1", st, []llm.Message{loop.Human("go")}, func(ev loop.StreamEvent) { events = append(events, ev) }, nil); err != nil {
