@@ -21,16 +21,21 @@ import (
 const mcpToken = "tok-mcp-e2e-0123456789"
 
 // buildMCPServer builds the agent's MCP test server (the official SDK's
-// server, package mcptest) into a temporary directory: it is a program of
-// this repository, never a committed binary.
+// server, package mcptest).
 func buildMCPServer(t *testing.T) string {
+	return buildStatic(t, "mcp-test-server", "github.com/wick-agent/wick/services/agent/internal/mcp/mcptest/mcp-test-server")
+}
+
+// buildStatic builds a test program of this repository statically into a
+// temporary directory, never a committed binary, and returns its path.
+func buildStatic(t *testing.T, name, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcp-test-server")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/wick-agent/wick/services/agent/internal/mcp/mcptest/mcp-test-server")
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the MCP test server: %v\n%s", err, out)
+		t.Fatalf("build %s: %v\n%s", name, err, out)
 	}
 	return bin
 }

@@ -145,7 +145,7 @@ func agentToProto(e *registry.Entry, sandboxState string) *agentv1.Agent {
 		MaxTurns: int32(c.MaxTurns), Approval: c.Approval, Hooks: c.Hooks, SandboxState: sandboxState, Template: e.Template,
 		Collections: c.Collections, KnowledgeTopK: int32(c.KnowledgeTopK), KnowledgeMinScore: c.KnowledgeMinScore,
 		ToolWait: c.ToolWait, Subagents: subagentsToProto(c.Subagents), TaskFollowUp: c.TaskFollowUp,
-		McpServers: mcpServersToProto(c.MCPServers),
+		McpServers: mcpServersToProto(c.MCPServers), Acp: acpToProto(c.ACP),
 	}
 	if c.Skills != nil {
 		out.Skills = &agentv1.PathsConfig{Paths: c.Skills.Paths}
@@ -162,7 +162,7 @@ func agentFromProto(a *agentv1.Agent) *loop.AgentConfig {
 		ContextWindow: int(a.GetContextWindow()), MaxTurns: int(a.GetMaxTurns()), Approval: a.GetApproval(), Hooks: a.GetHooks(),
 		Collections: a.GetCollections(), KnowledgeTopK: int(a.GetKnowledgeTopK()), KnowledgeMinScore: a.KnowledgeMinScore,
 		ToolWait: a.GetToolWait(), Subagents: subagentsFromProto(a.GetSubagents()), TaskFollowUp: a.GetTaskFollowUp(),
-		MCPServers: mcpServersFromProto(a.GetMcpServers()),
+		MCPServers: mcpServersFromProto(a.GetMcpServers()), ACP: acpFromProto(a.GetAcp()),
 	}
 	if a.GetModel() != nil {
 		c.Model = a.GetModel().AsInterface()
@@ -236,6 +236,22 @@ func mcpServersFromProto(servers []*agentv1.McpServer) []loop.MCPServerCfg {
 		out = append(out, m)
 	}
 	return out
+}
+
+// acpToProto masks env values, as mcpServersToProto does: they hold the
+// external agent's key.
+func acpToProto(c *loop.ACPCfg) *agentv1.AcpAgent {
+	if c == nil {
+		return nil
+	}
+	return &agentv1.AcpAgent{Command: c.Command, Args: c.Args, Env: redact.Headers(c.Env), StateDir: c.StateDir}
+}
+
+func acpFromProto(a *agentv1.AcpAgent) *loop.ACPCfg {
+	if a == nil {
+		return nil
+	}
+	return &loop.ACPCfg{Command: a.GetCommand(), Args: a.GetArgs(), Env: a.GetEnv(), StateDir: a.GetStateDir()}
 }
 
 func hooksToProto(st []hooks.Status) []*agentv1.HookStatus {

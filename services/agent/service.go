@@ -447,6 +447,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		Logger:    s.logger,
 		Tasks:     s.tasks,
 		MCP:       s.mcp,
+		Processes: s.sandbox,
 	}
 	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
 	if s.cfg.metrics != nil {

@@ -829,7 +829,12 @@ type Agent struct {
 	// mcp_servers are Model Context Protocol servers whose tools the agent
 	// gets at the start of each run, named "<server>__<tool>". Header and
 	// env values are returned as "[REDACTED]".
-	McpServers    []*McpServer `protobuf:"bytes,21,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	McpServers []*McpServer `protobuf:"bytes,21,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
+	// acp backs the agent with an external coding agent spoken to over the
+	// Agent Client Protocol inside its sandbox, instead of Wick's own loop:
+	// such an agent has no model or tools of its own (its mcp_servers are
+	// handed to the external agent). Env values are returned as "[REDACTED]".
+	Acp           *AcpAgent `protobuf:"bytes,22,opt,name=acp,proto3" json:"acp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1007,6 +1012,13 @@ func (x *Agent) GetTaskFollowUp() bool {
 func (x *Agent) GetMcpServers() []*McpServer {
 	if x != nil {
 		return x.McpServers
+	}
+	return nil
+}
+
+func (x *Agent) GetAcp() *AcpAgent {
+	if x != nil {
+		return x.Acp
 	}
 	return nil
 }
@@ -6500,6 +6512,85 @@ func (x *CancelTaskResponse) GetTask() *Task {
 	return nil
 }
 
+// AcpAgent is an external coding agent that speaks the Agent Client
+// Protocol over its stdin and stdout: a command started inside the agent's
+// sandbox (which needs a backend) for each run.
+type AcpAgent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// command is the program started in the sandbox, looked up in PATH unless
+	// it contains a slash. Required.
+	Command string `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	// args are the command's arguments.
+	Args []string `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
+	// env holds extra environment variables of the command (an API key,
+	// typically); returned as "[REDACTED]".
+	Env map[string]string `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// state_dir is where the agent keeps its own files (HOME and XDG_*
+	// point there), on the workspace volume so sessions survive a restart
+	// of the container; empty means /workspace/.wick/acp/<agent_id>.
+	StateDir      string `protobuf:"bytes,4,opt,name=state_dir,json=stateDir,proto3" json:"state_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcpAgent) Reset() {
+	*x = AcpAgent{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcpAgent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcpAgent) ProtoMessage() {}
+
+func (x *AcpAgent) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcpAgent.ProtoReflect.Descriptor instead.
+func (*AcpAgent) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *AcpAgent) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *AcpAgent) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *AcpAgent) GetEnv() map[string]string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *AcpAgent) GetStateDir() string {
+	if x != nil {
+		return x.StateDir
+	}
+	return ""
+}
+
 // McpServer is one Model Context Protocol server of an agent: a command run
 // inside the agent's sandbox and spoken to over its stdin and stdout, or a
 // streamable-HTTP endpoint reached through the SSRF guard. Exactly one of
@@ -6529,7 +6620,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6541,7 +6632,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6554,7 +6645,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *McpServer) GetName() string {
@@ -6674,7 +6765,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
-	"\x05paths\x18\x01 \x03(\tR\x05paths\"\x9d\a\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xc8\a\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
@@ -6698,7 +6789,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\tsubagents\x18\x13 \x03(\v2\x17.wick.agent.v1.SubagentR\tsubagents\x12$\n" +
 	"\x0etask_follow_up\x18\x14 \x01(\bR\ftaskFollowUp\x129\n" +
 	"\vmcp_servers\x18\x15 \x03(\v2\x18.wick.agent.v1.McpServerR\n" +
-	"mcpServers\x1a8\n" +
+	"mcpServers\x12)\n" +
+	"\x03acp\x18\x16 \x01(\v2\x17.wick.agent.v1.AcpAgentR\x03acp\x1a8\n" +
 	"\n" +
 	"HooksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -7075,7 +7167,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x11CancelTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"=\n" +
 	"\x12CancelTaskResponse\x12'\n" +
-	"\x04task\x18\x01 \x01(\v2\x13.wick.agent.v1.TaskR\x04task\"\xfe\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x13.wick.agent.v1.TaskR\x04task\"\xc1\x01\n" +
+	"\bAcpAgent\x12\x18\n" +
+	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x02 \x03(\tR\x04args\x122\n" +
+	"\x03env\x18\x03 \x03(\v2 .wick.agent.v1.AcpAgent.EnvEntryR\x03env\x12\x1b\n" +
+	"\tstate_dir\x18\x04 \x01(\tR\bstateDir\x1a6\n" +
+	"\bEnvEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfe\x02\n" +
 	"\tMcpServer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x12\n" +
@@ -7149,7 +7249,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -7254,184 +7354,188 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*GetTaskResponse)(nil),             // 100: wick.agent.v1.GetTaskResponse
 	(*CancelTaskRequest)(nil),           // 101: wick.agent.v1.CancelTaskRequest
 	(*CancelTaskResponse)(nil),          // 102: wick.agent.v1.CancelTaskResponse
-	(*McpServer)(nil),                   // 103: wick.agent.v1.McpServer
-	nil,                                 // 104: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 105: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 106: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 107: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 108: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 109: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 110: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 111: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 112: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 113: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 114: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 115: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 116: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 117: google.protobuf.Duration
+	(*AcpAgent)(nil),                    // 103: wick.agent.v1.AcpAgent
+	(*McpServer)(nil),                   // 104: wick.agent.v1.McpServer
+	nil,                                 // 105: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 106: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 107: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 108: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 109: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 110: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 111: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 112: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 113: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 114: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 115: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 116: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 117: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 118: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 119: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	114, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	116, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	104, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	115, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	116, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	116, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	115, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	117, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	116, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	105, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	117, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	118, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	118, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	117, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	119, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	118, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	105, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	106, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	95,  // 15: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	103, // 16: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
-	9,   // 17: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
-	9,   // 18: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
-	9,   // 19: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	9,   // 20: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	0,   // 21: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
-	0,   // 22: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
-	3,   // 23: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
-	1,   // 24: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
-	0,   // 25: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
-	5,   // 26: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
-	9,   // 27: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	106, // 28: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
-	26,  // 29: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
-	29,  // 30: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
-	39,  // 31: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
-	42,  // 32: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
-	43,  // 33: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
-	43,  // 34: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	114, // 35: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	117, // 36: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	107, // 37: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
-	45,  // 38: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 39: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 40: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
-	52,  // 41: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,   // 42: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	115, // 43: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	57,  // 44: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,   // 45: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 46: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	115, // 47: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 48: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 49: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	114, // 50: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	69,  // 51: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	64,  // 52: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 53: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	115, // 54: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	108, // 55: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	115, // 56: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	109, // 57: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	74,  // 58: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	74,  // 59: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	74,  // 60: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	110, // 61: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	75,  // 62: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	75,  // 63: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	111, // 64: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	76,  // 65: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	64,  // 66: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 67: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	116, // 68: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	117, // 69: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	115, // 70: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	115, // 71: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 72: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	96,  // 73: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	96,  // 74: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	112, // 75: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	113, // 76: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	117, // 77: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	10,  // 78: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 79: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 80: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 81: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 82: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 83: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 84: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 85: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 86: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 87: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 88: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 89: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 90: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 91: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 92: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 93: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 94: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 95: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 96: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 97: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 98: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 99: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 100: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 101: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 102: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 103: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 104: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 105: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 106: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 107: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 108: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 109: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 110: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 111: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	91,  // 112: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	93,  // 113: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	97,  // 114: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	99,  // 115: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	101, // 116: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	11,  // 117: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 118: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 119: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 120: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 121: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 122: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 123: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 124: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 125: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 126: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 127: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 128: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 129: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 130: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 131: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 132: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 133: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 134: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 135: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 136: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 137: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 138: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 139: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 140: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 141: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 142: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 143: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 144: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 145: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 146: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 147: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 148: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 149: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 150: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	92,  // 151: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	94,  // 152: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	98,  // 153: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	100, // 154: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	102, // 155: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	117, // [117:156] is the sub-list for method output_type
-	78,  // [78:117] is the sub-list for method input_type
-	78,  // [78:78] is the sub-list for extension type_name
-	78,  // [78:78] is the sub-list for extension extendee
-	0,   // [0:78] is the sub-list for field type_name
+	104, // 16: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	103, // 17: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
+	9,   // 18: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
+	9,   // 19: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
+	9,   // 20: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	9,   // 21: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	0,   // 22: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
+	0,   // 23: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
+	3,   // 24: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
+	1,   // 25: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
+	0,   // 26: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
+	5,   // 27: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
+	9,   // 28: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
+	107, // 29: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	26,  // 30: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
+	29,  // 31: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
+	39,  // 32: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
+	42,  // 33: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
+	43,  // 34: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
+	43,  // 35: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
+	116, // 36: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	119, // 37: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	108, // 38: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	45,  // 39: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 40: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 41: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
+	52,  // 42: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
+	6,   // 43: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	117, // 44: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	57,  // 45: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 46: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 47: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	117, // 48: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	64,  // 49: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 50: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	116, // 51: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	69,  // 52: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	64,  // 53: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 54: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	117, // 55: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	109, // 56: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	117, // 57: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	110, // 58: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	74,  // 59: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	74,  // 60: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	74,  // 61: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	111, // 62: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	75,  // 63: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	75,  // 64: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	112, // 65: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	76,  // 66: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	64,  // 67: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 68: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	118, // 69: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	119, // 70: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	117, // 71: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	117, // 72: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 73: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	96,  // 74: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	96,  // 75: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	113, // 76: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	114, // 77: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	115, // 78: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	119, // 79: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	10,  // 80: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 81: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 82: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 83: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 84: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 85: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 86: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 87: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 88: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 89: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 90: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 91: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 92: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 93: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 94: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 95: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 96: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 97: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 98: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 99: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 100: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 101: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 102: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 103: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 104: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 105: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 106: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 107: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 108: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 109: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 110: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 111: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 112: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 113: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	91,  // 114: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	93,  // 115: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	97,  // 116: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	99,  // 117: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	101, // 118: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	11,  // 119: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 120: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 121: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 122: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 123: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 124: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 125: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 126: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 127: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 128: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 129: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 130: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 131: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 132: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 133: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 134: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 135: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 136: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 137: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 138: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 139: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 140: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 141: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 142: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 143: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 144: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 145: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 146: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 147: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 148: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 149: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 150: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 151: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 152: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	92,  // 153: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	94,  // 154: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	98,  // 155: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	100, // 156: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	102, // 157: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	119, // [119:158] is the sub-list for method output_type
+	80,  // [80:119] is the sub-list for method input_type
+	80,  // [80:80] is the sub-list for extension type_name
+	80,  // [80:80] is the sub-list for extension extendee
+	0,   // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -7460,7 +7564,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   114,
+			NumMessages:   116,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

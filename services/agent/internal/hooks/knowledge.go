@@ -138,17 +138,17 @@ func retrievalQuery(msgs []llm.Message) string {
 		}
 		if i > 0 && msgs[i-1].Role != llm.RoleSystem {
 			if prev := strings.TrimSpace(msgs[i-1].Content); prev != "" {
-				q = clip(prev, contextBytes, true) + "\n" + q
+				q = Clip(prev, contextBytes, true) + "\n" + q
 			}
 		}
-		return clip(q, knowledge.MaxQueryBytes, true)
+		return Clip(q, knowledge.MaxQueryBytes, true)
 	}
 	return ""
 }
 
-// clip keeps at most n bytes of s: the end when fromEnd, else the start,
+// Clip keeps at most n bytes of s: the end when fromEnd, else the start,
 // on a rune boundary.
-func clip(s string, n int, fromEnd bool) string {
+func Clip(s string, n int, fromEnd bool) string {
 	if len(s) <= n {
 		return s
 	}
@@ -186,7 +186,7 @@ func sources(hits []knowledge.Hit) []any {
 		out[i] = map[string]any{
 			"n": i + 1, "chunk_id": hit.ChunkID(), "collection": hit.Collection.ID(), "document": hit.Document,
 			"title": hit.Title, "heading": hit.Chunk.Heading, "source": hit.Source, "score": hit.Score,
-			"text": clip(hit.Chunk.Text, snippetBytes, false),
+			"text": Clip(hit.Chunk.Text, snippetBytes, false),
 		}
 	}
 	return out

@@ -40,6 +40,13 @@ type AgentState struct {
 	Messages []llm.Message     `json:"messages"`
 	Todos    []Todo            `json:"todos,omitempty"`
 	Files    map[string]string `json:"files,omitempty"` // path → content of files written by the agent
+	// ACPSessionID is the session of the external ACP agent that backs the
+	// thread's agent (AgentConfig.ACP), loaded again by the next run.
+	ACPSessionID string `json:"acp_session_id,omitempty"`
+	// ACPAlways holds the thread's "always" answers to the ACP agent's
+	// permission requests: tool kind → the option kind chosen
+	// (allow_always or reject_always), answered without asking again.
+	ACPAlways map[string]string `json:"acp_always,omitempty"`
 	// Version is the store's optimistic-concurrency version.
 	Version   int64     `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -68,11 +75,14 @@ type StreamEvent struct {
 // Event names. The first five are the seed's; the others are additions.
 const (
 	EventChatModelStream = "on_chat_model_stream"
-	EventToolStart       = "on_tool_start"
-	EventToolEnd         = "on_tool_end"
-	EventDone            = "done"
-	EventError           = "error"
-	EventTodos           = "on_todos"
+	// EventThoughtStream is a piece of the agent's reasoning, shown apart
+	// from its answer (an ACP agent's thought chunks).
+	EventThoughtStream = "on_thought_stream"
+	EventToolStart     = "on_tool_start"
+	EventToolEnd       = "on_tool_end"
+	EventDone          = "done"
+	EventError         = "error"
+	EventTodos         = "on_todos"
 	// EventKnowledge reports the knowledge chunks injected before a model call.
 	EventKnowledge = "on_knowledge_retrieval"
 	EventInterrupt = "on_interrupt"
@@ -143,7 +153,29 @@ type AgentConfig struct {
 	// MCPServers are Model Context Protocol servers whose tools the agent
 	// gets, named "<server>__<tool>".
 	MCPServers []MCPServerCfg `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+	// ACP backs the agent with an external coding agent spoken to over the
+	// Agent Client Protocol instead of this loop; nil for Wick's own loop.
+	ACP *ACPCfg `yaml:"acp" json:"acp,omitempty"`
 }
+
+// ACPCfg is an external Agent Client Protocol agent: a program started
+// inside the agent's sandbox for each run and spoken to over its stdin and
+// stdout. The agent's MCPServers are handed to it.
+type ACPCfg struct {
+	// Command is the program, looked up in PATH unless it contains a
+	// slash; Args are its arguments and Env extra variables (its API key).
+	Command string            `yaml:"command" json:"command"`
+	Args    []string          `yaml:"args" json:"args,omitempty"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
+	// StateDir is the agent's HOME, on the workspace volume so that its
+	// own session files survive a restart of the container; empty means
+	// DefaultACPStateDir/<agent id>.
+	StateDir string `yaml:"state_dir" json:"state_dir,omitempty"`
+}
+
+// DefaultACPStateDir is the parent of an ACP agent's default state
+// directory, on the workspace volume.
+const DefaultACPStateDir = "/workspace/.wick/acp"
 
 // MCPServerCfg is one MCP server of an agent: a program started inside the
 // agent's sandbox and spoken to over its stdin and stdout (Command), or a

@@ -16,10 +16,8 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-
-	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxproc"
 )
 
 // Defaults of the pool; each has an option.
@@ -52,12 +50,12 @@ const (
 )
 
 // Sandbox is the slice of the sandbox service's client that runs stdio
-// servers (sandboxv1.SandboxServiceClient implements it).
-type Sandbox interface {
-	EnsureSandbox(ctx context.Context, in *sandboxv1.EnsureSandboxRequest, opts ...grpc.CallOption) (*sandboxv1.EnsureSandboxResponse, error)
-	AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[sandboxv1.AttachProcessRequest, sandboxv1.AttachProcessResponse], error)
-	SignalProcess(ctx context.Context, in *sandboxv1.SignalProcessRequest, opts ...grpc.CallOption) (*sandboxv1.SignalProcessResponse, error)
-}
+// servers.
+type Sandbox = sandboxproc.Sandbox
+
+// processTagPrefix tags the servers' processes, so ListProcesses shows
+// which are MCP servers.
+const processTagPrefix = "mcp:"
 
 // Pool keeps the connections to the agents' MCP servers.
 type Pool struct {

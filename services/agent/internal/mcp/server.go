@@ -13,6 +13,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxproc"
 )
 
 // codeRejectedByTransport is the SDK's JSON-RPC code of a message the
@@ -90,7 +91,8 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	if s.cfg.URL != "" {
 		t = s.httpTransport()
 	} else {
-		p, err := startProcess(ctx, s.ctx, s.pool.sandbox, s.key.agentID, s.backend, s.cfg, s.pool.opts.maxMessageBytes)
+		cmd := sandboxproc.Command{Argv: append([]string{s.cfg.Command}, s.cfg.Args...), Env: s.cfg.Env, Tag: processTagPrefix + s.cfg.Name}
+		p, err := sandboxproc.Start(ctx, s.ctx, s.pool.sandbox, s.key.agentID, s.backend, cmd, s.pool.opts.maxMessageBytes)
 		if err != nil {
 			return nil, err
 		}

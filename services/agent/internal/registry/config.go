@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
+	"github.com/wick-agent/wick/wickfs"
 )
 
 // Limits of an agent configuration.
@@ -188,7 +190,64 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 	if err := validateSubagents(cfg.Subagents, fail); err != nil {
 		return err
 	}
+	if err := validateACP(cfg, fail); err != nil {
+		return err
+	}
 	return validateMCPServers(cfg, fail)
+}
+
+// validateACP checks an agent's acp: entry. The external agent has its own
+// model and tools, so an agent that sets those too is refused rather than
+// left to wonder which one runs.
+func validateACP(cfg *loop.AgentConfig, fail func(string, ...any) error) error {
+	a := cfg.ACP
+	if a == nil {
+		return nil
+	}
+	switch {
+	case strings.TrimSpace(a.Command) == "":
+		return fail("acp.command is required: the program of the ACP agent, run in the sandbox")
+	case cfg.Backend == nil:
+		return fail("acp runs a command, which needs a sandbox: set backend")
+	case cfg.Model != nil:
+		return fail("model: an agent backed by acp uses the ACP agent's own model; remove model or acp")
+	case len(cfg.Tools) > 0:
+		return fail("tools: an agent backed by acp uses the ACP agent's own tools; remove tools or acp (mcp_servers are handed to it)")
+	case len(cfg.Subagents) > 0:
+		return fail("subagents: an agent backed by acp cannot declare sub-agents; remove subagents or acp")
+	}
+	root := wickfs.DefaultPrefix
+	if w := cfg.Backend.Workdir; w != "" {
+		root = path.Clean(w)
+	}
+	if d := a.StateDir; d != "" && (path.Clean(d) != d || !strings.HasPrefix(d, root+"/")) {
+		return fail("acp.state_dir %q must be a clean path under %s/, on the workspace volume", d, root)
+	}
+	if err := refuseMasked("acp", a.Env, fail); err != nil {
+		return err
+	}
+	return checkEnvNames("acp.env", a.Env, fail)
+}
+
+// refuseMasked refuses a value the API showed masked and the client sent
+// back: storing it would replace the secret with the mask.
+func refuseMasked(at string, values map[string]string, fail func(string, ...any) error) error {
+	for k, v := range values {
+		if v == redact.Mask {
+			return fail("%s: %q is %s, as the API shows it; give the real value", at, k, redact.Mask)
+		}
+	}
+	return nil
+}
+
+// checkEnvNames refuses names a process environment cannot carry.
+func checkEnvNames(at string, env map[string]string, fail func(string, ...any) error) error {
+	for k := range env {
+		if !envNameRE.MatchString(k) {
+			return fail("%s: %q is not an environment variable name", at, k)
+		}
+	}
+	return nil
 }
 
 // Bounds of declared sub-agents.
@@ -268,10 +327,8 @@ func validateMCPServers(cfg *loop.AgentConfig, fail func(string, ...any) error) 
 		}
 		seen[m.Name] = true
 		for _, v := range [...]map[string]string{m.Env, m.Headers} {
-			for k, val := range v {
-				if val == redact.Mask {
-					return fail("%s (%s): %q is %s, as the API shows it; give the real value", at, m.Name, k, redact.Mask)
-				}
+			if err := refuseMasked(at+" ("+m.Name+")", v, fail); err != nil {
+				return err
 			}
 		}
 		if m.Command != "" {
@@ -281,10 +338,8 @@ func validateMCPServers(cfg *loop.AgentConfig, fail func(string, ...any) error) 
 			if len(m.Headers) > 0 {
 				return fail("%s (%s): headers go with url, not command", at, m.Name)
 			}
-			for k := range m.Env {
-				if !envNameRE.MatchString(k) {
-					return fail("%s.env: %q is not an environment variable name", at, k)
-				}
+			if err := checkEnvNames(at+".env", m.Env, fail); err != nil {
+				return err
 			}
 			continue
 		}

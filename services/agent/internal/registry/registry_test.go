@@ -104,6 +104,22 @@ mcp_servers:
 		{"mcp args with url", "mcp_servers: [{name: s, url: 'http://h/', args: [a]}]\n", nil, "args and env go with command"},
 		{"mcp long timeout", "mcp_servers: [{name: s, url: 'http://h/', timeout: 11m}]\n", nil, "mcp_servers[0].timeout"},
 		{"mcp unknown key", "mcp_servers: [{name: s, url: 'http://h/', header: {a: b}}]\n", nil, "header"},
+		{"acp agent", `
+backend: {type: docker}
+approval: interactive
+acp: {command: npx, args: [claude-code-acp], env: {ANTHROPIC_API_KEY: sk-ant-x}, state_dir: /workspace/.claude-home}
+mcp_servers: [{name: files, command: ./mcp-server}]
+`, []string{"default"}, ""},
+		{"acp without command", "backend: {type: local}\nacp: {args: [x]}\n", nil, "acp.command is required"},
+		{"acp without backend", "acp: {command: x}\n", nil, "acp runs a command, which needs a sandbox"},
+		{"acp with model", "backend: {type: local}\nmodel: openai:gpt-4o\nacp: {command: x}\n", nil, "model: an agent backed by acp"},
+		{"acp with tools", "backend: {type: local}\ntools: [execute]\nacp: {command: x}\n", nil, "tools: an agent backed by acp"},
+		{"acp with subagents", "backend: {type: local}\nsubagents: [{name: r, description: x}]\nacp: {command: x}\n", nil, "subagents: an agent backed by acp"},
+		{"acp state dir outside", "backend: {type: local}\nacp: {command: x, state_dir: /tmp/x}\n", nil, "acp.state_dir"},
+		{"acp state dir not clean", "backend: {type: local}\nacp: {command: x, state_dir: /workspace/../x}\n", nil, "acp.state_dir"},
+		{"acp masked env", "backend: {type: local}\nacp: {command: x, env: {KEY: '[REDACTED]'}}\n", nil, "give the real value"},
+		{"acp bad env", "backend: {type: local}\nacp: {command: x, env: {'1X': y}}\n", nil, "acp.env"},
+		{"acp unknown key", "backend: {type: local}\nacp: {command: x, cmd: y}\n", nil, "cmd"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,8 +19,17 @@ type approver struct{ r *Run }
 
 // Approve implements loop.Approver.
 func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
+	return a.approve(ctx, calls, nil)
+}
+
+// approve marks the run waiting for decisions on calls, calls announce
+// (when given) once Resume would accept them, and waits for them.
+func (a approver) approve(ctx context.Context, calls []llm.ToolCall, announce func()) ([]loop.Decision, error) {
 	r := a.r
 	r.awaitUser(ctx, runs.AwaitApproval, calls)
+	if announce != nil {
+		announce()
+	}
 	d, err := r.nextDecisions(ctx, time.Now().Add(r.cfg.approvalTimeout))
 	if errors.Is(err, errUserTimeout) {
 		r.cancel(errApprovalTimeout)
@@ -170,4 +179,19 @@ func checkAnswer(rec *runs.Run, decisions []loop.Decision) error {
 		return invalid("decisions[0].message", fmt.Sprintf("at most %d characters", maxAnswerChars))
 	}
 	return nil
+}
+
+// permissions is the acp.Approver of an interactive ACP agent's run: its
+// permission requests wait for the user as tool calls do. The interrupt
+// event goes out only once the run waits, so a client that answers it at
+// once is never told the run is not waiting.
+type permissions struct{ r *Run }
+
+// Approve implements acp.Approver.
+func (p permissions) Approve(ctx context.Context, call llm.ToolCall, announce func()) (loop.Decision, error) {
+	d, err := approver(p).approve(ctx, []llm.ToolCall{call}, announce)
+	if err != nil {
+		return loop.Decision{}, err
+	}
+	return d[0], nil
 }

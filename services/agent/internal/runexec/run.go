@@ -213,7 +213,7 @@ func (r *Run) markThread(ctx context.Context, mark string) {
 
 // execute runs the loop and closes the run: status, final event, end of the
 // log, lock release. A run without input continues a stopped one.
-func (r *Run) execute(runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
+func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message) {
 	watchDone := make(chan struct{})
 	go r.watch(watchDone)
 

@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxproc"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
@@ -123,6 +124,9 @@ type Deps struct {
 	Tasks Tasks
 	// MCP gives agents the tools of their MCP servers; nil gives none.
 	MCP MCPTools
+	// Processes runs the external ACP agents (AgentConfig.ACP) in their
+	// sandboxes; nil refuses to run such agents.
+	Processes sandboxproc.Sandbox
 }
 
 // MCPTools lists the tools of an agent's MCP servers when a run starts
@@ -273,6 +277,7 @@ type Executor struct {
 	sandboxes SandboxFactory
 	tasks     Tasks
 	mcp       MCPTools
+	processes sandboxproc.Sandbox
 
 	base   context.Context
 	stop   context.CancelFunc
@@ -310,7 +315,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
 		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
-		knowledge: deps.Knowledge, tasks: deps.Tasks, mcp: deps.MCP, base: base, stop: stop, active: map[string]*Run{},
+		knowledge: deps.Knowledge, tasks: deps.Tasks, mcp: deps.MCP, processes: deps.Processes, base: base, stop: stop, active: map[string]*Run{},
 	}
 	nudges, err := deps.Runs.Nudges(base)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/agent/internal/acp"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -188,14 +189,17 @@ func (e *Executor) loadState(ctx context.Context, user string, req Request) (*lo
 // buildRunner builds the agent's loop for one run: its model, its sandbox
 // file system, its hooks and its tools (built-in, native, then the user's
 // external ones, by name). The approver is bound per run.
-func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry.Entry) (func(*Run) *loop.Runner, error) {
+func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry.Entry) (func(*Run) runner, error) {
+	if entry.Config.ACP != nil {
+		return e.buildACP(entry)
+	}
 	p, err := e.runnerParts(ctx, user, entry)
 	if err != nil {
 		return nil, err
 	}
 	cfg := entry.Config
 	askUser := slices.Contains(cfg.Tools, AskUserTool)
-	return func(r *Run) *loop.Runner {
+	return func(r *Run) runner {
 		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger), loop.WithStopCheck(r.stopRequested)}, e.cfg.runnerOptions...)
 		if cfg.Approval == loop.ApprovalInteractive {
 			opts = append(opts, loop.WithApprover(approver{r}))
@@ -205,6 +209,32 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 			runTools = append(slices.Clip(p.tools), &asker{r: r})
 		}
 		return loop.NewRunner(cfg, p.model, p.hooks, runTools, opts...)
+	}, nil
+}
+
+// runner is what executes a run: Wick's loop (loop.Runner), or the bridge
+// to an external ACP agent (acp.Runner). Both end with a done or error
+// event and save the thread as they go.
+type runner interface {
+	Run(ctx context.Context, runID string, state *loop.AgentState, input []llm.Message, emit func(loop.StreamEvent), save func(context.Context, *loop.AgentState) error) error
+	Continue(ctx context.Context, runID string, state *loop.AgentState, emit func(loop.StreamEvent), save func(context.Context, *loop.AgentState) error) error
+}
+
+// buildACP builds the bridge of an agent backed by an external ACP agent:
+// it runs in the agent's sandbox, its permission requests wait for the
+// user's approval as tool calls do (interactive agents).
+func (e *Executor) buildACP(entry *registry.Entry) (func(*Run) runner, error) {
+	cfg := entry.Config
+	if e.processes == nil || cfg.Backend == nil {
+		return nil, fmt.Errorf("%w: agent %s is backed by an ACP agent, which needs a sandbox service to run in", registry.ErrInvalid, entry.ID)
+	}
+	files := e.sandboxes(entry.ID, cfg.Backend)
+	return func(r *Run) runner {
+		var ap acp.Approver
+		if cfg.Approval == loop.ApprovalInteractive {
+			ap = permissions{r}
+		}
+		return acp.New(entry.ID, cfg, e.processes, files, ap, e.logger)
 	}, nil
 }
 
@@ -327,7 +357,7 @@ func (e *Executor) register(ctx context.Context, user string, req Request, runID
 
 // launch executes a registered run in the background; it leaves this
 // replica's runs before its done channel closes.
-func (e *Executor) launch(r *Run, runner *loop.Runner, state *loop.AgentState, input []llm.Message) {
+func (e *Executor) launch(r *Run, runner runner, state *loop.AgentState, input []llm.Message) {
 	go func() {
 		defer e.wg.Done()
 		defer r.timeout()

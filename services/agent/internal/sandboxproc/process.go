@@ -1,4 +1,7 @@
-package mcp
+// Package sandboxproc runs a program inside an agent's sandbox through the
+// sandbox service's process API and gives its stdin and stdout as one byte
+// stream: the transport of the MCP servers and ACP agents that run there.
+package sandboxproc
 
 import (
 	"bytes"
@@ -16,23 +19,37 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 )
 
-// Bounds of a stdio server's process.
+// Bounds of a process.
 const (
-	// stderrTail is how much of a server's last standard error is kept to
-	// say why it stopped.
+	// stderrTail is how much of a process's last standard error is kept
+	// to say why it stopped.
 	stderrTail = 2 << 10
-	// killTimeout bounds the kill of a server's process when it is closed.
+	// killTimeout bounds the kill of a process when it is closed.
 	killTimeout = 5 * time.Second
-	// processTagPrefix tags the servers' processes, so ListProcesses shows
-	// which are MCP servers.
-	processTagPrefix = "mcp:"
 )
 
-// process is a stdio server running in the sandbox, as the byte stream the
+// Sandbox is the slice of the sandbox service's client that runs processes
+// (sandboxv1.SandboxServiceClient implements it).
+type Sandbox interface {
+	EnsureSandbox(ctx context.Context, in *sandboxv1.EnsureSandboxRequest, opts ...grpc.CallOption) (*sandboxv1.EnsureSandboxResponse, error)
+	AttachProcess(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[sandboxv1.AttachProcessRequest, sandboxv1.AttachProcessResponse], error)
+	SignalProcess(ctx context.Context, in *sandboxv1.SignalProcessRequest, opts ...grpc.CallOption) (*sandboxv1.SignalProcessResponse, error)
+}
+
+// Command is what to run: Argv[0] is looked up in PATH unless it contains
+// a slash; Env holds extra variables; Tag labels the process for
+// ListProcesses ("mcp:<server>", "acp:<agent>").
+type Command struct {
+	Argv []string
+	Env  map[string]string
+	Tag  string
+}
+
+// Process is a program running in the sandbox, as the byte stream a
 // protocol's newline-delimited JSON goes over: Write sends its stdin, Read
 // returns its stdout. It is started and attached in one call (the `start`
 // message of AttachProcess), so none of its output is missed.
-type process struct {
+type Process struct {
 	sandbox Sandbox
 	agentID string
 	stream  grpc.BidiStreamingClient[sandboxv1.AttachProcessRequest, sandboxv1.AttachProcessResponse]
@@ -49,12 +66,16 @@ type process struct {
 	stderr []byte
 }
 
-// startProcess ensures the agent's sandbox, starts the server's command in
-// it and attaches to it. ctx bounds the start; long is the context the
-// process's stream lives in (the user's, until the pool closes).
-func startProcess(ctx, long context.Context, sb Sandbox, agentID string, backend *loop.BackendCfg, cfg loop.MCPServerCfg, maxMessage int) (*process, error) {
+// Start ensures the agent's sandbox, starts the command in it and attaches
+// to it. ctx bounds the start; long is the context the process's stream
+// lives in (the user's, until its owner closes it). A stdout line longer
+// than maxLine ends the stream (see pump).
+func Start(ctx, long context.Context, sb Sandbox, agentID string, backend *loop.BackendCfg, cmd Command, maxLine int) (*Process, error) {
 	if sb == nil {
-		return nil, errors.New("no sandbox service to run the server in")
+		return nil, errors.New("no sandbox service to run the process in")
+	}
+	if len(cmd.Argv) == 0 {
+		return nil, errors.New("no command to run")
 	}
 	if _, err := sb.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: agentID, Spec: sandboxfs.Spec(backend)}); err != nil {
 		return nil, fmt.Errorf("ensure sandbox: %w", err)
@@ -65,12 +86,10 @@ func startProcess(ctx, long context.Context, sb Sandbox, agentID string, backend
 		cancel()
 		return nil, fmt.Errorf("attach: %w", err)
 	}
-	start := &sandboxv1.StartProcessRequest{
-		AgentId: agentID, Argv: append([]string{cfg.Command}, cfg.Args...), Env: cfg.Env, Tag: processTagPrefix + cfg.Name,
-	}
+	start := &sandboxv1.StartProcessRequest{AgentId: agentID, Argv: cmd.Argv, Env: cmd.Env, Tag: cmd.Tag}
 	if err := stream.Send(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Start{Start: start}}); err != nil {
 		cancel()
-		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Argv[0], err)
 	}
 	// The first event says the process started; an error here is the
 	// sandbox refusing it (no such program, too many processes).
@@ -91,24 +110,27 @@ func startProcess(ctx, long context.Context, sb Sandbox, agentID string, backend
 	}
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Argv[0], err)
 	}
 	pr, pw := io.Pipe()
-	p := &process{sandbox: sb, agentID: agentID, stream: stream, cancel: cancel, ctx: long, info: resp.GetStarted(), out: pr}
-	go p.pump(pw, maxMessage)
+	p := &Process{sandbox: sb, agentID: agentID, stream: stream, cancel: cancel, ctx: long, info: resp.GetStarted(), out: pr}
+	go p.pump(pw, maxLine)
 	return p, nil
 }
 
+// ID is the process's id in the sandbox's process table.
+func (p *Process) ID() string { return p.info.GetId() }
+
 // pump copies the process's stdout into the pipe Read reads, keeps the
 // tail of its stderr, and ends the pipe when the process exits or the
-// stream breaks. A line longer than maxMessage ends it too: the server
-// is not speaking the protocol, and nothing would bound the buffer.
-func (p *process) pump(pw *io.PipeWriter, maxMessage int) {
+// stream breaks. A line longer than maxLine ends it too: the program is
+// not speaking the protocol, and nothing would bound the buffer.
+func (p *Process) pump(pw *io.PipeWriter, maxLine int) {
 	line := 0
 	for {
 		resp, err := p.stream.Recv()
 		if err != nil {
-			pw.CloseWithError(fmt.Errorf("the server's output stream ended: %w", err))
+			pw.CloseWithError(fmt.Errorf("the process's output stream ended: %w", err))
 			return
 		}
 		switch ev := resp.GetEvent().(type) {
@@ -119,8 +141,8 @@ func (p *process) pump(pw *io.PipeWriter, maxMessage int) {
 			} else {
 				line += len(b)
 			}
-			if line > maxMessage {
-				pw.CloseWithError(fmt.Errorf("the server wrote a message longer than %d bytes", maxMessage))
+			if line > maxLine {
+				pw.CloseWithError(fmt.Errorf("the process wrote a message longer than %d bytes", maxLine))
 				return
 			}
 			if _, err := pw.Write(b); err != nil {
@@ -128,18 +150,18 @@ func (p *process) pump(pw *io.PipeWriter, maxMessage int) {
 			}
 		case *sandboxv1.AttachProcessResponse_Dropped:
 			// A gap in the stream cuts a message: nothing after it parses.
-			pw.CloseWithError(fmt.Errorf("the sandbox dropped %d bytes of the server's output", ev.Dropped))
+			pw.CloseWithError(fmt.Errorf("the sandbox dropped %d bytes of the process's output", ev.Dropped))
 			return
 		case *sandboxv1.AttachProcessResponse_Stderr:
 			p.keepStderr(ev.Stderr)
 		case *sandboxv1.AttachProcessResponse_Exit:
-			pw.CloseWithError(fmt.Errorf("the server exited (%s)%s", exitText(ev.Exit), p.stderrText()))
+			pw.CloseWithError(fmt.Errorf("the process exited (%s)%s", exitText(ev.Exit), p.stderrText()))
 			return
 		}
 	}
 }
 
-func (p *process) keepStderr(b []byte) {
+func (p *Process) keepStderr(b []byte) {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	p.stderr = append(p.stderr, b...)
@@ -148,7 +170,7 @@ func (p *process) keepStderr(b []byte) {
 	}
 }
 
-func (p *process) stderrText() string {
+func (p *Process) stderrText() string {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	if s := bytes.TrimSpace(p.stderr); len(s) > 0 {
@@ -164,24 +186,24 @@ func exitText(e *sandboxv1.ExitStatus) string {
 	return "killed by a signal"
 }
 
-// Read implements io.Reader over the server's stdout.
-func (p *process) Read(b []byte) (int, error) { return p.out.Read(b) }
+// Read implements io.Reader over the process's stdout.
+func (p *Process) Read(b []byte) (int, error) { return p.out.Read(b) }
 
-// Write implements io.Writer over the server's stdin.
-func (p *process) Write(b []byte) (int, error) {
+// Write implements io.Writer over the process's stdin.
+func (p *Process) Write(b []byte) (int, error) {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
 	// The message owns its bytes: the caller may reuse b.
 	msg := &sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Stdin{Stdin: bytes.Clone(b)}}
 	if err := p.stream.Send(msg); err != nil {
-		return 0, fmt.Errorf("write to the server: %w", err)
+		return 0, fmt.Errorf("write to the process: %w", err)
 	}
 	return len(b), nil
 }
 
-// Close closes the server's stdin, kills its process group (a server is
-// stateless between sessions, so nothing is lost) and ends the stream.
-func (p *process) Close() error {
+// Close closes the process's stdin, kills its process group (its owners
+// keep nothing in it that a new process would miss) and ends the stream.
+func (p *Process) Close() error {
 	p.closeOnce.Do(func() {
 		p.sendMu.Lock()
 		_ = p.stream.Send(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_CloseStdin{CloseStdin: true}})
