@@ -1566,6 +1566,33 @@ export interface components {
             /** @description Their sum. */
             total_tokens: number;
         };
+        /**
+         * @description AcpAgent is an external coding agent that speaks the Agent Client
+         *     Protocol over its stdin and stdout: a command started inside the agent's
+         *     sandbox (which needs a backend) for each run.
+         */
+        "wick.agent.v1.AcpAgent": {
+            /** @description args are the command's arguments. */
+            args?: string[];
+            /**
+             * @description command is the program started in the sandbox, looked up in PATH unless
+             *     it contains a slash. Required.
+             */
+            command?: string;
+            /**
+             * @description env holds extra environment variables of the command (an API key,
+             *     typically); returned as "[REDACTED]".
+             */
+            env?: {
+                [key: string]: string;
+            };
+            /**
+             * @description state_dir is where the agent keeps its own files (HOME and XDG_*
+             *     point there), on the workspace volume so sessions survive a restart
+             *     of the container; empty means /workspace/.wick/acp/<agent_id>.
+             */
+            state_dir?: string;
+        };
         /** @description AddDocumentResponse returns the stored document. */
         "wick.agent.v1.AddDocumentResponse": {
             /** @description document is the document as stored. */
@@ -1585,6 +1612,13 @@ export interface components {
         };
         /** @description Agent is an agent's configuration (the seed's AgentConfig) and status. */
         "wick.agent.v1.Agent": {
+            /**
+             * @description acp backs the agent with an external coding agent spoken to over the
+             *     Agent Client Protocol inside its sandbox, instead of Wick's own loop:
+             *     such an agent has no model or tools of its own (its mcp_servers are
+             *     handed to the external agent). Env values are returned as "[REDACTED]".
+             */
+            acp?: components["schemas"]["wick.agent.v1.AcpAgent"];
             /** @description agent_id identifies the agent; letters, digits, '-' and '_'. */
             agent_id?: string;
             /** @description approval is "autonomous" (default) or "interactive" (each tool call waits for approval). */
