@@ -22,9 +22,15 @@ import (
 // Run is a run this replica executes.
 type Run struct {
 	*env
-	user  string
-	rec   *runs.Run // guarded by mu
-	mu    sync.Mutex
+	user string
+	rec  *runs.Run // guarded by mu
+	mu   sync.Mutex
+	// logMu makes an event's append to the shared log and to this
+	// replica's copy one step: events come from more than one goroutine (a
+	// background sub-agent's beside the loop's), and the copy refuses an id
+	// that is not after its last one, so two appends interleaved would lose
+	// an event for the followers on this replica.
+	logMu sync.Mutex
 	lease threads.Lease
 	// slot gives up the run's place among its user's runs going.
 	slot    func()
@@ -129,6 +135,8 @@ func (r *Run) emit(ev loop.StreamEvent) {
 		return
 	}
 	ctx := context.WithoutCancel(r.ctx)
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
 	start := time.Now()
 	id, err := r.log.Append(ctx, rec.ID, ev)
 	if o := r.cfg.appendLatency; o != nil {
