@@ -76,9 +76,12 @@ var (
 )
 
 // Approver decides pending tool calls of interactive agents. Approve blocks
-// until the user has decided every call or ctx ends.
+// until the user has decided every call or ctx ends. It calls announce,
+// which emits the run's on_interrupt event, once it would accept the
+// user's decisions: a client that answers the event at once must never be
+// told the run is not waiting.
 type Approver interface {
-	Approve(ctx context.Context, runID string, calls []llm.ToolCall) ([]Decision, error)
+	Approve(ctx context.Context, runID string, calls []llm.ToolCall, announce func()) ([]Decision, error)
 }
 
 // Decision is the user's decision on one tool call.
@@ -689,8 +692,9 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 	if len(ask) == 0 {
 		return toRun, nil
 	}
-	r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(ask)}})
-	decisions, err := r.approver.Approve(ctx, r.id, ask)
+	decisions, err := r.approver.Approve(ctx, r.id, ask, func() {
+		r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(ask)}})
+	})
 	if err != nil {
 		text := FailedToolResult
 		if ctx.Err() != nil {

@@ -462,7 +462,8 @@ type fakeApprover struct {
 	asked     []llm.ToolCall
 }
 
-func (f *fakeApprover) Approve(_ context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
+func (f *fakeApprover) Approve(_ context.Context, _ string, calls []llm.ToolCall, announce func()) ([]loop.Decision, error) {
+	announce()
 	f.asked = slices.Clone(calls)
 	return f.decisions, nil
 }
@@ -622,7 +623,8 @@ func TestRunSaveFailureStops(t *testing.T) {
 // blockingApprover waits for the run to be cancelled.
 type blockingApprover struct{ asked chan struct{} }
 
-func (b blockingApprover) Approve(ctx context.Context, _ string, _ []llm.ToolCall) ([]loop.Decision, error) {
+func (b blockingApprover) Approve(ctx context.Context, _ string, _ []llm.ToolCall, announce func()) ([]loop.Decision, error) {
+	announce()
 	close(b.asked)
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -694,7 +696,8 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 
 type failingApprover struct{}
 
-func (failingApprover) Approve(context.Context, string, []llm.ToolCall) ([]loop.Decision, error) {
+func (failingApprover) Approve(_ context.Context, _ string, _ []llm.ToolCall, announce func()) ([]loop.Decision, error) {
+	announce()
 	return nil, errors.New("approval store down")
 }
 

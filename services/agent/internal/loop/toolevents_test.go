@@ -26,7 +26,8 @@ func (panickingToolHook) WrapToolCall(context.Context, llm.ToolCall, loop.ToolCa
 // timeout does, then fails.
 type cancellingApprover struct{ cancel context.CancelCauseFunc }
 
-func (a cancellingApprover) Approve(context.Context, string, []llm.ToolCall) ([]loop.Decision, error) {
+func (a cancellingApprover) Approve(_ context.Context, _ string, _ []llm.ToolCall, announce func()) ([]loop.Decision, error) {
+	announce()
 	err := errors.New("no decision within the approval timeout")
 	a.cancel(err)
 	return nil, err

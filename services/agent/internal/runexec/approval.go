@@ -18,8 +18,8 @@ import (
 type approver struct{ r *Run }
 
 // Approve implements loop.Approver.
-func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall) ([]loop.Decision, error) {
-	return a.approve(ctx, calls, nil)
+func (a approver) Approve(ctx context.Context, _ string, calls []llm.ToolCall, announce func()) ([]loop.Decision, error) {
+	return a.approve(ctx, calls, announce)
 }
 
 // approve marks the run waiting for decisions on calls, calls announce

@@ -107,11 +107,13 @@ func (a *asker) Execute(ctx context.Context, args map[string]any) (string, error
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.r
+	// Waiting first: a client that answers the event at once finds the run
+	// waiting for it.
+	r.awaitUser(ctx, runs.AwaitAnswer, []llm.ToolCall{call})
 	loop.Emit(ctx, loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{
 		"kind": InterruptQuestion, "question": q, "choices": choices, "tool_call_id": call.ID,
 		"tool_calls": loop.JSONValue([]llm.ToolCall{call}),
 	}})
-	r.awaitUser(ctx, runs.AwaitAnswer, []llm.ToolCall{call})
 	defer func() {
 		// The question may end while its run goes on (answered, timed out,
 		// or cancelled as not needed by tool_wait): the run runs again.

@@ -3,7 +3,9 @@ package runexec_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,17 +38,30 @@ func agents() map[string]*loop.AgentConfig {
 	return map[string]*loop.AgentConfig{
 		"calc":    {Name: "calc", Tools: []string{"calculate"}},
 		"careful": {Name: "careful", Tools: []string{"calculate"}, Approval: loop.ApprovalInteractive},
+		"asker":   {Name: "asker", Tools: []string{runexec.AskUserTool}},
 	}
 }
 
 func newFixture(t *testing.T, model *llmtest.Script, opts ...runexec.Option) *fixture {
 	t.Helper()
+	return newFixtureOver(t, model, nil, opts...)
+}
+
+// newFixtureOver is newFixture with the run records and the log seen
+// through wrap.
+func newFixtureOver(t *testing.T, model *llmtest.Script, wrap func(runs.Store, runs.Log) (runs.Store, runs.Log), opts ...runexec.Option) *fixture {
+	t.Helper()
 	ts := threads.NewMemoryStore()
 	t.Cleanup(func() { _ = ts.Close() })
 	rm := runs.NewMemory()
+	var store runs.Store = rm
+	var log runs.Log = sharedLog{rm}
+	if wrap != nil {
+		store, log = wrap(store, log)
+	}
 	agentStore := registry.NewMemoryStore()
 	exec, err := runexec.New(runexec.Deps{
-		Threads: ts, Locker: ts, Runs: rm, Log: sharedLog{rm}, Quota: quota.NewMemory(),
+		Threads: ts, Locker: ts, Runs: store, Log: log, Quota: quota.NewMemory(),
 		Agents: registry.New(agents(), agentStore), Tools: agentStore,
 		Models:    func([]*llmv1.ModelSpec) runexec.Model { return model },
 		Sandboxes: func(string, *loop.BackendCfg) wickfs.FileSystem { return nil },
@@ -265,6 +280,90 @@ func TestApprovalDecisions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInterruptAfterWaiting: a client that resumes as soon as it sees
+// on_interrupt (an SDK that approves by rule) must find the run waiting,
+// so the run is recorded waiting before the event is logged — for an
+// approval and for an ask_user question alike.
+func TestInterruptAfterWaiting(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		agent    string
+		call     llm.ToolCall
+		decision loop.Decision
+	}{
+		{"careful", calc("c1", "2+3"), loop.Decision{ToolCallID: "c1", Action: loop.ActionApprove}},
+		{"asker", llm.ToolCall{ID: "q1", Name: runexec.AskUserTool, Args: map[string]any{"question": "Which?"}}, loop.Decision{ToolCallID: "q1", Action: runexec.ActionAnswer, Message: "this"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.agent, func(t *testing.T) {
+			t.Parallel()
+			var order orderLog
+			f := newFixtureOver(t, llmtest.New(llmtest.Call(tc.call), llmtest.Text("ok")), func(s runs.Store, l runs.Log) (runs.Store, runs.Log) {
+				return orderedStore{s, &order}, orderedLog{l, &order}
+			})
+			ctx := testCtx(t)
+			r := f.start(ctx, runexec.Request{AgentID: tc.agent, Input: human("go")})
+			err := f.exec.Follow(ctx, r, func(ev loop.StreamEvent) error {
+				if ev.Event != loop.EventInterrupt {
+					return nil
+				}
+				_, err := f.exec.Resume(ctx, user, r.ID(), []loop.Decision{tc.decision})
+				return err
+			})
+			if err != nil {
+				t.Fatalf("resume on the interrupt event: %v", err)
+			}
+			if st := r.Record().Status; st != runs.StatusDone {
+				t.Fatalf("run ended %s", st)
+			}
+			waiting, interrupt := order.index("status "+runs.StatusWaiting), order.index("event "+loop.EventInterrupt)
+			if waiting < 0 || interrupt < 0 || waiting > interrupt {
+				t.Fatalf("order of writes %v: the run must be recorded waiting before its interrupt is logged", order.all())
+			}
+		})
+	}
+}
+
+// orderLog records the order of a run's writes to its record and its log.
+type orderLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (o *orderLog) add(w string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.writes = append(o.writes, w)
+}
+
+func (o *orderLog) all() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.writes)
+}
+
+func (o *orderLog) index(w string) int { return slices.Index(o.all(), w) }
+
+type orderedStore struct {
+	runs.Store
+	order *orderLog
+}
+
+func (s orderedStore) Put(ctx context.Context, r *runs.Run) error {
+	s.order.add("status " + r.Status)
+	return s.Store.Put(ctx, r)
+}
+
+type orderedLog struct {
+	runs.Log
+	order *orderLog
+}
+
+func (l orderedLog) Append(ctx context.Context, runID string, ev loop.StreamEvent) (string, error) {
+	l.order.add("event " + ev.Event)
+	return l.Log.Append(ctx, runID, ev)
 }
 
 func TestResumeRefuses(t *testing.T) {
