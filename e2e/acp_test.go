@@ -21,6 +21,10 @@ func buildACPAgent(t *testing.T) string {
 	return buildStatic(t, "acp-test-agent", "github.com/wick-agent/wick/services/agent/internal/acp/acptest/acp-test-agent")
 }
 
+// acpMountedKey is the test secret "acp-key" (testSecrets) that the
+// agent's env names as ${secret:acp-key}.
+const acpMountedKey = "mounted-acp-key-0123456789"
+
 // acpAgent is a test of an ACP-backed agent through the gateway's REST and
 // SSE: its id, the suite, and the thread its messages go to.
 type acpAgent struct {
@@ -140,11 +144,12 @@ func TestACPAgent(t *testing.T) {
 // runACPScenario plays TestACPAgent's scenario with alice's agents on the
 // sandbox backend.
 func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string, local map[string]any) {
-	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive", map[string]any{"ACP_API_KEY": "s3cret-acp-value"})
+	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive", map[string]any{"ACP_API_KEY": "s3cret-acp-value", "ACP_MOUNTED": "${secret:acp-key}"})
 
-	// The API masks the agent's env.
+	// The API masks the agent's env, but for a value naming a mounted secret.
 	if r := call(t, "GET", env.url+"/agents/coder", aliceToken, nil); r.code != http.StatusOK ||
-		bytes.Contains(r.body, []byte("s3cret-acp-value")) || !bytes.Contains(r.body, []byte(`"ACP_API_KEY":"[REDACTED]"`)) {
+		bytes.Contains(r.body, []byte("s3cret-acp-value")) || !bytes.Contains(r.body, []byte(`"ACP_API_KEY":"[REDACTED]"`)) ||
+		bytes.Contains(r.body, []byte(acpMountedKey)) || !bytes.Contains(r.body, []byte(`"ACP_MOUNTED":"${secret:acp-key}"`)) {
 		t.Fatalf("GET /agents/coder = %d %s", r.code, r)
 	}
 
@@ -157,6 +162,7 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		{"model and acp", map[string]any{"agent_id": "both", "backend": local, "model": "script:x", "acp": map[string]any{"command": "x"}}, "model: an agent backed by acp"},
 		{"no command", map[string]any{"agent_id": "nocmd", "backend": local, "acp": map[string]any{"args": []string{"x"}}}, "acp.command is required"},
 		{"masked env", map[string]any{"agent_id": "masked", "backend": local, "acp": map[string]any{"command": "x", "env": map[string]any{"K": "[REDACTED]"}}}, "give the real value"},
+		{"malformed secret", map[string]any{"agent_id": "badref", "backend": local, "acp": map[string]any{"command": "x", "env": map[string]any{"K": "${secret:../etc/passwd}"}}}, "malformed secret reference"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantRefused(t, call(t, "POST", env.url+"/agents", aliceToken, jsonBody(tc.def)), http.StatusBadRequest, "INVALID_ARGUMENT", tc.why)
@@ -217,6 +223,23 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		if got := run.text(); !strings.Contains(got, "write refused") || !strings.Contains(got, "only use paths under the workspace") {
 			t.Fatalf("answer %q", got)
 		}
+	})
+
+	t.Run("secrets", func(t *testing.T) {
+		a.t = t
+		// The mounted secret the agent's env names reaches the process.
+		run := a.send("env ACP_MOUNTED")
+		run.checkEnd(t, "completed")
+		if got := run.text(); got != "env ACP_MOUNTED="+acpMountedKey {
+			t.Fatalf("answer %q", got)
+		}
+		// A secret that is not mounted: the run does not start, saying which.
+		def := map[string]any{"agent_id": "unmounted", "backend": local, "acp": map[string]any{"command": "x", "env": map[string]any{"K": "${secret:nope}"}}}
+		if r := call(t, "POST", env.url+"/agents", aliceToken, jsonBody(def)); r.code != http.StatusOK {
+			t.Fatalf("create agent unmounted = %d %s", r.code, r)
+		}
+		wantRefused(t, call(t, "POST", env.url+"/agents/unmounted/invoke", aliceToken, jsonBody(userMessage("hi", nil))),
+			http.StatusBadRequest, "FAILED_PRECONDITION", "secret not mounted: nope")
 	})
 
 	t.Run("permissions", func(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/wickserver/suite"
@@ -128,6 +129,7 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 	}
 	cfg.Sandbox.StateDir = stateDir
 	cfg.Sandbox.AllowLocal = true // two users share local sandboxes
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithSecretsDir(writeSecrets(t)))
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -148,6 +150,23 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &wickEnv{url: s.HTTPURL, suite: s, agent: agentv1.NewAgentServiceClient(conn), stop: stop}
+}
+
+// testSecrets are the mounted secrets (-secrets-dir) of every suite these
+// tests start, a file each, as a Kubernetes Secret volume holds them.
+var testSecrets = map[string]string{
+	"mcp-token": mcpToken + "\n",
+	"acp-key":   acpMountedKey + "\n",
+}
+
+func writeSecrets(t testing.TB) string {
+	dir := t.TempDir()
+	for name, v := range testSecrets {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

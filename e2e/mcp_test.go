@@ -133,17 +133,19 @@ func runMCPScenario(t *testing.T, env *wickEnv, bin, httpURL string, sandbox map
 		"agent_id": "mcp", "model": "script:" + string(script), "backend": sandbox,
 		"mcp_servers": []obj{
 			stdio("local", ""), stdio("short", "1s"),
-			{"name": "web", "url": httpURL, "headers": obj{"Authorization": "Bearer " + mcpToken}},
+			// The bearer token is a mounted secret (testSecrets), named.
+			{"name": "web", "url": httpURL, "headers": obj{"Authorization": "Bearer ${secret:mcp-token}"}},
 		},
 	}
 	if r := call(t, "POST", env.url+"/agents", aliceToken, jsonBody(agentDef)); r.code != http.StatusOK {
 		t.Fatalf("create agent mcp = %d %s", r.code, r)
 	}
 
-	// The agent as the API returns it: header and env values masked.
+	// The agent as the API returns it: env values masked, the header that
+	// names a secret as written.
 	r := call(t, "GET", env.url+"/agents/mcp", aliceToken, nil)
 	if r.code != http.StatusOK || bytes.Contains(r.body, []byte(mcpToken)) || bytes.Contains(r.body, []byte("s3cret-value")) ||
-		!bytes.Contains(r.body, []byte(`"Authorization":"[REDACTED]"`)) {
+		!bytes.Contains(r.body, []byte(`"MCP_SECRET":"[REDACTED]"`)) || !bytes.Contains(r.body, []byte(`"Authorization":"Bearer ${secret:mcp-token}"`)) {
 		t.Fatalf("GET /agents/mcp = %d %s", r.code, r)
 	}
 

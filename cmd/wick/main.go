@@ -48,6 +48,7 @@ func run(args []string, out io.Writer) error {
 		logLevel   string
 		logFormat  string
 		warmImages string
+		secretsDir string
 		diagFlags  diag.Flags
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
@@ -90,12 +91,14 @@ func run(args []string, out io.Writer) error {
 	llmCfg := llmgw.DefaultConfig()
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
+	fs.StringVar(&secretsDir, "secrets-dir", "", "directory of mounted secrets, one file per key: provider keys (key_env) and the ${secret:NAME} references of agents' MCP servers and ACP env")
 	diagFlags.RegisterPprof(fs)
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: json or text")
 	if err := config.Parse(fs, args); err != nil {
 		return err
 	}
+	llmCfg.SecretsDir = secretsDir
 	cfg.LLM = &llmCfg
 	logger, err := logging.New(os.Stderr, logLevel, logFormat)
 	if err != nil {
@@ -115,7 +118,7 @@ func run(args []string, out io.Writer) error {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits), agent.WithQuestionTimeout(*questionTimeout),
-		agent.WithSubagents(*subagentDepth, *subagentTimeout))
+		agent.WithSubagents(*subagentDepth, *subagentTimeout), agent.WithSecretsDir(secretsDir))
 	kbOpts, err := kb.Options()
 	if err != nil {
 		return err

@@ -108,8 +108,11 @@ func TestTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	keysDir := filepath.Join(tmp, "llm-keys") // no provider keys: scripted models only
-	if err := os.Mkdir(keysDir, 0o700); err != nil {
-		t.Fatal(err)
+	agentSecretsDir := filepath.Join(tmp, "agent-secrets")
+	for _, d := range []string{keysDir, agentSecretsDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dockerHost := os.Getenv("DOCKER_HOST")
 	if dockerHost == "" {
@@ -127,6 +130,7 @@ func TestTopology(t *testing.T) {
 		exact: map[string]string{
 			"/etc/wick/tokens/tokens":    tokensFile,
 			"/run/secrets/llm":           keysDir,
+			"/run/secrets/agent":         agentSecretsDir,
 			"/usr/local/bin/wick-daemon": daemonBin,
 			"/usr/local/bin/wickfs":      wickfsBin,
 			// The engine of each sandbox pod is its dockerd sidecar; here all

@@ -14,6 +14,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
+	"github.com/wick-agent/wick/services/agent/internal/secrets"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -206,14 +207,14 @@ func subagentsFromProto(subs []*agentv1.Subagent) []loop.SubagentCfg {
 	return out
 }
 
-// mcpServersToProto masks header and env values: they hold the servers'
-// keys.
+// mcpServersToProto masks header and env values, which hold the servers'
+// keys, except those that only name mounted secrets (masked).
 func mcpServersToProto(servers []loop.MCPServerCfg) []*agentv1.McpServer {
 	var out []*agentv1.McpServer
 	for _, m := range servers {
 		p := &agentv1.McpServer{
-			Name: m.Name, Command: m.Command, Args: m.Args, Env: redact.Headers(m.Env),
-			Url: redact.String(m.URL), Headers: redact.Headers(m.Headers),
+			Name: m.Name, Command: m.Command, Args: m.Args, Env: masked(m.Env),
+			Url: redact.String(m.URL), Headers: masked(m.Headers),
 		}
 		if m.Timeout > 0 {
 			p.Timeout = durationpb.New(m.Timeout)
@@ -244,7 +245,25 @@ func acpToProto(c *loop.ACPCfg) *agentv1.AcpAgent {
 	if c == nil {
 		return nil
 	}
-	return &agentv1.AcpAgent{Command: c.Command, Args: c.Args, Env: redact.Headers(c.Env), StateDir: c.StateDir}
+	return &agentv1.AcpAgent{Command: c.Command, Args: c.Args, Env: masked(c.Env), StateDir: c.StateDir}
+}
+
+// masked returns values as the API shows them: each replaced by
+// redact.Mask, except a value made of ${secret:NAME} references (and an
+// authorization scheme), which holds no key and is shown as written.
+func masked(values map[string]string) map[string]string {
+	if values == nil {
+		return nil
+	}
+	out := make(map[string]string, len(values))
+	for k, v := range values {
+		if secrets.Shown(v) {
+			out[k] = v
+		} else {
+			out[k] = redact.Mask
+		}
+	}
+	return out
 }
 
 func acpFromProto(a *agentv1.AcpAgent) *loop.ACPCfg {

@@ -15,6 +15,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
+	"github.com/wick-agent/wick/services/agent/internal/secrets"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
@@ -38,7 +39,7 @@ func rpcErr(err error) error {
 		errors.Is(err, loop.ErrInvalidInput), errors.Is(err, runexec.ErrInvalid):
 		return status.Error(codes.InvalidArgument, msg)
 	case errors.Is(err, threads.ErrBusy), errors.Is(err, runexec.ErrNotWaiting), errors.Is(err, runexec.ErrNotRunning),
-		errors.Is(err, runexec.ErrNotStopped):
+		errors.Is(err, runexec.ErrNotStopped), errors.Is(err, secrets.ErrNotFound):
 		return status.Error(codes.FailedPrecondition, msg)
 	case errors.Is(err, threads.ErrConflict), errors.Is(err, threads.ErrLeaseLost):
 		return status.Error(codes.Aborted, msg)

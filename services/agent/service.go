@@ -32,6 +32,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
+	"github.com/wick-agent/wick/services/agent/internal/secrets"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
@@ -221,6 +222,12 @@ func WithApprovalTimeout(d time.Duration) Option { return runOption(runexec.With
 // WithQuestionTimeout bounds how long a run waits for the answer to an
 // ask_user question (default DefaultQuestionTimeout).
 func WithQuestionTimeout(d time.Duration) Option { return runOption(runexec.WithQuestionTimeout(d)) }
+
+// WithSecretsDir resolves the ${secret:NAME} references in agents' MCP
+// server env and headers and ACP env from the files of dir (a mounted
+// Kubernetes Secret, say) at each run's start. Empty: references cannot be
+// resolved, and a run of an agent that holds one fails to start.
+func WithSecretsDir(dir string) Option { return runOption(runexec.WithSecrets(secrets.NewDir(dir))) }
 
 // WithSubagents bounds sub-agents (the task tool): how deep they nest
 // (default DefaultSubagentMaxDepth) and how long one runs when its

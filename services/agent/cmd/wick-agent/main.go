@@ -29,7 +29,7 @@ const (
 func main() {
 	var (
 		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage        string
-		toolAllow, sandboxPlacement                                                                    string
+		toolAllow, sandboxPlacement, secretsDir                                                        string
 		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout, subagentTimeout, taskLease time.Duration
 		subagentDepth                                                                                  int
 		maxTransfer                                                                                    int64
@@ -56,6 +56,7 @@ func main() {
 		fs.DurationVar(&questionTimeout, "question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
 		fs.IntVar(&subagentDepth, "subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
 		fs.DurationVar(&subagentTimeout, "subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
+		fs.StringVar(&secretsDir, "secrets-dir", "", "directory of mounted secrets (one file per key) that agents' MCP server env and headers and ACP env name as ${secret:NAME}")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
 		kb.RegisterFlags(fs)
@@ -94,6 +95,7 @@ func main() {
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
 			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout), agent.WithTaskLease(taskLease),
+			agent.WithSecretsDir(secretsDir),
 		}, kbOpts...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

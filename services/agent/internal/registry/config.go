@@ -21,6 +21,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
+	"github.com/wick-agent/wick/services/agent/internal/secrets"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -223,18 +224,22 @@ func validateACP(cfg *loop.AgentConfig, fail func(string, ...any) error) error {
 	if d := a.StateDir; d != "" && (path.Clean(d) != d || !strings.HasPrefix(d, root+"/")) {
 		return fail("acp.state_dir %q must be a clean path under %s/, on the workspace volume", d, root)
 	}
-	if err := refuseMasked("acp", a.Env, fail); err != nil {
+	if err := checkValues("acp", a.Env, fail); err != nil {
 		return err
 	}
 	return checkEnvNames("acp.env", a.Env, fail)
 }
 
-// refuseMasked refuses a value the API showed masked and the client sent
-// back: storing it would replace the secret with the mask.
-func refuseMasked(at string, values map[string]string, fail func(string, ...any) error) error {
+// checkValues refuses a value the API showed masked and the client sent
+// back (storing it would replace the secret with the mask) and a malformed
+// ${secret:NAME} reference.
+func checkValues(at string, values map[string]string, fail func(string, ...any) error) error {
 	for k, v := range values {
 		if v == redact.Mask {
-			return fail("%s: %q is %s, as the API shows it; give the real value", at, k, redact.Mask)
+			return fail("%s: %q is %s, as the API shows it; give the real value or a ${secret:NAME} reference", at, k, redact.Mask)
+		}
+		if err := secrets.Check(v); err != nil {
+			return fail("%s: %q: %v", at, k, err)
 		}
 	}
 	return nil
@@ -327,7 +332,7 @@ func validateMCPServers(cfg *loop.AgentConfig, fail func(string, ...any) error) 
 		}
 		seen[m.Name] = true
 		for _, v := range [...]map[string]string{m.Env, m.Headers} {
-			if err := refuseMasked(at+" ("+m.Name+")", v, fail); err != nil {
+			if err := checkValues(at+" ("+m.Name+")", v, fail); err != nil {
 				return err
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxproc"
+	"github.com/wick-agent/wick/services/agent/internal/secrets"
 	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
@@ -147,6 +148,7 @@ type config struct {
 	httpClient      *http.Client
 	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
+	secrets         secrets.Dir
 	// subagentOptions configure every run's task tool.
 	subagentOptions []subagent.Option
 	limits          Limits

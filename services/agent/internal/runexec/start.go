@@ -228,6 +228,10 @@ func (e *Executor) buildACP(entry *registry.Entry) (func(*Run) runner, error) {
 	if e.processes == nil || cfg.Backend == nil {
 		return nil, fmt.Errorf("%w: agent %s is backed by an ACP agent, which needs a sandbox service to run in", registry.ErrInvalid, entry.ID)
 	}
+	cfg, err := e.acpWithSecrets(cfg)
+	if err != nil {
+		return nil, err
+	}
 	files := e.sandboxes(entry.ID, cfg.Backend)
 	return func(r *Run) runner {
 		var ap acp.Approver
@@ -307,7 +311,11 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 		agentTools = append(agentTools, t)
 	}
 	if e.mcp != nil && len(cfg.MCPServers) > 0 {
-		agentTools = append(agentTools, e.mcp.Tools(ctx, user, entry.ID, cfg.Backend, cfg.MCPServers)...)
+		servers, err := e.mcpWithSecrets(cfg.MCPServers)
+		if err != nil {
+			return nil, err
+		}
+		agentTools = append(agentTools, e.mcp.Tools(ctx, user, entry.ID, cfg.Backend, servers)...)
 	}
 	if e.tasks != nil && slices.ContainsFunc(agentTools, tasks.IsBackground) {
 		agentTools = append(agentTools, e.tasks.ModelTools()...)

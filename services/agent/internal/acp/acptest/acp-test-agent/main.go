@@ -185,6 +185,7 @@ func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
 //	bad-line              writes a line that is not JSON, then answers
 //	unknown-update        sends an update of an unknown kind, then answers
 //	terminal <command>    runs the command in a terminal, answers its output
+//	env <NAME>            answers the variable of its own environment
 //
 // Anything else is echoed. The session keeps the prompt and the answer.
 func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
@@ -349,6 +350,8 @@ func (t *turnCtx) play(cmd []string) (string, acp.StopReason, error) {
 		return "Answered after an unknown update.", acp.StopReasonEndTurn, nil
 	case "terminal":
 		return t.terminal(strings.Join(cmd[1:], " "))
+	case "env":
+		return "env " + arg(1) + "=" + os.Getenv(arg(1)), acp.StopReasonEndTurn, nil
 	}
 	return "echo: " + strings.Join(cmd, " "), acp.StopReasonEndTurn, nil
 }
