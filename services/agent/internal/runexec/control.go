@@ -226,6 +226,9 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 		if err != nil {
 			return err
 		}
+		if e.cfg.merge {
+			evs = mergeDeltas(evs)
+		}
 		for _, ev := range evs {
 			if err := send(ev); err != nil {
 				return err
@@ -251,6 +254,9 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 			evs, _, err := e.log.Read(ctx, runID, after, followBatch, 0)
 			if err != nil {
 				return err
+			}
+			if e.cfg.merge {
+				evs = mergeDeltas(evs)
 			}
 			for _, ev := range evs {
 				if err := send(ev); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/services/gateway/internal/httperr"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
@@ -79,6 +80,11 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 }
 
 func (m *Marshaler) frame(v any) ([]byte, error) {
+	if ev, ok := v.(*agentv1.StreamEvent); ok {
+		if b, ok := fastFrame(ev); ok {
+			return b, nil
+		}
+	}
 	data, err := m.JSON.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -97,6 +103,29 @@ func (m *Marshaler) frame(v any) ([]byte, error) {
 		}
 	}
 	return appendData(b, data), nil
+}
+
+// fastFrame is frame for the events appendEvent encodes.
+func fastFrame(ev *agentv1.StreamEvent) ([]byte, bool) {
+	id, name := field(ev.GetId()), field(ev.GetEvent())
+	// A text delta's frame (ids, names and a few words) fits in one buffer.
+	b := make([]byte, 0, 256)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	if name != "" {
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b, ok := appendEvent(b, ev)
+	if !ok {
+		return nil, false
+	}
+	return append(b, '\n'), true
 }
 
 func (m *Marshaler) errorFrame(v proto.Message) ([]byte, error) {
