@@ -9,23 +9,24 @@ import (
 // Limits of merging.
 const (
 	// mergeBehind is how many events must wait for a follower before its
-	// deltas merge: a follower that keeps up finds one or two new events
+	// deltas merge: a follower that keeps up finds one or a few new events
 	// at each read (those logged while it woke up), one that is this many
 	// events behind has fallen behind its run.
-	mergeBehind = 8
+	mergeBehind = 16
 	// maxMergedDelta bounds the text of one merged event (bytes): a
 	// follower far behind gets its backlog in events of at most this size,
 	// plus one piece.
 	maxMergedDelta = 64 << 10
 )
 
-// mergeDeltas merges, in a batch of events read from the log together,
-// each run of adjacent text deltas of the same run into one event: the
-// text of its pieces joined, the id of its last piece. A batch of at least
-// mergeBehind events is a backlog that waited for a follower which fell
-// behind (its client reads slowly, or it re-joins late); a smaller one is
-// returned as it is. So a slow client gets fewer, larger events rather
-// than an ever longer wait. A client re-joining from a merged event's id continues
+// mergeDeltas merges, in a batch of events read from the log together by a
+// follower that had caught up with its run, each run of adjacent text
+// deltas of the same run into one event: the text of its pieces joined,
+// the id of its last piece. A batch of at least mergeBehind events is then
+// a backlog that waited for a follower which fell behind (its client reads
+// slowly); a smaller one is returned as it is, and so is a replay of the
+// run's history (follow decides). So a slow client gets fewer, larger
+// events rather than an ever longer wait. A client re-joining from a merged event's id continues
 // after its last piece, as from that piece's own id. Nothing merges across
 // an event of another kind (a tool event, usage), and the order is kept.
 // The batch's events are not modified: the log shares their data.

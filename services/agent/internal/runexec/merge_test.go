@@ -44,26 +44,26 @@ func TestMergeDeltas(t *testing.T) {
 		want []loop.StreamEvent
 	}{
 		{"fewer than mergeBehind waiting: as read", deltas(1, mergeBehind-1), deltas(1, mergeBehind-1)},
-		{"a backlog merges into one event with the last id", deltas(1, mergeBehind), []loop.StreamEvent{textEv(fmt.Sprintf("%d-0", mergeBehind), "1 2 3 4 5 6 7 8 ")}},
+		{"a backlog merges into one event with the last id", deltas(1, mergeBehind), []loop.StreamEvent{textEv(fmt.Sprintf("%d-0", mergeBehind), "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 ")}},
 		{
 			"never across another kind of event",
-			join(deltas(1, 4), []loop.StreamEvent{otherEv("5-0", loop.EventToolStart)}, deltas(6, 4)),
-			[]loop.StreamEvent{textEv("4-0", "1 2 3 4 "), otherEv("5-0", loop.EventToolStart), textEv("9-0", "6 7 8 9 ")},
+			join(deltas(1, 8), []loop.StreamEvent{otherEv("9-0", loop.EventToolStart)}, deltas(10, 8)),
+			[]loop.StreamEvent{textEv("8-0", "1 2 3 4 5 6 7 8 "), otherEv("9-0", loop.EventToolStart), textEv("17-0", "10 11 12 13 14 15 16 17 ")},
 		},
 		{
 			"never across sources",
-			join(deltas(1, 8), []loop.StreamEvent{other}),
-			[]loop.StreamEvent{textEv("8-0", "1 2 3 4 5 6 7 8 "), other},
+			join(deltas(1, 16), []loop.StreamEvent{other}),
+			[]loop.StreamEvent{textEv("16-0", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 "), other},
 		},
 		{
 			"data other than a lone delta stays apart",
-			join(deltas(1, 7), []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "8-0", Data: map[string]any{"delta": "8 ", "extra": "1"}}}),
-			join([]loop.StreamEvent{textEv("7-0", "1 2 3 4 5 6 7 ")}, []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "8-0", Data: map[string]any{"delta": "8 ", "extra": "1"}}}),
+			join(deltas(1, 15), []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "16-0", Data: map[string]any{"delta": "16 ", "extra": "1"}}}),
+			join([]loop.StreamEvent{textEv("15-0", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 ")}, []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "16-0", Data: map[string]any{"delta": "16 ", "extra": "1"}}}),
 		},
 		{
 			"a merged event stops growing at maxMergedDelta",
-			join([]loop.StreamEvent{textEv("1-0", bigPiece)}, deltas(2, 8)),
-			[]loop.StreamEvent{textEv("1-0", bigPiece), textEv("9-0", "2 3 4 5 6 7 8 9 ")},
+			join([]loop.StreamEvent{textEv("1-0", bigPiece)}, deltas(2, 16)),
+			[]loop.StreamEvent{textEv("1-0", bigPiece), textEv("17-0", "2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 ")},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
