@@ -445,10 +445,10 @@ func (r *run) callModel(ctx context.Context, msgs []llm.Message) (*llm.Result, e
 		}
 		return resp, nil
 	case <-ctx.Done():
-		// A delta being emitted now ends before the run goes on; every
-		// later one finds ctx ended and is dropped.
+		// A delta being emitted now ends before the run goes on (the lock
+		// is the barrier); every later one finds ctx ended and is dropped.
 		r.emitMu.Lock()
-		r.emitMu.Unlock() //nolint:staticcheck // SA2001: the lock is the barrier
+		defer r.emitMu.Unlock()
 		return nil, ctx.Err()
 	}
 }
