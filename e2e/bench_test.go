@@ -272,7 +272,7 @@ func benchIdle(b *testing.B, srv *benchServer, n int) {
 		for range n {
 			ready.Add(1)
 			closed.Go(func() {
-				resp, err := openStream(ctx, client, srv.url, "idle")
+				resp, err := openStream(ctx, client, srv.url, "idle", benchBody)
 				if err != nil {
 					errs <- err
 					ready.Done()
@@ -311,8 +311,12 @@ func benchIdle(b *testing.B, srv *benchServer, n int) {
 	}
 }
 
-func openStream(ctx context.Context, client *http.Client, base, agentID string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, "POST", base+"/agents/"+agentID+"/stream", strings.NewReader(`{"messages":[{"role":"user","content":"go"}]}`))
+// benchBody is the message of every benchmark stream.
+const benchBody = `{"messages":[{"role":"user","content":"go"}]}`
+
+// openStream starts a run of agentID streamed as SSE, as alice.
+func openStream(ctx context.Context, client *http.Client, base, agentID, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/agents/"+agentID+"/stream", strings.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +458,7 @@ func (s *benchServer) fetchProfile(ctx context.Context, b *testing.B, name, path
 func benchStream(ctx context.Context, client *http.Client, base string) (streamTiming, error) {
 	var st streamTiming
 	start := time.Now()
-	resp, err := openStream(ctx, client, base, "bench")
+	resp, err := openStream(ctx, client, base, "bench", benchBody)
 	if err != nil {
 		return st, err
 	}

@@ -152,20 +152,11 @@ func TestSlowClientGetsMergedDeltas(t *testing.T) {
 	// stall opens a slow stream, reads its first event and waits, without
 	// reading, until the run has logged everything.
 	stall := func(ctx context.Context) (*eventStream, string) {
-		req, err := http.NewRequestWithContext(ctx, "POST", env.url+"/agents/slow/stream", jsonBody(userMessage("go", map[string]any{"background": true})))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+aliceToken)
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := client.Do(req)
+		resp, err := openStream(ctx, client, env.url, "slow", `{"messages":[{"role":"user","content":"go"}],"background":true}`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { resp.Body.Close() })
-		if resp.StatusCode != 200 {
-			t.Fatalf("stream: %d", resp.StatusCode)
-		}
 		es := newEventStream(resp.Body)
 		first, err := es.next()
 		if err != nil {
