@@ -43,8 +43,9 @@ const (
 	// 100 and 1,000 of every run.
 	benchStreamsEnv = "WICK_BENCH_STREAMS"
 	// benchProfileEnv names a directory where the benchmark writes the
-	// server's CPU profile of the first 1,000-stream run and its
-	// allocation profile after it.
+	// server's CPU profile of the first 1,000-stream run, its allocation
+	// profile after it, and its heap and goroutine profiles with the idle
+	// streams open.
 	benchProfileEnv = "WICK_BENCH_PROFILE_DIR"
 	// benchLoopbackEnv has the child's services call each other over their
 	// loopback gRPC ports (suite.Config.Loopback).
@@ -62,8 +63,10 @@ const (
 // Figures: the added delay of token i is its arrival at the client less
 // its place on the provider's schedule (token 0's arrival + i × 20 ms);
 // cpu-µs/event is the server's CPU time over the SSE events the clients
-// received; idle/KB-per-stream is the server's RSS growth per open stream
-// waiting for its model's first token.
+// received (cpu-µs/token over the model's tokens); idle=1000 reports the
+// server's live heap and stacks (live-KB/stream) and RSS growth per open
+// stream waiting for its model's first token. Sub-benchmarks /loopback and
+// /nomerge turn one switch off each (docs/performance.md).
 func BenchmarkSuiteSSEStreams(b *testing.B) {
 	counts := []int{100, 1000}
 	if v := os.Getenv(benchStreamsEnv); v != "" {
