@@ -72,13 +72,15 @@ func (r *Run) Record() *runs.Run {
 // CancelWith cancels the run when ctx ends before the run does: a streaming
 // client that goes away takes its run with it.
 func (r *Run) CancelWith(ctx context.Context) {
-	go func() {
+	// A callback rather than a goroutine per run waiting on both: ctx (a
+	// stream's) always ends, at the latest when the stream does.
+	context.AfterFunc(ctx, func() {
 		select {
-		case <-ctx.Done():
-			r.cancel(errClientGone)
 		case <-r.done:
+		default:
+			r.cancel(errClientGone)
 		}
-	}()
+	})
 }
 
 func (r *Run) setStatus(ctx context.Context, runStatus string, pending []llm.ToolCall, msg string) {
