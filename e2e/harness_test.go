@@ -89,18 +89,29 @@ var scripts = map[string]string{
 	"kbtool": `{"turns":[
 		{"tool_calls":[{"name":"search_knowledge","arguments":{"query":"who do I ask for parental leave?","k":2}}]},
 		{"text":"Human resources."}]}`,
+	// idle: a model that thinks for a minute before its first token (the
+	// benchmark's idle open stream).
+	"idle": `{"delay":"60s","turns":[{"text":"late"}],"end_text":"late"}`,
 	// bench50: 50 tokens 20 ms apart, no tools (the benchmark's reply).
 	"bench50": `{"delay":"20ms","turns":[{"text":"` + strings.TrimSpace(strings.Repeat("token ", 50)) + `"}],"end_text":"` + strings.TrimSpace(strings.Repeat("token ", 50)) + `"}`,
 }
 
 func writeScripts(t testing.TB) string {
 	dir := t.TempDir()
-	for name, body := range scripts {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := writeScriptFiles(dir); err != nil {
+		t.Fatal(err)
 	}
 	return dir
+}
+
+// writeScriptFiles writes every script into dir.
+func writeScriptFiles(dir string) error {
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startWick starts the whole suite in this process, every service on its
@@ -114,21 +125,7 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	cfg := suite.Config{
-		HTTPAddr: "127.0.0.1:0",
-		Model:    e2eModel,
-		Backend:  backend.Local,
-		LLM:      &llmCfg,
-		Gateway: gateway.Config{
-			Tokens:         map[string]string{aliceToken: "alice", bobToken: "bob"},
-			MaxUploadBytes: 64 << 20,
-		},
-		Logger:          quietLogger(),
-		LookupEnv:       func(string) (string, bool) { return "", false },
-		ShutdownTimeout: 5 * time.Second,
-	}
-	cfg.Sandbox.StateDir = stateDir
-	cfg.Sandbox.AllowLocal = true // two users share local sandboxes
+	cfg := suiteConfig(&llmCfg, stateDir)
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithSecretsDir(writeSecrets(t)))
 	for _, o := range opts {
 		o(&cfg)
@@ -167,6 +164,27 @@ func writeSecrets(t testing.TB) string {
 		}
 	}
 	return dir
+}
+
+// suiteConfig is the tests' suite: local sandboxes under stateDir, the
+// scripted models of llmCfg, two users, nothing read from the environment.
+func suiteConfig(llmCfg *llmgw.Config, stateDir string) suite.Config {
+	cfg := suite.Config{
+		HTTPAddr: "127.0.0.1:0",
+		Model:    e2eModel,
+		Backend:  backend.Local,
+		LLM:      llmCfg,
+		Gateway: gateway.Config{
+			Tokens:         map[string]string{aliceToken: "alice", bobToken: "bob"},
+			MaxUploadBytes: 64 << 20,
+		},
+		Logger:          quietLogger(),
+		LookupEnv:       func(string) (string, bool) { return "", false },
+		ShutdownTimeout: 5 * time.Second,
+	}
+	cfg.Sandbox.StateDir = stateDir
+	cfg.Sandbox.AllowLocal = true // two users share local sandboxes
+	return cfg
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

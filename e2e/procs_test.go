@@ -24,6 +24,10 @@ var (
 
 // TestMain removes the service binaries, which are large, after the tests.
 func TestMain(m *testing.M) {
+	if os.Getenv(benchChildEnv) != "" {
+		// The server process of BenchmarkSuiteSSEStreams.
+		os.Exit(serveBenchChild())
+	}
 	code := m.Run()
 	if serviceBinDir != "" {
 		os.RemoveAll(serviceBinDir)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fullstorydev/grpchan"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -146,4 +147,18 @@ func SplitList(target string) ([]string, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// InProcess returns a client of the in-process channel ch
+// (server.InProcess) that signs the context's user as New's connections do
+// with WithIdentity; WithTLS and WithDialOption have no meaning there.
+func InProcess(ch grpc.ClientConnInterface, opts ...Option) grpc.ClientConnInterface {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.key == nil {
+		return ch
+	}
+	return grpchan.InterceptClientConn(ch, o.key.UnaryClientInterceptor(), o.key.StreamClientInterceptor())
 }

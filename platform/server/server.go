@@ -46,6 +46,10 @@ type Server struct {
 	cfg    options
 	// probe serves only health on cfg.health; nil without one.
 	probe *grpc.Server
+	// unary and stream are the interceptor chains every call goes
+	// through, on the network server and on InProcess channels alike.
+	unary  []grpc.UnaryServerInterceptor
+	stream []grpc.StreamServerInterceptor
 }
 
 type options struct {
@@ -119,6 +123,7 @@ func New(name string, logger *slog.Logger, opts ...Option) *Server {
 	}
 	unary = append(unary, cfg.unary...)
 	stream = append(stream, cfg.stream...)
+	s.unary, s.stream = unary, stream
 	var creds []grpc.ServerOption
 	if cfg.tls != nil {
 		creds = append(creds, grpc.Creds(cfg.tls.ServerCredentials()))

@@ -243,6 +243,10 @@ func WithPollInterval(d time.Duration) Option { return runOption(runexec.WithPol
 // WithJoinBlock sets how long a re-join waits for events before checking the run's owner.
 func WithJoinBlock(d time.Duration) Option { return runOption(runexec.WithJoinBlock(d)) }
 
+// WithMerging sets whether a stream's text deltas that wait for a client
+// which fell behind are merged into one event (on by default; docs/api.md).
+func WithMerging(on bool) Option { return runOption(runexec.WithMerging(on)) }
+
 // WithMaxInputMessages bounds the input messages of a run.
 func WithMaxInputMessages(n int) Option { return runOption(runexec.WithMaxInputMessages(n)) }
 

@@ -79,7 +79,11 @@ func benchStreamsN(b *testing.B, env *testEnv, benchStreams int) {
 	}
 	b.StopTimer()
 	// CPU seconds per wall second: near 2 means both cores were this process's.
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Since(wall0)), "cpu-cores")
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(cpu)/float64(time.Since(wall0)), "cpu-cores")
+	// The process's CPU per token event: the gateway's, and the fake agent
+	// service's and the SSE clients' in the same process.
+	b.ReportMetric(float64(cpu.Nanoseconds())/1000/float64(len(delays)), "process-cpu-µs/event")
 	if len(delays) != b.N*benchStreams*benchTokens {
 		b.Fatalf("got %d token events, want %d", len(delays), b.N*benchStreams*benchTokens)
 	}

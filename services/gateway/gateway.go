@@ -121,6 +121,7 @@ type options struct {
 	tracerProvider trace.TracerProvider
 	registry       *prometheus.Registry
 	verifierClient *http.Client
+	agentClient    grpc.ClientConnInterface
 }
 
 // WithLogger sets the logger.
@@ -142,6 +143,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithRegistry sets the Prometheus registry served at /metrics (default: a new one).
 func WithRegistry(r *prometheus.Registry) Option { return func(o *options) { o.registry = r } }
+
+// WithAgentClient has the REST API, the terminal and file transfer call the
+// agent service over cc (the one-process suite's in-process channel)
+// instead of the connection given to New, which the gRPC edge keeps using.
+// cc must sign the context's user as that connection does.
+func WithAgentClient(cc grpc.ClientConnInterface) Option {
+	return func(o *options) { o.agentClient = cc }
+}
 
 // WithVerifierClient sets the HTTP client used to reach the token verifier.
 func WithVerifierClient(c *http.Client) Option { return func(o *options) { o.verifierClient = c } }
@@ -180,6 +189,9 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 		conn:   agentConn,
 		agent:  agentv1.NewAgentServiceClient(agentConn),
 		health: o.health,
+	}
+	if o.agentClient != nil {
+		g.agent = agentv1.NewAgentServiceClient(o.agentClient)
 	}
 	var chain auth.Chain
 	if len(cfg.Tokens) > 0 {

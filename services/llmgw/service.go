@@ -224,21 +224,19 @@ func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingSe
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	first := true
-	var msg llmv1.StreamResponse
-	var tcd llmv1.ToolCallDelta
 	out, acct, err := s.run(stream.Context(), "Stream", c, func(t *router.Target, ev llm.Event) error {
-		// Send marshals synchronously, so one message is reused for every delta.
-		msg.Reset()
+		// A new message per delta: a sent message is not the sender's to
+		// change any more (grpc.ServerStream.SendMsg), and in one process
+		// (wickserver/suite) the agent service receives this very one.
+		msg := &llmv1.StreamResponse{Delta: ev.Delta}
 		if first {
 			msg.Model, msg.Provider = t.Model, t.Provider
 			first = false
 		}
-		msg.Delta = ev.Delta
 		if d := ev.ToolCallDelta; d != nil {
-			tcd = llmv1.ToolCallDelta{Index: int32(d.Index), Id: d.ID, Name: d.Name, ArgumentsDelta: d.ArgumentsDelta}
-			msg.ToolCallDelta = &tcd
+			msg.ToolCallDelta = &llmv1.ToolCallDelta{Index: int32(d.Index), Id: d.ID, Name: d.Name, ArgumentsDelta: d.ArgumentsDelta}
 		}
-		return stream.Send(&msg)
+		return stream.Send(msg)
 	})
 	stream.SetTrailer(trailer(acct))
 	if err != nil {

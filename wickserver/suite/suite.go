@@ -1,8 +1,12 @@
 // Package suite starts the whole of Wick in one process: the LLM gateway,
 // the sandbox service, the agent service and the REST gateway, each as its
-// real gRPC server on its own loopback port and talking to the others over
-// gRPC — the same code path as a deployment with one process per service.
-// The all-in-one `wick` command and the end-to-end tests use it.
+// real gRPC server on its own loopback port. The gateway calls the agent
+// service, and the agent service the LLM gateway, over in-process gRPC
+// channels that go through the same interceptors as the ports (identity,
+// logging, recovery, OpenTelemetry) without encoding or sockets
+// (Config.Loopback keeps every hop on the ports, as a deployment with one
+// process per service has it). The all-in-one `wick` command and the
+// end-to-end tests use it.
 package suite
 
 import (
@@ -94,6 +98,11 @@ type Config struct {
 	// Metrics is the registry of every service's Prometheus metrics,
 	// served at the gateway's /metrics; nil makes one.
 	Metrics *prometheus.Registry
+	// Loopback has the gateway reach the agent service, and the agent
+	// service the LLM gateway, over their loopback gRPC ports instead of
+	// in process; the sandbox service is always reached on its port, where
+	// the gRPC server's message limits bound file and process traffic.
+	Loopback bool
 }
 
 // Suite is the running suite.
@@ -184,7 +193,9 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	// serve starts one service's gRPC server; extra, if set, adds server
 	// options that depend on the address bound (the gateway's edge), and
 	// replaces the services' TLS with the edge's own.
-	serve := func(name, addr string, register func(*grpc.Server), extra ...func(net.Addr) ([]server.Option, error)) (layer, error) {
+	// inproc opens an in-process channel to a service started by serve.
+	inproc := map[string]func() grpc.ClientConnInterface{}
+	serve := func(name, addr string, register func(grpc.ServiceRegistrar), extra ...func(net.Addr) ([]server.Option, error)) (layer, error) {
 		if addr == "" {
 			addr = "127.0.0.1:0"
 		}
@@ -206,6 +217,11 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		}
 		srv := server.New(name, log, opts...)
 		register(srv.GRPC())
+		inproc[name] = func() grpc.ClientConnInterface {
+			ch := srv.InProcess()
+			register(ch)
+			return ch
+		}
 		s.Addrs[name] = lis.Addr().String()
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
@@ -225,6 +241,13 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		closers = append(closers, func() { c.Close() })
 		return c, nil
 	}
+	// client is how one service calls another: in process, or over conn.
+	client := func(name string, conn *grpc.ClientConn) grpc.ClientConnInterface {
+		if cfg.Loopback {
+			return conn
+		}
+		return dial.InProcess(inproc[name](), dial.WithIdentity(key))
+	}
 
 	// LLM gateway.
 	llmCfg := llmgw.DefaultConfig()
@@ -235,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmgw: %w", err)
 	}
-	l, err := serve("llmgw", cfg.LLMAddr, func(g *grpc.Server) { llmSvc.Register(g) })
+	l, err := serve("llmgw", cfg.LLMAddr, llmSvc.Register)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +289,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	l, err = serve("sandbox", cfg.SandboxAddr, func(g *grpc.Server) { sbSvc.Register(g) })
+	l, err = serve("sandbox", cfg.SandboxAddr, sbSvc.Register)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
@@ -308,7 +331,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		agent.WithMetrics(cfg.Metrics),
 	}, cfg.AgentOptions...)
 	agentSvc, err := agent.New(agent.Deps{
-		LLM:     llmv1.NewLLMServiceClient(llmConn),
+		LLM:     llmv1.NewLLMServiceClient(client("llmgw", llmConn)),
 		Sandbox: sandboxv1.NewSandboxServiceClient(sbConn),
 		Stores:  stores,
 		Logger:  log.With("service", "agent"),
@@ -316,7 +339,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	l, err = serve("agent", cfg.AgentAddr, func(g *grpc.Server) { agentSvc.Register(g) })
+	l, err = serve("agent", cfg.AgentAddr, agentSvc.Register)
 	if err != nil {
 		_ = agentSvc.Close()
 		return nil, err
@@ -340,6 +363,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		gateway.WithHealthCheck("sandbox", sbConn),
 		gateway.WithHealthCheck("llmgw", llmConn),
 		gateway.WithRegistry(cfg.Metrics),
+		gateway.WithAgentClient(client("agent", agentConn)),
 	}, cfg.GatewayOptions...)
 	gw, err := gateway.New(cfg.Gateway, agentConn, gwOpts...)
 	if err != nil {
@@ -349,7 +373,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	// The gateway's gRPC server serves the agent service to external
 	// clients (the edge) besides its health.
 	var edge *gateway.Edge
-	l, err = serve("gateway", cfg.GatewayAddr, func(g *grpc.Server) { edge.Register(g) }, func(addr net.Addr) ([]server.Option, error) {
+	l, err = serve("gateway", cfg.GatewayAddr, func(g grpc.ServiceRegistrar) { edge.Register(g) }, func(addr net.Addr) ([]server.Option, error) {
 		var err error
 		if edge, err = gw.GRPCEdge(addr); err != nil {
 			return nil, err

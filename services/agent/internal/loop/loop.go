@@ -27,9 +27,6 @@ const (
 	// DefaultSaveTimeout bounds the save after a cancellation, which runs on
 	// a context that is no longer cancelled.
 	DefaultSaveTimeout = 5 * time.Second
-	// streamBuffer is the number of model deltas buffered between the LLM
-	// client and the loop.
-	streamBuffer = 64
 )
 
 // Result texts the loop writes into tool messages.
@@ -417,59 +414,60 @@ func (r *run) callModel(ctx context.Context, msgs []llm.Message) (*llm.Result, e
 	// The system prompt travels as the leading system message(s); clients
 	// that need it apart lift it out.
 	//
-	// Stream runs apart from the loop, handing deltas over a channel, so that
-	// a client which ignores ctx cannot keep a cancelled run alive.
-	deltas := make(chan string, streamBuffer)
+	// Stream runs apart from the loop, so that a client which ignores ctx
+	// cannot keep a cancelled run alive. Its deltas are emitted from its
+	// own goroutine as they come (one hand-over fewer per token than a
+	// channel to the loop), under the emit lock and only while ctx lasts.
 	done := make(chan streamed, 1)
 	go func() {
-		defer close(deltas)
 		res, err := r.model.Stream(ctx, req, func(ev llm.Event) error {
 			if ev.Delta == "" {
 				return nil
 			}
-			select {
-			case deltas <- ev.Delta:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return r.emitDelta(ctx, ev.Delta)
 		})
 		done <- streamed{res, err}
 	}()
 
-	for {
-		select {
-		case d, ok := <-deltas:
-			if !ok {
-				out := <-done
-				if out.err != nil {
-					return nil, out.err
-				}
-				resp := &out.res
-				if resp.FinishReason == "" {
-					resp.FinishReason = llm.FinishStop
-					if len(resp.ToolCalls) > 0 {
-						resp.FinishReason = llm.FinishToolCalls
-					}
-				}
-				if resp.Usage != (llm.Usage{}) {
-					r.emit(StreamEvent{Event: EventUsage, ThreadID: r.state.ThreadID, Data: map[string]any{
-						"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens,
-					}})
-				}
-				return resp, nil
-			}
-			r.emit(StreamEvent{Event: EventChatModelStream, Data: map[string]any{"delta": d}})
-		case <-ctx.Done():
-			// A client that ignores ctx must not keep the run alive: drain
-			// its deltas in the background and leave.
-			go func() {
-				for range deltas {
-				}
-			}()
-			return nil, ctx.Err()
+	select {
+	case out := <-done:
+		if out.err != nil {
+			return nil, out.err
 		}
+		resp := &out.res
+		if resp.FinishReason == "" {
+			resp.FinishReason = llm.FinishStop
+			if len(resp.ToolCalls) > 0 {
+				resp.FinishReason = llm.FinishToolCalls
+			}
+		}
+		if resp.Usage != (llm.Usage{}) {
+			r.emit(StreamEvent{Event: EventUsage, ThreadID: r.state.ThreadID, Data: map[string]any{
+				"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens,
+			}})
+		}
+		return resp, nil
+	case <-ctx.Done():
+		// A delta being emitted now ends before the run goes on (the lock
+		// is the barrier); every later one finds ctx ended and is dropped.
+		r.emitMu.Lock()
+		defer r.emitMu.Unlock()
+		return nil, ctx.Err()
 	}
+}
+
+// emitDelta emits a piece of the model's answer unless ctx has ended.
+func (r *run) emitDelta(ctx context.Context, delta string) error {
+	if r.emitFn == nil {
+		return ctx.Err()
+	}
+	r.emitMu.Lock()
+	defer r.emitMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.emitFn(StreamEvent{Event: EventChatModelStream, RunID: r.id, Data: map[string]any{"delta": delta}})
+	return nil
 }
 
 // assistantMessage maps the model's reply onto an assistant message, naming

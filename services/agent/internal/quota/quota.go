@@ -87,28 +87,14 @@ func Hold(ctx context.Context, s Store, user, kind, id string, l Limit) (release
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		every := s.Lease() / 3
-		if every <= 0 {
-			<-stop
-			return
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(context.Background(), every)
-				// A failed renewal is retried on the next tick; a slot lost
-				// meanwhile only undercounts for a moment.
-				_ = s.Renew(rctx, user, kind, id)
-				cancel()
-			}
-		}
-	}()
+	every := s.Lease() / 3
+	if every <= 0 {
+		// Slots that never expire (one process) need no renewing: no
+		// goroutine waits beside each held slot.
+		close(done)
+	} else {
+		go renew(s, user, kind, id, every, stop, done)
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -119,4 +105,24 @@ func Hold(ctx context.Context, s Store, user, kind, id string, l Limit) (release
 			_ = s.Drop(dctx, user, kind, id) // a slot not dropped expires after its lease
 		})
 	}, nil
+}
+
+// renew renews a held slot every interval until stop is closed, then
+// closes done.
+func renew(s Store, user, kind, id string, every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(context.Background(), every)
+			// A failed renewal is retried on the next tick; a slot lost
+			// meanwhile only undercounts for a moment.
+			_ = s.Renew(rctx, user, kind, id)
+			cancel()
+		}
+	}
 }

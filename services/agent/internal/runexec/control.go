@@ -221,11 +221,21 @@ func (e *Executor) readLog(ctx context.Context, runID, after string) (evs []loop
 // alive (it still holds the thread's lease); a dead run is closed with an
 // error event so every follower ends.
 func (e *Executor) follow(ctx context.Context, user, runID, after string, send func(loop.StreamEvent) error) error {
+	// caughtUp is set once a read found no more than it returned: from
+	// then on a backlog is events that waited for this follower, which
+	// mergeDeltas may merge; before, it is the run's history being
+	// replayed, which goes out as logged.
+	caughtUp := false
 	for {
 		evs, ended, local, err := e.readLog(ctx, runID, after)
 		if err != nil {
 			return err
 		}
+		read := len(evs)
+		if e.cfg.merge && caughtUp {
+			evs = mergeDeltas(evs)
+		}
+		caughtUp = caughtUp || read < followBatch
 		for _, ev := range evs {
 			if err := send(ev); err != nil {
 				return err
@@ -251,6 +261,9 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 			evs, _, err := e.log.Read(ctx, runID, after, followBatch, 0)
 			if err != nil {
 				return err
+			}
+			if e.cfg.merge && caughtUp {
+				evs = mergeDeltas(evs)
 			}
 			for _, ev := range evs {
 				if err := send(ev); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -77,13 +78,15 @@ func (r *Run) Record() *runs.Run {
 // CancelWith cancels the run when ctx ends before the run does: a streaming
 // client that goes away takes its run with it.
 func (r *Run) CancelWith(ctx context.Context) {
-	go func() {
+	// A callback rather than a goroutine per run waiting on both: ctx (a
+	// stream's) always ends, at the latest when the stream does.
+	context.AfterFunc(ctx, func() {
 		select {
-		case <-ctx.Done():
-			r.cancel(errClientGone)
 		case <-r.done:
+		default:
+			r.cancel(errClientGone)
 		}
-	}()
+	})
 }
 
 func (r *Run) setStatus(ctx context.Context, runStatus string, pending []llm.ToolCall, msg string) {
@@ -121,8 +124,20 @@ func (r *Run) awaitUser(ctx context.Context, awaiting string, pending []llm.Tool
 func (r *Run) emit(ev loop.StreamEvent) {
 	rec := r.rec // ID and ThreadID never change
 	ev.RunID, ev.ThreadID = rec.ID, rec.ThreadID
-	if ev.Data != nil {
-		ev.Data = redact.Value(loop.JSONValue(ev.Data))
+	if d, ok := delta(ev); ok && utf8.ValidString(d) {
+		// A text delta's data is the loop's own: copied only when its text
+		// needs masking. (Invalid UTF-8 goes the long way, which replaces
+		// it, as protobuf strings must be UTF-8.)
+		if masked := redact.String(d); masked != d {
+			ev.Data = map[string]any{"delta": masked}
+		}
+	} else if ev.Data != nil {
+		data := ev.Data
+		if !loop.IsJSONValue(data) {
+			// Data that is JSON already skips the encoding round trip.
+			data = loop.JSONValue(data)
+		}
+		ev.Data = redact.Value(data) // a copy
 	}
 	if ev.Event == loop.EventError {
 		ev.Data = withErrorCode(ev.Data)

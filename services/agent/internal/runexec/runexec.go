@@ -154,6 +154,8 @@ type config struct {
 	limits          Limits
 	// appendLatency, when set, observes run log appends.
 	appendLatency prometheus.Observer
+	// merge merges the text deltas waiting for a follower (mergeDeltas).
+	merge bool
 }
 
 // Limits bound what one user's runs hold; a zero Limit does not bound.
@@ -232,6 +234,10 @@ func WithSubagentOptions(opts ...subagent.Option) Option {
 // run log takes (a Redis round trip in the shared setup), in seconds.
 func WithAppendLatency(o prometheus.Observer) Option { return func(c *config) { c.appendLatency = o } }
 
+// WithMerging sets whether the text deltas waiting for a follower that fell
+// behind are merged into one event (mergeDeltas; on by default).
+func WithMerging(on bool) Option { return func(c *config) { c.merge = on } }
+
 // WithLimits bounds what each user's runs hold.
 func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
 
@@ -298,7 +304,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	}
 	cfg := config{
 		approvalTimeout: DefaultApprovalTimeout, questionTimeout: DefaultQuestionTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
-		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration,
+		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration, merge: true,
 	}
 	for _, o := range opts {
 		o(&cfg)

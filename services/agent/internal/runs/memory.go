@@ -23,6 +23,9 @@ type Memory struct {
 	mu     sync.Mutex
 	runs   map[string]*memRun
 	nudges []chan string
+	// evicted is when finished runs were last dropped: a scan of every run
+	// per new run made starting 1,000 runs quadratic.
+	evicted time.Time
 }
 
 type memRun struct {
@@ -37,6 +40,9 @@ type memRun struct {
 	stop      bool
 	decisions []loop.Decision
 }
+
+// evictEvery is how often adding a run looks for finished runs to drop.
+const evictEvery = time.Second
 
 // MemoryOption configures Memory.
 type MemoryOption func(*Memory)
@@ -68,6 +74,10 @@ func (m *Memory) entry(runID string, create bool) *memRun {
 
 func (m *Memory) evict() {
 	now := m.now()
+	if now.Sub(m.evicted) < evictEvery {
+		return
+	}
+	m.evicted = now
 	for id, r := range m.runs {
 		if !r.ended || now.Sub(r.endedAt) <= m.retention {
 			continue
@@ -329,7 +339,10 @@ func (m *Memory) Read(ctx context.Context, runID, after string, max int, block t
 		start := sort.Search(len(r.keys), func(i int) bool { return pos.less(r.keys[i]) })
 		if start < len(r.events) {
 			end := min(len(r.events), start+max)
-			out := append([]loop.StreamEvent(nil), r.events[start:end]...)
+			// Logged events are never changed in place (Append appends,
+			// trimming copies), so the reader gets them without a copy; the
+			// capacity stops its appends from reaching the log's array.
+			out := r.events[start:end:end]
 			ended := r.ended && end == len(r.events)
 			m.mu.Unlock()
 			return out, ended, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/services/gateway/internal/httperr"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
@@ -79,6 +80,11 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 }
 
 func (m *Marshaler) frame(v any) ([]byte, error) {
+	if ev, ok := v.(*agentv1.StreamEvent); ok {
+		if b, ok := fastFrame(ev); ok {
+			return b, nil
+		}
+	}
 	data, err := m.JSON.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -97,6 +103,29 @@ func (m *Marshaler) frame(v any) ([]byte, error) {
 		}
 	}
 	return appendData(b, data), nil
+}
+
+// fastFrame is frame for the events appendEvent encodes.
+func fastFrame(ev *agentv1.StreamEvent) ([]byte, bool) {
+	id, name := field(ev.GetId()), field(ev.GetEvent())
+	// A text delta's frame (ids, names and a few words) fits in one buffer.
+	b := make([]byte, 0, 256)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	if name != "" {
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b, ok := appendEvent(b, ev)
+	if !ok {
+		return nil, false
+	}
+	return append(b, '\n'), true
 }
 
 func (m *Marshaler) errorFrame(v proto.Message) ([]byte, error) {
@@ -174,8 +203,10 @@ type Writer struct {
 	received  time.Time
 	forwarded func(time.Duration)
 
-	stop chan struct{}
-	done chan struct{}
+	// beat sends the next heartbeat (set by the first write when the
+	// interval is positive); closed stops it for good.
+	beat   *time.Timer
+	closed bool
 }
 
 // WriterOption configures a Writer.
@@ -195,8 +226,6 @@ func NewWriter(w http.ResponseWriter, interval time.Duration, opts ...WriterOpti
 		w:        w,
 		rc:       http.NewResponseController(w),
 		interval: interval,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(s)
@@ -240,9 +269,9 @@ func (s *Writer) Write(p []byte) (int, error) {
 	if !s.started && err == nil {
 		s.started = true
 		if s.interval > 0 {
-			go s.heartbeat()
-		} else {
-			close(s.done)
+			// A timer rather than a goroutine per stream: an idle stream
+			// holds no stack for its heartbeats.
+			s.beat = time.AfterFunc(s.interval, s.heartbeat)
 		}
 	}
 	return n, err
@@ -283,8 +312,14 @@ func (s *Writer) Close() {
 	if !started {
 		return
 	}
-	close(s.stop)
-	<-s.done
+	// A heartbeat running now finishes before the lock is ours; one that
+	// fires later finds the writer closed.
+	s.mu.Lock()
+	s.closed = true
+	if s.beat != nil {
+		s.beat.Stop()
+	}
+	s.mu.Unlock()
 }
 
 // writeError sends the data of a held-back error frame as the body.
@@ -304,26 +339,21 @@ func (s *Writer) writeError() {
 	_, _ = s.w.Write(append(body, '\n'))
 }
 
+// heartbeat sends a comment frame if the stream was silent for the
+// interval, and sets the timer for the next one.
 func (s *Writer) heartbeat() {
-	defer close(s.done)
-	t := time.NewTimer(s.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		wait := s.interval - time.Since(s.last)
-		if wait <= 0 {
-			if _, err := s.w.Write(Heartbeat); err == nil {
-				_ = s.rc.Flush()
-			}
-			s.last = time.Now()
-			wait = s.interval
-		}
-		s.mu.Unlock()
-		t.Reset(wait)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
 	}
+	wait := s.interval - time.Since(s.last)
+	if wait <= 0 {
+		if _, err := s.w.Write(Heartbeat); err == nil {
+			_ = s.rc.Flush()
+		}
+		s.last = time.Now()
+		wait = s.interval
+	}
+	s.beat.Reset(wait)
 }
