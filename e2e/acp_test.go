@@ -13,6 +13,8 @@ import (
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // buildACPAgent builds the ACP test agent (the SDK's agent side, package
@@ -487,4 +489,42 @@ func TestACPAgentDocker(t *testing.T) {
 
 	// The whole scenario, with other agents, in containers too.
 	runACPScenario(t, env, ctx, bin, map[string]any{"type": "docker", "image": image})
+}
+
+// TestACPAgentReplicaRestart: the suite, the agent service with it, stops
+// between two messages and a new one starts on the same Redis and
+// workspaces. The thread keeps the session's id, so the next message,
+// served by the new replica, loads the session the agent kept in its state
+// directory.
+func TestACPAgentReplicaRestart(t *testing.T) {
+	t.Parallel()
+	redisAddr := testenv.Redis(t)
+	stateDir, err := os.MkdirTemp("", "wkr") // short: sandbox sockets live here
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	shared := func(c *suite.Config) { c.RedisAddr, c.Sandbox.StateDir = redisAddr, stateDir }
+	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
+	t.Cleanup(cancel)
+
+	first := startWick(t, shared)
+	a := createACPAgent(t, first, ctx, buildACPAgent(t), "survivor", map[string]any{"type": "local"}, "autonomous", nil)
+	run := a.send("hello")
+	run.checkEnd(t, "completed")
+	first.stop()
+
+	a.env = startWick(t, shared)
+	run = a.send("write /workspace/r.txt after the restart")
+	run.checkEnd(t, "completed")
+	if got := run.text(); got != "The file now says: after the restart" {
+		t.Fatalf("answer %q", got)
+	}
+	calls := a.calls()
+	if strings.Count(calls, "session/new") != 1 || strings.Count(calls, "session/load sess-") != 1 {
+		t.Fatalf("want one session/new (before the restart) and one session/load (after):\n%s", calls)
+	}
+	if got := roles(threadMessages(t, a.env, a.thread)); got != "user,assistant,user,assistant,tool,assistant" {
+		t.Fatalf("thread roles %s", got)
+	}
 }
