@@ -176,6 +176,7 @@ func TestStartRefuses(t *testing.T) {
 		{"bad thread id", runexec.Request{AgentID: "calc", ThreadID: "a b", Input: human("hi")}, runexec.ErrInvalid, "thread_id"},
 		{"unknown agent", runexec.Request{AgentID: "nope", Input: human("hi")}, runexec.ErrNotFound, "agent nope not found"},
 		{"thread of another agent", runexec.Request{AgentID: "calc", ThreadID: "other", Input: human("hi")}, runexec.ErrInvalid, "belongs to agent careful"},
+		{"new thread named as a sub-agent's", runexec.Request{AgentID: "calc", ThreadID: "th_sub_mine", Input: human("hi")}, runexec.ErrInvalid, "kept for sub-agents' threads"},
 		{"busy thread", runexec.Request{AgentID: "calc", ThreadID: "busy", Input: human("hi")}, threads.ErrBusy, "set enqueue"},
 	}
 	for _, tc := range cases {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -178,6 +179,11 @@ func (e *Executor) loadState(ctx context.Context, user string, req Request) (*lo
 		if !lim.Allows(n + 1) {
 			return nil, lim.Refuse(user, n)
 		}
+	}
+	if state.Version == 0 && strings.HasPrefix(req.ThreadID, subagent.ThreadPrefix) {
+		// Thread lists leave such threads out as sub-agents' own: a thread
+		// the user named so would vanish from them.
+		return nil, invalid("thread_id", fmt.Sprintf("the prefix %q is kept for sub-agents' threads; choose another id", subagent.ThreadPrefix))
 	}
 	if state.AgentID != "" && state.AgentID != req.AgentID {
 		return nil, invalid("thread_id", fmt.Sprintf("thread %s belongs to agent %s", req.ThreadID, state.AgentID))
