@@ -92,32 +92,32 @@ describe.each(suites)("ACP agent on the $backend backend", ({ backend, url }) =>
     expect(errors).toEqual([]);
   });
 
-  test("ask, approved in the UI: the file is written", async () => {
-    await send(page, `ask ${ALLOWED_PATH}`);
+  /**
+   * Asks the agent to write path, decides the approval card with button and
+   * waits for the answer; the call's tool card then ends in cardState.
+   */
+  async function decide(path: string, button: "approval-approve" | "approval-reject", answer: string, cardState: "done" | "error"): Promise<void> {
+    await send(page, `ask ${path}`);
     const card = page.getByTestId("approval-card");
     await card.waitFor();
     // The card names the ACP tool call by its title.
-    expect(words(await card.textContent())).toContain(`Write ${ALLOWED_PATH}`);
-    await page.getByTestId("approval-approve").click();
-    await waitForAnswer(page, ALLOWED_ANSWER);
+    expect(words(await card.textContent())).toContain(`Write ${path}`);
+    await page.getByTestId(button).click();
+    await waitForAnswer(page, answer);
     await waitForIdle(page);
     await card.waitFor({ state: "hidden" });
     // The call's tool card ends as the agent reported it.
-    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${ALLOWED_PATH}"][data-state="done"]`).waitFor();
+    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${path}"][data-state="${cardState}"]`).waitFor();
+  }
+
+  test("ask, approved in the UI: the file is written", async () => {
+    await decide(ALLOWED_PATH, "approval-approve", ALLOWED_ANSWER, "done");
     expect(await readFile(wick, AGENT, ALLOWED_PATH)).toBe(ALLOWED_CONTENT);
     expect(errors).toEqual([]);
   });
 
   test("ask, rejected in the UI: nothing is written", async () => {
-    await send(page, `ask ${REJECTED_PATH}`);
-    const card = page.getByTestId("approval-card");
-    await card.waitFor();
-    expect(words(await card.textContent())).toContain(`Write ${REJECTED_PATH}`);
-    await page.getByTestId("approval-reject").click();
-    await waitForAnswer(page, REJECTED_ANSWER);
-    await waitForIdle(page);
-    await card.waitFor({ state: "hidden" });
-    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${REJECTED_PATH}"][data-state="error"]`).waitFor();
+    await decide(REJECTED_PATH, "approval-reject", REJECTED_ANSWER, "error");
     await expect(readFile(wick, AGENT, REJECTED_PATH)).rejects.toMatchObject({ code: "NOT_FOUND" });
     expect(errors).toEqual([]);
   });
