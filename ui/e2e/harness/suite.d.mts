@@ -30,6 +30,8 @@ export const uiDir: string;
 export const repoRoot: string;
 export const distDir: string;
 export function requireDist(): Promise<void>;
-export function buildBinaries(opts: { docker: boolean }): Promise<string>;
+/** The ACP test agent's file name in buildBinaries' directory. */
+export const ACP_AGENT_BIN: string;
+export function buildBinaries(opts: { docker: boolean; acpAgent?: boolean }): Promise<string>;
 export function dockerAnswers(): Promise<boolean>;
 export function startSuite(opts: SuiteOptions): Promise<StartedSuite>;

@@ -36,17 +36,28 @@ export async function requireDist() {
   }
 }
 
+/** The ACP test agent's package (docs/acp.md), built by buildBinaries({acpAgent: true}). */
+const ACP_AGENT_PKG = "./services/agent/internal/acp/acptest/acp-test-agent";
+/** The name buildBinaries gives the ACP test agent in its directory. */
+export const ACP_AGENT_BIN = "acp-test-agent";
+
 /**
- * Builds wick (and, for Docker, the static wick-daemon and wickfs) into a
- * new temporary directory.
+ * Builds wick (and, for Docker, the static wick-daemon and wickfs; with
+ * acpAgent, the static ACP test agent, which is uploaded into sandboxes of
+ * either backend) into a new temporary directory.
  */
-export async function buildBinaries({ docker }) {
+export async function buildBinaries({ docker, acpAgent = false }) {
   // Short: the sandbox service puts unix sockets under its state directory.
   const dir = await mkdtemp(path.join(tmpdir(), "wui-"));
   const builds = [run("go", ["build", "-o", path.join(dir, "wick"), "./cmd/wick"], { cwd: repoRoot })];
-  if (docker) {
+  const statics = [
+    ...(docker ? ["./daemon/cmd/wick-daemon", "./wickfs/cmd/wickfs"] : []),
+    ...(acpAgent ? [ACP_AGENT_PKG] : []),
+  ];
+  if (statics.length > 0) {
+    // Static: they run inside containers, whatever libc the image has.
     const env = { ...process.env, CGO_ENABLED: "0" };
-    builds.push(run("go", ["build", "-trimpath", "-o", dir + "/", "./daemon/cmd/wick-daemon", "./wickfs/cmd/wickfs"], { cwd: repoRoot, env }));
+    builds.push(run("go", ["build", "-trimpath", "-o", dir + "/", ...statics], { cwd: repoRoot, env }));
   }
   try {
     await Promise.all(builds);

@@ -2,11 +2,12 @@
 // backend and, when a Docker engine answers (always under CI=true), one on
 // Docker, both serving the built UI (ui/dist). Stopped when the run ends.
 import { rm } from "node:fs/promises";
+import path from "node:path";
 
 import type { TestProject } from "vitest/node";
 
 import { DEFAULT_MODEL, ORG, SCRIPTS, agentsFor, newUsers } from "../fixtures.js";
-import { buildBinaries, dockerAnswers, requireDist, startSuite, type StartedSuite } from "../harness/suite.mjs";
+import { ACP_AGENT_BIN, buildBinaries, dockerAnswers, requireDist, startSuite, type StartedSuite } from "../harness/suite.mjs";
 
 /** A suite as the tests see it. */
 export interface SuiteInfo {
@@ -20,6 +21,8 @@ declare module "vitest" {
     suites: SuiteInfo[];
     /** The users, with their names and tokens. */
     users: ReturnType<typeof newUsers>;
+    /** The static ACP test agent, which the tests upload into an ACP agent's sandbox. */
+    acpAgentBin: string;
   }
 }
 
@@ -33,7 +36,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const users = newUsers();
   const tokens = Object.fromEntries(Object.values(users).map((u) => [u.name, u.token]));
   const orgs = Object.fromEntries(Object.values(users).map((u) => [u.name, [ORG]]));
-  const binDir = await buildBinaries({ docker });
+  const binDir = await buildBinaries({ docker, acpAgent: true });
   const started: StartedSuite[] = [];
   const teardown = async () => {
     await Promise.all(started.map((s) => s.stop()));
@@ -49,6 +52,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (failed) throw failed.reason;
     project.provide("suites", started.map(({ backend, url }) => ({ backend, url })));
     project.provide("users", users);
+    project.provide("acpAgentBin", path.join(binDir, ACP_AGENT_BIN));
   } catch (err) {
     await teardown();
     throw err;

@@ -254,7 +254,19 @@ describe("applyEvents", () => {
     expect(threadStatus(s)).toBe("interrupted");
     expect(isRunning(s)).toBe(true);
     expect(s.items.at(-1)).toMatchObject({ kind: "interrupt", resolved: false });
-    s = applyEvents(s, [toolStart(2, "c1")], 0);
+    s = applyEvents(s, [toolStart(2, "c1"), toolEnd(3, "c1")], 0);
+    expect(threadStatus(s)).toBe("running");
+    expect(s.items.find((it) => it.kind === "interrupt")).toMatchObject({ resolved: true });
+  });
+
+  it("keeps asking when the waited call's start comes after the interrupt (an ACP agent asks before it announces)", () => {
+    const ask: WickEvent = { ...base, id: id(1), event: "on_interrupt", data: { tool_calls: [{ id: "perm-1", name: "Write /workspace/a.txt", args: { path: "/workspace/a.txt" } }] } };
+    let s = applyEvents(emptyChat, [start(), ask, toolStart(2, "perm-1", "Write /workspace/a.txt")], 0);
+    expect(threadStatus(s)).toBe("interrupted");
+    expect(s.items.find((it) => it.kind === "interrupt")).toMatchObject({ resolved: false });
+    expect(s.items.at(-1)).toMatchObject({ kind: "tool", toolCallId: "perm-1" });
+    // Another call's start is the run going on.
+    s = applyEvents(s, [toolStart(3, "other")], 0);
     expect(threadStatus(s)).toBe("running");
     expect(s.items.find((it) => it.kind === "interrupt")).toMatchObject({ resolved: true });
   });

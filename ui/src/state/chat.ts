@@ -205,7 +205,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
     threadId: state.threadId ?? ev.thread_id,
   };
   if (run.status === "running" || run.status === "interrupted") s.activeRunId = runId;
-  if (run.status === "interrupted" && ev.event !== "on_interrupt" && ev.event !== "on_usage") {
+  if (run.status === "interrupted" && ev.event !== "on_interrupt" && ev.event !== "on_usage" && !announcesWaitingCall(state, runId, ev)) {
     // The run went on: it was resumed.
     s = resolveInterrupts(s, runId);
     s = setRun(s, runId, { status: "running" });
@@ -355,6 +355,19 @@ export function withStoppedRun(state: ChatState, runId: string): ChatState {
   if (state.runs[runId]) return state;
   const run: RunInfo = { runId, status: "stopped", lastEventId: "", usage: { input: 0, output: 0 }, stopReason: "stopped", restored: true };
   return pushItem({ ...state, runs: { ...state.runs, [runId]: run } }, { kind: "runEnd", key: `end-${runId}`, runId });
+}
+
+/**
+ * announcesWaitingCall reports whether ev starts a tool call the run's open
+ * approval card waits on. An ACP agent may ask permission for a call before
+ * its announcement of the call is out (docs/acp.md, Permissions), so that
+ * start can follow the interrupt while the run still waits: it is not the
+ * run going on. A resumed run's next events (the call's end, text) are.
+ */
+function announcesWaitingCall(state: ChatState, runId: string, ev: WickEvent): boolean {
+  if (ev.event !== "on_tool_start") return false;
+  const id = ev.data.tool_call_id;
+  return state.items.some((it) => it.kind === "interrupt" && it.runId === runId && !it.resolved && it.toolCalls.some((tc) => tc.id === id));
 }
 
 /** resolveInterrupts marks the run's approval cards decided. */
