@@ -73,6 +73,12 @@ describe.each(suites)("ACP agent on the $backend backend", ({ backend, url }) =>
     expect(await thought.getByTestId("thought-text").isVisible()).toBe(false);
     // The answer is an ordinary assistant message, without the thought.
     expect(await lastAssistantText(page).textContent()).not.toContain(THOUGHT);
+    // The ACP agent reports no token usage, so no usage line claims zero;
+    // its settings say Wick's hooks do not apply to it.
+    await page.getByTestId("run-end").last().waitFor({ state: "attached" });
+    expect(await page.getByTestId("run-usage").count()).toBe(0);
+    expect(await page.getByTestId("hooks-acp").isVisible()).toBe(true);
+    expect(await page.getByTestId("hook-toggle").count()).toBe(0);
     // The plan, as the Todos panel's entries.
     await page.getByTestId("panel-tab-todos").click();
     await expect

@@ -193,7 +193,7 @@ export const GenericEvent = memo(function GenericEvent({ item }: { item: Generic
 export const RunEnd = memo(function RunEnd({ run }: { run: RunInfo | undefined }) {
   if (!run) return null;
   return (
-    <div className="run-end">
+    <div className="run-end" data-testid="run-end">
       {run.error && (
         <div className="run-error" data-testid="run-error" role="alert">
           The run failed: {run.error}
@@ -205,7 +205,8 @@ export const RunEnd = memo(function RunEnd({ run }: { run: RunInfo | undefined }
           Stopped after its step; everything it did is saved. Continue goes on from here.
         </div>
       )}
-      {!run.restored && (
+      {/* Only what a model reported: an agent backed by an ACP agent reports none. */}
+      {!run.restored && run.usage.input + run.usage.output > 0 && (
         <div className="muted run-usage" data-testid="run-usage" title="tokens the run's model calls used">
           {run.usage.input.toLocaleString()} tokens in · {run.usage.output.toLocaleString()} out
         </div>

@@ -342,18 +342,24 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
       )}
 
       <h2>Hooks</h2>
-      <ul className="list hooks">
-        {hooks.map((h) => (
-          <li key={h.name}>
-            <label className="check">
-              <input type="checkbox" data-testid="hook-toggle" data-hook={h.name} checked={h.on} disabled={busy} onChange={(e) => toggleHook(h.name, e.target.checked)} />
-              {h.name}
-              {h.on && h.idle && <span className="muted small">({h.idle})</span>}
-            </label>
-          </li>
-        ))}
-        {hooks.length === 0 && <li className="muted small">No hooks.</li>}
-      </ul>
+      {agent.acp ? (
+        <p className="muted small" data-testid="hooks-acp">
+          Backed by an ACP agent (<code>{agent.acp.command}</code>), which runs its own loop: Wick&apos;s hooks do not apply.
+        </p>
+      ) : (
+        <ul className="list hooks">
+          {hooks.map((h) => (
+            <li key={h.name}>
+              <label className="check">
+                <input type="checkbox" data-testid="hook-toggle" data-hook={h.name} checked={h.on} disabled={busy} onChange={(e) => toggleHook(h.name, e.target.checked)} />
+                {h.name}
+                {h.on && h.idle && <span className="muted small">({h.idle})</span>}
+              </label>
+            </li>
+          ))}
+          {hooks.length === 0 && <li className="muted small">No hooks.</li>}
+        </ul>
+      )}
 
       <h2>Skills</h2>
       <ul className="list skills" data-testid="skills-list">
