@@ -19,7 +19,7 @@ import (
 
 // buildACPAgent builds the ACP test agent (the SDK's agent side, package
 // acptest).
-func buildACPAgent(t *testing.T) string {
+func buildACPAgent(t testing.TB) string {
 	return buildStatic(t, "acp-test-agent", "github.com/wick-agent/wick/services/agent/internal/acp/acptest/acp-test-agent")
 }
 
@@ -30,7 +30,7 @@ const acpMountedKey = "mounted-acp-key-0123456789"
 // acpAgent is a test of an ACP-backed agent through the gateway's REST and
 // SSE: its id, the suite, and the thread its messages go to.
 type acpAgent struct {
-	t      *testing.T
+	t      testing.TB
 	env    *wickEnv
 	ctx    context.Context
 	id     string
@@ -40,7 +40,7 @@ type acpAgent struct {
 // createACPAgent creates alice's agent backed by the test agent, uploads
 // the agent's binary into its sandbox and returns it. env adds variables
 // of the ACP agent.
-func createACPAgent(t *testing.T, env *wickEnv, ctx context.Context, bin, id string, sandbox map[string]any, approval string, acpEnv map[string]any) *acpAgent {
+func createACPAgent(t testing.TB, env *wickEnv, ctx context.Context, bin, id string, sandbox map[string]any, approval string, acpEnv map[string]any) *acpAgent {
 	t.Helper()
 	def := map[string]any{
 		"agent_id": id, "backend": sandbox, "approval": approval,

@@ -28,7 +28,7 @@ func buildMCPServer(t *testing.T) string {
 
 // buildStatic builds a test program of this repository statically into a
 // temporary directory, never a committed binary, and returns its path.
-func buildStatic(t *testing.T, name, pkg string) string {
+func buildStatic(t testing.TB, name, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command("go", "build", "-o", bin, pkg)
