@@ -301,7 +301,7 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 			if got := ask("ask /workspace/f-"+tc.file, tc.action, true).text(); got != tc.answer {
 				t.Fatalf("%s always: %q", tc.action, got)
 			}
-			run = a.send("ask /workspace/" + tc.file)
+			run = decodeRun(t, unasked(t, a.open("ask /workspace/"+tc.file)))
 			run.checkEnd(t, "completed")
 			if run.find("on_interrupt", "") != nil || run.text() != tc.answer || a.file(tc.file) != tc.content {
 				t.Fatalf("remembered %s: %q, %s = %q, events %v", tc.action, run.text(), tc.file, a.file(tc.file), run.names())

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"testing"
@@ -86,7 +88,7 @@ func TestRuntimeApprovalAlways(t *testing.T) {
 			env.stop()
 			env = startWick(t, shared)
 		}
-		run := decodeRun(t, open(step.text).rest(t))
+		run := decodeRun(t, unasked(t, open(step.text)))
 		run.checkEnd(t, "completed")
 		if run.find("on_interrupt", "") != nil || run.find("on_tool_start", "write_file") == nil || run.text() != step.answer {
 			t.Fatalf("%s: asked again or did not run the call: %q %v", step.name, run.text(), run.names())
@@ -94,5 +96,25 @@ func TestRuntimeApprovalAlways(t *testing.T) {
 		if _, errText := run.toolEnd(t, step.callID); errText != "" || file(step.file) != step.content {
 			t.Fatalf("%s: call ended with %q, %s = %q", step.name, errText, step.file, file(step.file))
 		}
+	}
+}
+
+// unasked reads a run's events to the end and fails at an on_interrupt: a
+// run asked again would wait for a decision until the test's deadline.
+func unasked(t *testing.T, es *eventStream) []sseMessage {
+	t.Helper()
+	var out []sseMessage
+	for {
+		ev, err := es.next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("read event stream: %v", err)
+		}
+		if ev.Event == "on_interrupt" {
+			t.Fatalf("the run asked again: %s", ev.Data)
+		}
+		out = append(out, ev)
 	}
 }
