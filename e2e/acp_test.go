@@ -13,8 +13,6 @@ import (
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/dial"
-	"github.com/wick-agent/wick/platform/testenv"
-	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // buildACPAgent builds the ACP test agent (the SDK's agent side, package
@@ -530,16 +528,7 @@ func TestACPAgentDocker(t *testing.T) {
 // directory.
 func TestACPAgentReplicaRestart(t *testing.T) {
 	t.Parallel()
-	redisAddr := testenv.Redis(t)
-	stateDir, err := os.MkdirTemp("", "wkr") // short: sandbox sockets live here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	shared := func(c *suite.Config) { c.RedisAddr, c.Sandbox.StateDir = redisAddr, stateDir }
-	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
-	t.Cleanup(cancel)
-
+	shared, ctx := restartable(t)
 	first := startWick(t, shared)
 	a := createACPAgent(t, first, ctx, buildACPAgent(t), "survivor", map[string]any{"type": "local"}, "autonomous", nil)
 	run := a.send("hello")

@@ -19,16 +19,7 @@ import (
 // agent service, which loads the decision with the thread.
 func TestRuntimeApprovalAlways(t *testing.T) {
 	t.Parallel()
-	redisAddr := testenv.Redis(t)
-	stateDir, err := os.MkdirTemp("", "wka") // short: sandbox sockets live here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	shared := func(c *suite.Config) { c.RedisAddr, c.Sandbox.StateDir = redisAddr, stateDir }
-	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
-	t.Cleanup(cancel)
-
+	shared, ctx := restartable(t)
 	env := startWick(t, shared)
 	// The script's turn is the number of assistant messages on the
 	// thread: each run writes one file, then answers.
@@ -117,4 +108,20 @@ func unasked(t *testing.T, es *eventStream) []sseMessage {
 		}
 		out = append(out, ev)
 	}
+}
+
+// restartable is the option of suites that stand in for one another: a
+// suite started with it, stopped, and started again finds the same Redis
+// and sandbox workspaces. ctx bounds the test.
+func restartable(t *testing.T) (suiteOption, context.Context) {
+	t.Helper()
+	redisAddr := testenv.Redis(t)
+	stateDir, err := os.MkdirTemp("", "wkr") // short: sandbox sockets live here
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
+	t.Cleanup(cancel)
+	return func(c *suite.Config) { c.RedisAddr, c.Sandbox.StateDir = redisAddr, stateDir }, ctx
 }
