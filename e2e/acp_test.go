@@ -13,8 +13,6 @@ import (
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/dial"
-	"github.com/wick-agent/wick/platform/testenv"
-	"github.com/wick-agent/wick/wickserver/suite"
 )
 
 // buildACPAgent builds the ACP test agent (the SDK's agent side, package
@@ -111,11 +109,15 @@ func (a *acpAgent) file(name string) string {
 // resume decides the pending call of a run waiting for approval.
 func (a *acpAgent) resume(runID, callID, action string) {
 	a.t.Helper()
-	r := call(a.t, "POST", a.env.url+"/runs/"+runID+"/resume", aliceToken, jsonBody(map[string]any{"decisions": []any{
-		map[string]any{"tool_call_id": callID, "action": action},
-	}}))
+	a.decide(runID, map[string]any{"tool_call_id": callID, "action": action})
+}
+
+// decide resumes a run waiting for approval with one decision.
+func (a *acpAgent) decide(runID string, d map[string]any) {
+	a.t.Helper()
+	r := call(a.t, "POST", a.env.url+"/runs/"+runID+"/resume", aliceToken, jsonBody(map[string]any{"decisions": []any{d}}))
 	if r.code != http.StatusOK {
-		a.t.Fatalf("resume %s %s = %d %s", callID, action, r.code, r)
+		a.t.Fatalf("resume %v = %d %s", d, r.code, r)
 	}
 }
 
@@ -246,31 +248,39 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 
 	t.Run("permissions", func(t *testing.T) {
 		a.t = t
-		ask := func(text, action string) runEvents {
+		ask := func(text, action string, always bool) runEvents {
 			es := a.open(text)
 			seen := es.until(t, "on_interrupt")
 			asked := decodeRun(t, seen)
-			tc := dataOf(asked.find("on_interrupt", ""))["tool_calls"].([]any)[0].(map[string]any)
-			a.resume(asked.runID(), tc["id"].(string), action)
+			data := dataOf(asked.find("on_interrupt", ""))
+			if data["always"] != true {
+				t.Fatalf("the interrupt does not offer always: %v", data)
+			}
+			tc := data["tool_calls"].([]any)[0].(map[string]any)
+			a.decide(asked.runID(), map[string]any{"tool_call_id": tc["id"], "action": action, "always": always})
 			run := a.finish(seen, es)
 			run.checkEnd(t, "completed")
 			return run
 		}
-		if got := ask("ask /workspace/b.txt", "approve").text(); got != "Permission allow: written." {
+		if got := ask("ask /workspace/b.txt", "approve", false).text(); got != "Permission allow: written." {
 			t.Fatalf("approved: %q", got)
 		}
 		if a.file("b.txt") != "written with permission\n" {
 			t.Fatalf("b.txt = %q", a.file("b.txt"))
 		}
-		run := ask("ask /workspace/c.txt", "reject")
+		run := ask("ask /workspace/c.txt", "reject", false)
 		if got := run.text(); got != "Permission reject: nothing written." || a.file("c.txt") != "" {
 			t.Fatalf("rejected: %q, c.txt %q", got, a.file("c.txt"))
 		}
 		if end := run.find("on_tool_end", ""); end == nil || dataOf(end)["error"] != "the user rejected it" {
 			t.Fatalf("rejected call's end %v", end)
 		}
+		// What a thread remembers is tried on threads of their own: the
+		// later subtests ask on the first one again.
+		first := a.thread
 		// Only "always" offered: the thread remembers the answer for edits.
-		if got := ask("always /workspace/d.txt", "approve").text(); got != "Permission allow-always: written." {
+		a.thread = ""
+		if got := ask("always /workspace/d.txt", "approve", false).text(); got != "Permission allow-always: written." {
 			t.Fatalf("always: %q", got)
 		}
 		run = a.send("always /workspace/e.txt")
@@ -278,6 +288,24 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		if run.find("on_interrupt", "") != nil || run.text() != "Permission allow-always: written." {
 			t.Fatalf("remembered: %q %v", run.text(), run.names())
 		}
+		// An "always" decision where the agent offers only "once" options:
+		// once is picked, and the thread remembers the decision for edits,
+		// so the next request is answered without an interrupt.
+		for _, tc := range []struct{ action, answer, file, content string }{
+			{"approve", "Permission allow: written.", "g.txt", "written with permission\n"},
+			{"reject", "Permission reject: nothing written.", "i.txt", ""},
+		} {
+			a.thread = ""
+			if got := ask("ask /workspace/f-"+tc.file, tc.action, true).text(); got != tc.answer {
+				t.Fatalf("%s always: %q", tc.action, got)
+			}
+			run = decodeRun(t, unasked(t, a.open("ask /workspace/"+tc.file)))
+			run.checkEnd(t, "completed")
+			if run.find("on_interrupt", "") != nil || run.text() != tc.answer || a.file(tc.file) != tc.content {
+				t.Fatalf("remembered %s: %q, %s = %q, events %v", tc.action, run.text(), tc.file, a.file(tc.file), run.names())
+			}
+		}
+		a.thread = first
 		// A request for a call never announced is judged by its own title.
 		es := a.open("unknown-permission")
 		seen := es.until(t, "on_interrupt")
@@ -368,6 +396,8 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 
 	t.Run("killed", func(t *testing.T) {
 		a.t = t
+		// Other threads of the agent started sessions of their own.
+		sessions := strings.Count(a.calls(), "session/new")
 		es := a.open("wait-kill")
 		seen := es.until(t, "on_tool_start")
 		killACP(t, env, ctx, a.id)
@@ -378,7 +408,7 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		}
 		run = a.send("after the kill")
 		run.checkEnd(t, "completed")
-		if n := strings.Count(a.calls(), "session/new"); n != 1 {
+		if n := strings.Count(a.calls(), "session/new"); n != sessions {
 			t.Fatalf("%d session/new: the session was not loaded after the kill:\n%s", n, a.calls())
 		}
 	})
@@ -498,16 +528,7 @@ func TestACPAgentDocker(t *testing.T) {
 // directory.
 func TestACPAgentReplicaRestart(t *testing.T) {
 	t.Parallel()
-	redisAddr := testenv.Redis(t)
-	stateDir, err := os.MkdirTemp("", "wkr") // short: sandbox sockets live here
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	shared := func(c *suite.Config) { c.RedisAddr, c.Sandbox.StateDir = redisAddr, stateDir }
-	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
-	t.Cleanup(cancel)
-
+	shared, ctx := restartable(t)
 	first := startWick(t, shared)
 	a := createACPAgent(t, first, ctx, buildACPAgent(t), "survivor", map[string]any{"type": "local"}, "autonomous", nil)
 	run := a.send("hello")

@@ -83,6 +83,8 @@ var catalogs = map[protoreflect.FullName]*catalog{
 					"question":     str("The question, when kind is question."),
 					"choices":      array("The answers offered, when kind is question and the model gave some; any text is accepted.", object{"type": "string"}),
 					"tool_call_id": str("The ask_user call to answer (action \"answer\"), when kind is question."),
+					"always": boolean("True on an approval: a decision may carry always, which the thread remembers for " +
+						"later calls of the same kind (tool name, or an ACP agent's tool kind). Absent on a question."),
 				}, "tool_calls")},
 			{event: "on_knowledge_retrieval", doc: "The knowledge hook searched the agent's collections before a model call; " +
 				"the sources were put into the prompt's <knowledge> section, numbered as cited.",

@@ -52,6 +52,12 @@ var scripts = map[string]string{
 	"approve": `{"turns":[
 		{"tool_calls":[{"name":"write_file","arguments":{"path":"/workspace/approved.txt","content":"approved\n"}}]},
 		{"text":"Written."}]}`,
+	// always writes a file in each of two runs on one thread.
+	"always": `{"turns":[
+		{"tool_calls":[{"name":"write_file","arguments":{"path":"/workspace/one.txt","content":"one\n"}}]},
+		{"text":"Wrote one."},
+		{"tool_calls":[{"name":"write_file","arguments":{"path":"/workspace/two.txt","content":"two\n"}}]},
+		{"text":"Wrote two."}]}`,
 }
 
 // suiteAddr is the suite's gRPC API address.

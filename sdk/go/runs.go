@@ -281,6 +281,18 @@ func Reject(toolCallID, message string) *Decision {
 	return &Decision{ToolCallId: toolCallID, Action: "reject", Message: message}
 }
 
+// Always makes an Approve, Reject or Edit decision one the run's thread
+// remembers: later calls of the same tool (for an ACP agent, of the same
+// kind) are approved or rejected without asking, in this run and the
+// thread's next ones. An edit is remembered as an approval; its arguments
+// apply to this call only. An answer cannot be "always".
+//
+//	c.Resume(ctx, runID, wick.Always(wick.Approve(call.GetId())))
+func Always(d *Decision) *Decision {
+	d.Always = true
+	return d
+}
+
 // Answer answers the question of a pending ask_user call (an
 // EventInterrupt whose Question is set); the answer is the call's result.
 func Answer(toolCallID, answer string) *Decision {

@@ -453,6 +453,45 @@ func TestStopContinueAndAnswer(t *testing.T) {
 	}
 }
 
+// TestResumeAlways: a call approved with Always is remembered on the
+// thread, so the next run's call of the same tool is not asked about.
+func TestResumeAlways(t *testing.T) {
+	c := client(t, aliceToken)
+	id := fmt.Sprintf("always-%d", agentSeq.Add(1))
+	model, _ := structpb.NewValue("script:always")
+	if _, err := c.CreateAgent(t.Context(), &wick.Agent{AgentId: id, Model: model, Approval: "interactive", Backend: &wick.BackendConfig{Type: "local"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeleteAgent(context.Background(), id) })
+	thread, asked := "", 0
+	for i, text := range []string{"write one", "write two"} {
+		var last *wick.Event
+		for ev, err := range c.Stream(t.Context(), id, wick.Prompt(text), wick.OnThread(thread)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls, err := wick.PendingCalls(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, call := range calls {
+				asked++
+				if _, err := c.Resume(t.Context(), ev.GetRunId(), wick.Always(wick.Approve(call.GetId()))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			last = ev
+		}
+		if wick.StopReason(last) != "completed" || asked != 1 {
+			t.Fatalf("run %d: last event %v, %d calls asked about in all; want completed and 1", i+1, last, asked)
+		}
+		thread = last.GetThreadId()
+	}
+	if content, err := c.ReadFile(t.Context(), id, "/workspace/two.txt"); err != nil || content != "two\n" {
+		t.Fatalf("two.txt = %q, %v", content, err)
+	}
+}
+
 func TestFiles(t *testing.T) {
 	c := client(t, aliceToken)
 	ctx := t.Context()

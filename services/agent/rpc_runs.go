@@ -157,7 +157,7 @@ func (s *Service) ResumeRun(ctx context.Context, req *agentv1.ResumeRunRequest) 
 		if d.GetArgs() != nil {
 			args = d.GetArgs().AsMap()
 		}
-		decisions = append(decisions, loop.Decision{ToolCallID: d.GetToolCallId(), Action: d.GetAction(), Args: args, Message: d.GetMessage()})
+		decisions = append(decisions, loop.Decision{ToolCallID: d.GetToolCallId(), Action: d.GetAction(), Args: args, Message: d.GetMessage(), Always: d.GetAlways()})
 	}
 	snap, err := s.exec.Resume(ctx, user, req.GetRunId(), decisions)
 	if err != nil {

@@ -85,6 +85,8 @@ export interface InterruptEvent extends EventBase {
     question?: string;
     choices?: string[];
     tool_call_id?: string;
+    /** true on an approval: a decision may set always (not on a question). */
+    always?: boolean;
   };
 }
 
@@ -97,6 +99,12 @@ export interface Decision {
   args?: Record<string, unknown>;
   /** Given to the model for "reject"; the answer itself for "answer". */
   message?: string;
+  /**
+   * Remember the decision on the run's thread: later calls of the same tool
+   * (an ACP agent's: of the same kind) are approved or rejected without
+   * asking; an "edit" is remembered as "approve". Not with "answer".
+   */
+  always?: boolean;
 }
 
 /** answer is the decision that answers the question of an ask_user call. */

@@ -4375,7 +4375,13 @@ type ApprovalDecision struct {
 	Args *structpb.Struct `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
 	// message is given to the model as the tool result when action is
 	// "reject"; it is the user's answer (required) when action is "answer".
-	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// always remembers the decision on the run's thread: later calls of the
+	// same kind (a tool's name, or an ACP agent's tool kind) are approved or
+	// rejected without asking, on any replica and across restarts. "edit"
+	// with always remembers "approve" (the new arguments apply to this call
+	// only). Not allowed with "answer".
+	Always        bool `protobuf:"varint,5,opt,name=always,proto3" json:"always,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4436,6 +4442,13 @@ func (x *ApprovalDecision) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *ApprovalDecision) GetAlways() bool {
+	if x != nil {
+		return x.Always
+	}
+	return false
 }
 
 // ResumeRunRequest continues a run that waits for approval.
@@ -6986,13 +6999,14 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x10CancelRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"9\n" +
 	"\x11CancelRunResponse\x12$\n" +
-	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"\x93\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"\xab\x01\n" +
 	"\x10ApprovalDecision\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x16\n" +
 	"\x06action\x18\x02 \x01(\tR\x06action\x12+\n" +
 	"\x04args\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04args\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"h\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12\x16\n" +
+	"\x06always\x18\x05 \x01(\bR\x06always\"h\n" +
 	"\x10ResumeRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12=\n" +
 	"\tdecisions\x18\x02 \x03(\v2\x1f.wick.agent.v1.ApprovalDecisionR\tdecisions\"9\n" +

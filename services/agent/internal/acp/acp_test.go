@@ -186,6 +186,10 @@ type fakeAgent struct {
 	// kind before each prompt's answer, through raw.
 	badLines bool
 	raw      io.Writer
+	// permission, when set, are the options of a permission request for
+	// an edit the agent sends in each prompt; chosen records the answers.
+	permission []acpsdk.PermissionOption
+	chosen     []string
 
 	mu      sync.Mutex
 	methods []string
@@ -235,6 +239,17 @@ func (f *fakeAgent) Prompt(ctx context.Context, p acpsdk.PromptRequest) (acpsdk.
 	if f.badLines {
 		_, _ = io.WriteString(f.raw, "this is not JSON-RPC\n")
 		_, _ = io.WriteString(f.raw, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"`+string(p.SessionId)+`","update":{"sessionUpdate":"mystery_kind"}}}`+"\n")
+	}
+	if f.permission != nil {
+		res, err := f.conn.RequestPermission(ctx, acpsdk.RequestPermissionRequest{SessionId: p.SessionId, Options: f.permission,
+			ToolCall: acpsdk.ToolCallUpdate{ToolCallId: "t1", Title: acpsdk.Ptr("Edit a.txt"), Kind: acpsdk.Ptr(acpsdk.ToolKindEdit)}})
+		chosen := "cancelled"
+		if err == nil && res.Outcome.Selected != nil {
+			chosen = string(res.Outcome.Selected.OptionId)
+		}
+		f.mu.Lock()
+		f.chosen = append(f.chosen, chosen)
+		f.mu.Unlock()
 	}
 	_ = f.conn.SessionUpdate(ctx, acpsdk.SessionNotification{SessionId: p.SessionId, Update: acpsdk.UpdateAgentMessageText("answer")})
 	return acpsdk.PromptResponse{StopReason: acpsdk.StopReasonEndTurn}, nil
@@ -396,6 +411,7 @@ func TestBadInputLogged(t *testing.T) {
 // fakeApprover decides every request with action, and counts the asks.
 type fakeApprover struct {
 	action string
+	always bool
 	err    error
 	asked  int
 }
@@ -403,12 +419,14 @@ type fakeApprover struct {
 func (f *fakeApprover) Approve(_ context.Context, call llm.ToolCall, announce func()) (loop.Decision, error) {
 	f.asked++
 	announce()
-	return loop.Decision{ToolCallID: call.ID, Action: f.action}, f.err
+	return loop.Decision{ToolCallID: call.ID, Action: f.action, Always: f.always}, f.err
 }
 
 // TestPermissionOptions: the user's decision picks the offered option of
-// its kind; "always" is remembered only when nothing else is offered, and
-// answers the next request of the kind without asking.
+// its kind; an "always" decision picks the agent's always option when
+// offered, else the once one, and is remembered either way, as is an
+// answer offered only as "always"; a remembered answer is given to the
+// next request of the kind without asking.
 func TestPermissionOptions(t *testing.T) {
 	t.Parallel()
 	once := []acpsdk.PermissionOption{
@@ -416,6 +434,7 @@ func TestPermissionOptions(t *testing.T) {
 		{OptionId: "r1", Kind: acpsdk.PermissionOptionKindRejectOnce}, {OptionId: "ra", Kind: acpsdk.PermissionOptionKindRejectAlways},
 	}
 	always := []acpsdk.PermissionOption{{OptionId: "aa", Kind: acpsdk.PermissionOptionKindAllowAlways}, {OptionId: "ra", Kind: acpsdk.PermissionOptionKindRejectAlways}}
+	onlyOnce := []acpsdk.PermissionOption{{OptionId: "a1", Kind: acpsdk.PermissionOptionKindAllowOnce}, {OptionId: "r1", Kind: acpsdk.PermissionOptionKindRejectOnce}}
 	for _, tc := range []struct {
 		name       string
 		approver   *fakeApprover
@@ -431,6 +450,14 @@ func TestPermissionOptions(t *testing.T) {
 		{"only always: approve remembered", &fakeApprover{action: loop.ActionApprove}, nil, always, "aa", 1, "allow_always"},
 		{"only always: reject remembered", &fakeApprover{action: loop.ActionReject}, nil, always, "ra", 1, "reject_always"},
 		{"remembered: not asked", &fakeApprover{action: loop.ActionReject}, map[string]string{"edit": "allow_always"}, once, "aa", 0, "allow_always"},
+		{"always approve: allow_always picked, remembered", &fakeApprover{action: loop.ActionApprove, always: true}, nil, once, "aa", 1, "allow_always"},
+		{"always edit approves", &fakeApprover{action: loop.ActionEdit, always: true}, nil, once, "aa", 1, "allow_always"},
+		{"always approve, only once offered: once picked, remembered", &fakeApprover{action: loop.ActionApprove, always: true}, nil, onlyOnce, "a1", 1, "allow_always"},
+		{"always reject: reject_always picked, remembered", &fakeApprover{action: loop.ActionReject, always: true}, nil, once, "ra", 1, "reject_always"},
+		{"always reject, only once offered", &fakeApprover{action: loop.ActionReject, always: true}, nil, onlyOnce, "r1", 1, "reject_always"},
+		{"remembered, only once offered: once given, not asked", &fakeApprover{action: loop.ActionReject}, map[string]string{"edit": "allow_always"}, onlyOnce, "a1", 0, "allow_always"},
+		{"remembered reject: not asked", &fakeApprover{action: loop.ActionApprove}, map[string]string{"edit": "reject_always"}, once, "ra", 0, "reject_always"},
+		{"remembered for another kind: asked", &fakeApprover{action: loop.ActionApprove}, map[string]string{"execute": "reject_always"}, once, "a1", 1, ""},
 		{"autonomous", nil, nil, once, "a1", 0, ""},
 		{"not answered", &fakeApprover{err: context.Canceled}, nil, once, "", 1, ""},
 	} {
@@ -463,11 +490,76 @@ func TestPermissionOptions(t *testing.T) {
 				t.Fatalf("chose %q, asked %d, remembered %q, events %v; want %q, %d, %q", got, asked, c.always["edit"], events, tc.want, tc.asked, tc.remember)
 			}
 			if asked > 0 {
-				tcs := events[0].Data.(map[string]any)["tool_calls"].([]any)
-				if call := tcs[0].(map[string]any); events[0].Event != loop.EventInterrupt || call["id"] != "t1" || call["name"] != "Edit a.txt" {
+				data := events[0].Data.(map[string]any)
+				tcs := data["tool_calls"].([]any)
+				if call := tcs[0].(map[string]any); events[0].Event != loop.EventInterrupt || call["id"] != "t1" || call["name"] != "Edit a.txt" || data["always"] != true {
 					t.Fatalf("interrupt %v", events[0])
 				}
 			}
+			if tc.remember == "" || tc.want == "" {
+				return
+			}
+			// The next request of the kind is answered without asking.
+			before := asked
+			res, err = c.RequestPermission(context.Background(), acpsdk.RequestPermissionRequest{
+				SessionId: "s", Options: tc.options,
+				ToolCall: acpsdk.ToolCallUpdate{ToolCallId: "t2", Title: acpsdk.Ptr("Edit b.txt"), Kind: acpsdk.Ptr(acpsdk.ToolKindEdit)},
+			})
+			if err != nil || res.Outcome.Selected == nil || string(res.Outcome.Selected.OptionId) != tc.want {
+				t.Fatalf("second request: %v, %+v; want %q", err, res, tc.want)
+			}
+			if tc.approver != nil && tc.approver.asked != before || len(events) != before {
+				t.Fatalf("second request asked again: %d asks, events %v", tc.approver.asked, events)
+			}
 		})
+	}
+}
+
+// TestPermissionRememberedAcrossRuns: an "always" decision is kept in the
+// thread's state the run saves; the next run on the thread, with a new
+// agent process and a new client built from the state as loaded, answers
+// the same kind of request without asking.
+func TestPermissionRememberedAcrossRuns(t *testing.T) {
+	t.Parallel()
+	options := []acpsdk.PermissionOption{
+		{OptionId: "a1", Kind: acpsdk.PermissionOptionKindAllowOnce}, {OptionId: "aa", Kind: acpsdk.PermissionOptionKindAllowAlways},
+		{OptionId: "r1", Kind: acpsdk.PermissionOptionKindRejectOnce},
+	}
+	cfg := &loop.AgentConfig{ACP: &loop.ACPCfg{Command: "agent"}, Backend: &loop.BackendCfg{Type: "docker"}}
+	fs, err := wickfs.NewLocalFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run is one run on the thread whose state was saved as saved; it
+	// returns what the run saved.
+	run := func(saved []byte, approver *fakeApprover) ([]byte, *fakeAgent) {
+		t.Helper()
+		st := &loop.AgentState{}
+		if err := json.Unmarshal(saved, st); err != nil {
+			t.Fatal(err)
+		}
+		fa := &fakeAgent{load: true, permission: options}
+		r := New("coder", cfg, nil, fs, approver, nil)
+		r.start = fa.start
+		var out []byte
+		save := func(_ context.Context, s *loop.AgentState) error {
+			b, err := json.Marshal(s)
+			out = b
+			return err
+		}
+		if err := r.Run(context.Background(), "run", st, []llm.Message{loop.Human("edit a.txt")}, func(loop.StreamEvent) {}, save); err != nil {
+			t.Fatal(err)
+		}
+		return out, fa
+	}
+	first := &fakeApprover{action: loop.ActionApprove, always: true}
+	saved, fa := run([]byte(`{"thread_id":"th"}`), first)
+	if first.asked != 1 || strings.Join(fa.chosen, ",") != "aa" || !strings.Contains(string(saved), `"acp_always":{"edit":"allow_always"}`) {
+		t.Fatalf("first run: asked %d, chosen %v, saved %s", first.asked, fa.chosen, saved)
+	}
+	second := &fakeApprover{action: loop.ActionReject}
+	_, fa = run(saved, second)
+	if second.asked != 0 || strings.Join(fa.chosen, ",") != "aa" {
+		t.Fatalf("second run: asked %d, chosen %v; want no ask and aa", second.asked, fa.chosen)
 	}
 }

@@ -194,24 +194,28 @@ func fileErr(p string, err error) error {
 // remembers for the call's kind is given at once; an autonomous agent's
 // calls are allowed once; otherwise the run waits for the user's decision
 // (Wick's approval interrupt), which picks the offered allow or reject
-// option. The request is judged by its own title and kind, as the agent
-// may ask before it announces the call.
+// option. A decision with Always picks the agent's "always" option when it
+// offers one and is remembered for the kind either way, as is an answer
+// the agent offered only as "always". The request is judged by its own
+// title and kind, as the agent may ask before it announces the call.
 func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
 	call, kind := c.permissionCall(p.ToolCall)
 	c.mu.Lock()
 	remembered := c.always[kind]
 	c.mu.Unlock()
 	if remembered != "" {
-		if o, ok := option(p.Options, acpsdk.PermissionOptionKind(remembered)); ok {
+		allow := remembered == string(acpsdk.PermissionOptionKindAllowAlways)
+		if o, ok := choose(p.Options, allow, true); ok {
 			return selected(o), nil
 		}
 	}
-	allow := true
+	allow, always := true, false
 	if c.approver != nil {
 		d, err := c.approver.Approve(c.ctx, call, func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			c.emit(loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{"tool_calls": loop.JSONValue([]llm.ToolCall{call})}})
+			// always tells the client it may offer an "always" decision.
+			c.emit(loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{"tool_calls": loop.JSONValue([]llm.ToolCall{call}), "always": true}})
 		})
 		if err != nil {
 			c.logger.Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)
@@ -219,23 +223,42 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 		}
 		// An edit approves: an ACP agent's call cannot take new arguments.
 		allow = d.Action == loop.ActionApprove || d.Action == loop.ActionEdit
+		always = d.Always
 	}
-	once, always := acpsdk.PermissionOptionKindRejectOnce, acpsdk.PermissionOptionKindRejectAlways
-	if allow {
-		once, always = acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways
+	o, ok := choose(p.Options, allow, always)
+	if !ok {
+		c.logger.Warn("ACP permission request offers no option for the decision", "tool_call_id", call.ID, "allow", allow)
+		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
 	}
-	if o, ok := option(p.Options, once); ok {
-		return selected(o), nil
-	}
-	if o, ok := option(p.Options, always); ok {
-		// The agent offered only "always": the thread remembers it.
+	_, alwaysKind := optionKinds(allow)
+	if always || o.Kind == alwaysKind {
 		c.mu.Lock()
-		c.always[kind] = string(always)
+		c.always[kind] = string(alwaysKind)
 		c.mu.Unlock()
-		return selected(o), nil
 	}
-	c.logger.Warn("ACP permission request offers no option for the decision", "tool_call_id", call.ID, "allow", allow)
-	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
+	return selected(o), nil
+}
+
+// optionKinds are the "once" and "always" option kinds that allow or reject.
+func optionKinds(allow bool) (once, always acpsdk.PermissionOptionKind) {
+	if allow {
+		return acpsdk.PermissionOptionKindAllowOnce, acpsdk.PermissionOptionKindAllowAlways
+	}
+	return acpsdk.PermissionOptionKindRejectOnce, acpsdk.PermissionOptionKindRejectAlways
+}
+
+// choose picks the offered option that allows or rejects: the "always" one
+// first when always is set, else the "once" one first; the other when the
+// agent offers only that.
+func choose(opts []acpsdk.PermissionOption, allow, always bool) (acpsdk.PermissionOption, bool) {
+	first, second := optionKinds(allow)
+	if always {
+		first, second = second, first
+	}
+	if o, ok := option(opts, first); ok {
+		return o, true
+	}
+	return option(opts, second)
 }
 
 // permissionCall is the call a permission request is about, as the

@@ -34,7 +34,10 @@ const (
 	CancelledToolResult   = "cancelled: run was cancelled before this tool call finished"
 	InterruptedToolResult = "cancelled: the previous run ended before this tool call finished"
 	RejectedToolResult    = "rejected by the user"
-	FailedToolResult      = "not executed: the run failed before this tool call could run"
+	// RememberedRejectedToolResult answers a call of a tool the user
+	// rejected with "always" earlier on the thread.
+	RememberedRejectedToolResult = RejectedToolResult + " (remembered for this thread)"
+	FailedToolResult             = "not executed: the run failed before this tool call could run"
 	// NotNeededToolResult answers the calls a round stopped waiting for
 	// (tool_wait "any" or "majority").
 	NotNeededToolResult = "cancelled: not needed, the round went on with the results that came first (tool_wait %s)"
@@ -87,6 +90,9 @@ type Decision struct {
 	Action     string         `json:"action"` // "approve", "reject" or "edit"
 	Args       map[string]any `json:"args,omitempty"`
 	Message    string         `json:"message,omitempty"`
+	// Always remembers the decision on the thread for later calls of the
+	// same kind (an edit is remembered as an approval).
+	Always bool `json:"always,omitempty"`
 }
 
 // Runner runs an agent's loop. It is safe for concurrent runs on different
@@ -676,14 +682,23 @@ func (r *run) runOne(ctx context.Context, toolFn ToolCallFunc, call llm.ToolCall
 // or not executed, as the thread will record it.
 //
 // Calls of tools that wait for the user themselves (UserWait) run without
-// approval: asking whether the model may ask would ask twice.
+// approval: asking whether the model may ask would ask twice. Calls of a
+// tool the thread has an "always" decision for are decided by it without
+// asking; a decision with Always adds one.
 func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*ToolResult) ([]int, error) {
 	var toRun []int
 	var ask []llm.ToolCall
 	for i, c := range calls {
 		if w, ok := r.toolsByName[c.Name].(UserWait); ok && w.WaitsForUser() && c.ArgsErr == "" {
 			toRun = append(toRun, i)
-		} else {
+			continue
+		}
+		switch r.state.ApprovalAlways[c.Name] {
+		case ActionApprove:
+			toRun = append(toRun, i)
+		case ActionReject:
+			r.reject(calls[i], &results[i], RememberedRejectedToolResult)
+		default:
 			ask = append(ask, c)
 		}
 	}
@@ -691,7 +706,8 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 		return toRun, nil
 	}
 	decisions, err := r.approver.Approve(ctx, r.id, ask, func() {
-		r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(ask)}})
+		// always tells the client it may offer an "always" decision.
+		r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(ask), "always": true}})
 	})
 	if err != nil {
 		text := FailedToolResult
@@ -700,7 +716,10 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 		} else {
 			err = fmt.Errorf("approval: %w", err)
 		}
-		for _, c := range calls {
+		for i, c := range calls {
+			if results[i] != nil {
+				continue // rejected by a remembered decision, already ended
+			}
 			r.emitToolStart(c)
 			r.emitToolEnd(c, "", text)
 		}
@@ -711,10 +730,13 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 		byID[d.ToolCallID] = d
 	}
 	for i := range calls {
-		if slices.Contains(toRun, i) {
+		if slices.Contains(toRun, i) || results[i] != nil {
 			continue
 		}
 		d, ok := byID[calls[i].ID]
+		if ok && d.Always {
+			r.remember(calls[i].Name, d.Action)
+		}
 		switch {
 		case ok && d.Action == ActionApprove:
 			toRun = append(toRun, i)
@@ -731,16 +753,36 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 			} else if !ok {
 				msg += ": no decision was made for this call"
 			}
-			// The thread keeps the rejection as the call's output, which
-			// the model reads; the event reports it as the call's error.
-			results[i] = &ToolResult{ToolCallID: calls[i].ID, Name: calls[i].Name, Output: msg}
-			r.emitToolStart(calls[i])
-			r.emitToolEnd(calls[i], "", msg)
+			r.reject(calls[i], &results[i], msg)
 		}
 	}
 	// Edited arguments must be what the thread records as called.
 	r.updateLastCalls(calls)
 	return toRun, nil
+}
+
+// reject gives a call its rejected result, with its start and end events.
+// The thread keeps the rejection as the call's output, which the model
+// reads; the event reports it as the call's error.
+func (r *run) reject(call llm.ToolCall, res **ToolResult, msg string) {
+	*res = &ToolResult{ToolCallID: call.ID, Name: call.Name, Output: msg}
+	r.emitToolStart(call)
+	r.emitToolEnd(call, "", msg)
+}
+
+// remember keeps an "always" decision on the thread, saved with it: an
+// edit is remembered as an approval, as its arguments were for one call.
+func (r *run) remember(tool, action string) {
+	if action == ActionEdit {
+		action = ActionApprove
+	}
+	if action != ActionApprove && action != ActionReject {
+		return
+	}
+	if r.state.ApprovalAlways == nil {
+		r.state.ApprovalAlways = map[string]string{}
+	}
+	r.state.ApprovalAlways[tool] = action
 }
 
 // updateLastCalls writes (possibly edited) calls back into the last

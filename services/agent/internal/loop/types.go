@@ -47,6 +47,10 @@ type AgentState struct {
 	// permission requests: tool kind → the option kind chosen
 	// (allow_always or reject_always), answered without asking again.
 	ACPAlways map[string]string `json:"acp_always,omitempty"`
+	// ApprovalAlways holds the thread's "always" decisions on the calls of
+	// an interactive agent: tool name → ActionApprove or ActionReject,
+	// applied to later calls of that tool without asking again.
+	ApprovalAlways map[string]string `json:"approval_always,omitempty"`
 	// Version is the store's optimistic-concurrency version.
 	Version   int64     `json:"version"`
 	UpdatedAt time.Time `json:"updated_at"`

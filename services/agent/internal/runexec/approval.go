@@ -129,9 +129,15 @@ func answers(decisions []loop.Decision) bool {
 }
 
 // checkDecisions accepts decisions on the run's pending calls only, each
-// with a known action; an edit carries the new arguments. A run waiting
-// for an answer takes exactly one: the answer to its question.
+// with a known action; an edit carries the new arguments; any of them may
+// be "always". A run waiting for an answer takes exactly one: the answer
+// to its question, never "always".
 func checkDecisions(rec *runs.Run, decisions []loop.Decision) error {
+	for i, d := range decisions {
+		if d.Always && d.Action == ActionAnswer {
+			return invalid(fmt.Sprintf("decisions[%d].always", i), `an answer is given once; always applies to "approve", "reject" and "edit"`)
+		}
+	}
 	if rec.Awaiting == runs.AwaitAnswer {
 		return checkAnswer(rec, decisions)
 	}

@@ -244,10 +244,13 @@ func TestApprovalDecisions(t *testing.T) {
 		name     string
 		decision loop.Decision
 		result   string // the tool message the thread keeps
+		always   string // the decision the thread remembers for the tool
 	}{
-		{"approve", loop.Decision{ToolCallID: "c1", Action: loop.ActionApprove}, "5"},
-		{"edit", loop.Decision{ToolCallID: "c1", Action: loop.ActionEdit, Args: map[string]any{"expr": "6*7"}}, "42"},
-		{"reject", loop.Decision{ToolCallID: "c1", Action: loop.ActionReject, Message: "no"}, loop.RejectedToolResult + ": no"},
+		{"approve", loop.Decision{ToolCallID: "c1", Action: loop.ActionApprove}, "5", ""},
+		{"edit", loop.Decision{ToolCallID: "c1", Action: loop.ActionEdit, Args: map[string]any{"expr": "6*7"}}, "42", ""},
+		{"reject", loop.Decision{ToolCallID: "c1", Action: loop.ActionReject, Message: "no"}, loop.RejectedToolResult + ": no", ""},
+		{"approve always", loop.Decision{ToolCallID: "c1", Action: loop.ActionApprove, Always: true}, "5", loop.ActionApprove},
+		{"reject always", loop.Decision{ToolCallID: "c1", Action: loop.ActionReject, Always: true}, loop.RejectedToolResult, loop.ActionReject},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -278,6 +281,9 @@ func TestApprovalDecisions(t *testing.T) {
 			}
 			if r.Record().Status != runs.StatusDone || tool == nil || tool.Content != tc.result {
 				t.Fatalf("status %s, tool message %+v, want done with %q", r.Record().Status, tool, tc.result)
+			}
+			if got := st.ApprovalAlways[tool.Name]; got != tc.always {
+				t.Fatalf("the thread remembers %q for %s, want %q", got, tool.Name, tc.always)
 			}
 		})
 	}
@@ -386,6 +392,8 @@ func TestResumeRefuses(t *testing.T) {
 		{"not pending", user, []loop.Decision{{ToolCallID: "c9", Action: loop.ActionApprove}}, runexec.ErrInvalid, "decisions[0].tool_call_id"},
 		{"unknown action", user, []loop.Decision{{ToolCallID: "c1", Action: "maybe"}}, runexec.ErrInvalid, "decisions[0].action"},
 		{"edit without args", user, []loop.Decision{{ToolCallID: "c1", Action: loop.ActionEdit}}, runexec.ErrInvalid, "decisions[0].args"},
+		{"answer always", user, []loop.Decision{{ToolCallID: "c1", Action: loop.ActionApprove}, {ToolCallID: "c1", Action: runexec.ActionAnswer, Message: "x", Always: true}},
+			runexec.ErrInvalid, "decisions[1].always"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
