@@ -938,6 +938,8 @@ export interface components {
         /** @description The run waits for the user: approval of tool calls (interactive agents), or, with data.kind "question", an answer to the model's ask_user question; decide or answer with POST /runs/{run_id}/resume. */
         "RunEvent.on_interrupt": {
             data?: {
+                /** @description True on an approval: a decision may carry always, which the thread remembers for later calls of the same kind (tool name, or an ACP agent's tool kind). Absent on a question. */
+                always?: boolean;
                 /** @description The answers offered, when kind is question and the model gave some; any text is accepted. */
                 choices?: string[];
                 /** @description approval (the default when absent) or question. */
@@ -1738,6 +1740,14 @@ export interface components {
              *     "answer" for a pending ask_user call.
              */
             action?: string;
+            /**
+             * @description always remembers the decision on the run's thread: later calls of the
+             *     same kind (a tool's name, or an ACP agent's tool kind) are approved or
+             *     rejected without asking, on any replica and across restarts. "edit"
+             *     with always remembers "approve" (the new arguments apply to this call
+             *     only). Not allowed with "answer".
+             */
+            always?: boolean;
             /** @description args replace the call's arguments when action is "edit". */
             args?: Record<string, never>;
             /**
