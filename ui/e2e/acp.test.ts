@@ -24,6 +24,8 @@ const PLAN = [
 const ALLOWED_PATH = "/workspace/acp-ui.txt";
 const ALLOWED_ANSWER = "Permission allow: written.";
 const ALLOWED_CONTENT = "written with permission\n";
+const ALWAYS_PATH = "/workspace/acp-always.txt";
+const ALWAYS_NEXT_PATH = "/workspace/acp-always-next.txt";
 const REJECTED_PATH = "/workspace/acp-no.txt";
 const REJECTED_ANSWER = "Permission reject: nothing written.";
 
@@ -125,6 +127,25 @@ describe.each(suites)("ACP agent on the $backend backend", ({ backend, url }) =>
   test("ask, rejected in the UI: nothing is written", async () => {
     await decide(REJECTED_PATH, "approval-reject", REJECTED_ANSWER, "error");
     await expect(readFile(wick, AGENT, REJECTED_PATH)).rejects.toMatchObject({ code: "NOT_FOUND" });
+    expect(errors).toEqual([]);
+  });
+
+  // Last: the remembered answer decides every later request of the kind on this thread.
+  test("ask, approved for this thread: the next request of the kind is not asked", async () => {
+    const asked = page.locator('[data-testid="approval-card"], [data-testid="approval-decided"]');
+    await send(page, `ask ${ALWAYS_PATH}`);
+    await page.getByTestId("approval-card").waitFor();
+    await page.getByTestId("approval-always").check();
+    await page.getByTestId("approval-approve").click();
+    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${ALWAYS_PATH}"][data-state="done"]`).waitFor();
+    await waitForIdle(page);
+    expect(words(await page.getByTestId("approval-decided").last().textContent())).toContain("remembered for this thread");
+    const before = await asked.count();
+    await send(page, `ask ${ALWAYS_NEXT_PATH}`);
+    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${ALWAYS_NEXT_PATH}"][data-state="done"]`).waitFor();
+    await waitForIdle(page);
+    expect(await asked.count()).toBe(before);
+    expect(await readFile(wick, AGENT, ALWAYS_NEXT_PATH)).toBe(ALLOWED_CONTENT);
     expect(errors).toEqual([]);
   });
 });

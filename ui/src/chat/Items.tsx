@@ -325,7 +325,17 @@ export const ApprovalCard = memo(function ApprovalCard({ item, onDecide, onError
   return (
     <div className="approvals">
       {item.toolCalls.map((tc) => (
-        <ApprovalCall key={tc.id} id={tc.id} name={tc.name} args={tc.args ?? {}} decision={decided[tc.id]} open={open && !decided[tc.id]} resolved={item.resolved} onDecide={decide} />
+        <ApprovalCall
+          key={tc.id}
+          id={tc.id}
+          name={tc.name}
+          args={tc.args ?? {}}
+          decision={decided[tc.id]}
+          open={open && !decided[tc.id]}
+          resolved={item.resolved}
+          offerAlways={!!item.always}
+          onDecide={decide}
+        />
       ))}
       {busy && <div className="muted">Sending the decision…</div>}
     </div>
@@ -339,6 +349,8 @@ interface CallProps {
   decision: Decision | undefined;
   open: boolean;
   resolved: boolean;
+  /** Offer "remember for this thread" (the interrupt says the server takes it). */
+  offerAlways: boolean;
   onDecide(d: Decision): void;
 }
 
@@ -350,16 +362,19 @@ function ApprovalCall(props: CallProps) {
     return (
       <div className="approval-decided muted small" data-testid="approval-decided">
         <code>{props.name}</code> {props.decision ? DECIDED_LABEL[props.decision.action] : "decided"}
+        {props.decision?.always && " (remembered for this thread)"}
       </div>
     );
   }
   return <ApprovalQuestion {...props} />;
 }
 
-function ApprovalQuestion({ id, name, args, decision, open, onDecide }: CallProps) {
+function ApprovalQuestion({ id, name, args, decision, open, offerAlways, onDecide }: CallProps) {
   const original = json(args);
   const [text, setText] = useState(original);
   const [reason, setReason] = useState("");
+  const [always, setAlways] = useState(false);
+  const remember = always ? { always: true } : {};
   const parsed = parseArgs(text);
   const edited = text !== original;
   return (
@@ -384,14 +399,14 @@ function ApprovalQuestion({ id, name, args, decision, open, onDecide }: CallProp
       />
       {parsed.error && <div className="danger small">{parsed.error}</div>}
       <div className="row wrap approval-actions">
-        <button type="button" className="primary" data-testid="approval-approve" disabled={!open || edited} title={edited ? "the arguments were edited: send them with “Approve edited”" : undefined} onClick={() => onDecide({ tool_call_id: id, action: "approve" })}>
+        <button type="button" className="primary" data-testid="approval-approve" disabled={!open || edited} title={edited ? "the arguments were edited: send them with “Approve edited”" : undefined} onClick={() => onDecide({ tool_call_id: id, action: "approve", ...remember })}>
           Approve
         </button>
         <button
           type="button"
           data-testid="approval-edit"
           disabled={!open || !!parsed.error || !edited}
-          onClick={() => parsed.args && onDecide({ tool_call_id: id, action: "edit", args: parsed.args })}
+          onClick={() => parsed.args && onDecide({ tool_call_id: id, action: "edit", args: parsed.args, ...remember })}
         >
           Approve edited
         </button>
@@ -405,10 +420,16 @@ function ApprovalQuestion({ id, name, args, decision, open, onDecide }: CallProp
           disabled={!open}
           onChange={(e) => setReason(e.target.value)}
         />
-        <button type="button" className="danger" data-testid="approval-reject" disabled={!open} onClick={() => onDecide({ tool_call_id: id, action: "reject", message: reason.trim() || "Rejected by the user." })}>
+        <button type="button" className="danger" data-testid="approval-reject" disabled={!open} onClick={() => onDecide({ tool_call_id: id, action: "reject", message: reason.trim() || "Rejected by the user.", ...remember })}>
           Reject
         </button>
       </div>
+      {offerAlways && (
+        <label className="check small" title="later calls of this tool on this thread are decided the same, without asking">
+          <input type="checkbox" data-testid="approval-always" checked={always} disabled={!open} onChange={(e) => setAlways(e.target.checked)} />
+          Decide the same for <code>{name}</code> from now on in this thread
+        </label>
+      )}
     </div>
   );
 }

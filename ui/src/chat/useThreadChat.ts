@@ -32,6 +32,8 @@ export interface Decision {
   action: "approve" | "reject" | "edit" | "answer";
   args?: Record<string, unknown>;
   message?: string;
+  /** Remember the decision on the thread: later calls of the tool are decided the same without asking. */
+  always?: boolean;
 }
 
 export interface ThreadChat {

@@ -105,6 +105,8 @@ export interface InterruptItem {
   toolCalls: ToolCall[];
   /** Set when the run waits for an answer rather than for approval. */
   question?: Question;
+  /** The server takes an "always" decision: remembered on the thread for the call's tool (or kind). */
+  always?: boolean;
   /** Decided, or the run went on or ended: the card no longer asks. */
   resolved: boolean;
 }
@@ -281,7 +283,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       const d = ev.data;
       const question: Question | undefined =
         d.kind === "question" ? { toolCallId: d.tool_call_id ?? d.tool_calls?.[0]?.id ?? "", text: d.question ?? "", choices: d.choices ?? [] } : undefined;
-      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: d.tool_calls ?? [], resolved: false, ...(question ? { question } : {}) });
+      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: d.tool_calls ?? [], resolved: false, ...(question ? { question } : {}), ...(d.always && !question ? { always: true } : {}) });
     }
     case "on_usage": {
       const u = s.runs[runId]!.usage;
