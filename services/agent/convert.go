@@ -208,7 +208,7 @@ func subagentsFromProto(subs []*agentv1.Subagent) []loop.SubagentCfg {
 }
 
 // mcpServersToProto masks header and env values, which hold the servers'
-// keys, except those that only name mounted secrets (masked).
+// keys, except those that only name mounted secrets (see masked).
 func mcpServersToProto(servers []loop.MCPServerCfg) []*agentv1.McpServer {
 	var out []*agentv1.McpServer
 	for _, m := range servers {

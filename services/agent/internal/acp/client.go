@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -276,20 +277,13 @@ func (c *client) permissionCall(u acpsdk.ToolCallUpdate) (llm.ToolCall, string) 
 	}
 	args := argsOf(u.RawInput)
 	if known != nil {
-		title, kind = cmpOr(title, known.name), cmpOr(kind, known.kind)
+		title, kind = cmp.Or(title, known.name), cmp.Or(kind, known.kind)
 		if args == nil {
 			args = known.args
 		}
 	}
 	name := toolName(title, kind)
-	return llm.ToolCall{ID: string(u.ToolCallId), Name: name, Args: args}, cmpOr(kind, name)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return llm.ToolCall{ID: string(u.ToolCallId), Name: name, Args: args}, cmp.Or(kind, name)
 }
 
 func option(opts []acpsdk.PermissionOption, kind acpsdk.PermissionOptionKind) (acpsdk.PermissionOption, bool) {

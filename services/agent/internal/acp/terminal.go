@@ -78,23 +78,11 @@ func (ts *terminals) create(ctx context.Context, p acpsdk.CreateTerminalRequest)
 	if p.Cwd != nil {
 		start.Cwd = *p.Cwd
 	}
-	sctx, cancel := context.WithCancel(ts.ctx)
-	stream, err := ts.sandbox.AttachProcess(sctx)
-	if err == nil {
-		err = stream.Send(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Start{Start: start}})
-	}
-	var first *sandboxv1.AttachProcessResponse
-	if err == nil {
-		first, err = recvOrDone(ctx, stream)
-	}
-	if err == nil && first.GetStarted() == nil {
-		err = fmt.Errorf("the sandbox answered %T before the process started", first.GetEvent())
-	}
+	stream, info, cancel, err := sandboxproc.Attach(ctx, ts.ctx, ts.sandbox, start)
 	if err != nil {
-		cancel()
 		return "", err
 	}
-	t := &terminal{t: ts, procID: first.GetStarted().GetId(), stream: stream, cancel: cancel, limit: limit, done: make(chan struct{})}
+	t := &terminal{t: ts, procID: info.GetId(), stream: stream, cancel: cancel, limit: limit, done: make(chan struct{})}
 	go t.pump()
 	ts.mu.Lock()
 	if ts.closed {
@@ -106,27 +94,6 @@ func (ts *terminals) create(ctx context.Context, p acpsdk.CreateTerminalRequest)
 	ts.byID[id] = t
 	ts.mu.Unlock()
 	return id, nil
-}
-
-// recvOrDone is the stream's next message, or ctx's end.
-func recvOrDone(ctx context.Context, s interface {
-	Recv() (*sandboxv1.AttachProcessResponse, error)
-}) (*sandboxv1.AttachProcessResponse, error) {
-	type res struct {
-		m   *sandboxv1.AttachProcessResponse
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		m, err := s.Recv()
-		ch <- res{m, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.m, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // pump keeps the end of the command's output, stdout and stderr as they

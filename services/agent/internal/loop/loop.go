@@ -697,7 +697,7 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 		case ActionApprove:
 			toRun = append(toRun, i)
 		case ActionReject:
-			r.reject(calls[i], &results[i], RememberedRejectedToolResult)
+			results[i] = r.reject(calls[i], RememberedRejectedToolResult)
 		default:
 			ask = append(ask, c)
 		}
@@ -753,7 +753,7 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 			} else if !ok {
 				msg += ": no decision was made for this call"
 			}
-			r.reject(calls[i], &results[i], msg)
+			results[i] = r.reject(calls[i], msg)
 		}
 	}
 	// Edited arguments must be what the thread records as called.
@@ -761,13 +761,13 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 	return toRun, nil
 }
 
-// reject gives a call its rejected result, with its start and end events.
-// The thread keeps the rejection as the call's output, which the model
-// reads; the event reports it as the call's error.
-func (r *run) reject(call llm.ToolCall, res **ToolResult, msg string) {
-	*res = &ToolResult{ToolCallID: call.ID, Name: call.Name, Output: msg}
+// reject emits a call's start and end events and returns its rejected
+// result. The thread keeps the rejection as the call's output, which the
+// model reads; the event reports it as the call's error.
+func (r *run) reject(call llm.ToolCall, msg string) *ToolResult {
 	r.emitToolStart(call)
 	r.emitToolEnd(call, "", msg)
+	return &ToolResult{ToolCallID: call.ID, Name: call.Name, Output: msg}
 }
 
 // remember keeps an "always" decision on the thread, saved with it: an

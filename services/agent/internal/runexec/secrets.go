@@ -12,8 +12,8 @@ import (
 // values live only in the run, never in the stored agent.
 func WithSecrets(d secrets.Dir) Option { return func(c *config) { c.secrets = d } }
 
-// mcpWithSecrets returns servers with their references resolved (servers
-// itself when none has any).
+// mcpWithSecrets returns a copy of servers with their references
+// resolved.
 func (e *Executor) mcpWithSecrets(servers []loop.MCPServerCfg) ([]loop.MCPServerCfg, error) {
 	out := make([]loop.MCPServerCfg, len(servers))
 	for i, m := range servers {

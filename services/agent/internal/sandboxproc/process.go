@@ -52,7 +52,7 @@ type Command struct {
 type Process struct {
 	sandbox Sandbox
 	agentID string
-	stream  grpc.BidiStreamingClient[sandboxv1.AttachProcessRequest, sandboxv1.AttachProcessResponse]
+	stream  Stream
 	cancel  context.CancelFunc
 	// ctx carries the user for the kill at Close.
 	ctx  context.Context
@@ -80,19 +80,39 @@ func Start(ctx, long context.Context, sb Sandbox, agentID string, backend *loop.
 	if _, err := sb.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: agentID, Spec: sandboxfs.Spec(backend)}); err != nil {
 		return nil, fmt.Errorf("ensure sandbox: %w", err)
 	}
+	start := &sandboxv1.StartProcessRequest{AgentId: agentID, Argv: cmd.Argv, Env: cmd.Env, Tag: cmd.Tag}
+	stream, info, cancel, err := Attach(ctx, long, sb, start)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Argv[0], err)
+	}
+	pr, pw := io.Pipe()
+	p := &Process{sandbox: sb, agentID: agentID, stream: stream, cancel: cancel, ctx: long, info: info, out: pr}
+	go p.pump(pw, maxLine)
+	return p, nil
+}
+
+// Stream is a process's AttachProcess stream.
+type Stream = grpc.BidiStreamingClient[sandboxv1.AttachProcessRequest, sandboxv1.AttachProcessResponse]
+
+// Attach starts a process in an existing sandbox and attaches to it in one
+// call (the `start` message of AttachProcess), so none of its output is
+// missed. It returns once the sandbox says the process started: ctx bounds
+// that wait, long is the context the stream lives in, and cancel ends the
+// stream. An error is the sandbox refusing the process (no such program,
+// too many processes) or the stream failing.
+func Attach(ctx, long context.Context, sb Sandbox, start *sandboxv1.StartProcessRequest) (Stream, *sandboxv1.ProcessInfo, context.CancelFunc, error) {
 	sctx, cancel := context.WithCancel(long)
 	stream, err := sb.AttachProcess(sctx)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("attach: %w", err)
+		return nil, nil, nil, fmt.Errorf("attach: %w", err)
 	}
-	start := &sandboxv1.StartProcessRequest{AgentId: agentID, Argv: cmd.Argv, Env: cmd.Env, Tag: cmd.Tag}
 	if err := stream.Send(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Start{Start: start}}); err != nil {
 		cancel()
-		return nil, fmt.Errorf("start %s: %w", cmd.Argv[0], err)
+		return nil, nil, nil, err
 	}
-	// The first event says the process started; an error here is the
-	// sandbox refusing it (no such program, too many processes).
+	// The first event says the process started. Recv does not watch ctx
+	// (the stream lives in long), so it is waited for beside ctx.
 	first := make(chan error, 1)
 	var resp *sandboxv1.AttachProcessResponse
 	go func() {
@@ -110,12 +130,9 @@ func Start(ctx, long context.Context, sb Sandbox, agentID string, backend *loop.
 	}
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("start %s: %w", cmd.Argv[0], err)
+		return nil, nil, nil, err
 	}
-	pr, pw := io.Pipe()
-	p := &Process{sandbox: sb, agentID: agentID, stream: stream, cancel: cancel, ctx: long, info: resp.GetStarted(), out: pr}
-	go p.pump(pw, maxLine)
-	return p, nil
+	return stream, resp.GetStarted(), cancel, nil
 }
 
 // ID is the process's id in the sandbox's process table.
