@@ -66,7 +66,9 @@ const (
 // received (cpu-µs/token over the model's tokens); idle=1000 reports the
 // server's live heap and stacks (live-KB/stream) and RSS growth per open
 // stream waiting for its model's first token. Sub-benchmarks /loopback and
-// /nomerge turn one switch off each (docs/performance.md).
+// /nomerge turn one switch off each (docs/performance.md); /floor measures
+// a bare net/http server sending the same frames, the floor under the
+// suite's figures on this machine.
 func BenchmarkSuiteSSEStreams(b *testing.B) {
 	counts := []int{100, 1000}
 	if v := os.Getenv(benchStreamsEnv); v != "" {
@@ -88,6 +90,9 @@ func BenchmarkSuiteSSEStreams(b *testing.B) {
 		{"inproc", "", counts},
 		{"loopback", benchLoopbackEnv + "=1", []int{1000}},
 		{"nomerge", benchNoMergeEnv + "=1", []int{1000}},
+		// Not Wick: the same frames from a bare net/http server
+		// (floor_test.go), the floor under the figures above.
+		{"floor", benchFloorEnv + "=1", counts},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
@@ -215,6 +220,9 @@ func startBenchChild(b *testing.B, env string) *benchServer {
 // limits (one user runs every stream), and pprof on a loopback port. It
 // prints "<url> <pprof address>" and serves until its standard input closes.
 func serveBenchChild() int {
+	if os.Getenv(benchFloorEnv) != "" {
+		return serveFloor()
+	}
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < lim.Max {
 		lim.Cur = lim.Max
@@ -353,15 +361,21 @@ func benchSuiteStreams(b *testing.B, srv *benchServer, n int) {
 		lags, firsts            []time.Duration
 		streams, events, merged int
 	)
-	profile := os.Getenv(benchProfileEnv)
-	if n != 1000 || strings.Contains(b.Name(), "/loopback/") || strings.Contains(b.Name(), "/nomerge/") {
+	// Profiles of the suite as wick runs it, and of the floor (prefixed).
+	profile, prefix := os.Getenv(benchProfileEnv), ""
+	switch {
+	case n != 1000:
+		profile = ""
+	case strings.Contains(b.Name(), "/floor/"):
+		prefix = "floor-"
+	case !strings.Contains(b.Name(), "/inproc/"):
 		profile = ""
 	}
 	st0, wall0 := srv.stat(b), time.Now()
 	for b.Loop() {
 		stopProfile := func() {}
 		if profile != "" {
-			stopProfile = srv.startCPUProfile(b, filepath.Join(profile, "cpu.pprof"))
+			stopProfile = srv.startCPUProfile(b, filepath.Join(profile, prefix+"cpu.pprof"))
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -384,7 +398,7 @@ func benchSuiteStreams(b *testing.B, srv *benchServer, n int) {
 		wg.Wait()
 		stopProfile()
 		if profile != "" {
-			srv.saveProfile(b, "allocs", filepath.Join(profile, "allocs.pprof"))
+			srv.saveProfile(b, "allocs", filepath.Join(profile, prefix+"allocs.pprof"))
 			profile = ""
 		}
 		close(errs)
