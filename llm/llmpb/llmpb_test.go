@@ -1,8 +1,14 @@
 package llmpb_test
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
@@ -69,6 +75,39 @@ func TestUnrepresentableArguments(t *testing.T) {
 	}
 }
 
+// TestStructLikeJSON: Struct gives what a JSON round trip gives, for the
+// values Go code puts in schemas and arguments.
+func TestStructLikeJSON(t *testing.T) {
+	t.Parallel()
+	type point struct {
+		X int `json:"x"`
+	}
+	m := map[string]any{
+		"s": "text", "bad": "a\xffb", "n": 3, "f": 1.5, "i64": int64(-2), "u8": uint8(7), "b": true, "null": nil,
+		"strs": []string{"a", "b"}, "nostrs": []string(nil), "list": []any{1, "x", []string{"y"}, map[string]any{"k": nil}},
+		"obj": map[string]any{"deep": map[string]any{"enum": []string{"p", "q"}}}, "nomap": map[string]any(nil),
+		"maps": []map[string]any{{"a": 1}}, "struct": point{X: 4}, "bytes": []byte("hi"),
+	}
+	got, err := llmpb.Struct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &structpb.Struct{}
+	if err := protojson.Unmarshal(raw, want); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) {
+		t.Fatalf("Struct =\n%v\nJSON round trip =\n%v", got, want)
+	}
+	if _, err := llmpb.Struct(map[string]any{"a": []any{map[string]any{"ch": make(chan int)}}}); err == nil || !strings.Contains(err.Error(), "a: [0]: ch") {
+		t.Fatalf("a channel deep inside: err = %v, want one naming a: [0]: ch", err)
+	}
+}
+
 func TestToolSchemasAndUsage(t *testing.T) {
 	t.Parallel()
 	// A schema as Go code writes it, with []string: it converts by a JSON round trip.
@@ -104,6 +143,41 @@ func BenchmarkMessagesToProto(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := llmpb.MessagesToProto(msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkToolSchemasToProto is the agent client's per-call cost of
+// sending ten tool schemas written in Go (typed slices inside).
+func BenchmarkToolSchemasToProto(b *testing.B) {
+	params := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"todos": map[string]any{
+				"type":        "array",
+				"description": "The complete todo list",
+				"items": map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"id":     map[string]any{"type": "string", "description": "Stable id"},
+						"title":  map[string]any{"type": "string", "description": "What to do"},
+						"status": map[string]any{"type": "string", "enum": []string{"pending", "in_progress", "done"}},
+						"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 2000},
+					},
+					"required": []string{"title", "status"},
+				},
+			},
+		},
+		"required": []string{"todos"},
+	}
+	tools := make([]llm.ToolSchema, 10)
+	for i := range tools {
+		tools[i] = llm.ToolSchema{Name: "tool", Description: "a tool", Parameters: params}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := llmpb.ToolSchemasToProto(tools); err != nil {
 			b.Fatal(err)
 		}
 	}
