@@ -102,7 +102,7 @@ func BenchmarkSuiteSSEStreams(b *testing.B) {
 					b.Fatalf("create agent %s: %d %s", id, r.code, r)
 				}
 			}
-			if v.name == "inproc" {
+			if v.name == "inproc" || v.name == "floor" {
 				// First, on a fresh process: memory of open idle streams.
 				b.Run(fmt.Sprintf("idle=%d", benchIdleStreams), func(b *testing.B) { benchIdle(b, srv, benchIdleStreams) })
 			}
@@ -156,10 +156,10 @@ func (s *benchServer) stat(b *testing.B) procStat {
 	return st
 }
 
-// live is the server's heap in use plus goroutine stacks right after a
+// live is the server's heap in use and goroutine stacks right after a
 // collection (pprof's heap profile with gc=1 runs one and reports
 // runtime.MemStats).
-func (s *benchServer) live(b *testing.B) int64 {
+func (s *benchServer) live(b *testing.B) (heap, stacks int64) {
 	b.Helper()
 	resp, err := http.Get("http://" + s.pprof + "/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
@@ -170,16 +170,20 @@ func (s *benchServer) live(b *testing.B) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total int64
 	for line := range strings.SplitSeq(string(body), "\n") {
-		for _, k := range []string{"# HeapInuse = ", "# StackInuse = "} {
-			if v, ok := strings.CutPrefix(line, k); ok {
-				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				total += n
-			}
+		if v, ok := strings.CutPrefix(line, "# HeapInuse = "); ok {
+			heap, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "# Stack = "); ok {
+			// "# Stack = <StackInuse> / <StackSys>"
+			inuse, _, _ := strings.Cut(v, " / ")
+			stacks, _ = strconv.ParseInt(strings.TrimSpace(inuse), 10, 64)
 		}
 	}
-	return total
+	if heap == 0 || stacks == 0 {
+		b.Fatalf("no HeapInuse or Stack in the heap profile's statistics:\n%s", body)
+	}
+	return heap, stacks
 }
 
 // startBenchChild starts this test binary as the suite's server and waits
@@ -276,7 +280,8 @@ func benchIdle(b *testing.B, srv *benchServer, n int) {
 	defer client.CloseIdleConnections()
 	first := true
 	for b.Loop() {
-		before, liveBefore := srv.stat(b), srv.live(b)
+		before := srv.stat(b)
+		heapBefore, stacksBefore := srv.live(b)
 		ctx, cancel := context.WithCancel(b.Context())
 		var ready, closed sync.WaitGroup
 		errs := make(chan error, n)
@@ -299,7 +304,8 @@ func benchIdle(b *testing.B, srv *benchServer, n int) {
 			})
 		}
 		ready.Wait()
-		open, liveOpen := srv.stat(b), srv.live(b)
+		open := srv.stat(b)
+		heapOpen, stacksOpen := srv.live(b)
 		if dir := os.Getenv(benchProfileEnv); dir != "" && first {
 			srv.saveProfile(b, "heap", filepath.Join(dir, "idle-heap.pprof"))
 			srv.saveProfile(b, "goroutine", filepath.Join(dir, "idle-goroutine.pprof"))
@@ -313,7 +319,8 @@ func benchIdle(b *testing.B, srv *benchServer, n int) {
 		if first {
 			// RSS counts the heap's room to grow as well (GOGC): the live
 			// heap and stacks after a collection are what a stream holds.
-			b.ReportMetric(float64(liveOpen-liveBefore)/float64(n)/1024, "live-KB/stream")
+			b.ReportMetric(float64(heapOpen+stacksOpen-heapBefore-stacksBefore)/float64(n)/1024, "live-KB/stream")
+			b.ReportMetric(float64(stacksOpen-stacksBefore)/float64(n)/1024, "stacks-KB/stream")
 			// Later rounds reuse the memory the first one grew.
 			b.ReportMetric(float64(open.rss-before.rss)/float64(n)/1024, "RSS-KB/stream")
 			b.ReportMetric(float64(open.rss)/(1<<20), "RSS-MB")

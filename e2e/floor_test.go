@@ -84,9 +84,15 @@ func (f *floorServer) stream(w http.ResponseWriter, r *http.Request) {
 	if !send("on_run_start", `{"agent_id":"bench","run_id":"`+run+`","thread_id":"`+thread+`"}`) {
 		return
 	}
+	// The idle agent's model, as the suite's script "idle", waits a minute
+	// before its one token.
+	tokens, interval := benchTokens, benchInterval
+	if r.PathValue("id") == "idle" {
+		tokens, interval = 1, time.Minute
+	}
 	next := time.Now()
-	for i := range benchTokens {
-		next = next.Add(benchInterval)
+	for i := range tokens {
+		next = next.Add(interval)
 		t := time.NewTimer(time.Until(next))
 		select {
 		case <-r.Context().Done():
@@ -95,7 +101,7 @@ func (f *floorServer) stream(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		}
 		delta := `{"delta":"token "}`
-		if i == benchTokens-1 {
+		if i == tokens-1 {
 			delta = `{"delta":"token"}`
 		}
 		if !send("on_chat_model_stream", delta) {
