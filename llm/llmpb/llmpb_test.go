@@ -154,22 +154,20 @@ func BenchmarkToolSchemasToProto(b *testing.B) {
 	params := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"todos": map[string]any{
-				"type":        "array",
-				"description": "The complete todo list",
+			"path":   map[string]any{"type": "string", "description": "File to read, under /workspace"},
+			"offset": map[string]any{"type": "integer", "minimum": 0, "description": "First line"},
+			"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 2000},
+			"ranges": map[string]any{
+				"type": "array",
 				"items": map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"id":     map[string]any{"type": "string", "description": "Stable id"},
-						"title":  map[string]any{"type": "string", "description": "What to do"},
-						"status": map[string]any{"type": "string", "enum": []string{"pending", "in_progress", "done"}},
-						"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": 2000},
-					},
-					"required": []string{"title", "status"},
+					"type":       "object",
+					"properties": map[string]any{"from": map[string]any{"type": "integer"}, "to": map[string]any{"type": "integer"}},
+					"required":   []string{"from"},
 				},
 			},
+			"mode": map[string]any{"type": "string", "enum": []string{"text", "lines", "bytes"}},
 		},
-		"required": []string{"todos"},
+		"required": []string{"path"},
 	}
 	tools := make([]llm.ToolSchema, 10)
 	for i := range tools {
