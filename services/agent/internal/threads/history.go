@@ -53,9 +53,10 @@ func base(state *loop.AgentState, prev int64) *stored {
 	if n == nil || n.version != prev || len(state.Messages) < len(n.heads) {
 		return nil
 	}
-	msgs := state.Messages[:len(n.heads)]
-	for i := range msgs {
-		if n.heads[i] != headOf(&msgs[i]) {
+	heads := n.heads
+	msgs := state.Messages[:len(heads)]
+	for i := range heads {
+		if !heads[i].is(&msgs[i]) {
 			return nil
 		}
 	}
@@ -69,7 +70,8 @@ func base(state *loop.AgentState, prev int64) *stored {
 // and the byte bound give a tool result a new string, the loop gives an
 // assistant message a new slice of calls; nothing edits them in place, or
 // rewrites a stored message's role, call id or name. A message is then a
-// few word comparisons: about 2 µs for a 2,000-message history, where
+// few word comparisons, checked in place (head.is): about 1.6 µs for a
+// 2,000-message history (2.0 µs when each head was built to compare), where
 // comparing every field cost 10 µs, three times the rest of a memory
 // store's save.
 type head struct {
@@ -89,6 +91,15 @@ func headOf(m *llm.Message) head {
 		h.calls = unsafe.SliceData(m.ToolCalls)
 	}
 	return h
+}
+
+// is reports whether h is m's head: headOf(m) == h, without building it.
+func (h *head) is(m *llm.Message) bool {
+	if len(m.Content) != h.n || len(m.ToolCalls) != h.ncalls {
+		return false
+	}
+	return (h.n == 0 || unsafe.StringData(m.Content) == h.content) &&
+		(h.ncalls == 0 || unsafe.SliceData(m.ToolCalls) == h.calls)
 }
 
 // appendHeads appends the heads of msgs to hs.
