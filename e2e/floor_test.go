@@ -24,9 +24,9 @@ const benchFloorEnv = "WICK_BENCH_FLOOR"
 // /agents/{id}/stream with the frames the suite sends for the bench50
 // script — the same count, sizes and SSE headers — from a goroutine that
 // waits on a timer until each token is due (as the scripted provider does:
-// 20 ms apart from the start) and flushes each frame through net/http. No gRPC, no run log, no JSON
-// encoding: what is left is net/http, the timers, the scheduler and the
-// kernel's loopback TCP path.
+// 20 ms apart from the start) and flushes each frame through net/http. No
+// gRPC, no run log, no JSON encoding: what is left is net/http, the
+// timers, the scheduler and the kernel's loopback TCP path.
 type floorServer struct {
 	runs atomic.Int64
 }

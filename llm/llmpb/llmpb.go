@@ -139,8 +139,9 @@ func UsageFromProto(u *llmv1.Usage) llm.Usage {
 // Struct converts a JSON-shaped map to a Struct; nil stays nil. Maps,
 // lists (also []string, as Go code writes a schema's "required") and what
 // structpb.NewValue takes convert directly; any other value (a struct, a
-// string that is not UTF-8) takes a JSON round trip. Schemas go out with every model
-// call, and the round trip of a whole map cost about 24 µs a schema.
+// string that is not UTF-8) takes a JSON round trip. Schemas go out with
+// every model call, and the round trip of a whole map cost about 27 µs a
+// schema.
 func Struct(m map[string]any) (*structpb.Struct, error) {
 	if m == nil {
 		return nil, nil
@@ -169,9 +170,9 @@ func toValue(v any) (*structpb.Value, error) {
 		}
 		return structpb.NewStructValue(s), nil
 	case []any:
-		return listValue(v, func(x any) any { return x })
+		return listValue(v)
 	case []string:
-		return listValue(v, func(x string) any { return x })
+		return listValue(v)
 	}
 	if pv, err := structpb.NewValue(v); err == nil {
 		return pv, nil
@@ -187,13 +188,14 @@ func toValue(v any) (*structpb.Value, error) {
 	return pv, nil
 }
 
-func listValue[T any](xs []T, elem func(T) any) (*structpb.Value, error) {
+// listValue converts a list of JSON-shaped values; nil is null.
+func listValue[T any](xs []T) (*structpb.Value, error) {
 	if xs == nil {
 		return structpb.NewNullValue(), nil
 	}
 	vals := make([]*structpb.Value, len(xs))
 	for i, x := range xs {
-		pv, err := toValue(elem(x))
+		pv, err := toValue(any(x))
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}

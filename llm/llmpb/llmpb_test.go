@@ -110,7 +110,7 @@ func TestStructLikeJSON(t *testing.T) {
 
 func TestToolSchemasAndUsage(t *testing.T) {
 	t.Parallel()
-	// A schema as Go code writes it, with []string: it converts by a JSON round trip.
+	// A schema as Go code writes it, with []string, which structpb.NewStruct alone refuses.
 	pb, err := llmpb.ToolSchemasToProto([]llm.ToolSchema{{Name: "ls", Description: "list", Parameters: map[string]any{"type": "object", "required": []string{"path"}}}})
 	if err != nil {
 		t.Fatal(err)
