@@ -126,7 +126,7 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
 	cfg := suiteConfig(&llmCfg, stateDir)
-	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithSecretsDir(writeSecrets(t)))
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithSecretsDir(writeSecrets(t)), agent.WithSecretGrantsFile(writeGrants(t)))
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -154,6 +154,9 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 var testSecrets = map[string]string{
 	"mcp-token": mcpToken + "\n",
 	"acp-key":   acpMountedKey + "\n",
+	// Named by no user's agent: only the operator's templates use it.
+	"operator-key": operatorKey + "\n",
+	"acme-key":     acmeKey + "\n",
 }
 
 func writeSecrets(t testing.TB) string {

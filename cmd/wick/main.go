@@ -49,6 +49,7 @@ func run(args []string, out io.Writer) error {
 		logFormat  string
 		warmImages string
 		secretsDir string
+		grantsFile string
 		diagFlags  diag.Flags
 	)
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
@@ -92,6 +93,7 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&llmCfg.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&llmCfg.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
 	fs.StringVar(&secretsDir, "secrets-dir", "", "directory of mounted secrets, one file per key: provider keys (key_env) and the ${secret:NAME} references of agents' MCP servers and ACP env")
+	fs.StringVar(&grantsFile, "secret-grants", "", "YAML file mapping mounted secret names to the users and orgs that may name them as ${secret:NAME} in agents they write; without it only agents.yaml templates may")
 	diagFlags.RegisterPprof(fs)
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&logFormat, "log-format", "text", "log format: json or text")
@@ -118,7 +120,8 @@ func run(args []string, out io.Writer) error {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(agentsFile))
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(limits), agent.WithQuestionTimeout(*questionTimeout),
-		agent.WithSubagents(*subagentDepth, *subagentTimeout), agent.WithSecretsDir(secretsDir))
+		agent.WithSubagents(*subagentDepth, *subagentTimeout), agent.WithSecretsDir(secretsDir),
+		agent.WithSecretGrantsFile(grantsFile))
 	kbOpts, err := kb.Options()
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func rpcErr(err error) error {
 		return status.Error(codes.Aborted, msg)
 	case errors.Is(err, registry.ErrExists):
 		return status.Error(codes.AlreadyExists, msg)
-	case errors.Is(err, registry.ErrTemplate):
+	case errors.Is(err, registry.ErrTemplate), errors.Is(err, registry.ErrSecretDenied):
 		return status.Error(codes.PermissionDenied, msg)
 	case errors.Is(err, sandboxfs.ErrTooLarge):
 		return status.Error(codes.ResourceExhausted, msg)

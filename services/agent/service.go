@@ -174,6 +174,7 @@ type options struct {
 	watchBuffer    int
 	llmTimeout     time.Duration
 	agentsFile     string
+	secretGrants   string
 	knowledgeDir   string
 	knowledge      []knowledge.Option
 	native         []Tool
@@ -228,6 +229,16 @@ func WithQuestionTimeout(d time.Duration) Option { return runOption(runexec.With
 // Kubernetes Secret, say) at each run's start. Empty: references cannot be
 // resolved, and a run of an agent that holds one fails to start.
 func WithSecretsDir(dir string) Option { return runOption(runexec.WithSecrets(secrets.NewDir(dir))) }
+
+// WithSecretGrantsFile lets the users and organisations a YAML file names
+// use the mounted secrets granted to them (${secret:NAME}) in agents they
+// create or change themselves. Without it, only the operator's templates
+// (agents.yaml, RegisterAgent) and unchanged copies of their MCP servers
+// and ACP agents may name a secret; any other agent naming one is refused
+// with PermissionDenied when it is created or changed, and at run time.
+func WithSecretGrantsFile(path string) Option {
+	return func(o *options) { o.secretGrants = path }
+}
 
 // WithSubagents bounds sub-agents (the task tool): how deep they nest
 // (default DefaultSubagentMaxDepth) and how long one runs when its
@@ -391,10 +402,15 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 			return nil, err
 		}
 	}
+	grants, err := secrets.LoadGrants(cfg.secretGrants)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Service{
-		llm: deps.LLM, sandbox: deps.Sandbox, st: st, registry: registry.New(templates, st.Agents, registry.WithAgentLimit(cfg.limits.agents())),
-		hub: registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
+		llm: deps.LLM, sandbox: deps.Sandbox, st: st,
+		registry: registry.New(templates, st.Agents, registry.WithAgentLimit(cfg.limits.agents()), registry.WithSecretGrants(grants)),
+		hub:      registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
 		native: native, background: background,
 	}
 	if err := s.hub.Start(base); err != nil {

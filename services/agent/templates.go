@@ -14,6 +14,10 @@ type AgentConfig = loop.AgentConfig
 // "backend").
 type BackendCfg = loop.BackendCfg
 
+// MCPServerCfg is a Model Context Protocol server whose tools an agent
+// uses (agents.yaml's "mcp_servers").
+type MCPServerCfg = loop.MCPServerCfg
+
 // SkillsCfg lists the directories searched for SKILL.md files.
 type SkillsCfg = loop.SkillsCfg
 

@@ -29,7 +29,7 @@ const (
 func main() {
 	var (
 		llmAddr, sandboxAddr, redisAddr, agentsFile, defaultModel, defaultBackend, defaultImage        string
-		toolAllow, sandboxPlacement, secretsDir                                                        string
+		toolAllow, sandboxPlacement, secretsDir, grantsFile                                            string
 		leaseDur, threadTTL, runRetention, sandboxRefresh, questionTimeout, subagentTimeout, taskLease time.Duration
 		subagentDepth                                                                                  int
 		maxTransfer                                                                                    int64
@@ -57,6 +57,7 @@ func main() {
 		fs.IntVar(&subagentDepth, "subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
 		fs.DurationVar(&subagentTimeout, "subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
 		fs.StringVar(&secretsDir, "secrets-dir", "", "directory of mounted secrets (one file per key) that agents' MCP server env and headers and ACP env name as ${secret:NAME}")
+		fs.StringVar(&grantsFile, "secret-grants", "", "YAML file mapping mounted secret names to the users and orgs that may name them as ${secret:NAME} in agents they write; without it only agents.yaml templates may")
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
 		kb.RegisterFlags(fs)
@@ -95,7 +96,7 @@ func main() {
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
 			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout), agent.WithTaskLease(taskLease),
-			agent.WithSecretsDir(secretsDir),
+			agent.WithSecretsDir(secretsDir), agent.WithSecretGrantsFile(grantsFile),
 		}, kbOpts...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
+	"github.com/wick-agent/wick/services/agent/internal/secrets"
 )
 
 // Errors of the registry.
@@ -35,6 +36,8 @@ type Registry struct {
 	// limit bounds the agents a user stores: created ones and changed
 	// copies of templates.
 	limit quota.Limit
+	// grants lets users name the operator's secrets in their own agents.
+	grants secrets.Grants
 }
 
 // Option configures a Registry.
@@ -103,6 +106,9 @@ func (r *Registry) Create(ctx context.Context, user, id string, cfg *loop.AgentC
 	if err := Validate(id, cfg); err != nil {
 		return nil, err
 	}
+	if err := r.CheckSecrets(ctx, user, id, cfg); err != nil {
+		return nil, err
+	}
 	if _, err := r.Get(ctx, user, id); err == nil {
 		return nil, fmt.Errorf("%w: %q", ErrExists, id)
 	} else if !errors.Is(err, ErrNotFound) {
@@ -126,6 +132,9 @@ func (r *Registry) Update(ctx context.Context, user, id string, fn func(*loop.Ag
 		return nil, err
 	}
 	if err := Validate(id, e.Config); err != nil {
+		return nil, err
+	}
+	if err := r.CheckSecrets(ctx, user, id, e.Config); err != nil {
 		return nil, err
 	}
 	if err := r.store.PutAgent(ctx, user, id, e.Config, r.limit); err != nil {

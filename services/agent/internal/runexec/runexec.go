@@ -67,6 +67,9 @@ type ThreadStore interface {
 // Agents resolves the agent a user names (registry.Registry implements it).
 type Agents interface {
 	Get(ctx context.Context, user, agentID string) (*registry.Entry, error)
+	// CheckSecrets refuses a ${secret:NAME} reference of cfg that the user
+	// (and the organisations ctx carries) may not use in agent agentID.
+	CheckSecrets(ctx context.Context, user, agentID string, cfg *loop.AgentConfig) error
 }
 
 // ToolDefs resolves a user's external HTTP tools by name (registry.Store

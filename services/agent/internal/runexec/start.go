@@ -197,7 +197,7 @@ func (e *Executor) loadState(ctx context.Context, user string, req Request) (*lo
 // external ones, by name). The approver is bound per run.
 func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry.Entry) (func(*Run) runner, error) {
 	if entry.Config.ACP != nil {
-		return e.buildACP(entry)
+		return e.buildACP(ctx, user, entry)
 	}
 	p, err := e.runnerParts(ctx, user, entry)
 	if err != nil {
@@ -229,12 +229,12 @@ type runner interface {
 // buildACP builds the bridge of an agent backed by an external ACP agent:
 // it runs in the agent's sandbox, its permission requests wait for the
 // user's approval as tool calls do (interactive agents).
-func (e *Executor) buildACP(entry *registry.Entry) (func(*Run) runner, error) {
+func (e *Executor) buildACP(ctx context.Context, user string, entry *registry.Entry) (func(*Run) runner, error) {
 	cfg := entry.Config
 	if e.processes == nil || cfg.Backend == nil {
 		return nil, fmt.Errorf("%w: agent %s is backed by an ACP agent, which needs a sandbox service to run in", registry.ErrInvalid, entry.ID)
 	}
-	cfg, err := e.acpWithSecrets(cfg)
+	cfg, err := e.acpWithSecrets(ctx, user, entry.ID, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 		agentTools = append(agentTools, t)
 	}
 	if e.mcp != nil && len(cfg.MCPServers) > 0 {
-		servers, err := e.mcpWithSecrets(cfg.MCPServers)
+		servers, err := e.mcpWithSecrets(ctx, user, entry.ID, cfg.MCPServers)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,11 @@ var ErrNotFound = errors.New("secret not mounted")
 // refRE matches one reference. A name is a Kubernetes Secret key that does
 // not start with a dot: the ..data links a mount keeps beside the keys and
 // any path outside the directory are out of reach.
-var refRE = regexp.MustCompile(`\$\{secret:([A-Za-z0-9_-][A-Za-z0-9._-]{0,252})\}`)
+var refRE = regexp.MustCompile(`\$\{secret:(` + namePattern + `)\}`)
+
+const namePattern = `[A-Za-z0-9_-][A-Za-z0-9._-]{0,252}`
+
+var nameRE = regexp.MustCompile(`^` + namePattern + `$`)
 
 // openMark starts a reference; a value holding one that refRE does not
 // match is malformed.

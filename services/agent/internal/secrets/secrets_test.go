@@ -133,3 +133,70 @@ func TestShownAndCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestGrants(t *testing.T) {
+	t.Parallel()
+	g, err := secrets.NewGrants(map[string]secrets.Grant{
+		"a-key":  {Users: []string{"alice"}, Orgs: []string{"acme"}},
+		"shared": {Users: []string{secrets.Everyone}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, secret, user string
+		orgs               []string
+		want               bool
+	}{
+		{"granted user", "a-key", "alice", nil, true},
+		{"other user", "a-key", "bob", nil, false},
+		{"member of a granted org", "a-key", "carol", []string{"x", "acme"}, true},
+		{"member of another org", "a-key", "carol", []string{"x"}, false},
+		{"everyone", "shared", "bob", nil, true},
+		{"not granted at all", "other", "alice", []string{"acme"}, false},
+	}
+	for _, c := range cases {
+		if got := g.Allows(c.secret, c.user, c.orgs); got != c.want {
+			t.Errorf("%s: Allows = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (secrets.Grants{}).Allows("a-key", "alice", nil) {
+		t.Error("the zero Grants grants")
+	}
+}
+
+func TestLoadGrants(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, yaml, err string }{
+		{"ok", "k1:\n  users: [alice, \"*\"]\n  orgs: [acme]\nk2: {orgs: [b]}\n", ""},
+		{"empty", "", ""},
+		{"unknown field", "k1: {user: [alice]}\n", "user"},
+		{"bad secret name", "../etc: {users: [a]}\n", "not a secret name"},
+		{"bad org", "k: {orgs: ['a b']}\n", "organisation"},
+		{"empty user", "k: {users: ['']}\n", "empty user"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := filepath.Join(t.TempDir(), "grants.yaml")
+			if err := os.WriteFile(p, []byte(c.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := secrets.LoadGrants(p)
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("err = %v, want %q", err, c.err)
+			}
+		})
+	}
+	if g, err := secrets.LoadGrants(""); err != nil || len(g.Names()) != 0 {
+		t.Fatalf("no file: %v %v", g.Names(), err)
+	}
+}
+
+func TestRefs(t *testing.T) {
+	t.Parallel()
+	got := secrets.Refs("Bearer ${secret:a}:${secret:b.c}${secret:a} ${secret:../x}")
+	if strings.Join(got, ",") != "a,b.c" {
+		t.Fatalf("Refs = %v", got)
+	}
+}
