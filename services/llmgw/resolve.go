@@ -139,7 +139,26 @@ func newRegistry(cfg Config) (*registry, error) {
 	if r.defEmbed == "" {
 		r.defEmbed = DefaultEmbedModel
 	}
+	r.trustDefault(r.def)
+	r.trustDefault(r.defEmbed)
 	return r, nil
+}
+
+// trustDefault adds the base URL of a default model that the operator gave as
+// a spec ("-default-model ollama:llama3") to the configured ones, as if it
+// were a models file entry. A name that does not parse is reported when the
+// default is first resolved.
+func (r *registry) trustDefault(name string) {
+	if _, ok := r.byID[name]; ok {
+		return
+	}
+	p, err := spec.Parse(name)
+	if err == nil {
+		p, err = spec.Normalize(p)
+	}
+	if err == nil && p.BaseURL != "" {
+		r.baseURLs[strings.TrimRight(p.BaseURL, "/")] = true
+	}
 }
 
 // requestSpec is a model as a request names it.
@@ -288,8 +307,9 @@ func (s *Service) provider(r resolved) (llm.Provider, error) {
 	if p, ok := s.clients.Load(ck); ok {
 		return p.(llm.Provider), nil
 	}
-	// A base URL a request chose goes through the guard, so that a caller
-	// cannot point the gateway at the operator's own network.
+	// A base URL a request chose, or a local provider's default the operator
+	// did not configure, goes through the guard, so that a caller cannot point
+	// the gateway at the operator's own network or probe its loopback.
 	hc := s.opts.httpClient
 	if !s.operatorURL(sp) {
 		hc = s.guarded
@@ -307,11 +327,15 @@ func (s *Service) provider(r resolved) (llm.Provider, error) {
 	return actual.(llm.Provider), nil
 }
 
-// operatorURL reports whether sp's base URL is its provider's own or one the
-// operator configured in the models file.
+// operatorURL reports whether sp's base URL is its provider's public API or
+// one the operator configured (models file, default model flags). The
+// defaults of ollama: and vllm: specs are loopback addresses: a spec from a
+// request or a user's agent reaches them only when the operator configured a
+// model there, since the gateway cannot tell which caller's spec an operator
+// wrote.
 func (s *Service) operatorURL(sp spec.Spec) bool {
 	u := strings.TrimRight(sp.BaseURL, "/")
-	return u == spec.DefaultBaseURL(sp.Provider) || s.reg.baseURLs[u]
+	return s.reg.baseURLs[u] || (spec.PublicDefault(sp.Provider) && u == spec.DefaultBaseURL(sp.Provider))
 }
 
 // scriptProvider opens "script:<model>": the embedded demo, an inline script

@@ -104,6 +104,14 @@ func DefaultBaseURL(provider string) string {
 	return ""
 }
 
+// PublicDefault reports whether the provider's default base URL is its
+// vendor's public API. Ollama's and vLLM's defaults are instead the address a
+// local server conventionally listens on, which only the operator may decide
+// to reach.
+func PublicDefault(provider string) bool {
+	return provider == OpenAI || provider == Anthropic
+}
+
 // DefaultKeyEnv is the provider's key variable when the spec names none.
 func DefaultKeyEnv(provider string) string {
 	switch provider {

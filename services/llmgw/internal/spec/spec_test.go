@@ -81,3 +81,14 @@ func TestNormalize(t *testing.T) {
 		})
 	}
 }
+
+// TestPublicDefault: only the hosted vendors' defaults are public APIs; the
+// local servers' defaults are loopback addresses.
+func TestPublicDefault(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]bool{spec.OpenAI: true, spec.Anthropic: true, spec.Ollama: false, spec.VLLM: false, spec.OpenAICompatible: false, spec.Script: false} {
+		if got := spec.PublicDefault(p); got != want {
+			t.Errorf("PublicDefault(%s) = %v, want %v", p, got, want)
+		}
+	}
+}
