@@ -459,6 +459,7 @@ func TestUsersAreIsolated(t *testing.T) {
 		{"DELETE", "/agents/alice-only"},
 		{"POST", "/agents/alice-only/invoke"},
 		{"GET", "/threads/" + res.ThreadID},
+		{"GET", "/threads/" + res.ThreadID + "/tasks"},
 		{"GET", "/runs/" + res.RunID},
 		{"GET", "/agents/alice-only/files/raw/workspace/notes.txt"},
 		{"GET", "/agents/alice-only/files/read?path=/workspace/notes.txt"},
@@ -477,6 +478,11 @@ func TestUsersAreIsolated(t *testing.T) {
 			}
 		})
 	}
+	t.Run("alice lists her thread's tasks", func(t *testing.T) {
+		if r := call(t, "GET", env.url+"/threads/"+res.ThreadID+"/tasks", aliceToken, nil); r.code != http.StatusOK {
+			t.Fatalf("= %d %s, want 200", r.code, r)
+		}
+	})
 	t.Run("bob cannot open alice's terminal", func(t *testing.T) {
 		_, resp, err := websocket.Dial(t.Context(), "ws"+strings.TrimPrefix(env.url, "http")+"/agents/alice-only/terminal",
 			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + bobToken}}})
@@ -503,6 +509,7 @@ func TestUsersAreIsolated(t *testing.T) {
 func TestRequestErrors(t *testing.T) {
 	env := startWick(t)
 	big := `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 5<<20) + `"}]}`
+	long := strings.Repeat("a", 300)
 	for _, tc := range []struct {
 		name, method, path, token, body string
 		code                            int
@@ -514,6 +521,13 @@ func TestRequestErrors(t *testing.T) {
 		{"unknown field", "POST", "/agents/default/invoke", aliceToken, `{"mesages": []}`, 400, "mesages"},
 		{"oversized body", "POST", "/agents/default/invoke", aliceToken, big, 413, "RESOURCE_EXHAUSTED"},
 		{"unknown agent", "POST", "/agents/nobody/stream", aliceToken, `{"messages":[{"role":"user","content":"hi"}]}`, 404, "NOT_FOUND"},
+		{"upload a 300-byte name", "PUT", "/agents/default/files/raw/workspace/" + long, aliceToken, "x", 400, "255 bytes per name"},
+		{"download a 300-byte name", "GET", "/agents/default/files/raw/workspace/" + long, aliceToken, "", 400, "255 bytes per name"},
+		{"write a 300-byte name", "PUT", "/agents/default/files/write", aliceToken, `{"path":"/workspace/` + long + `","content":"x"}`, 400, "255 bytes per name"},
+		{"download invalid UTF-8", "GET", "/agents/default/files/raw/workspace/%ff%fe", aliceToken, "", 400, "path: not valid UTF-8"},
+		{"upload invalid UTF-8", "PUT", "/agents/default/files/raw/workspace/%ff%fe", aliceToken, "x", 400, "path: not valid UTF-8"},
+		{"read invalid UTF-8", "GET", "/agents/default/files/read?path=/workspace/%ff%fe", aliceToken, "", 400, "path: not valid UTF-8"},
+		{"agent id invalid UTF-8", "GET", "/agents/%ff%fe", aliceToken, "", 400, "agent_id: not valid UTF-8"},
 		{"health without a token", "GET", "/health", "", "", 200, `"sandbox":"SERVING"`},
 		{"OpenAPI", "GET", "/openapi.json", "", "", 200, `/agents/{agent_id}/stream`},
 	} {

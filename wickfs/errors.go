@@ -30,6 +30,10 @@ var (
 // file as it was.
 var errNoSpace = &detailError{msg: "no space left on device: the workspace is full; the file was not changed", kind: ErrTooLarge}
 
+// errNameTooLong is a path the file system refused as too long, one that
+// passed checkLength (a file system with shorter names than MaxNameBytes).
+var errNameTooLong = &detailError{msg: "file name too long for the workspace's file system", kind: ErrInvalidArgument}
+
 // classify maps an error from the os package onto the sentinels; anything it
 // does not recognise is returned as is.
 func classify(err error) error {
@@ -44,6 +48,8 @@ func classify(err error) error {
 		return ErrPermission
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return errNoSpace
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return errNameTooLong
 	}
 	return nil
 }

@@ -227,6 +227,9 @@ func (l *LocalFS) Resolve(p string) (rel, agent string, err error) {
 		p = path.Join(l.cfg.prefix, p)
 	}
 	c := path.Clean(p)
+	if err := checkLength(c); err != nil {
+		return "", "", err
+	}
 	switch {
 	case l.cfg.prefix == "/":
 		rel = strings.TrimPrefix(c, "/")
@@ -241,6 +244,30 @@ func (l *LocalFS) Resolve(p string) (rel, agent string, err error) {
 		rel = "."
 	}
 	return rel, c, nil
+}
+
+// checkLength refuses a path the kernel would refuse with ENAMETOOLONG,
+// before any file is touched, with a message that says which limit.
+func checkLength(p string) error {
+	if len(p) > MaxPathBytes {
+		return invalid(fmt.Sprintf("path %s is %d bytes, longer than the limit of %d bytes", shorten(p), len(p), MaxPathBytes))
+	}
+	for name := range strings.SplitSeq(p, "/") {
+		if len(name) > MaxNameBytes {
+			return invalid(fmt.Sprintf("path %s has a name of %d bytes, longer than the limit of %d bytes per name",
+				shorten(p), len(name), MaxNameBytes))
+		}
+	}
+	return nil
+}
+
+// shorten quotes p for a message, cut to its first 64 bytes.
+func shorten(p string) string {
+	const keep = 64
+	if len(p) <= keep {
+		return fmt.Sprintf("%q", p)
+	}
+	return fmt.Sprintf("%q…", strings.ToValidUTF8(p[:keep], ""))
 }
 
 // agentPath turns a root-relative path back into an agent-facing one.

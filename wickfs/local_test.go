@@ -369,3 +369,51 @@ func TestEditFile(t *testing.T) {
 		})
 	}
 }
+
+// A name longer than a Linux file system stores, or a path longer than
+// PATH_MAX, is the caller's mistake: ErrInvalidArgument saying which limit,
+// whatever the operation, never an unclassified ENAMETOOLONG.
+func TestLongPathsAreInvalidArguments(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fsys, _ := newFS(t, nil)
+	longName := "/workspace/" + strings.Repeat("a", wickfs.MaxNameBytes+1)
+	longPath := "/workspace" + strings.Repeat("/d", (wickfs.MaxPathBytes+1)/2)
+	ops := map[string]func(p string) error{
+		"write": func(p string) error { _, err := fsys.WriteFile(ctx, p, "x"); return err },
+		"read":  func(p string) error { _, err := fsys.ReadFile(ctx, p); return err },
+		"ls":    func(p string) error { _, err := fsys.Ls(ctx, p); return err },
+		"edit":  func(p string) error { _, err := fsys.EditFile(ctx, p, "a", "b"); return err },
+		"create": func(p string) error {
+			f, err := fsys.CreateAtomic(p, 0)
+			if err == nil {
+				f.Abort()
+			}
+			return err
+		},
+	}
+	for op, do := range ops {
+		for what, tc := range map[string]struct{ p, limit string }{
+			"name": {longName, "255 bytes per name"},
+			"path": {longPath, "limit of 4096 bytes"},
+		} {
+			t.Run(op+" "+what, func(t *testing.T) {
+				t.Parallel()
+				err := do(tc.p)
+				if !errors.Is(err, wickfs.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.limit) {
+					t.Fatalf("%s = %v, want ErrInvalidArgument naming the %s", op, err, tc.limit)
+				}
+				if len(err.Error()) > 300 {
+					t.Errorf("message of %d bytes echoes the whole path", len(err.Error()))
+				}
+			})
+		}
+	}
+	t.Run("the limit itself is fine", func(t *testing.T) {
+		t.Parallel()
+		p := "/workspace/" + strings.Repeat("b", wickfs.MaxNameBytes)
+		if _, err := fsys.WriteFile(ctx, p, "x"); err != nil {
+			t.Fatalf("write a %d-byte name: %v", wickfs.MaxNameBytes, err)
+		}
+	})
+}

@@ -20,6 +20,12 @@ const (
 	MaxGlobFiles = 100
 	// MaxResults is the ceiling on the Grep or Glob cap a caller may ask for.
 	MaxResults = 10_000
+	// MaxNameBytes bounds one element of a path: the longest name Linux
+	// file systems (ext4, xfs, tmpfs, overlayfs) store.
+	MaxNameBytes = 255
+	// MaxPathBytes bounds a whole agent-facing path, as Linux's PATH_MAX
+	// bounds a path handed to the kernel.
+	MaxPathBytes = 4096
 )
 
 // FileSystem is the interface for workspace filesystem operations. It is the

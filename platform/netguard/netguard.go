@@ -11,8 +11,10 @@
 package netguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -23,6 +25,34 @@ import (
 
 // ErrDenied is wrapped by every refusal.
 var ErrDenied = errors.New("destination address not allowed")
+
+// DeniedError is a refusal. Dialled through the guard (DialContext,
+// Transport), its text names the destination as the caller gave it and
+// nothing else: the address a name resolved to, or the kind of that
+// address, would tell whoever chose the name what the operator's DNS
+// answers for it. Addr and Reason are for the operator's log.
+type DeniedError struct {
+	// Dest is the destination as dialled ("name:port"); empty when the
+	// address was checked directly (Check, Control).
+	Dest string
+	// Addr is the address refused.
+	Addr netip.Addr
+	// Reason says what kind of address it is ("loopback").
+	Reason string
+}
+
+func (e *DeniedError) Error() string {
+	if e.Dest != "" {
+		return "destination " + e.Dest + " is not allowed"
+	}
+	if !e.Addr.IsValid() {
+		return ErrDenied.Error() + ": " + e.Reason
+	}
+	return fmt.Sprintf("%v: %s is a %s address", ErrDenied, e.Addr, e.Reason)
+}
+
+// Unwrap makes a refusal match ErrDenied under errors.Is.
+func (e *DeniedError) Unwrap() error { return ErrDenied }
 
 // DialTimeout bounds connecting to one address.
 const DialTimeout = 10 * time.Second
@@ -94,7 +124,7 @@ func (g *Guard) Check(addr netip.Addr) error {
 		}
 	}
 	if kind := classify(addr); kind != "" {
-		return fmt.Errorf("%w: %s is a %s address", ErrDenied, addr, kind)
+		return &DeniedError{Addr: addr, Reason: kind}
 	}
 	return nil
 }
@@ -137,14 +167,30 @@ func classify(addr netip.Addr) string {
 func (g *Guard) Control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot judge %q: %v", ErrDenied, address, err)
+		return &DeniedError{Reason: fmt.Sprintf("cannot judge %q: %v", address, err)}
 	}
 	return g.Check(ap.Addr())
 }
 
-// Dialer returns a dialer that connects only where Check allows.
+// Dialer returns a dialer that connects only where Check allows. Its
+// refusals name the address refused; DialContext's do not.
 func (g *Guard) Dialer() *net.Dialer {
 	return &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second, Control: g.Control}
+}
+
+// DialContext connects to address only where Check allows. A refusal is a
+// *DeniedError that names address as given; the address it resolved to is
+// logged (slog's default logger, with ctx) rather than returned, as the
+// error travels back to the user who chose the name.
+func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	conn, err := g.Dialer().DialContext(ctx, network, address)
+	var de *DeniedError
+	if err != nil && errors.As(err, &de) {
+		slog.WarnContext(ctx, "network guard refused a connection",
+			"destination", address, "address", de.Addr.String(), "reason", de.Reason)
+		return nil, &DeniedError{Dest: address, Addr: de.Addr, Reason: de.Reason}
+	}
+	return conn, err
 }
 
 // Transport returns an HTTP transport that connects only where Check allows.
@@ -153,6 +199,6 @@ func (g *Guard) Dialer() *net.Dialer {
 func (g *Guard) Transport() *http.Transport {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	tr.DialContext = g.Dialer().DialContext
+	tr.DialContext = g.DialContext
 	return tr
 }

@@ -1,7 +1,9 @@
 package netguard_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -118,5 +120,44 @@ func TestTransportChecksRedirects(t *testing.T) {
 	}
 	if !errors.Is(err, netguard.ErrDenied) {
 		t.Fatalf("redirect: %v, want ErrDenied", err)
+	}
+}
+
+// A refusal tells the user who chose a name only that the destination is not
+// allowed: the address the name resolved to (or its kind) would answer what
+// the operator's DNS says for it. The operator's log keeps the address.
+func TestRefusalNamesTheDestinationNotTheAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("secret")) }))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	client := &http.Client{Transport: netguard.New().Transport()}
+	resp, err := client.Get("http://localhost:" + port + "/x")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("GET localhost went through the guard")
+	}
+	if !errors.Is(err, netguard.ErrDenied) {
+		t.Fatalf("GET: %v, want ErrDenied", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "destination localhost:"+port+" is not allowed") {
+		t.Errorf("error %q does not name the destination as given", msg)
+	}
+	for _, leak := range []string{"127.0.0.1", "::1", "loopback", "dial tcp"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("error %q reveals %q", msg, leak)
+		}
+	}
+	var de *netguard.DeniedError
+	if !errors.As(err, &de) || !de.Addr.IsLoopback() || de.Reason != "loopback" {
+		t.Errorf("DeniedError = %+v, want the loopback address for the log", de)
+	}
+	if !strings.Contains(logged.String(), "localhost:"+port) || !strings.Contains(logged.String(), "reason=loopback") {
+		t.Errorf("log %q lacks the destination and the reason", logged.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
@@ -26,9 +27,12 @@ func rpcErr(err error) error {
 		return nil
 	}
 	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
-		return err
+		return rpcstatus.Plain(err)
 	}
-	msg := err.Error()
+	// A dependency's status wrapped with our context prints as "ctx: rpc
+	// error: code = … desc = …"; the client reads the words, the code
+	// travels in the status.
+	msg := rpcstatus.Message(err)
 	switch {
 	case errors.Is(err, quota.ErrExceeded):
 		return status.Error(codes.ResourceExhausted, msg)

@@ -25,3 +25,28 @@ func TestRPCErrThreadHistory(t *testing.T) {
 		}
 	}
 }
+
+// A sandbox status the agent wraps with its context keeps its code, and its
+// message has the words of both layers without Go's "rpc error: …" text.
+func TestRPCErrUnwrapsDependencyStatus(t *testing.T) {
+	t.Parallel()
+	sandbox := status.Error(codes.InvalidArgument, `path "/workspace/aaa" has a name of 300 bytes`)
+	for _, tc := range []struct {
+		name string
+		err  error
+		code codes.Code
+		msg  string
+	}{
+		{"wrapped", fmt.Errorf("write /workspace/aaa: %w", sandbox), codes.InvalidArgument,
+			`write /workspace/aaa: path "/workspace/aaa" has a name of 300 bytes`},
+		{"a status carrying one in its text", status.Error(codes.NotFound, "read /x: rpc error: code = NotFound desc = no such file"),
+			codes.NotFound, "read /x: no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := status.Convert(rpcErr(tc.err))
+			if st.Code() != tc.code || st.Message() != tc.msg {
+				t.Fatalf("rpcErr = %v %q, want %v %q", st.Code(), st.Message(), tc.code, tc.msg)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/tasks"
+	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
 
 // ListThreadTasks implements agentv1.AgentServiceServer.
@@ -25,6 +26,16 @@ func (s *Service) ListThreadTasks(ctx context.Context, req *agentv1.ListThreadTa
 	list, err := s.st.Tasks.List(ctx, user, req.GetThreadId())
 	if err != nil {
 		return nil, rpcErr(err)
+	}
+	if len(list) == 0 {
+		// Tasks are the user's own, so a list that has some proves the
+		// thread is; an empty one answers for another user's thread (or
+		// none) as GetThread does, not with a 200.
+		if _, err := s.st.Threads.Get(ctx, user, req.GetThreadId()); errors.Is(err, threads.ErrNotFound) {
+			return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
+		} else if err != nil {
+			return nil, rpcErr(err)
+		}
 	}
 	out := &agentv1.ListThreadTasksResponse{}
 	for _, t := range list {

@@ -302,8 +302,9 @@ func TestBackgroundTaskCancelAndIsolation(t *testing.T) {
 			t.Fatalf("bob's %s of alice's task: %v, want NotFound", name, err)
 		}
 	}
-	if got := threadTasks(t, b, bob, threadID); len(got) != 0 {
-		t.Fatalf("bob lists alice's tasks: %v", got)
+	// Alice's thread is not bob's: NotFound, as for GetThread, not an empty list.
+	if got, err := b.client.ListThreadTasks(bob, &agentv1.ListThreadTasksRequest{ThreadId: threadID}); code(err) != codes.NotFound {
+		t.Fatalf("bob lists alice's thread's tasks: %v, %v; want NotFound", got, err)
 	}
 	res, err := b.client.Invoke(bob, &agentv1.InvokeRequest{AgentId: "studio", Messages: human("peek")})
 	if err != nil {

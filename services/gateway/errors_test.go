@@ -125,6 +125,49 @@ func TestErrorsHideInternals(t *testing.T) {
 	}
 }
 
+// TestErrorsUnwrapNestedStatus: a service that wrapped a dependency's status
+// into its own message ("ctx: rpc error: code = X desc = Y") does not hand
+// the client Go's rendering of it; the body carries the code once, the words
+// of every layer, and the trace id.
+func TestErrorsUnwrapNestedStatus(t *testing.T) {
+	t.Parallel()
+	logs := &logBuffer{}
+	env := startGateway(t, gateway.Config{}, gateway.WithLogger(logs.logger()), gateway.WithTracerProvider(sdktrace.NewTracerProvider()))
+	tests := []struct {
+		code     codes.Code
+		in, want string
+		httpCode int
+	}{
+		{codes.NotFound, "read /workspace/x: rpc error: code = NotFound desc = open /workspace/x: no such file or directory",
+			"read /workspace/x: open /workspace/x: no such file or directory", 404},
+		{codes.InvalidArgument, "write /workspace/a: rpc error: code = InvalidArgument desc = sandbox: rpc error: code = InvalidArgument desc = path: name too long",
+			"write /workspace/a: sandbox: path: name too long", 400},
+		{codes.FailedPrecondition, "ensure sandbox: rpc error: code = FailedPrecondition desc = sandbox is stopped",
+			"ensure sandbox: sandbox is stopped", 400},
+		{codes.Internal, "exec: rpc error: code = Internal desc = docker: dial unix /var/run/docker.sock",
+			"internal error", 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.code.String(), func(t *testing.T) {
+			r := do(t, env.url, aliceToken, "POST", "/agents/a1-alice/invoke",
+				fmt.Sprintf(`{"messages":[{"role":"user","content":"status %d %s"}]}`, tc.code, tc.in))
+			if r.code != tc.httpCode {
+				t.Fatalf("HTTP %d %s, want %d", r.code, r.body, tc.httpCode)
+			}
+			var e traceErrBody
+			if err := json.Unmarshal([]byte(r.body), &e); err != nil {
+				t.Fatalf("body %q: %v", r.body, err)
+			}
+			if e.Code != int(tc.code) || e.Status == "" || e.Message != tc.want || e.TraceID == "" {
+				t.Errorf("body = %s, want code %d, message %q and a trace id", r.body, tc.code, tc.want)
+			}
+			if strings.Contains(r.body, "rpc error") || strings.Contains(r.body, "desc =") {
+				t.Errorf("body %s carries a nested status", r.body)
+			}
+		})
+	}
+}
+
 // TestSSEErrorFrameHidesInternals: a stream's error frame has the shape of an
 // error body, with the same rule.
 func TestSSEErrorFrameHidesInternals(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/files"
+	"github.com/wick-agent/wick/services/gateway/internal/protoutf8"
 	"github.com/wick-agent/wick/services/gateway/internal/sse"
 	"github.com/wick-agent/wick/services/gateway/internal/terminal"
 )
@@ -183,15 +184,18 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	g := &Gateway{
-		cfg:    cfg,
-		log:    o.logger,
-		conn:   agentConn,
-		agent:  agentv1.NewAgentServiceClient(agentConn),
-		health: o.health,
-	}
+	var agentCC grpc.ClientConnInterface = agentConn
 	if o.agentClient != nil {
-		g.agent = agentv1.NewAgentServiceClient(o.agentClient)
+		agentCC = o.agentClient
+	}
+	g := &Gateway{
+		cfg:  cfg,
+		log:  o.logger,
+		conn: agentConn,
+		// Every string a REST request puts into a message is checked here,
+		// once for all routes and handlers (protoutf8).
+		agent:  agentv1.NewAgentServiceClient(protoutf8.Conn(agentCC)),
+		health: o.health,
 	}
 	var chain auth.Chain
 	if len(cfg.Tokens) > 0 {

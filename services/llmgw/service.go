@@ -30,6 +30,7 @@ import (
 	"github.com/wick-agent/wick/llm/llmpb"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/netguard"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
@@ -330,7 +331,7 @@ func trailer(a accounting) metadata.MD {
 // the edge.
 func grpcError(err error) error {
 	e := upstream.AsError(err)
-	return status.Error(grpcCode(e.Kind), e.Error())
+	return rpcstatus.Error(grpcCode(e.Kind), e)
 }
 
 func grpcCode(k upstream.Kind) codes.Code {

@@ -484,6 +484,9 @@ func TestRequestBaseURLGuard(t *testing.T) {
 		if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "not allowed") {
 			t.Fatalf("base_url %s: err = %v, want PermissionDenied for a refused address", u, err)
 		}
+		if strings.Contains(u, "localhost") && strings.Contains(status.Convert(err).Message(), "127.0.0.1") {
+			t.Fatalf("base_url %s: the refusal %q reveals the address the name resolved to", u, err)
+		}
 	}
 	if f.Count() != 0 {
 		t.Fatalf("the guarded base_url reached the provider %d times", f.Count())

@@ -20,6 +20,7 @@ import (
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -53,10 +54,10 @@ func rpcErr(err error) error {
 	default:
 		var se interface{ GRPCStatus() *status.Status }
 		if errors.As(err, &se) && se.GRPCStatus().Code() != codes.OK {
-			return se.GRPCStatus().Err()
+			return rpcstatus.Plain(se.GRPCStatus().Err())
 		}
 	}
-	return status.Error(code, err.Error())
+	return rpcstatus.Error(code, err)
 }
 
 // use resolves the caller's running sandbox for a call. A sandbox the reaper

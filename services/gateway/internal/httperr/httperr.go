@@ -18,6 +18,8 @@ import (
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/wick-agent/wick/platform/rpcstatus"
 )
 
 // Body is the JSON of an error, in a response body and in an SSE error frame.
@@ -118,9 +120,10 @@ func TraceID(ctx context.Context) string {
 // ForClient returns the body a client sees for st, with ctx's trace id. A
 // message that is not Public is replaced by a plain one and logged in full,
 // with ctx (whose trace id the logger records), so that the trace id in the
-// body finds it.
+// body finds it. A Public message keeps its words but not the "rpc error:
+// code = … desc = …" of a status error printed into it: the body has the code.
 func ForClient(ctx context.Context, log *slog.Logger, st *status.Status) Body {
-	b := NewBody(st.Code(), st.Message())
+	b := NewBody(st.Code(), rpcstatus.Clean(st.Message()))
 	b.TraceID = TraceID(ctx)
 	if !Public(st.Code()) {
 		log.ErrorContext(ctx, "request failed", "code", st.Code().String(), "error", st.Message())
