@@ -371,10 +371,24 @@ func (c *Cgroup) Kill() error {
 }
 
 // Remove kills what runs in the cgroup and beneath it and removes them all.
+// A process that a launcher moves in after the killing (a command started
+// as the sandbox stops) makes a removal fail with EBUSY; then it kills again.
 func (c *Cgroup) Remove() error {
-	if err := c.Kill(); err != nil {
-		return err
+	deadline := time.Now().Add(cgroupKillTimeout)
+	for {
+		if err := c.Kill(); err != nil {
+			return err
+		}
+		err := c.removeDirs()
+		if err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
 	}
+}
+
+// removeDirs removes the cgroup and those beneath it, deepest first: a
+// cgroup with children cannot be removed.
+func (c *Cgroup) removeDirs() error {
 	var dirs []string
 	_ = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -382,7 +396,6 @@ func (c *Cgroup) Remove() error {
 		}
 		return nil
 	})
-	// Deepest first: a cgroup with children cannot be removed.
 	slices.Reverse(dirs)
 	for _, d := range dirs {
 		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
