@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,19 +32,29 @@ func (l *LocalFS) ExecLimits(o ExecOptions) (time.Duration, int64) {
 }
 
 // Command prepares `sh -c command` in the workspace (or o.Workdir inside it)
-// as the leader of a new process group. When ctx ends before the command
-// does, the whole group is killed, so nothing it started outlives the call.
-// The caller sets Stdin/Stdout/Stderr and applies the timeout to ctx.
-func (l *LocalFS) Command(ctx context.Context, command string, o ExecOptions) (*exec.Cmd, error) {
+// as the leader of a new process group, in a cgroup of its own with
+// WithCgroup. When ctx ends before the command does, everything it started is
+// killed — its whole cgroup, however a process detached, else its process
+// group — so nothing it started outlives the call; processes it leaves in the
+// background when it ends on its own run on (until the sandbox stops). The
+// caller sets Stdin/Stdout/Stderr, applies the timeout to ctx and calls done
+// once the command was waited for (or never started).
+func (l *LocalFS) Command(ctx context.Context, command string, o ExecOptions) (cmd *exec.Cmd, done func(), err error) {
 	if strings.TrimSpace(command) == "" {
-		return nil, invalid("command must not be empty")
+		return nil, nil, invalid("command must not be empty")
 	}
 	if strings.IndexByte(command, 0) >= 0 {
-		return nil, invalid("command contains a NUL byte")
+		return nil, nil, invalid("command contains a NUL byte")
 	}
-	cmd := exec.CommandContext(ctx, l.cfg.shell, "-c", command)
-	if err := l.prepare(cmd, o.Workdir, o.Env); err != nil {
-		return nil, err
+	cg, err := l.commandCgroup()
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func() { l.releaseCgroup(cg) }
+	cmd = exec.CommandContext(ctx, l.cfg.shell, "-c", command)
+	if err := l.prepare(cmd, o.Workdir, o.Env, cg); err != nil {
+		done()
+		return nil, nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if l.cfg.confinement != nil {
@@ -51,21 +62,58 @@ func (l *LocalFS) Command(ctx context.Context, command string, o ExecOptions) (*
 		// command no controlling terminal to reach through /dev/tty.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
-	cmd.Cancel = func() error { return KillGroup(cmd.Process.Pid) }
+	cmd.Cancel = func() error {
+		err := KillGroup(cmd.Process.Pid)
+		if cg != nil {
+			// Processes that left the group (setsid, double fork) are
+			// still in the cgroup.
+			return cg.Kill()
+		}
+		return err
+	}
 	cmd.WaitDelay = l.cfg.waitDelay
-	return cmd, nil
+	return cmd, done, nil
+}
+
+// commandCgroup gives one command a cgroup of its own beneath the
+// sandbox's, nil without WithCgroup. Its own, not the sandbox's, so that its
+// timeout kills its tree and no other command's.
+func (l *LocalFS) commandCgroup() (*confine.Cgroup, error) {
+	if l.cfg.cgroup == nil {
+		return nil, nil
+	}
+	l.lingerMu.Lock()
+	l.lingering = slices.DeleteFunc(l.lingering, (*confine.Cgroup).RemoveIfEmpty)
+	l.lingerMu.Unlock()
+	cg, err := l.cfg.cgroup.Child("c" + strconv.FormatUint(l.cgroups.Add(1), 10))
+	if err != nil {
+		return nil, fmt.Errorf("exec: %w", err)
+	}
+	return cg, nil
+}
+
+// releaseCgroup removes an ended command's cgroup, or keeps it for a later
+// attempt while processes it left in the background run on: there are
+// never more such cgroups than processes, which the sandbox's cgroup bounds.
+func (l *LocalFS) releaseCgroup(cg *confine.Cgroup) {
+	if cg == nil || cg.RemoveIfEmpty() {
+		return
+	}
+	l.lingerMu.Lock()
+	l.lingering = append(l.lingering, cg)
+	l.lingerMu.Unlock()
 }
 
 // PrepareCmd sets a command's working directory (agent-facing, confined to
 // the workspace; empty means the root) and environment (the process's own, or
-// the confinement's, plus env), and wraps it in the confinement's policy, for
-// callers that start processes their own way, such as a terminal. cmd must
-// not be started yet.
+// the confinement's, plus env), and wraps it in the confinement's policy and
+// the sandbox's cgroup (WithCgroup), for callers that start processes their
+// own way. cmd must not be started yet.
 func (l *LocalFS) PrepareCmd(cmd *exec.Cmd, workdir string, env map[string]string) error {
-	return l.prepare(cmd, workdir, env)
+	return l.prepare(cmd, workdir, env, l.cfg.cgroup)
 }
 
-func (l *LocalFS) prepare(cmd *exec.Cmd, workdir string, env map[string]string) error {
+func (l *LocalFS) prepare(cmd *exec.Cmd, workdir string, env map[string]string, cg *confine.Cgroup) error {
 	cmd.Dir = l.dir
 	if workdir != "" {
 		dir, err := l.HostPath(workdir)
@@ -98,8 +146,15 @@ func (l *LocalFS) prepare(cmd *exec.Cmd, workdir string, env map[string]string) 
 		}
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	if c != nil && c.Policy != nil {
-		if err := confine.Wrap(cmd, *c.Policy); err != nil {
+	var launch confine.Launch
+	if c != nil {
+		launch.Policy = c.Policy
+	}
+	if cg != nil {
+		launch.Cgroup = cg.Dir()
+	}
+	if launch.Policy != nil || launch.Cgroup != "" {
+		if err := confine.WrapLaunch(cmd, launch); err != nil {
 			return fmt.Errorf("exec: %w", err)
 		}
 	}

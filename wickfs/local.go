@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -67,6 +69,7 @@ type localOptions struct {
 	waitDelay      time.Duration
 	shell          string
 	confinement    *Confinement
+	cgroup         *confine.Cgroup
 }
 
 // LocalOption configures a LocalFS.
@@ -141,6 +144,13 @@ func WithConfinement(c Confinement) LocalOption {
 	return func(o *localOptions) { o.confinement = &c }
 }
 
+// WithCgroup starts every command, process and terminal in a cgroup beneath
+// cg (through the confine launcher), so that nothing they start escapes
+// being killed, however it detaches: a command's own cgroup at its timeout,
+// a terminal's when the session ends; the caller kills cg itself when the
+// sandbox stops. A process started with PrepareCmd joins cg directly.
+func WithCgroup(cg *confine.Cgroup) LocalOption { return func(o *localOptions) { o.cgroup = cg } }
+
 // LocalFS is a FileSystem on a local directory. Every path goes through an
 // os.Root, so "..", absolute paths outside the prefix and symlinks that lead
 // out of the root are refused by os.Root's openat-based resolution, not by
@@ -150,6 +160,13 @@ type LocalFS struct {
 	root *os.Root
 	dir  string
 	cfg  localOptions
+
+	// cgroups names the commands' cgroups; lingering are those of commands
+	// that ended while processes they left in the background still ran, to
+	// be removed once those have gone too.
+	cgroups   atomic.Uint64
+	lingerMu  sync.Mutex
+	lingering []*confine.Cgroup
 }
 
 var _ FileSystem = (*LocalFS)(nil)

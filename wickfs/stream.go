@@ -103,10 +103,11 @@ func (l *LocalFS) ExecStream(ctx context.Context, command string, stdout, stderr
 	timeout, max := l.ExecLimits(o)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd, err := l.Command(cctx, command, o)
+	cmd, done, err := l.Command(cctx, command, o)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if len(o.Stdin) > 0 {
 		cmd.Stdin = bytes.NewReader(o.Stdin)
 	}

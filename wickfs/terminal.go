@@ -82,7 +82,18 @@ func (l *LocalFS) Terminal(ctx context.Context, o TerminalOptions, recv func() (
 	for k, v := range o.Env {
 		env[k] = v
 	}
-	if err := l.prepare(cmd, o.Workdir, env); err != nil {
+	// A cgroup of its own, so that what the session started dies with it
+	// even when it left the session (setsid, double fork).
+	cg, err := l.commandCgroup()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cg != nil {
+			_ = cg.Remove()
+		}
+	}()
+	if err := l.prepare(cmd, o.Workdir, env, cg); err != nil {
 		return nil, err
 	}
 	began := time.Now()

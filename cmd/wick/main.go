@@ -74,6 +74,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&cfg.Sandbox.WarmPool, "warm-pool", 0, fmt.Sprintf("ready Docker containers kept per image of -warm-pool-images, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 	fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
 	fs.BoolVar(&cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
+	fs.IntVar(&cfg.Sandbox.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup")
 	fs.StringVar(&agentsFile, "agents-file", "", "agents.yaml with agent templates (default: one \"default\" agent)")
 	fs.StringVar(&tokensFile, "tokens-file", "", `bearer token file: lines "token user [org1,org2]" or a JSON object`)
 	fs.StringVar(&tokens, "tokens", "", "bearer tokens as token:user pairs (prefer WICK_TOKENS)")

@@ -21,6 +21,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs"
+	"github.com/wick-agent/wick/wickfs/confine"
 )
 
 // Sandbox states and transports, as the API reports them.
@@ -86,6 +87,8 @@ type box struct {
 	// local is the workdir of a local sandbox, procs its processes.
 	local *wickfs.LocalFS
 	procs *process.Table
+	// cgroup holds every process of a local sandbox; nil without one.
+	cgroup *confine.Cgroup
 }
 
 // view is a consistent snapshot of a box for one call.
@@ -136,10 +139,12 @@ func (b *box) proto() *sandboxv1.Sandbox {
 	return p
 }
 
-func (b *box) disconnect() {
+// disconnect lets go of a running sandbox; a local sandbox's processes,
+// however they detached, are killed.
+func (b *box) disconnect() error {
 	b.mu.Lock()
-	conn, local, procs := b.conn, b.local, b.procs
-	b.conn, b.daemon, b.local, b.procs = nil, nil, nil, nil
+	conn, local, procs, cg := b.conn, b.local, b.procs, b.cgroup
+	b.conn, b.daemon, b.local, b.procs, b.cgroup = nil, nil, nil, nil, nil
 	b.mu.Unlock()
 	if procs != nil {
 		procs.Close() // a local sandbox's processes die with it
@@ -150,6 +155,16 @@ func (b *box) disconnect() {
 	if local != nil {
 		local.Close()
 	}
+	if cg != nil {
+		if err := cg.Remove(); err != nil {
+			// Kept, so that the next stop or delete tries again.
+			b.mu.Lock()
+			b.cgroup = cg
+			b.mu.Unlock()
+			return fmt.Errorf("stop local processes: %w", err)
+		}
+	}
+	return nil
 }
 
 // sandboxKey is deterministic in (manager, user, agent), so every service

@@ -295,7 +295,9 @@ func (s *Service) alive(ctx context.Context, b *box) bool {
 
 // stop removes the container (keeping the volume) or stops a local server.
 func (s *Service) stop(ctx context.Context, b *box) error {
-	b.disconnect()
+	if err := b.disconnect(); err != nil {
+		return err
+	}
 	b.mu.Lock()
 	e, id, typ := b.engine, b.containerID, b.set.Type
 	b.mu.Unlock()

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,11 +52,56 @@ func (s *Service) checkConfinement() error {
 	return nil
 }
 
+// minLocalMaxProcs is the least process limit of a local sandbox that still
+// runs a shell pipeline.
+const minLocalMaxProcs = 8
+
+// openCgroup takes a cgroup for local sandboxes' processes, once, and says
+// at start-up how they are bounded. Its name derives from the state dir, so
+// an instance restarted on the same state kills what its crashed predecessor's
+// sandboxes left running, and instances on other state dirs never touch it.
+func (s *Service) openCgroup() {
+	h := sha256.Sum256([]byte(s.cfg.StateDir))
+	cg, err := confine.OpenCgroup("wick-sandbox-" + hex.EncodeToString(h[:6]))
+	if err != nil {
+		s.log.Warn("local sandboxes' processes are NOT bounded: this host gives the service no cgroup, so a process that leaves its process group (setsid, a double fork) outlives its command's timeout and its sandbox, and a sandbox may start processes until the host's limits; run the service as root, or with a delegated cgroup v2 subtree, to bound them",
+			"error", err)
+		return
+	}
+	s.cgroup = cg
+	if !cg.Limited() {
+		s.log.Warn("local sandboxes' processes are killed with their command and sandbox, but NOT counted: the service's cgroup has no pids controller to delegate; enable it (cgroup.subtree_control) to limit them",
+			"cgroup", cg.Dir(), "mode", cg.Mode())
+		return
+	}
+	s.log.Info("local sandboxes' processes are held in cgroups", "cgroup", cg.Dir(), "mode", cg.Mode(), "max_procs", s.cfg.LocalMaxProcs)
+}
+
+// localCgroup makes a local sandbox's cgroup, bounded by LocalMaxProcs or
+// the spec's lower pids_limit; nil where the service has no cgroup.
+func (s *Service) localCgroup(b *box, set settings) (*confine.Cgroup, error) {
+	if s.cgroup == nil {
+		return nil, nil
+	}
+	cg, err := s.cgroup.Child(b.key)
+	if err != nil {
+		return nil, fmt.Errorf("local sandbox: %w", err)
+	}
+	if cg.Limited() {
+		if err := cg.SetMaxProcs(int(min(set.Params.Pids, int64(s.cfg.LocalMaxProcs)))); err != nil {
+			_ = cg.Remove()
+			return nil, fmt.Errorf("local sandbox: %w", err)
+		}
+	}
+	return cg, nil
+}
+
 // startLocal brings up a local sandbox: its workspace and private temp dir
 // under the state dir, served in-process by a wickfs.LocalFS whose commands
 // and terminals get a scrubbed environment and, where the kernel has
 // Landlock, may write only in those two directories and read only the
-// system's (confine.SystemReadOnly). b.life is held.
+// system's (confine.SystemReadOnly), all in the sandbox's cgroup where the
+// host has one. b.life is held.
 func (s *Service) startLocal(b *box) error {
 	if s.cfg.MultiUser && !s.confined {
 		return fmt.Errorf("%w: local sandboxes are refused: several users share this service and this kernel has no Landlock to confine their commands", errPrecondition)
@@ -69,13 +116,21 @@ func (s *Service) startLocal(b *box) error {
 	b.mu.Lock()
 	set := b.set
 	b.mu.Unlock()
+	cg, err := s.localCgroup(b, set)
+	if err != nil {
+		return err
+	}
 	fs, err := wickfs.NewLocalFS(ws, wickfs.WithPrefix(set.Params.Workdir),
 		wickfs.WithExecTimeout(set.ExecTimeout), wickfs.WithMaxOutputBytes(set.MaxOutput),
-		wickfs.WithConfinement(s.localConfinement(ws, tmp, set)))
+		wickfs.WithConfinement(s.localConfinement(ws, tmp, set)), wickfs.WithCgroup(cg))
 	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return fmt.Errorf("local workdir: %w", err)
 	}
 	b.mu.Lock()
+	b.cgroup = cg
 	// The local backend runs the daemon's own code (wickfs) in-process, so it
 	// reports the daemon version this service was built with.
 	b.local, b.version = fs, daemon.Version

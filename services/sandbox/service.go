@@ -56,6 +56,9 @@ const (
 	DefaultMaxProcesses = process.DefaultMaxRunning
 	// DefaultProcessBufferBytes is the output kept per process.
 	DefaultProcessBufferBytes = process.DefaultBufferBytes
+	// DefaultLocalMaxProcs bounds the processes (threads included) of one
+	// local sandbox, where the host gives the service a pids cgroup.
+	DefaultLocalMaxProcs = 256
 	// DefaultTmpfsMB is the size of /tmp on a read-only root filesystem.
 	DefaultTmpfsMB = 256
 	// ReadChunk is the chunk size of file streams the service produces itself.
@@ -119,6 +122,9 @@ type Config struct {
 	// ProcessBufferBytes is the output kept per process: how far it may run
 	// ahead of an attached caller, and the tail kept while nobody is attached.
 	ProcessBufferBytes int64
+	// LocalMaxProcs bounds the processes of one local sandbox (its pids
+	// cgroup's pids.max); a spec's pids_limit may set a lower bound.
+	LocalMaxProcs int
 	// Labels are added to every container and volume (tests mark theirs).
 	Labels map[string]string
 	// WarmPool is how many ready containers the service keeps per image of
@@ -180,6 +186,9 @@ func (c *Config) defaults() {
 		c.MaxProcesses = DefaultMaxProcesses
 	}
 	set(&c.ProcessBufferBytes, DefaultProcessBufferBytes)
+	if c.LocalMaxProcs == 0 {
+		c.LocalMaxProcs = DefaultLocalMaxProcs
+	}
 }
 
 // Option configures a Service beyond its Config.
@@ -232,6 +241,9 @@ type Service struct {
 	// in New; confined records whether local sandboxes run under Landlock.
 	landlockABI func() int
 	confined    bool
+	// cgroup holds every local sandbox's cgroup (local.go); nil where the
+	// host gives the service none.
+	cgroup *confine.Cgroup
 }
 
 // withLandlockProbe replaces the kernel's Landlock probe, so tests can take
@@ -251,6 +263,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	}
 	if cfg.MaxProcesses < 1 || cfg.ProcessBufferBytes < 1 {
 		return nil, fmt.Errorf("sandbox: the process limit (%d) and the process buffer (%d bytes) must be positive", cfg.MaxProcesses, cfg.ProcessBufferBytes)
+	}
+	if cfg.LocalMaxProcs < minLocalMaxProcs {
+		return nil, fmt.Errorf("sandbox: the local process limit (%d) must be at least %d", cfg.LocalMaxProcs, minLocalMaxProcs)
 	}
 	if cfg.WarmPool < 0 || cfg.WarmPool > MaxWarmPool {
 		return nil, fmt.Errorf("sandbox: warm pool of %d containers per image must be between 0 and %d", cfg.WarmPool, MaxWarmPool)
@@ -306,6 +321,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		if err := s.checkConfinement(); err != nil {
 			return nil, err
 		}
+		s.openCgroup()
 	}
 	if err := s.installBinaries(); err != nil {
 		return nil, err
@@ -378,7 +394,8 @@ func (s *Service) Register(r grpc.ServiceRegistrar) { sandboxv1.RegisterSandboxS
 
 // Close stops the reaper and background work, removes the warm pool's
 // ready containers and releases connections. Sandbox containers keep
-// running: the next instance adopts them.
+// running: the next instance adopts them. Local sandboxes' processes are
+// killed.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -398,13 +415,18 @@ func (s *Service) Close(ctx context.Context) error {
 		boxes = append(boxes, b)
 	}
 	s.mu.Unlock()
+	var errs []error
 	for _, b := range boxes {
 		b.life.Lock()
-		b.disconnect()
+		errs = append(errs, b.disconnect())
 		b.life.Unlock()
 	}
+	// Local sandboxes do not outlive the service: nothing adopts them.
+	if s.cgroup != nil {
+		errs = append(errs, s.cgroup.Remove())
+	}
 	s.pool.Close()
-	return nil
+	return errors.Join(errs...)
 }
 
 func (s *Service) localAllowed() bool {

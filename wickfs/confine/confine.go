@@ -2,14 +2,15 @@
 // no_new_privs: they may write only where the policy says, read only the
 // system directories and files it names, reach no TCP port unless it allows
 // the network, and signal or connect to (abstract Unix sockets of) nothing
-// outside their own domain.
+// outside their own domain; and it keeps them, and everything they start,
+// in a cgroup (Cgroup) where the host has one to give.
 //
 // Go cannot run code between fork and exec, and Landlock must restrict the
 // child, never the server that starts it. So Wrap rewrites a command to start
 // as /proc/self/exe — the very binary the server runs — with a marker in
 // argv[0] and the policy in argv[1]; this package's init function recognises
-// the marker, restricts its own thread and execs the real program, which
-// inherits the restriction. Every binary that imports this package (directly
+// the marker, joins the cgroup, restricts its own thread and execs the real
+// program, which inherits both. Every binary that imports this package (directly
 // or through wickfs) can therefore confine, test binaries included, and the
 // launcher can never be a different build from the server that chose the
 // policy.
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 )
 
@@ -79,11 +81,25 @@ var SystemDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random
 // ErrUnavailable is returned when the kernel cannot enforce a policy.
 var ErrUnavailable = errors.New("landlock is unavailable")
 
+// Launch is what the launcher does before it execs the program: join a
+// cgroup, then confine itself.
+type Launch struct {
+	// Cgroup, when set, is a cgroup directory (Cgroup.Dir) the launcher
+	// moves itself into first, so the program and everything it starts are
+	// in it from the program's first instruction.
+	Cgroup string `json:"cg,omitempty"`
+	// Policy, when set, confines the program; nil runs it unconfined.
+	Policy *Policy `json:"p,omitempty"`
+}
+
 // Wrap rewrites cmd, created by exec.Command with an absolute program path
 // and not yet started, to start through the launcher under p. Its Dir, Env,
 // files and SysProcAttr stay as they are; the launcher passes Env on to the
 // program unchanged, so the caller decides the whole environment.
-func Wrap(cmd *exec.Cmd, p Policy) error {
+func Wrap(cmd *exec.Cmd, p Policy) error { return WrapLaunch(cmd, Launch{Policy: &p}) }
+
+// WrapLaunch rewrites cmd as Wrap does, to start through the launcher doing l.
+func WrapLaunch(cmd *exec.Cmd, l Launch) error {
 	if cmd.Err != nil {
 		return cmd.Err
 	}
@@ -93,7 +109,7 @@ func Wrap(cmd *exec.Cmd, p Policy) error {
 	if !filepath.IsAbs(cmd.Path) {
 		return fmt.Errorf("confine: program %q must be an absolute path", cmd.Path)
 	}
-	raw, err := json.Marshal(p)
+	raw, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("confine: %w", err)
 	}
@@ -114,12 +130,21 @@ func init() {
 	// keeps the calling thread's credentials: the thread that restricts
 	// itself must be the one that execs.
 	runtime.LockOSThread()
-	var p Policy
-	if err := json.Unmarshal([]byte(os.Args[1]), &p); err != nil {
+	var l Launch
+	if err := json.Unmarshal([]byte(os.Args[1]), &l); err != nil {
 		fail(fmt.Errorf("policy: %w", err))
 	}
-	if err := enforce(p); err != nil {
-		fail(err)
+	// First: the policy would deny writing the cgroup file system, and
+	// nothing of the program may run outside the cgroup.
+	if l.Cgroup != "" {
+		if err := os.WriteFile(filepath.Join(l.Cgroup, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			fail(fmt.Errorf("join cgroup: %w", err))
+		}
+	}
+	if l.Policy != nil {
+		if err := enforce(*l.Policy); err != nil {
+			fail(err)
+		}
 	}
 	err := syscall.Exec(os.Args[2], os.Args[3:], os.Environ())
 	fail(fmt.Errorf("exec %s: %w", os.Args[2], err))

@@ -26,6 +26,7 @@ func main() {
 		fs.StringVar(&cfg.DefaultType, "default-type", backend.Docker, "sandbox type when a spec names none: "+backend.Docker+" or "+backend.Local)
 		fs.BoolVar(&cfg.LocalFallback, "local-fallback", false, "serve docker sandboxes locally when no Docker engine is reachable")
 		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes: commands on this host with a scrubbed environment, confined with Landlock (refused without it unless -single-user)")
+		fs.IntVar(&cfg.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup; a spec's pids_limit may set fewer")
 		fs.BoolVar(&singleUser, "single-user", false, "only one user reaches this service: -default-type local and -local-fallback imply -allow-local, and local sandboxes run unconfined where the kernel has no Landlock")
 		fs.BoolVar(&cfg.AllowBridge, "allow-bridge", true, "let specs ask for network bridge")
 		fs.StringVar(&hosts, "allowed-docker-hosts", "", "comma-separated remote engines specs may name (tcp://host:port), or *")
