@@ -63,7 +63,13 @@ type topology struct {
 	exact map[string]string
 	// stateDirs gives each sandbox pod its own disk, as its claim would.
 	stateDirs map[string]string
+	// run tags this run's pod names (podName).
+	run string
 }
+
+// podName is the name p's processes see as their pod's (metadata.name): p's
+// name with the run's tag, as two clusters' pods are different pods.
+func (tp *topology) podName(p *pod) string { return p.name + "-" + tp.run }
 
 func TestTopology(t *testing.T) {
 	if testing.Short() {
@@ -142,8 +148,16 @@ func TestTopology(t *testing.T) {
 			"http://otel-collector.observability.svc.cluster.local:4317": "http://127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)),
 		},
 		stateDirs: map[string]string{},
+		run:       randomHex(t)[:8],
 	}
 	topo.layout(t, tmp)
+	// The sandbox pods name their manager ids after themselves: a run gives
+	// its pods names of its own (podName), so the engine's containers of
+	// another run, or of an instance beside it, are never this run's; what
+	// this run made goes when it ends, after its processes have stopped.
+	for _, p := range topo.pods["sandbox"] {
+		testenv.RemoveLabelled(t, cli, "wick.manager="+topo.podName(p))
+	}
 
 	testenv.NewProc(t, "redis-server", redisBin, []string{"--port", redisPort, "--bind", "127.0.0.1", "--save", "",
 		"--requirepass", redisPass, "--dir", t.TempDir(), "--loglevel", "warning"}, testenv.RedisServing(redisAddr, redisPass)).Start()
@@ -375,7 +389,7 @@ func (tp *topology) start(t *testing.T, p *pod) *testenv.Proc {
 			}
 			env[e.Name], raw[e.Name] = v, true
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			env[e.Name], raw[e.Name] = p.name, true
+			env[e.Name], raw[e.Name] = tp.podName(p), true
 		default:
 			t.Fatalf("%s: %s: a source the test does not know", p.name, e.Name)
 		}

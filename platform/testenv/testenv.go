@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 )
 
@@ -170,6 +174,38 @@ func Docker(t testing.TB) *client.Client {
 	cli.NegotiateAPIVersion(ctx)
 	t.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// RemoveLabelled removes, when the test ends, every container and then
+// every volume on cli's engine that carries label ("key=value"), so a test
+// leaves the engine as it found it. Register it before starting what makes
+// them: cleanups run last first, so it runs after those have stopped.
+func RemoveLabelled(t testing.TB, cli *client.Client, label string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		f := filters.NewArgs(filters.Arg("label", label))
+		cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil {
+			t.Errorf("list containers labelled %s: %v", label, err)
+		}
+		for _, c := range cs {
+			if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
+				t.Errorf("remove container %s: %v", c.ID, err)
+			}
+		}
+		vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+		if err != nil {
+			t.Errorf("list volumes labelled %s: %v", label, err)
+			return
+		}
+		for _, v := range vs.Volumes {
+			if err := cli.VolumeRemove(ctx, v.Name, true); err != nil && !errdefs.IsNotFound(err) {
+				t.Errorf("remove volume %s: %v", v.Name, err)
+			}
+		}
+	})
 }
 
 // RepoRoot returns the repository root: the nearest directory above the

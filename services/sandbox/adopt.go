@@ -48,7 +48,7 @@ func (s *Service) adoptExisting(ctx context.Context, b *box, e dockerbox.Engine,
 		}
 		owner, workspace, ok = s.ownership(ctx, e, in.Name, in.Config.Labels)
 	}
-	if !ok || owner[dockerbox.LabelKey] != b.key {
+	if !ok || owner[dockerbox.LabelKey] != b.key || set.DockerHost == "" && !s.ours(in) {
 		return false, nil
 	}
 	if raw := owner[dockerbox.LabelSpec]; raw != "" {
@@ -92,9 +92,10 @@ func (s *Service) healthy(ctx context.Context, sock string) bool {
 }
 
 // adopt runs at start: containers with this manager's label that the
-// service does not know are adopted when their daemon answers, else removed,
-// so a crash leaves no orphans; so are warm containers nobody claimed, with
-// their volumes.
+// service does not know are adopted when their daemon answers, else removed
+// (removable), so a crash leaves no orphans; so are warm containers nobody
+// claimed, with their volumes. Another manager's containers are not even
+// listed.
 func (s *Service) adopt(ctx context.Context) {
 	e, err := s.pool.Get(ctx, "")
 	if err != nil {
@@ -117,9 +118,14 @@ func (s *Service) adopt(ctx context.Context) {
 		}
 		l, workspace, ok := s.ownership(ctx, e, name, c.Labels)
 		if !ok {
-			s.log.Info("removing an unclaimed warm container", "container", c.ID)
-			s.discardWarm(ctx, e, &warmContainer{id: c.ID, name: strings.TrimPrefix(name, "/"), volume: strings.TrimPrefix(name, "/"),
-				dir: filepath.Join(s.cfg.StateDir, "warm", strings.TrimPrefix(name, "/"))})
+			// Ready containers made from this state directory are a
+			// previous life's (or a replica's sharing it, which refills);
+			// another directory's are left while their daemon answers.
+			if in, err := e.ContainerInspect(ctx, c.ID); err == nil && s.ours(in) || s.removable(ctx, e, c.ID, "") {
+				s.log.Info("removing an unclaimed warm container", "container", c.ID)
+				s.discardWarm(ctx, e, &warmContainer{id: c.ID, name: strings.TrimPrefix(name, "/"), volume: strings.TrimPrefix(name, "/"),
+					dir: filepath.Join(s.cfg.StateDir, "warm", strings.TrimPrefix(name, "/"))})
+			}
 			continue
 		}
 		user, agent, key := l[dockerbox.LabelUser], l[dockerbox.LabelAgent], l[dockerbox.LabelKey]
@@ -129,7 +135,7 @@ func (s *Service) adopt(ctx context.Context) {
 		if ok {
 			ok = s.adoptOne(ctx, e, c.ID, user, agent, workspace, set)
 		}
-		if !ok {
+		if !ok && s.removable(ctx, e, c.ID, key) {
 			s.log.Info("removing orphan sandbox container", "container", c.ID, "agent", agent)
 			if err := dockerbox.Remove(ctx, e, c.ID); err != nil {
 				s.log.Warn("remove orphan", "container", c.ID, "err", err)
@@ -187,6 +193,9 @@ func (s *Service) adoptOne(ctx context.Context, e dockerbox.Engine, id, user, ag
 	in, err := e.ContainerInspect(ctx, id)
 	if err != nil || in.Config == nil || in.State == nil {
 		return false
+	}
+	if !s.ours(in) {
+		return false // its socket is in another state directory
 	}
 	started, _ := time.Parse(time.RFC3339Nano, in.State.StartedAt)
 	// A daemon of a container started moments ago (by another instance

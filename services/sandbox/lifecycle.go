@@ -164,6 +164,10 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 		if aerr != nil {
 			return aerr
 		}
+		if !s.removable(ctx, e, b.name, b.key) {
+			return fmt.Errorf("%w: container %s holds this sandbox's name and is alive, but this instance cannot use it (another instance's, sharing manager id %q from another state directory)",
+				errPrecondition, b.name, s.cfg.ManagerID)
+		}
 		if err := dockerbox.Remove(ctx, e, b.name); err != nil {
 			return err
 		}

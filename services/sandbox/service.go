@@ -29,7 +29,6 @@ import (
 
 // Defaults; every one is a Config field.
 const (
-	DefaultManagerID     = "wick-sandbox"
 	DefaultStateDir      = "/var/lib/wick/sandbox"
 	DefaultWorkdir       = "/workspace"
 	DefaultIdleTimeout   = 30 * time.Minute
@@ -67,12 +66,20 @@ const (
 
 // Config configures the service. Zero values take the defaults above.
 type Config struct {
-	// ManagerID labels this service's containers; instances that share it
-	// share (and adopt) each other's sandboxes.
+	// ManagerID labels this service's containers and volumes and is part of
+	// their names (manager.go): an instance lists, adopts and removes only
+	// what carries its own. Empty: the id kept in StateDir (file
+	// manager-id), generated on first use, so every state directory is its
+	// own instance and a restart on it adopts its sandboxes again.
+	// Instances sharing an id and a state directory share sandboxes.
 	ManagerID string
-	// StateDir holds per-sandbox socket directories, local workdirs and the
-	// copies of the wick binaries. Created 0700.
+	// StateDir holds per-sandbox socket directories, local workdirs, the
+	// copies of the wick binaries and the generated manager id. Created 0700.
 	StateDir string
+	// Ephemeral says StateDir dies with this instance (cmd/wick's temporary
+	// default): no later instance can adopt its sandboxes, so Close removes
+	// them, containers and volumes. Meant for a generated ManagerID.
+	Ephemeral bool
 	// DaemonBin and WickfsBin are the static wick-daemon and wickfs binaries
 	// placed in every container.
 	DaemonBin, WickfsBin string
@@ -145,9 +152,6 @@ func (c *Config) defaults() {
 		if *p == 0 {
 			*p = v
 		}
-	}
-	if c.ManagerID == "" {
-		c.ManagerID = DefaultManagerID
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir
@@ -295,11 +299,20 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 			}
 		}
 	}
+	if cfg.ManagerID != "" {
+		if err := ValidManagerID(cfg.ManagerID); err != nil {
+			return nil, err
+		}
+	}
 	abs, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	s.cfg.StateDir = abs
+	// Every version made this directory; one that kept no id used the
+	// legacy one.
+	_, statErr := os.Stat(filepath.Join(abs, "sandboxes"))
+	legacy := statErr == nil
 	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin"), filepath.Join(abs, "warm")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: state dir: %w", err)
@@ -312,6 +325,11 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	// through its parent (0711).
 	if err := os.Chmod(abs, 0o711); err != nil {
 		return nil, err
+	}
+	if s.cfg.ManagerID == "" {
+		if s.cfg.ManagerID, err = storedManagerID(abs, legacy); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	s.binDir = filepath.Join(abs, "bin")
 	if err := os.Chmod(s.binDir, 0o755); err != nil {
@@ -327,6 +345,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 
+	s.log.Info("sandbox manager", "manager_id", s.cfg.ManagerID, "state_dir", abs)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.bgCtx, s.stopReaper = ctx, cancel
 	s.adopt(ctx)
@@ -418,8 +437,14 @@ func (s *Service) Close(ctx context.Context) error {
 	var errs []error
 	for _, b := range boxes {
 		b.life.Lock()
+		if s.cfg.Ephemeral {
+			errs = append(errs, s.remove(ctx, b))
+		}
 		errs = append(errs, b.disconnect())
 		b.life.Unlock()
+	}
+	if s.cfg.Ephemeral {
+		errs = append(errs, s.sweep(ctx))
 	}
 	// Local sandboxes do not outlive the service: nothing adopts them.
 	if s.cgroup != nil {
@@ -428,6 +453,35 @@ func (s *Service) Close(ctx context.Context) error {
 	s.pool.Close()
 	return errors.Join(errs...)
 }
+
+// sweep removes every container and volume of this manager on the local
+// engine: what an ephemeral instance made and no record of it names.
+func (s *Service) sweep(ctx context.Context) error {
+	e, err := s.pool.Get(ctx, "")
+	if err != nil {
+		return nil // no engine: nothing was made on it
+	}
+	cs, err := dockerbox.List(ctx, e, s.cfg.ManagerID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, dockerbox.Remove(ctx, e, c.ID))
+	}
+	vs, err := dockerbox.Volumes(ctx, e, s.cfg.ManagerID)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, v := range vs {
+		errs = append(errs, dockerbox.RemoveVolume(ctx, e, v.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// ManagerID is the manager id in use: the configured one or the one kept
+// in the state directory.
+func (s *Service) ManagerID() string { return s.cfg.ManagerID }
 
 func (s *Service) localAllowed() bool {
 	if s.cfg.MultiUser {

@@ -18,7 +18,7 @@ func main() {
 	var hosts, warmImages string
 	var singleUser bool
 	define := func(fs *flag.FlagSet) {
-		fs.StringVar(&cfg.ManagerID, "manager-id", sandbox.DefaultManagerID, "label value that marks this service's containers; instances sharing it adopt each other's sandboxes")
+		fs.StringVar(&cfg.ManagerID, "manager-id", "", sandbox.ManagerIDUsage)
 		fs.StringVar(&cfg.StateDir, "state-dir", sandbox.DefaultStateDir, "directory for sandbox sockets, local workdirs and the wick binaries")
 		fs.StringVar(&cfg.DaemonBin, "daemon-bin", "", "static wick-daemon binary placed in containers (WICK_DAEMON_BIN)")
 		fs.StringVar(&cfg.WickfsBin, "wickfs-bin", "", "static wickfs binary placed in containers (WICK_WICKFS_BIN)")
