@@ -23,6 +23,7 @@ import (
 	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
@@ -56,6 +57,10 @@ const (
 	DefaultMaxProcesses = process.DefaultMaxRunning
 	// DefaultProcessBufferBytes is the output kept per process.
 	DefaultProcessBufferBytes = process.DefaultBufferBytes
+	// DefaultWorkspaceBytes is the size of a workspace whose spec names
+	// none, and DefaultMaxWorkspaceBytes the most a spec may ask for.
+	DefaultWorkspaceBytes    = 1 << 30
+	DefaultMaxWorkspaceBytes = 16 << 30
 	// DefaultTmpfsMB is the size of /tmp on a read-only root filesystem.
 	DefaultTmpfsMB = 256
 	// ReadChunk is the chunk size of file streams the service produces itself.
@@ -119,6 +124,12 @@ type Config struct {
 	// ProcessBufferBytes is the output kept per process: how far it may run
 	// ahead of an attached caller, and the tail kept while nobody is attached.
 	ProcessBufferBytes int64
+	// WorkspaceBytes is the size of a workspace whose spec names none;
+	// MaxWorkspaceBytes the most a spec may ask for (disk.go).
+	WorkspaceBytes, MaxWorkspaceBytes int64
+	// RequireWorkspaceBound makes New fail when this host cannot bound
+	// workspaces, instead of serving them unbounded with a warning.
+	RequireWorkspaceBound bool
 	// Labels are added to every container and volume (tests mark theirs).
 	Labels map[string]string
 	// WarmPool is how many ready containers the service keeps per image of
@@ -180,6 +191,8 @@ func (c *Config) defaults() {
 		c.MaxProcesses = DefaultMaxProcesses
 	}
 	set(&c.ProcessBufferBytes, DefaultProcessBufferBytes)
+	set(&c.WorkspaceBytes, DefaultWorkspaceBytes)
+	set(&c.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes)
 }
 
 // Option configures a Service beyond its Config.
@@ -232,11 +245,22 @@ type Service struct {
 	// in New; confined records whether local sandboxes run under Landlock.
 	landlockABI func() int
 	confined    bool
+
+	// diskProbe says whether workspace images can be mounted
+	// (diskimage.Probe; tests inject a failure); bounded records it.
+	diskProbe func(ctx context.Context, dir string) error
+	bounded   bool
 }
 
 // withLandlockProbe replaces the kernel's Landlock probe, so tests can take
 // the path of a kernel without it.
 func withLandlockProbe(abi func() int) Option { return func(s *Service) { s.landlockABI = abi } }
+
+// withDiskProbe replaces the probe for workspace images, so tests can take
+// the path of a host that cannot mount them.
+func withDiskProbe(probe func(ctx context.Context, dir string) error) Option {
+	return func(s *Service) { s.diskProbe = probe }
+}
 
 // New builds the service, adopts or removes the containers a previous
 // instance left behind, and starts the idle reaper. Docker need not be
@@ -252,6 +276,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if cfg.MaxProcesses < 1 || cfg.ProcessBufferBytes < 1 {
 		return nil, fmt.Errorf("sandbox: the process limit (%d) and the process buffer (%d bytes) must be positive", cfg.MaxProcesses, cfg.ProcessBufferBytes)
 	}
+	if cfg.WorkspaceBytes < diskimage.MinBytes || cfg.WorkspaceBytes > cfg.MaxWorkspaceBytes {
+		return nil, fmt.Errorf("sandbox: the workspace size (%d bytes) must be between %d and the maximum, %d", cfg.WorkspaceBytes, diskimage.MinBytes, cfg.MaxWorkspaceBytes)
+	}
 	if cfg.WarmPool < 0 || cfg.WarmPool > MaxWarmPool {
 		return nil, fmt.Errorf("sandbox: warm pool of %d containers per image must be between 0 and %d", cfg.WarmPool, MaxWarmPool)
 	}
@@ -259,7 +286,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, fmt.Errorf("sandbox: several users share this service and its sandboxes would run locally, on this host: that needs AllowLocal (-allow-local) set explicitly, or a Docker engine")
 	}
 	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{},
-		landlockABI: confine.ABI}
+		landlockABI: confine.ABI, diskProbe: diskimage.Probe}
 	for _, o := range opts {
 		o(s)
 	}
@@ -285,7 +312,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	s.cfg.StateDir = abs
-	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin"), filepath.Join(abs, "warm")} {
+	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin"), filepath.Join(abs, "warm"), filepath.Join(abs, "workspaces")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: state dir: %w", err)
 		}
@@ -306,6 +333,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		if err := s.checkConfinement(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.checkWorkspaceBounds(); err != nil {
+		return nil, err
 	}
 	if err := s.installBinaries(); err != nil {
 		return nil, err
@@ -401,6 +431,7 @@ func (s *Service) Close(ctx context.Context) error {
 	for _, b := range boxes {
 		b.life.Lock()
 		b.disconnect()
+		s.releaseLocal(b.key) // local sandboxes end with the service
 		b.life.Unlock()
 	}
 	s.pool.Close()

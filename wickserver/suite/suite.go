@@ -283,7 +283,7 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 			return nil, err
 		}
 		sbCfg.StateDir = dir
-		closers = append(closers, func() { os.RemoveAll(dir) })
+		closers = append(closers, func() { _ = sandbox.RemoveStateDir(dir) })
 	}
 	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics))
 	if err != nil {
