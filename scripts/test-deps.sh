@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what Wick's tests need, when it is missing: a Docker
 # engine, redis-server, a static busybox (for test images built FROM
-# scratch), Node.js with npm (the TypeScript SDK's and the UI's tests), and
+# scratch), e2fsprogs (mkfs.ext4 for the workspaces' disk images), Node.js
+# with npm (the TypeScript SDK's and the UI's tests), and
 # Debian's Chromium with a font (the UI's browser tests drive it; they never
 # download a browser). Idempotent, and quick when everything is already there.
 # Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
@@ -14,6 +15,8 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# Workspaces are bounded by an ext4 image each (docs/sandbox.md).
+[ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
 # CHROMIUM_PATH names another Chromium for the browser tests.
 [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || need+=(chromium)
 # Test images are built FROM scratch, so busybox must be the static build.

@@ -84,6 +84,13 @@ func WithTokens(tokens map[string]string) Option {
 // single-user server needs no permission.
 func WithAllowLocal() Option { return func(c *config) { c.suite.Sandbox.AllowLocal = true } }
 
+// WithWorkspaceBytes sets the size of a sandbox's workspace whose agent
+// names none (default sandbox.DefaultWorkspaceBytes) and the most an agent
+// may ask for (default sandbox.DefaultMaxWorkspaceBytes); 0 keeps a default.
+func WithWorkspaceBytes(def, max int64) Option {
+	return func(c *config) { c.suite.Sandbox.WorkspaceBytes, c.suite.Sandbox.MaxWorkspaceBytes = def, max }
+}
+
 // WithAgentsFile loads agent templates from an agents.yaml file; agents
 // registered in Go come beside them, under other ids.
 func WithAgentsFile(path string) Option { return func(c *config) { c.agentsFile = path } }

@@ -19,6 +19,7 @@ import (
 	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs"
 	"github.com/wick-agent/wick/wickfs/confine"
@@ -219,6 +220,7 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 		Image: spec.GetImage(), Workdir: spec.GetWorkdir(), Network: spec.GetNetwork(), User: spec.GetUser(),
 		Memory: spec.GetMemoryBytes(), NanoCPUs: spec.GetNanoCpus(), Pids: spec.GetPidsLimit(),
 		ReadOnly: spec.GetReadOnlyRootfs(), TmpfsMB: DefaultTmpfsMB, Env: spec.GetEnv(),
+		WorkspaceBytes: spec.GetWorkspaceBytes(),
 	}
 	if p.Image == "" {
 		p.Image = s.cfg.DefaultImage
@@ -259,6 +261,9 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 		return st, err
 	}
 	if err := lim("pids_limit", &p.Pids, s.cfg.DefaultPids, s.cfg.MaxPids, 8); err != nil {
+		return st, err
+	}
+	if err := lim("workspace_bytes", &p.WorkspaceBytes, s.cfg.WorkspaceBytes, s.cfg.MaxWorkspaceBytes, diskimage.MinBytes); err != nil {
 		return st, err
 	}
 	for k := range p.Env {

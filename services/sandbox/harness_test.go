@@ -114,7 +114,9 @@ func shortTemp(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	// A workspace image a test left mounted would make the removal fail
+	// halfway; RemoveStateDir detaches it first.
+	t.Cleanup(func() { _ = RemoveStateDir(dir) })
 	return dir
 }
 

@@ -126,11 +126,13 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 		}
 		return fmt.Errorf("resolve sandbox user: %w", err)
 	}
+	exists := false
 	if !remote {
 		// A returning user's workspace is never swapped for a fresh one:
 		// only a sandbox that never ran and has no workspace yet may
 		// claim a warm container.
-		ws, exists, err := s.workspaceOf(ctx, e, b)
+		var ws string
+		ws, exists, err = s.workspaceOf(ctx, e, b)
 		if err != nil {
 			return err
 		}
@@ -142,6 +144,16 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 		}
 	}
 	spec := dockerbox.Spec{Name: b.name, Volume: b.volume, Labels: s.labels(b, set), Params: set.Params, User: cu}
+	if !remote {
+		// The container's start binds the workspace's filesystem; the
+		// service's own mount goes then, whatever the outcome.
+		device, release, err := s.boundVolume(ctx, e, b.volume, exists, set.Params.WorkspaceBytes, cu)
+		if err != nil {
+			return err
+		}
+		defer release()
+		spec.VolumeDevice = device
+	}
 	if remote {
 		spec.Binaries = map[string]string{
 			dockerbox.DaemonBinary: filepath.Join(s.binDir, dockerbox.DaemonBinary),
@@ -313,6 +325,9 @@ func (s *Service) stop(ctx context.Context, b *box) error {
 			_ = dockerbox.Remove(ctx, e, id)
 		}
 	}
+	if typ == backend.Local {
+		s.releaseLocal(b.key)
+	}
 	b.mu.Lock()
 	b.state, b.transport, b.containerID, b.version = stateStopped, "", "", ""
 	b.mu.Unlock()
@@ -344,10 +359,16 @@ func (s *Service) remove(ctx context.Context, b *box) error {
 			if err := dockerbox.RemoveVolume(ctx, e, v); err != nil {
 				return err
 			}
+			if err := s.dropVolumeImage(v); err != nil {
+				return err
+			}
 		}
 	}
 	if err := os.RemoveAll(b.hostDir); err != nil {
 		return fmt.Errorf("remove socket dir: %w", err)
+	}
+	if err := os.Remove(filepath.Join(s.cfg.StateDir, "local", b.key+".img")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove local workspace image: %w", err)
 	}
 	if err := os.RemoveAll(filepath.Join(s.cfg.StateDir, "local", b.key)); err != nil {
 		return fmt.Errorf("remove local workdir: %w", err)

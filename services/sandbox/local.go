@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -108,6 +109,14 @@ func (s *Service) startLocal(b *box) error {
 	}
 	dir := filepath.Join(s.cfg.StateDir, "local", b.key)
 	ws, tmp := filepath.Join(dir, "workspace"), filepath.Join(dir, "tmp")
+	b.mu.Lock()
+	size := b.set.Params.WorkspaceBytes
+	b.mu.Unlock()
+	// The workspace and the temp dir share one bounded filesystem: both
+	// are where the sandbox's commands may write.
+	if _, err := s.boundLocal(context.Background(), dir, size); err != nil {
+		return err
+	}
 	for _, d := range []string{ws, tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("local workdir: %w", err)
@@ -118,6 +127,7 @@ func (s *Service) startLocal(b *box) error {
 	b.mu.Unlock()
 	cg, err := s.localCgroup(b, set)
 	if err != nil {
+		s.releaseLocal(b.key)
 		return err
 	}
 	fs, err := wickfs.NewLocalFS(ws, wickfs.WithPrefix(set.Params.Workdir),
@@ -127,6 +137,7 @@ func (s *Service) startLocal(b *box) error {
 		if cg != nil {
 			_ = cg.Remove()
 		}
+		s.releaseLocal(b.key)
 		return fmt.Errorf("local workdir: %w", err)
 	}
 	b.mu.Lock()

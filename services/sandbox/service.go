@@ -23,6 +23,7 @@ import (
 	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
@@ -58,6 +59,10 @@ const (
 	// DefaultLocalMaxProcs bounds the processes (threads included) of one
 	// local sandbox, where the host gives the service a pids cgroup.
 	DefaultLocalMaxProcs = 256
+	// DefaultWorkspaceBytes is the size of a workspace whose spec names
+	// none, and DefaultMaxWorkspaceBytes the most a spec may ask for.
+	DefaultWorkspaceBytes    = 1 << 30
+	DefaultMaxWorkspaceBytes = 16 << 30
 	// DefaultTmpfsMB is the size of /tmp on a read-only root filesystem.
 	DefaultTmpfsMB = 256
 	// ReadChunk is the chunk size of file streams the service produces itself.
@@ -132,6 +137,12 @@ type Config struct {
 	// LocalMaxProcs bounds the processes of one local sandbox (its pids
 	// cgroup's pids.max); a spec's pids_limit may set a lower bound.
 	LocalMaxProcs int
+	// WorkspaceBytes is the size of a workspace whose spec names none;
+	// MaxWorkspaceBytes the most a spec may ask for (disk.go).
+	WorkspaceBytes, MaxWorkspaceBytes int64
+	// RequireWorkspaceBound makes New fail when this host cannot bound
+	// workspaces, instead of serving them unbounded with a warning.
+	RequireWorkspaceBound bool
 	// Labels are added to every container and volume (tests mark theirs).
 	Labels map[string]string
 	// WarmPool is how many ready containers the service keeps per image of
@@ -193,6 +204,8 @@ func (c *Config) defaults() {
 	if c.LocalMaxProcs == 0 {
 		c.LocalMaxProcs = DefaultLocalMaxProcs
 	}
+	set(&c.WorkspaceBytes, DefaultWorkspaceBytes)
+	set(&c.MaxWorkspaceBytes, DefaultMaxWorkspaceBytes)
 }
 
 // Option configures a Service beyond its Config.
@@ -248,11 +261,22 @@ type Service struct {
 	// cgroup holds every local sandbox's cgroup (local.go); nil where the
 	// host gives the service none.
 	cgroup *confine.Cgroup
+
+	// diskProbe says whether workspace images can be mounted
+	// (diskimage.Probe; tests inject a failure); bounded records it.
+	diskProbe func(ctx context.Context, dir string) error
+	bounded   bool
 }
 
 // withLandlockProbe replaces the kernel's Landlock probe, so tests can take
 // the path of a kernel without it.
 func withLandlockProbe(abi func() int) Option { return func(s *Service) { s.landlockABI = abi } }
+
+// withDiskProbe replaces the probe for workspace images, so tests can take
+// the path of a host that cannot mount them.
+func withDiskProbe(probe func(ctx context.Context, dir string) error) Option {
+	return func(s *Service) { s.diskProbe = probe }
+}
 
 // New builds the service, adopts or removes the containers a previous
 // instance left behind, and starts the idle reaper. Docker need not be
@@ -271,6 +295,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if cfg.LocalMaxProcs < minLocalMaxProcs {
 		return nil, fmt.Errorf("sandbox: the local process limit (%d) must be at least %d", cfg.LocalMaxProcs, minLocalMaxProcs)
 	}
+	if cfg.WorkspaceBytes < diskimage.MinBytes || cfg.WorkspaceBytes > cfg.MaxWorkspaceBytes {
+		return nil, fmt.Errorf("sandbox: the workspace size (%d bytes) must be between %d and the maximum, %d", cfg.WorkspaceBytes, diskimage.MinBytes, cfg.MaxWorkspaceBytes)
+	}
 	if cfg.WarmPool < 0 || cfg.WarmPool > MaxWarmPool {
 		return nil, fmt.Errorf("sandbox: warm pool of %d containers per image must be between 0 and %d", cfg.WarmPool, MaxWarmPool)
 	}
@@ -278,7 +305,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, fmt.Errorf("sandbox: several users share this service and its sandboxes would run locally, on this host: that needs AllowLocal (-allow-local) set explicitly, or a Docker engine")
 	}
 	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{},
-		landlockABI: confine.ABI}
+		landlockABI: confine.ABI, diskProbe: diskimage.Probe}
 	for _, o := range opts {
 		o(s)
 	}
@@ -313,7 +340,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	// legacy one.
 	_, statErr := os.Stat(filepath.Join(abs, "sandboxes"))
 	legacy := statErr == nil
-	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin"), filepath.Join(abs, "warm")} {
+	for _, d := range []string{abs, filepath.Join(abs, "sandboxes"), filepath.Join(abs, "local"), filepath.Join(abs, "bin"), filepath.Join(abs, "warm"), filepath.Join(abs, "workspaces")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: state dir: %w", err)
 		}
@@ -340,6 +367,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 			return nil, err
 		}
 		s.openCgroup()
+	}
+	if err := s.checkWorkspaceBounds(); err != nil {
+		return nil, err
 	}
 	if err := s.installBinaries(); err != nil {
 		return nil, err
@@ -441,6 +471,7 @@ func (s *Service) Close(ctx context.Context) error {
 			errs = append(errs, s.remove(ctx, b))
 		}
 		errs = append(errs, b.disconnect())
+		s.releaseLocal(b.key) // local sandboxes end with the service
 		b.life.Unlock()
 	}
 	if s.cfg.Ephemeral {

@@ -139,7 +139,8 @@ func (s *Service) warmFits(set settings) bool {
 	p := set.Params
 	return s.warm != nil && set.DockerHost == "" && slices.Contains(s.warm.images, p.Image) &&
 		p.Workdir == DefaultWorkdir && p.Network == "none" && p.User == "" && len(p.Env) == 0 && !p.ReadOnly &&
-		set.ExecTimeout == s.cfg.DefaultExecTimeout && set.MaxOutput == s.cfg.DefaultMaxOutput
+		set.ExecTimeout == s.cfg.DefaultExecTimeout && set.MaxOutput == s.cfg.DefaultMaxOutput &&
+		p.WorkspaceBytes == s.cfg.WorkspaceBytes
 }
 
 // claimWarm starts a new sandbox on a warm container when one fits and is
@@ -355,7 +356,12 @@ func (s *Service) makeWarm(ctx context.Context, e dockerbox.Engine, img string) 
 			labels[k] = v
 		}
 	}
-	w.id, _, err = dockerbox.Create(opCtx, e, dockerbox.Spec{Name: w.name, Volume: w.volume, Labels: labels, Params: set.Params,
+	device, release, err := s.boundVolume(opCtx, e, w.volume, false, set.Params.WorkspaceBytes, cu)
+	if err != nil {
+		return w, err
+	}
+	defer release()
+	w.id, _, err = dockerbox.Create(opCtx, e, dockerbox.Spec{Name: w.name, Volume: w.volume, VolumeDevice: device, Labels: labels, Params: set.Params,
 		User: cu, HostRunDir: w.dir, HostBinDir: s.binDir, Daemon: s.daemonCommand(set)})
 	if err != nil {
 		return w, err
@@ -402,6 +408,8 @@ func (s *Service) discardWarm(ctx context.Context, e dockerbox.Engine, w *warmCo
 	}
 	if err := dockerbox.RemoveVolume(ctx, e, w.volume); err != nil {
 		s.log.Warn("remove warm volume", "volume", w.volume, "err", err)
+	} else if err := s.dropVolumeImage(w.volume); err != nil {
+		s.log.Warn("remove warm volume's image", "volume", w.volume, "err", err)
 	}
 	_ = os.RemoveAll(w.dir)
 }

@@ -283,10 +283,10 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 			return nil, err
 		}
 		sbCfg.StateDir = dir
-		closers = append(closers, func() { os.RemoveAll(dir) })
 		// The id generated into it dies with it: nothing can adopt these
 		// sandboxes later, so they go at Close.
 		sbCfg.Ephemeral = sbCfg.Ephemeral || sbCfg.ManagerID == ""
+		closers = append(closers, func() { _ = sandbox.RemoveStateDir(dir) })
 	}
 	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics))
 	if err != nil {

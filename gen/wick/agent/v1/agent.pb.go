@@ -625,9 +625,13 @@ type BackendConfig struct {
 	// memory_bytes is the container's memory limit.
 	MemoryBytes int64 `protobuf:"varint,8,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
 	// nano_cpus is the container's CPU limit in billionths of a CPU.
-	NanoCpus      int64 `protobuf:"varint,9,opt,name=nano_cpus,json=nanoCpus,proto3" json:"nano_cpus,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NanoCpus int64 `protobuf:"varint,9,opt,name=nano_cpus,json=nanoCpus,proto3" json:"nano_cpus,omitempty"`
+	// workspace_bytes is the size of the agent's workspace: writes past it fail
+	// with "No space left on device". Zero takes the sandbox service's default;
+	// more than its maximum is refused. It applies when the workspace is made.
+	WorkspaceBytes int64 `protobuf:"varint,10,opt,name=workspace_bytes,json=workspaceBytes,proto3" json:"workspace_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BackendConfig) Reset() {
@@ -719,6 +723,13 @@ func (x *BackendConfig) GetMemoryBytes() int64 {
 func (x *BackendConfig) GetNanoCpus() int64 {
 	if x != nil {
 		return x.NanoCpus
+	}
+	return 0
+}
+
+func (x *BackendConfig) GetWorkspaceBytes() int64 {
+	if x != nil {
+		return x.WorkspaceBytes
 	}
 	return 0
 }
@@ -6765,7 +6776,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12*\n" +
 	"\x04data\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04data\x12\x0e\n" +
 	"\x02id\x18\x05 \x01(\tR\x02id\x12.\n" +
-	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xad\x02\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd6\x02\n" +
 	"\rBackendConfig\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -6776,7 +6787,9 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x10max_output_bytes\x18\x06 \x01(\x03R\x0emaxOutputBytes\x12\x18\n" +
 	"\anetwork\x18\a \x01(\tR\anetwork\x12!\n" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
-	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\"#\n" +
+	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\x12'\n" +
+	"\x0fworkspace_bytes\x18\n" +
+	" \x01(\x03R\x0eworkspaceBytes\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xc8\a\n" +
 	"\x05Agent\x12\x19\n" +

@@ -136,9 +136,15 @@ type SandboxSpec struct {
 	// ttl is an absolute lifetime after which the sandbox is stopped; zero means none.
 	Ttl *durationpb.Duration `protobuf:"bytes,13,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	// user is the user the container runs as; empty picks a non-root user when the image has one.
-	User          string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	User string `protobuf:"bytes,14,opt,name=user,proto3" json:"user,omitempty"`
+	// workspace_bytes is the size of the workspace's own filesystem: writes past
+	// it fail with "No space left on device", inside the sandbox and through the
+	// file calls (ResourceExhausted). Zero takes the service's default; it must
+	// not exceed the service's maximum. It applies when the workspace is made:
+	// an existing workspace keeps its size.
+	WorkspaceBytes int64 `protobuf:"varint,15,opt,name=workspace_bytes,json=workspaceBytes,proto3" json:"workspace_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SandboxSpec) Reset() {
@@ -267,6 +273,13 @@ func (x *SandboxSpec) GetUser() string {
 		return x.User
 	}
 	return ""
+}
+
+func (x *SandboxSpec) GetWorkspaceBytes() int64 {
+	if x != nil {
+		return x.WorkspaceBytes
+	}
+	return 0
 }
 
 // Sandbox describes one sandbox.
@@ -3346,7 +3359,7 @@ var File_wick_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xaf\x04\n" +
+	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd8\x04\n" +
 	"\vSandboxSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x1f\n" +
@@ -3364,7 +3377,8 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x10max_output_bytes\x18\v \x01(\x03R\x0emaxOutputBytes\x127\n" +
 	"\x03env\x18\f \x03(\v2%.wick.sandbox.v1.SandboxSpec.EnvEntryR\x03env\x12+\n" +
 	"\x03ttl\x18\r \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x12\n" +
-	"\x04user\x18\x0e \x01(\tR\x04user\x1a6\n" +
+	"\x04user\x18\x0e \x01(\tR\x04user\x12'\n" +
+	"\x0fworkspace_bytes\x18\x0f \x01(\x03R\x0eworkspaceBytes\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x04\n" +

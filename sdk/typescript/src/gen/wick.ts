@@ -1787,6 +1787,13 @@ export interface components {
             type?: string;
             /** @description workdir is the agent-facing workspace path, default "/workspace". */
             workdir?: string;
+            /**
+             * Format: int64
+             * @description workspace_bytes is the size of the agent's workspace: writes past it fail
+             *     with "No space left on device". Zero takes the sandbox service's default;
+             *     more than its maximum is refused. It applies when the workspace is made.
+             */
+            workspace_bytes?: string;
         };
         /** @description CancelRunResponse describes the run after cancelling. */
         "wick.agent.v1.CancelRunResponse": {

@@ -230,6 +230,10 @@ type BackendCfg struct {
 	Network        string        `yaml:"network" json:"network,omitempty"`
 	MemoryBytes    int64         `yaml:"memory_bytes" json:"memory_bytes,omitempty"`
 	NanoCPUs       int64         `yaml:"nano_cpus" json:"nano_cpus,omitempty"`
+	// WorkspaceBytes is the size of the agent's workspace, fixed when the
+	// workspace is made; 0 takes the sandbox service's default, and more
+	// than its maximum is refused.
+	WorkspaceBytes int64 `yaml:"workspace_bytes" json:"workspace_bytes,omitempty"`
 }
 
 // SkillsCfg lists the directories searched for SKILL.md files.

@@ -151,7 +151,7 @@ func Validate(id string, cfg *loop.AgentConfig) error {
 		default:
 			return fail(`backend.network %q must be "none" or "bridge"`, b.Network)
 		}
-		if b.Timeout < 0 || b.MaxOutputBytes < 0 || b.MemoryBytes < 0 || b.NanoCPUs < 0 {
+		if b.Timeout < 0 || b.MaxOutputBytes < 0 || b.MemoryBytes < 0 || b.NanoCPUs < 0 || b.WorkspaceBytes < 0 {
 			return fail("backend limits must not be negative")
 		}
 	}

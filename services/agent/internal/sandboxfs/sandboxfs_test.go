@@ -152,7 +152,7 @@ func newFS(t *testing.T, opts ...Option) (*FS, *localSandbox) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	spec := Spec(&loop.BackendCfg{Type: "docker", Image: "img", SandboxURL: "tcp://h:2376", MemoryBytes: 1 << 20})
+	spec := Spec(&loop.BackendCfg{Type: "docker", Image: "img", SandboxURL: "tcp://h:2376", MemoryBytes: 1 << 20, WorkspaceBytes: 64 << 20})
 	return New(sandboxv1.NewSandboxServiceClient(conn), "a1", spec, opts...), sb
 }
 
@@ -165,7 +165,8 @@ func TestFileSystemOverSandbox(t *testing.T) {
 	if err != nil || w.BytesWritten != 14 {
 		t.Fatalf("WriteFile = %+v, %v", w, err)
 	}
-	if len(sb.ensured) != 1 || sb.ensured[0].GetSpec().GetDockerHost() != "tcp://h:2376" || sb.ensured[0].GetSpec().GetType() != "docker" || sb.ensured[0].GetAgentId() != "a1" {
+	if len(sb.ensured) != 1 || sb.ensured[0].GetSpec().GetDockerHost() != "tcp://h:2376" || sb.ensured[0].GetSpec().GetType() != "docker" || sb.ensured[0].GetAgentId() != "a1" ||
+		sb.ensured[0].GetSpec().GetWorkspaceBytes() != 64<<20 {
 		t.Fatalf("ensure = %v", sb.ensured)
 	}
 	if c, err := fs.ReadFile(ctx, "/workspace/dir/a.txt"); err != nil || c != "one\ntwo\nthree\n" {

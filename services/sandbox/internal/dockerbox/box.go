@@ -74,22 +74,28 @@ var ErrExists = errors.New("container exists")
 
 // Params is a validated sandbox spec.
 type Params struct {
-	Image    string            `json:"image"`
-	Workdir  string            `json:"workdir"`
-	Network  string            `json:"network"`
-	User     string            `json:"user,omitempty"`
-	Memory   int64             `json:"memory"`
-	NanoCPUs int64             `json:"nano_cpus"`
-	Pids     int64             `json:"pids"`
-	ReadOnly bool              `json:"read_only,omitempty"`
-	TmpfsMB  int64             `json:"tmpfs_mb,omitempty"`
-	Env      map[string]string `json:"env,omitempty"`
+	Image    string `json:"image"`
+	Workdir  string `json:"workdir"`
+	Network  string `json:"network"`
+	User     string `json:"user,omitempty"`
+	Memory   int64  `json:"memory"`
+	NanoCPUs int64  `json:"nano_cpus"`
+	Pids     int64  `json:"pids"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+	TmpfsMB  int64  `json:"tmpfs_mb,omitempty"`
+	// WorkspaceBytes is the size of the workspace's filesystem when the
+	// service makes one (the service binds it; Create knows nothing of it).
+	WorkspaceBytes int64             `json:"workspace_bytes,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
 }
 
 // Spec is one container to create.
 type Spec struct {
 	Name   string
 	Volume string
+	// VolumeDevice, when set, is the host directory a new workspace volume
+	// binds: the mounted filesystem that bounds the workspace's size.
+	VolumeDevice string
 	// HostRunDir is the host directory mounted at RunDir; empty for remote
 	// engines, whose filesystem the service cannot reach.
 	HostRunDir string
@@ -116,7 +122,7 @@ type User struct {
 // Create creates the volume and the container (not started). It reports
 // whether the volume was new.
 func Create(ctx context.Context, e Engine, s Spec) (id string, newVolume bool, err error) {
-	newVolume, err = ensureVolume(ctx, e, s.Volume, s.Labels)
+	newVolume, err = ensureVolume(ctx, e, s.Volume, s.VolumeDevice, s.Labels)
 	if err != nil {
 		return "", false, err
 	}
@@ -184,14 +190,18 @@ func Create(ctx context.Context, e Engine, s Spec) (id string, newVolume bool, e
 	return resp.ID, newVolume, nil
 }
 
-func ensureVolume(ctx context.Context, e Engine, name string, labels map[string]string) (bool, error) {
+func ensureVolume(ctx context.Context, e Engine, name, device string, labels map[string]string) (bool, error) {
 	if _, err := e.VolumeInspect(ctx, name); err == nil {
 		return false, nil
 	} else if !IsNotFound(err) {
 		return false, fmt.Errorf("inspect volume %s: %w", name, err)
 	}
-	if err := CreateVolume(ctx, e, name, labels); err != nil {
-		return false, err
+	var opts map[string]string
+	if device != "" {
+		opts = BindOptions(device)
+	}
+	if _, err := e.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels, DriverOpts: opts}); err != nil {
+		return false, fmt.Errorf("create volume %s: %w", name, err)
 	}
 	return true, nil
 }
@@ -257,6 +267,13 @@ func SetLimits(ctx context.Context, e Engine, id string, p Params) error {
 		return fmt.Errorf("set limits of container %s: %w", id, err)
 	}
 	return nil
+}
+
+// BindOptions are the local volume driver's options for a volume that is
+// the host directory dir: the engine bind-mounts dir when a container
+// using the volume starts, and the bind keeps what is mounted on dir.
+func BindOptions(dir string) map[string]string {
+	return map[string]string{"type": "none", "o": "bind", "device": dir}
 }
 
 // CreateVolume creates a volume with labels. Docker answers the creation of

@@ -1,0 +1,74 @@
+package diskimage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/wick-agent/wick/platform/testenv"
+)
+
+func TestImageBoundsWrites(t *testing.T) {
+	dir := t.TempDir()
+	if err := Probe(context.Background(), dir); err != nil {
+		testenv.Missing(t, "loop-mounted disk images (root, loop devices, mkfs.ext4): %v", err)
+	}
+	t.Cleanup(func() { _ = ReleaseAll(dir) })
+	img, mnt := filepath.Join(dir, "ws.img"), filepath.Join(dir, "ws")
+	ctx := context.Background()
+	if err := Create(ctx, img, MinBytes, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := Mount(ctx, img, mnt); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "keep.txt"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := os.WriteFile(filepath.Join(mnt, "big.bin"), make([]byte, 2*MinBytes), 0o600)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("writing twice the image's size: %v, want ENOSPC", err)
+	}
+	if err := Release(mnt); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := Mounted(mnt); ok {
+		t.Fatal("still mounted after Release")
+	}
+
+	// An image is never formatted twice: mounted again, it has its files.
+	if err := Create(ctx, img, MinBytes, 0, 0); !errors.Is(err, ErrExists) {
+		t.Fatalf("Create over an existing image: %v, want ErrExists", err)
+	}
+	if err := Mount(ctx, img, mnt); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(mnt, "keep.txt")); err != nil || string(got) != "kept" {
+		t.Fatalf("keep.txt after a second mount = %q %v", got, err)
+	}
+	if err := ReleaseAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := Mounted(mnt); ok {
+		t.Fatal("still mounted after ReleaseAll")
+	}
+}
+
+func TestCreateRefusesTinyImages(t *testing.T) {
+	t.Parallel()
+	if err := Create(context.Background(), filepath.Join(t.TempDir(), "x.img"), MinBytes-1, 0, 0); err == nil {
+		t.Fatal("an image below MinBytes was made")
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
