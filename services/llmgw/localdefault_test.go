@@ -133,6 +133,16 @@ func TestLocalProviderDefaultGuarded(t *testing.T) {
 				if status.Code(embedErr) != codes.PermissionDenied {
 					t.Errorf("gRPC Embed: err = %v, want PermissionDenied from the guard", embedErr)
 				}
+				// The refusal must not say what the name resolved to.
+				msgs := []string{status.Convert(grpcErr).Message(), status.Convert(embedErr).Message()}
+				if apiErr != nil {
+					msgs = append(msgs, apiErr.Message)
+				}
+				for _, msg := range msgs {
+					if strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "loopback") {
+						t.Errorf("the refusal reveals the address: %q", msg)
+					}
+				}
 				if n := local.conns.Load(); n != 0 {
 					t.Fatalf("an unconfigured %s spec connected to the loopback default %d times", p.name, n)
 				}
