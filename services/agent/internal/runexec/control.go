@@ -281,8 +281,8 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 	}
 }
 
-// final reports whether ev is a run's last event.
-func final(ev *loop.StreamEvent) bool {
+// endsRun reports whether ev is a run's last event (done or error).
+func endsRun(ev *loop.StreamEvent) bool {
 	return ev != nil && (ev.Event == loop.EventDone || ev.Event == loop.EventError)
 }
 
@@ -302,7 +302,7 @@ func (e *Executor) sendMissingEnd(ctx context.Context, runID string, last *loop.
 			return err
 		}
 	}
-	if final(last) {
+	if endsRun(last) {
 		return nil
 	}
 	rec, err := e.runs.Get(ctx, runID)
