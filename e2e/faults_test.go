@@ -5,9 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +22,16 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/gateway"
 )
 
 // The note the fault tests write before the fault: it must survive it.
@@ -276,22 +286,44 @@ var localBackend = &agentv1.BackendConfig{Type: "local"}
 
 var localSandboxArgs = []string{"-default-type", "local", "-allow-local", "-single-user"}
 
-// TestFaultRedisStopped kills redis-server while a run streams, after a
-// completed tool round, and starts it again on the same port and data.
+// TestFaultRedisStopped kills redis-server while a run streams over REST,
+// after a completed tool round, and starts it again on the same port and
+// data. The live stream ends with the run's error event saying the store is
+// unreachable (not a bare stream error); once Redis is back the run is
+// failed and its log, read again from the start on the replica that ran it
+// or on another, ends with that event and closes.
 func TestFaultRedisStopped(t *testing.T) {
 	s := startProcs(t, procConfig{sandboxArgs: localSandboxArgs, agentArgs: []string{"-run-lease", "2s"}})
 	createFaultAgent(t, s, "redis-fault", "script:fault-stream?delay=50ms", localBackend)
+	api := faultGateway(t, s)
+	ctx, cancel := context.WithTimeout(t.Context(), faultDeadline)
+	defer cancel()
 
-	evs, err := streamRun(t, s, "redis-fault", "", "write the note", once(afterToolEnd("write_file", "on_chat_model_stream"), s.redis.Kill))
-	t.Logf("events %d, last %v, err %v", len(evs), lastEvent(evs), err)
-	threadID := threadOf(evs)
-	if threadID == "" {
-		t.Fatalf("no thread id in %v", evs)
+	resp := openSSE(t, ctx, "POST", api+"/agents/redis-fault/stream", aliceToken, jsonBody(userMessage("write the note", map[string]any{"enqueue": true})))
+	kill := once(afterToolEnd("write_file", "on_chat_model_stream"), s.redis.Kill)
+	var evs []*agentv1.StreamEvent
+	frames := newEventStream(resp.Body)
+	for {
+		f, err := frames.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read the live stream: %v", err)
+		}
+		ev := runEventOf(t, f)
+		evs = append(evs, ev)
+		kill(ev)
+	}
+	t.Logf("events %d, last %v", len(evs), lastEvent(evs))
+	threadID, runID := threadOf(evs), lastEvent(evs).GetRunId()
+	if threadID == "" || runID == "" {
+		t.Fatalf("no thread or run id in %v", evs)
 	}
 	if ends := toolEnds(t, evs)["write_file"]; len(ends) != 1 || field(ends[0], "error") != "" {
 		t.Fatalf("write_file ends %v, want one success", ends)
 	}
-	checkUnavailable(t, "the run", err, evs)
+	checkStoreStopped(t, "the live stream", evs)
 
 	t.Run("loading the thread while Redis is down is Unavailable", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(as(t.Context(), faultUser), time.Minute)
@@ -309,6 +341,54 @@ func TestFaultRedisStopped(t *testing.T) {
 		_, err := s.client.GetThread(ctx, &agentv1.GetThreadRequest{ThreadId: threadID})
 		return status.Code(err) != codes.Unavailable, fmt.Sprint(err)
 	})
+	var run struct {
+		Run struct {
+			Status string `json:"status"`
+		} `json:"run"`
+	}
+	getJSON(t, ctx, api+"/runs/"+runID, &run)
+	if run.Run.Status != "failed" {
+		t.Fatalf("GET /runs/%s: status %q, want failed", runID, run.Run.Status)
+	}
+	var rejoined []*agentv1.StreamEvent
+	for _, f := range readEvents(t, openSSE(t, ctx, "GET", api+"/runs/"+runID+"/events", aliceToken, nil).Body) {
+		rejoined = append(rejoined, runEventOf(t, f))
+	}
+	checkStoreStopped(t, "re-joining from the start", rejoined)
+
+	// The replica that ran the run writes its end to Redis once Redis
+	// answers (it retries with backoff); another replica reads that log.
+	rdb := redis.NewClient(&redis.Options{Addr: s.redisAddr})
+	t.Cleanup(func() { rdb.Close() })
+	waitFor(t, "the run's end in Redis", time.Minute, func() (bool, string) {
+		st, err := rdb.HGet(ctx, "wick:run:{"+runID+"}", "s").Result()
+		return st == "failed", fmt.Sprint(st, err)
+	})
+	addrB := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	b := testenv.NewProc(t, "wick-agent-b", filepath.Join(serviceBinaries(t), "wick-agent"), s.agentArgs(addrB), testenv.GRPCServing(addrB))
+	b.Start()
+	conn, err := dial.New(addrB, dial.WithIdentity(s.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	join, err := agentv1.NewAgentServiceClient(conn).JoinRun(as(ctx, faultUser), &agentv1.JoinRunRequest{RunId: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var onB []*agentv1.StreamEvent
+	for {
+		m, err := join.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("JoinRun on another replica: %v (events %v)", err, onB)
+		}
+		onB = append(onB, m.GetEvent())
+	}
+	checkStoreStopped(t, "JoinRun on another replica", onB)
+
 	msgs := validThread(t, s, threadID)
 	if len(msgs) != 3 || !hasToolResult(msgs, "write_file", "") {
 		t.Fatalf("thread after the fault = %v, want the user message and the completed write_file round", msgs)
@@ -318,6 +398,76 @@ func TestFaultRedisStopped(t *testing.T) {
 	after := validThread(t, s, threadID)
 	if len(after) != len(msgs)+2 || after[len(after)-1].GetContent() != faultLongText {
 		t.Fatalf("thread after the next run = %v, want the earlier %d messages and the new exchange", after, len(msgs))
+	}
+}
+
+// storeStoppedMessage is the documented message of a run stopped because
+// its events could not be logged.
+const storeStoppedMessage = "the run store is unreachable: the run was stopped, as its events could not be logged"
+
+// checkStoreStopped checks that a run's events end with exactly one last
+// event: the error event of a run stopped by its store.
+func checkStoreStopped(t *testing.T, what string, evs []*agentv1.StreamEvent) {
+	t.Helper()
+	last := lastEvent(evs)
+	if last.GetEvent() != "error" || field(last, "code") != "unavailable" || field(last, "message") != storeStoppedMessage {
+		t.Fatalf("%s ended with %v, want an error event with code unavailable and %q", what, last, storeStoppedMessage)
+	}
+	for _, ev := range evs[:len(evs)-1] {
+		if ev.GetEvent() == "error" || ev.GetEvent() == "done" {
+			t.Fatalf("%s has a last event before its end: %v", what, ev)
+		}
+	}
+}
+
+// runEventOf decodes an SSE frame of a run's stream: its data must be a
+// run event of the frame's kind (a stream's own failure, an Error, is not).
+func runEventOf(t *testing.T, f sseMessage) *agentv1.StreamEvent {
+	t.Helper()
+	ev := &agentv1.StreamEvent{}
+	if err := protojson.Unmarshal([]byte(f.Data), ev); err != nil || ev.GetEvent() != f.Event {
+		t.Fatalf("frame %q with data %s is not a run event: %v", f.Event, f.Data, err)
+	}
+	return ev
+}
+
+// faultGateway serves the REST API in front of the suite's agent service,
+// with aliceToken for faultUser, and returns its URL.
+func faultGateway(t *testing.T, s *procSuite) string {
+	t.Helper()
+	conn, err := dial.New(s.agentAddr, dial.WithIdentity(s.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	gw, err := gateway.New(gateway.Config{Tokens: map[string]string{aliceToken: faultUser}}, conn, gateway.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(gw)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// getJSON GETs url with aliceToken and decodes the 200 answer into v.
+func getJSON(t *testing.T, ctx context.Context, url string, v any) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d %s", url, resp.StatusCode, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, body)
 	}
 }
 

@@ -67,6 +67,8 @@ type procSuite struct {
 	key                          *identity.Key
 	// client calls the agent service; as(ctx, user) picks the user.
 	client agentv1.AgentServiceClient
+	// agentAddr and redisAddr are where the agent service and Redis listen.
+	agentAddr, redisAddr string
 	// agentArgs are the flags of a wick-agent serving on grpcAddr beside
 	// the first, on the same Redis, gateway and sandbox service (a replica).
 	agentArgs func(grpcAddr string) []string
@@ -104,7 +106,7 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
 
-	s := &procSuite{key: key}
+	s := &procSuite{key: key, agentAddr: agentAddr, redisAddr: redisAddr}
 	s.redis = testenv.NewProc(t, "redis-server", redisBin, []string{
 		"--port", redisPort, "--bind", "127.0.0.1", "--dir", t.TempDir(), "--daemonize", "no",
 		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--loglevel", "warning",

@@ -264,6 +264,11 @@ func WithMaxInputMessages(n int) Option { return runOption(runexec.WithMaxInputM
 // WithMaxRunDuration bounds a run's wall time.
 func WithMaxRunDuration(d time.Duration) Option { return runOption(runexec.WithMaxRunDuration(d)) }
 
+// WithStoreRetry bounds how long a replica keeps writing the end of a run
+// stopped because its store did not answer, once the store is back
+// (runexec.DefaultStoreRetry, 10 min).
+func WithStoreRetry(d time.Duration) Option { return runOption(runexec.WithStoreRetry(d)) }
+
 // WithWatchBuffer sets how far a WatchEvents subscriber may fall behind.
 func WithWatchBuffer(n int) Option { return func(o *options) { o.watchBuffer = n } }
 

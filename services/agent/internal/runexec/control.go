@@ -78,11 +78,13 @@ func (e *Executor) snapshot(ctx context.Context, rec *runs.Run) *Snapshot {
 }
 
 func (e *Executor) lastEventID(ctx context.Context, runID string) string {
-	if id, err := e.local.Last(ctx, runID); err == nil && id != "" {
-		return id
+	if ev, err := e.local.Last(ctx, runID); err == nil && ev != nil {
+		return ev.ID
 	}
-	id, _ := e.log.Last(ctx, runID)
-	return id
+	if ev, _ := e.log.Last(ctx, runID); ev != nil {
+		return ev.ID
+	}
+	return ""
 }
 
 // Get returns the user's run. A run whose owner (another replica) died is
@@ -160,8 +162,17 @@ func (e *Executor) CancelAgent(ctx context.Context, user, agentID string) ([]str
 // owner (another replica) died.
 func (e *Executor) current(ctx context.Context, user, runID string) (*runs.Run, error) {
 	rec, err := e.own(ctx, user, runID)
-	if err != nil || runs.Terminal(rec.Status) || e.lookup(rec.ID) != nil {
+	if err != nil || runs.Terminal(rec.Status) {
 		return rec, err
+	}
+	if r := e.lookup(rec.ID); r != nil {
+		select {
+		case <-r.done:
+			// Stopped by its store, which has not taken its end yet.
+			return r.Record(), nil
+		default:
+			return rec, nil
+		}
 	}
 	if _, err := e.reapIfDead(ctx, user, rec.ID); err != nil {
 		return nil, err
@@ -172,20 +183,7 @@ func (e *Executor) current(ctx context.Context, user, runID string) (*runs.Run, 
 // Follow sends the events of a run this replica started, from its first,
 // until its log ends.
 func (e *Executor) Follow(ctx context.Context, r *Run, send func(loop.StreamEvent) error) error {
-	if err := e.follow(ctx, r.user, r.rec.ID, "", send); err != nil {
-		return err
-	}
-	// A run stopped because its log was unreachable has no final event to
-	// show for it: the follower must not end as if the run had.
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if r.logFail != nil {
-		return r.logFail
-	}
-	return nil
+	return e.follow(ctx, r.user, r.rec.ID, "", send)
 }
 
 // Join sends the events of the user's run after the event id after ("":
@@ -226,6 +224,8 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 	// mergeDeltas may merge; before, it is the run's history being
 	// replayed, which goes out as logged.
 	caughtUp := false
+	// last is the last event sent, nil before the first.
+	var last *loop.StreamEvent
 	for {
 		evs, ended, local, err := e.readLog(ctx, runID, after)
 		if err != nil {
@@ -242,8 +242,11 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 			}
 			after = ev.ID
 		}
+		if len(evs) > 0 {
+			last = &evs[len(evs)-1]
+		}
 		if ended {
-			return nil
+			return e.sendMissingEnd(ctx, runID, last, local, send)
 		}
 		if len(evs) > 0 || local {
 			continue
@@ -270,9 +273,70 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 					return err
 				}
 			}
-			return nil
+			if len(evs) > 0 {
+				last = &evs[len(evs)-1]
+			}
+			return e.sendMissingEnd(ctx, runID, last, false, send)
 		}
 	}
+}
+
+// endsRun reports whether ev is a run's last event (done or error).
+func endsRun(ev *loop.StreamEvent) bool {
+	return ev != nil && (ev.Event == loop.EventDone || ev.Event == loop.EventError)
+}
+
+// sendMissingEnd gives a follower the last event of a run that is over but
+// whose log lacks it (its replica could not log it, the store being down,
+// and has not yet, or died): one made from the run's record, without an id
+// as it is in no log. last is the last event sent (nil: none, then the
+// log's last is looked up, in this replica's copy when local).
+func (e *Executor) sendMissingEnd(ctx context.Context, runID string, last *loop.StreamEvent, local bool, send func(loop.StreamEvent) error) error {
+	if last == nil {
+		l := e.log
+		if local {
+			l = e.local
+		}
+		var err error
+		if last, err = l.Last(ctx, runID); err != nil {
+			return err
+		}
+	}
+	if endsRun(last) {
+		return nil
+	}
+	rec, err := e.runs.Get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	return send(endOf(rec))
+}
+
+// endOf is the last event a run's record tells.
+func endOf(rec *runs.Run) loop.StreamEvent {
+	ev := loop.StreamEvent{Event: loop.EventError, RunID: rec.ID, ThreadID: rec.ThreadID}
+	switch rec.Status {
+	case runs.StatusDone:
+		ev.Event = loop.EventDone
+		ev.Data = map[string]any{"stop_reason": loop.StopCompleted}
+		return ev
+	case runs.StatusStopped:
+		ev.Event = loop.EventDone
+		ev.Data = map[string]any{"stop_reason": loop.StopStopped}
+		return ev
+	}
+	msg, code := rec.Error, rec.Code
+	if msg == "" {
+		msg = "the run ended without logging its last event"
+	}
+	if code == "" {
+		code = "failed"
+		if rec.Status == runs.StatusCancelled {
+			code = "cancelled"
+		}
+	}
+	ev.Data = map[string]any{"message": msg, "code": code}
+	return ev
 }
 
 // reapIfDead closes a run whose owner no longer holds its thread's lease.
@@ -293,14 +357,14 @@ func (e *Executor) reapIfDead(ctx context.Context, user, runID string) (bool, er
 	if holder == rec.LeaseToken {
 		return false, nil
 	}
-	won, err := e.runs.Finish(ctx, runID, runs.StatusFailed, "lost")
+	won, err := e.runs.Finish(ctx, runID, runs.StatusFailed, lostMessage, codeLost)
 	if err != nil || !won {
 		return false, err
 	}
 	e.logger.Warn("run lost its replica", "run_id", runID, "thread_id", rec.ThreadID)
 	if _, err := e.log.AppendClosing(ctx, runID, loop.StreamEvent{Event: loop.EventError, RunID: runID, ThreadID: rec.ThreadID, Data: map[string]any{
-		"message": "the replica running this run stopped; every completed tool round is saved in the thread",
-		"code":    "lost",
+		"message": lostMessage,
+		"code":    codeLost,
 	}}); err != nil {
 		return false, err
 	}

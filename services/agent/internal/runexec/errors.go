@@ -28,9 +28,22 @@ var (
 	ErrStoreUnavailable = errors.New("the run store is unreachable")
 )
 
+// unloggedMessage is the data.message of the error event, and the error of
+// the record, of a run stopped because its events could not be logged. The
+// store's own error (its address, among others) goes to the service's log
+// only.
+var unloggedMessage = ErrStoreUnavailable.Error() + ": the run was stopped, as its events could not be logged"
+
 // CodeLimit is the data.code of a run's error event when the run failed on
 // a per-user or per-thread limit (quota.ErrExceeded).
 const CodeLimit = "resource_exhausted"
+
+// lostMessage and codeLost are the data of the error event of a run whose
+// replica stopped while it ran.
+const (
+	lostMessage = "the replica running this run stopped; every completed tool round is saved in the thread"
+	codeLost    = "lost"
+)
 
 // CodeUnavailable is the data.code of a run's error event when a dependency
 // the run needed (the LLM gateway, the model's provider) did not answer.

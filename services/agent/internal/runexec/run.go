@@ -53,8 +53,10 @@ type Run struct {
 	closing bool
 	// taskMu orders task events sent from outside the loop (EmitTask) with
 	// the run's end: none is logged once ended is set.
-	taskMu  sync.Mutex
-	ended   bool
+	taskMu sync.Mutex
+	ended  bool
+	// logFail is why the run's events could not be logged (guarded by
+	// logMu); once set, the run stops and no further event is logged.
 	logFail error
 	// err is the loop's error, set before done is closed.
 	err error
@@ -152,6 +154,11 @@ func (r *Run) emit(ev loop.StreamEvent) {
 	ctx := context.WithoutCancel(r.ctx)
 	r.logMu.Lock()
 	defer r.logMu.Unlock()
+	if r.logFail != nil {
+		// The run is being stopped: an event logged now, once the store
+		// answers again, would follow a gap in the log.
+		return
+	}
 	start := time.Now()
 	id, err := r.log.Append(ctx, rec.ID, ev)
 	if o := r.cfg.appendLatency; o != nil {
@@ -251,9 +258,9 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 		// A run continues from exactly this save (Continue checks it).
 		r.update(context.WithoutCancel(r.ctx), func(rec *runs.Run) { rec.ThreadVersion = state.Version })
 	}
-	if r.logFail != nil {
+	if logFail := r.storeFailure(); logFail != nil {
 		// The loop only saw its context cancelled; the cause is the store.
-		err = r.logFail
+		err = logFail
 	}
 	r.err = err
 
@@ -272,8 +279,9 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 	r.taskMu.Lock()
 	r.ended = true
 	r.taskMu.Unlock()
-	if r.logFail == nil {
+	if r.storeFailure() == nil {
 		r.closing = true
+		last := loop.StreamEvent{Event: loop.EventDone}
 		switch {
 		case r.final != nil:
 			if m, ok := r.final.Data.(map[string]any); ok && r.final.Event == loop.EventError {
@@ -286,14 +294,28 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 					m["code"] = CodeUnavailable
 				}
 			}
-			r.emit(*r.final)
-		case endStatus == runs.StatusDone:
-			r.emit(loop.StreamEvent{Event: loop.EventDone})
-		default:
-			r.emit(loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": msg, "code": code}})
+			last = *r.final
+		case endStatus != runs.StatusDone:
+			last = loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": msg, "code": code}}
+		}
+		r.emit(last)
+		if m, ok := last.Data.(map[string]any); ok && last.Event == loop.EventError {
+			code, _ = m["code"].(string)
 		}
 	}
-	r.setStatus(final, endStatus, nil, msg)
+	if logFail := r.storeFailure(); logFail != nil {
+		// The final event could not be logged either (or the run was
+		// stopped for the same reason before).
+		r.err = logFail
+		r.endUnlogged(final)
+		return
+	}
+	r.update(final, func(rec *runs.Run) {
+		rec.Status, rec.Pending, rec.Awaiting = endStatus, nil, ""
+		if msg != "" {
+			rec.Error, rec.Code = msg, code
+		}
+	})
 	if err := r.log.End(final, r.rec.ID); err != nil {
 		r.logger.Warn("end run log", "run_id", r.rec.ID, "error", err)
 	}

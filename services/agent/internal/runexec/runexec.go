@@ -148,6 +148,7 @@ type config struct {
 	localRetention  time.Duration
 	maxInput        int
 	maxRunDuration  time.Duration
+	storeRetry      time.Duration
 	httpClient      *http.Client
 	toolNetAllow    []netip.Prefix
 	runnerOptions   []loop.RunnerOption
@@ -307,7 +308,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	}
 	cfg := config{
 		approvalTimeout: DefaultApprovalTimeout, questionTimeout: DefaultQuestionTimeout, pollInterval: DefaultPollInterval, joinBlock: DefaultJoinBlock,
-		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration, merge: true,
+		localRetention: DefaultLocalLogRetention, maxInput: DefaultMaxInputMessages, maxRunDuration: DefaultMaxRunDuration, storeRetry: DefaultStoreRetry, merge: true,
 	}
 	for _, o := range opts {
 		o(&cfg)

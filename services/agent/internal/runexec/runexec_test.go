@@ -59,6 +59,14 @@ func newFixtureOver(t *testing.T, model *llmtest.Script, wrap func(runs.Store, r
 	if wrap != nil {
 		store, log = wrap(store, log)
 	}
+	exec := newExecutor(t, model, ts, store, log, opts...)
+	return &fixture{t: t, exec: exec, threads: ts, runs: rm, model: model}
+}
+
+// newExecutor is an executor over these stores, as a replica is beside
+// others on shared ones.
+func newExecutor(t *testing.T, model *llmtest.Script, ts *threads.MemoryStore, store runs.Store, log runs.Log, opts ...runexec.Option) *runexec.Executor {
+	t.Helper()
 	agentStore := registry.NewMemoryStore()
 	exec, err := runexec.New(runexec.Deps{
 		Threads: ts, Locker: ts, Runs: store, Log: log, Quota: quota.NewMemory(),
@@ -70,7 +78,7 @@ func newFixtureOver(t *testing.T, model *llmtest.Script, wrap func(runs.Store, r
 		t.Fatal(err)
 	}
 	t.Cleanup(exec.Close)
-	return &fixture{t: t, exec: exec, threads: ts, runs: rm, model: model}
+	return exec
 }
 
 // sharedLog hides that the log is in memory, so the executor keeps its own

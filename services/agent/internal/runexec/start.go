@@ -370,14 +370,23 @@ func (e *Executor) register(ctx context.Context, user string, req Request, runID
 }
 
 // launch executes a registered run in the background; it leaves this
-// replica's runs before its done channel closes.
+// replica's runs before its done channel closes. A run stopped by its store
+// stays this replica's after it is done, while its end is written to the
+// store, so that Get answers its record meanwhile and never takes it for a
+// run whose replica died.
 func (e *Executor) launch(r *Run, runner runner, state *loop.AgentState, input []llm.Message) {
 	go func() {
 		defer e.wg.Done()
 		defer r.timeout()
-		defer close(r.done)
-		defer e.forget(r)
 		r.execute(runner, state, input)
+		if r.storeFailure() != nil {
+			close(r.done)
+			r.writeEnd(e.base)
+			e.forget(r)
+			return
+		}
+		e.forget(r)
+		close(r.done)
 	}()
 }
 

@@ -135,7 +135,7 @@ func (m *Memory) Unfinished(_ context.Context, user, agentID string) ([]string, 
 }
 
 // Finish implements Store.
-func (m *Memory) Finish(_ context.Context, runID, status, msg string) (bool, error) {
+func (m *Memory) Finish(_ context.Context, runID, status, msg, code string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.entry(runID, false)
@@ -145,7 +145,7 @@ func (m *Memory) Finish(_ context.Context, runID, status, msg string) (bool, err
 	if Terminal(r.rec.Status) {
 		return false, nil
 	}
-	r.rec.Status, r.rec.Error, r.rec.Pending = status, msg, nil
+	r.rec.Status, r.rec.Error, r.rec.Code, r.rec.Pending = status, msg, code, nil
 	return true, nil
 }
 
@@ -239,7 +239,8 @@ func (m *Memory) Nudges(ctx context.Context) (<-chan string, error) {
 
 // Append implements Log. An event that already has an id (given by a shared
 // log) keeps it, so a local copy answers with the ids clients saw; the id
-// must then be greater than the previous one.
+// must then be greater than the previous one. An event without one gets an
+// id after the last, also in a copy of a shared log.
 func (m *Memory) Append(_ context.Context, runID string, ev loop.StreamEvent) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -250,6 +251,9 @@ func (m *Memory) Append(_ context.Context, runID string, ev loop.StreamEvent) (s
 	var key eventID
 	if ev.ID == "" {
 		key = eventID{r.next, 0}
+		if n := len(r.keys); n > 0 && !r.keys[n-1].less(key) {
+			key = eventID{r.keys[n-1].hi, r.keys[n-1].lo + 1}
+		}
 		r.next++
 		ev.ID = key.String()
 	} else {
@@ -370,14 +374,15 @@ func (m *Memory) Read(ctx context.Context, runID, after string, max int, block t
 }
 
 // Last implements Log.
-func (m *Memory) Last(_ context.Context, runID string) (string, error) {
+func (m *Memory) Last(_ context.Context, runID string) (*loop.StreamEvent, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := m.entry(runID, false)
 	if r == nil || len(r.events) == 0 {
-		return "", nil
+		return nil, nil
 	}
-	return r.events[len(r.events)-1].ID, nil
+	ev := r.events[len(r.events)-1]
+	return &ev, nil
 }
 
 // CheckEventID validates an event id given by a client ("" is valid: the start).

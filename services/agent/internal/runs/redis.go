@@ -13,8 +13,9 @@ import (
 )
 
 // Redis is the Store and Log shared by replicas. A run is a hash {s: status,
-// j: record JSON, c: cancel requested, p: stop requested} and a stream of events {e: event
-// JSON} ended by an entry {end: 1}; decisions wait in a string key. Keys
+// j: record JSON, c: cancel requested, p: stop requested, m and k: error
+// message and code set by Finish} and a stream of events {e: event JSON}
+// ended by an entry {end: 1}; decisions wait in a string key. Keys
 // carry the run id as a hash tag so one run's keys share a cluster slot.
 type Redis struct {
 	rdb       redis.UniversalClient
@@ -143,12 +144,14 @@ func (r *Redis) Unfinished(ctx context.Context, user, agentID string) ([]string,
 
 // Get implements Store.
 func (r *Redis) Get(ctx context.Context, runID string) (*Run, error) {
-	vals, err := r.rdb.HMGet(ctx, r.runKey(runID), "s", "j").Result()
+	vals, err := r.rdb.HMGet(ctx, r.runKey(runID), "s", "j", "m", "k").Result()
 	if err != nil {
 		return nil, fmt.Errorf("load run: %w", err)
 	}
 	st, _ := vals[0].(string)
 	data, _ := vals[1].(string)
+	msg, _ := vals[2].(string)
+	code, _ := vals[3].(string)
 	if data == "" {
 		return nil, ErrNotFound
 	}
@@ -157,7 +160,8 @@ func (r *Redis) Get(ctx context.Context, runID string) (*Run, error) {
 		return nil, fmt.Errorf("decode run: %w", err)
 	}
 	if Terminal(st) && !Terminal(run.Status) {
-		run.Status, run.Pending = st, nil // closed by Finish from another replica
+		// Closed by Finish, which writes only its fields.
+		run.Status, run.Pending, run.Error, run.Code = st, nil, msg, code
 	}
 	return &run, nil
 }
@@ -166,14 +170,14 @@ var finishScript = redis.NewScript(`
 local s = redis.call('HGET', KEYS[1], 's')
 if not s then return -1 end
 if s == 'done' or s == 'stopped' or s == 'cancelled' or s == 'failed' then return 0 end
-redis.call('HSET', KEYS[1], 's', ARGV[1])
+redis.call('HSET', KEYS[1], 's', ARGV[1], 'm', ARGV[3], 'k', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1`)
 
-// Finish implements Store. Only the status field changes; Get reports it
-// over the record's.
-func (r *Redis) Finish(ctx context.Context, runID, status, _ string) (bool, error) {
-	n, err := finishScript.Run(ctx, r.rdb, []string{r.runKey(runID)}, status, r.retention.Milliseconds()).Int64()
+// Finish implements Store. Only the status, message and code fields
+// change; Get reports them over the record's.
+func (r *Redis) Finish(ctx context.Context, runID, status, msg, code string) (bool, error) {
+	n, err := finishScript.Run(ctx, r.rdb, []string{r.runKey(runID)}, status, r.retention.Milliseconds(), msg, code).Int64()
 	if err != nil {
 		return false, fmt.Errorf("finish run: %w", err)
 	}
@@ -410,15 +414,22 @@ func (r *Redis) read(ctx context.Context, runID, after string, max int, block ti
 }
 
 // Last implements Log.
-func (r *Redis) Last(ctx context.Context, runID string) (string, error) {
+func (r *Redis) Last(ctx context.Context, runID string) (*loop.StreamEvent, error) {
 	res, err := r.rdb.XRevRangeN(ctx, r.eventsKey(runID), "+", "-", 2).Result()
 	if err != nil {
-		return "", fmt.Errorf("read run log: %w", err)
+		return nil, fmt.Errorf("read run log: %w", err)
 	}
 	for _, m := range res {
-		if _, ok := m.Values["end"]; !ok {
-			return m.ID, nil
+		if _, ok := m.Values["end"]; ok {
+			continue
 		}
+		raw, _ := m.Values["e"].(string)
+		var ev loop.StreamEvent
+		if err := json.Unmarshal([]byte(raw), &ev); err != nil {
+			return nil, fmt.Errorf("decode event %s: %w", m.ID, err)
+		}
+		ev.ID = m.ID
+		return &ev, nil
 	}
-	return "", nil
+	return nil, nil
 }

@@ -73,6 +73,10 @@ type Run struct {
 	LeaseToken string `json:"lease_token"`
 	// Error is the failure message of a failed run.
 	Error string `json:"error,omitempty"`
+	// Code is the data.code of the error event that ended a failed or
+	// cancelled run, from which a reader gives a log that lacks that event
+	// its end.
+	Code string `json:"code,omitempty"`
 	// Awaiting says what a waiting run waits for: AwaitApproval of its
 	// pending calls, or AwaitAnswer to its pending ask_user call.
 	Awaiting string `json:"awaiting,omitempty"`
@@ -87,9 +91,11 @@ type Store interface {
 	Put(ctx context.Context, r *Run) error
 	// Get returns the record or ErrNotFound.
 	Get(ctx context.Context, runID string) (*Run, error)
-	// Finish sets status on a run that has not ended yet, and reports whether
-	// it did; it is how a replica closes a run whose owner died.
-	Finish(ctx context.Context, runID, status, msg string) (bool, error)
+	// Finish sets status, with the error message and code of a run that
+	// failed, on a run that has not ended yet, and reports whether it did:
+	// of the replicas that may close a run (its owner, one that found the
+	// owner dead), one does.
+	Finish(ctx context.Context, runID, status, msg, code string) (bool, error)
 	// RequestCancel records a cancel request and nudges the owner.
 	RequestCancel(ctx context.Context, runID string) error
 	// CancelRequested reports whether a cancel was requested.
@@ -122,8 +128,8 @@ type Log interface {
 	// start), waiting up to block for the first one. ended is true when the
 	// log is complete and every event was returned.
 	Read(ctx context.Context, runID, after string, max int, block time.Duration) (events []loop.StreamEvent, ended bool, err error)
-	// Last returns the id of the latest event, or "".
-	Last(ctx context.Context, runID string) (string, error)
+	// Last returns the latest event, or nil when the log has none.
+	Last(ctx context.Context, runID string) (*loop.StreamEvent, error)
 	// AppendClosing adds the final event of a run closed by Finish (Append
 	// may refuse events of a finished run).
 	AppendClosing(ctx context.Context, runID string, ev loop.StreamEvent) (string, error)

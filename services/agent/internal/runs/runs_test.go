@@ -77,8 +77,8 @@ func TestLogContract(t *testing.T) {
 			if evs := <-got; len(evs) != 1 || evs[0].ID != id6 {
 				t.Fatalf("blocked read = %v", evs)
 			}
-			if last, _ := l.Last(ctx, "r1"); last != id6 {
-				t.Fatalf("Last = %s, want %s", last, id6)
+			if last, _ := l.Last(ctx, "r1"); last == nil || last.ID != id6 || last.Event != "done" {
+				t.Fatalf("Last = %+v, want done %s", last, id6)
 			}
 			if err := l.End(ctx, "r1"); err != nil {
 				t.Fatal(err)
@@ -91,8 +91,8 @@ func TestLogContract(t *testing.T) {
 			if !ended || len(evs) != 2 {
 				t.Fatalf("read of the tail = %v, ended %v", evs, ended)
 			}
-			if last, _ := l.Last(ctx, "r1"); last != id6 {
-				t.Fatalf("Last after End = %s", last)
+			if last, _ := l.Last(ctx, "r1"); last == nil || last.ID != id6 || last.Event != "done" {
+				t.Fatalf("Last after End = %+v", last)
 			}
 			if _, _, err := l.Read(ctx, "r1", "not-an-id", 10, 0); !errors.Is(err, ErrBadEventID) {
 				t.Fatalf("bad id = %v", err)
@@ -159,15 +159,15 @@ func TestStoreContract(t *testing.T) {
 			if ok, err := s.StopRequested(ctx, "r1"); !ok || err != nil {
 				t.Fatalf("stop request not recorded: %v", err)
 			}
-			won, err := s.Finish(ctx, "r1", StatusFailed, "lost")
+			won, err := s.Finish(ctx, "r1", StatusFailed, "lost", "lost")
 			if err != nil || !won {
 				t.Fatalf("Finish = %v, %v", won, err)
 			}
-			if won, _ := s.Finish(ctx, "r1", StatusFailed, "lost"); won {
+			if won, _ := s.Finish(ctx, "r1", StatusCancelled, "again", "cancelled"); won {
 				t.Fatal("a finished run was finished again")
 			}
-			if got, _ := s.Get(ctx, "r1"); got.Status != StatusFailed || len(got.Pending) != 0 {
-				t.Fatalf("after Finish = %+v", got)
+			if got, _ := s.Get(ctx, "r1"); got.Status != StatusFailed || len(got.Pending) != 0 || got.Error != "lost" || got.Code != "lost" {
+				t.Fatalf("after Finish = %+v, want failed with the message and code of the first Finish", got)
 			}
 		})
 	}
@@ -188,6 +188,15 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	evs, _, _ := m.Read(ctx, "r", "1700000000000-0", 10, 0)
 	if len(evs) != 2 || evs[0].ID != "1700000000000-1" {
 		t.Fatalf("Read = %v", evs)
+	}
+	// An event of the copy's own (one the shared log refused) goes after
+	// the last, where a reader after that one finds it.
+	id, err := m.Append(ctx, "r", loop.StreamEvent{Event: "error"})
+	if err != nil || id != "1700000000001-1" {
+		t.Fatalf("own event's id = %q, %v; want 1700000000001-1", id, err)
+	}
+	if evs, _, _ := m.Read(ctx, "r", "1700000000001-0", 10, 0); len(evs) != 1 || evs[0].Event != "error" {
+		t.Fatalf("Read after the last shared id = %v", evs)
 	}
 }
 
@@ -246,7 +255,7 @@ func TestRedisFencesFinishedRun(t *testing.T) {
 	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if won, err := r.Finish(ctx, "r", StatusFailed, "lost"); err != nil || !won {
+	if won, err := r.Finish(ctx, "r", StatusFailed, "lost", "lost"); err != nil || !won {
 		t.Fatalf("Finish = %v, %v", won, err)
 	}
 	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "late"}); err == nil {
@@ -275,7 +284,7 @@ func TestStoppedIsFinal(t *testing.T) {
 			if err := s.Put(ctx, &Run{ID: "r", User: "u", AgentID: "a", Status: StatusStopped, ThreadVersion: 3}); err != nil {
 				t.Fatal(err)
 			}
-			if won, err := s.Finish(ctx, "r", StatusFailed, "lost"); err != nil || won {
+			if won, err := s.Finish(ctx, "r", StatusFailed, "lost", "lost"); err != nil || won {
 				t.Fatalf("Finish of a stopped run = %v, %v", won, err)
 			}
 			got, err := s.Get(ctx, "r")
