@@ -139,7 +139,7 @@ func TestLocalProviderDefaultGuarded(t *testing.T) {
 					msgs = append(msgs, apiErr.Message)
 				}
 				for _, msg := range msgs {
-					if strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "loopback") {
+					if strings.Contains(msg, "127.0.0.1") || strings.Contains(msg, "is a loopback address") {
 						t.Errorf("the refusal reveals the address: %q", msg)
 					}
 				}

@@ -195,7 +195,14 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 // error.
 func TransportError(err error) *Error {
 	if errors.Is(err, netguard.ErrDenied) {
-		return &Error{Kind: KindForbidden, Message: "base_url: " + err.Error(), Err: err}
+		// The guard's own words name the destination only; the URL error
+		// around them would repeat the request line.
+		msg := "the provider's address is not allowed"
+		var d *netguard.DeniedError
+		if errors.As(err, &d) && d.Dest != "" {
+			msg = "the provider's address " + d.Dest + " is not allowed"
+		}
+		return &Error{Kind: KindForbidden, Message: msg + ": loopback, private and link-local addresses are reached only where the operator configured them (models file, -request-base-url-allow-nets)", Err: err}
 	}
 	return &Error{Kind: KindConnection, Message: err.Error(), Err: err}
 }
