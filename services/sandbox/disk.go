@@ -15,13 +15,14 @@ import (
 // Every workspace is bounded by a filesystem image of its own (package
 // diskimage): <state>/workspaces/<volume>.img for a Docker workspace
 // volume, <state>/local/<key>.img for a local sandbox. The service mounts an
-// image only while it needs the files itself: a Docker volume binds the
-// mounted directory when its container starts, and that bind keeps the
-// filesystem (the service's own mount is detached right after), so no
-// mount of the service outlives a start; a local sandbox's image stays
-// mounted while the sandbox runs. An image is formatted once, when its
-// workspace is made, and only mounted again after that, so a restart of
-// the service, the container or the host keeps the files and the size.
+// image while a container of its volume exists: the engine binds the
+// mounted directory at every start of the container — its own restarts
+// too — so the mount must outlive the first start; it is detached when the
+// service removes the container (stop, delete), and the next start mounts
+// it again. A local sandbox's image stays mounted while the sandbox runs.
+// An image is formatted once, when its workspace is made, and only mounted
+// again after that, so a restart of the service, the container or the host
+// keeps the files and the size.
 //
 // A workspace made before bounds existed, a volume the operator made
 // himself under the sandbox's name, and every workspace of a service that
@@ -58,50 +59,45 @@ func (s *Service) workspaceImage(volume string) (img, mnt string) {
 
 // boundVolume mounts the filesystem of a Docker workspace volume, making it
 // when the volume is new, and returns the directory the volume binds ("" for
-// a volume without a bound) and release, which detaches the service's own
-// mount once the container holds it. exists says the volume exists.
-func (s *Service) boundVolume(ctx context.Context, e dockerbox.Engine, volume string, exists bool, size int64, cu dockerbox.User) (device string, release func(), err error) {
+// a volume without a bound); releaseVolume undoes the mount. exists says
+// the volume exists.
+func (s *Service) boundVolume(ctx context.Context, e dockerbox.Engine, volume string, exists bool, size int64, cu dockerbox.User) (device string, err error) {
 	img, mnt := s.workspaceImage(volume)
-	release = func() {
-		if err := diskimage.Release(mnt); err != nil {
-			s.log.Warn("detach workspace image", "volume", volume, "err", err)
-		}
-	}
 	_, statErr := os.Lstat(img)
 	haveImage := statErr == nil
 	if exists && !haveImage {
 		v, err := e.VolumeInspect(ctx, volume)
 		if err != nil {
-			return "", nil, fmt.Errorf("inspect volume %s: %w", volume, err)
+			return "", fmt.Errorf("inspect volume %s: %w", volume, err)
 		}
 		if dev := v.Options["device"]; !strings.HasPrefix(dev, filepath.Join(s.cfg.StateDir, "workspaces")+"/") {
-			return "", func() {}, nil // unbounded: made before bounds, or by the operator
+			return "", nil // unbounded: made before bounds, or by the operator
 		}
 		// The volume binds an image this state dir no longer has: its files
 		// went with it. A fresh workspace replaces it rather than a
 		// container that cannot start.
 		s.log.Warn("workspace volume lost its image; making it anew", "volume", volume)
 		if err := dockerbox.RemoveVolume(ctx, e, volume); err != nil {
-			return "", nil, err
+			return "", err
 		}
 	}
 	if !haveImage {
 		if !s.bounded {
-			return "", func() {}, nil
+			return "", nil
 		}
 		if err := s.makeImage(ctx, img, size, cu); err != nil {
-			return "", nil, err
+			return "", err
 		}
 	}
 	if err := diskimage.Mount(ctx, img, mnt); err != nil {
-		return "", nil, fmt.Errorf("mount workspace image: %w", err)
+		return "", fmt.Errorf("mount workspace image: %w", err)
 	}
 	data := filepath.Join(mnt, workspaceData)
 	if err := giveDir(data, cu.UID, cu.GID); err != nil {
-		release()
-		return "", nil, err
+		s.releaseVolume(volume)
+		return "", err
 	}
-	return data, release, nil
+	return data, nil
 }
 
 // makeImage formats a workspace image of size bytes owned by cu.
@@ -124,6 +120,18 @@ func giveDir(dir string, uid, gid int) error {
 		return fmt.Errorf("workspace: %w", err)
 	}
 	return nil
+}
+
+// releaseVolume detaches the service's mount of a Docker workspace volume
+// whose container is gone, so idle workspaces hold no loop device.
+func (s *Service) releaseVolume(volume string) {
+	if volume == "" {
+		return
+	}
+	_, mnt := s.workspaceImage(volume)
+	if err := diskimage.Release(mnt); err != nil {
+		s.log.Warn("detach workspace image", "volume", volume, "err", err)
+	}
 }
 
 // dropVolumeImage removes the image of a Docker workspace volume once the

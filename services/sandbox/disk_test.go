@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -107,16 +107,16 @@ func TestWorkspaceBoundDocker(t *testing.T) {
 		}
 	})
 
-	t.Run("the service keeps no mount of its own", func(t *testing.T) {
-		ents, err := os.ReadDir(filepath.Join(h.cfg.StateDir, "workspaces"))
-		if err != nil {
+	t.Run("the engine restarts the container on its own", func(t *testing.T) {
+		// The engine binds the workspace's directory at every start, not
+		// only at the service's: a restart by anyone keeps files and bound.
+		sb := h.ensure(ctx, "small", small)
+		timeout := 5
+		if err := h.docker.ContainerRestart(ctx, sb.GetContainerId(), container.StopOptions{Timeout: &timeout}); err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range ents {
-			if mounted, _ := diskimage.Mounted(filepath.Join(h.cfg.StateDir, "workspaces", e.Name())); mounted {
-				t.Errorf("%s is still mounted after the container started", e.Name())
-			}
-		}
+		fileIs(ctx, t, h.cli, "small", DefaultWorkdir+"/small.txt", "fits\n")
+		checkBound(ctx, t, h.cli, "small", DefaultWorkdir)
 	})
 
 	// A restart of the service adopts the running container; a stop and a
@@ -127,6 +127,19 @@ func TestWorkspaceBoundDocker(t *testing.T) {
 	checkBound(ctx, t, h.cli, "small", DefaultWorkdir)
 	if _, err := h.cli.StopSandbox(ctx, &sandboxv1.StopSandboxRequest{AgentId: "small"}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := h.cli.StopSandbox(as("bob"), &sandboxv1.StopSandboxRequest{AgentId: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	// A stopped sandbox holds no mount and no loop device.
+	ents, err := os.ReadDir(filepath.Join(h.cfg.StateDir, "workspaces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if mounted, _ := diskimage.Mounted(filepath.Join(h.cfg.StateDir, "workspaces", e.Name())); mounted {
+			t.Errorf("%s is still mounted after the stop", e.Name())
+		}
 	}
 	h.svc.Close(context.Background())
 	h.start()
@@ -210,29 +223,11 @@ func TestWorkspaceSizeLimits(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink tests read while the service writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestWorkspaceBoundFallback(t *testing.T) {
 	t.Parallel()
 	cannot := withDiskProbe(func(context.Context, string) error { return errors.New("mount: permission denied") })
 	t.Run("unbounded with a warning", func(t *testing.T) {
-		var log lockedBuffer
+		var log syncBuffer
 		_, cli := newLocal(t, Config{AllowLocal: true}, cannot, WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		if !strings.Contains(log.String(), "workspaces are UNBOUNDED") {
 			t.Fatalf("start-up log %q does not warn that workspaces are unbounded", log.String())

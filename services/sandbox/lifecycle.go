@@ -145,13 +145,13 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 	}
 	spec := dockerbox.Spec{Name: b.name, Volume: b.volume, Labels: s.labels(b, set), Params: set.Params, User: cu}
 	if !remote {
-		// The container's start binds the workspace's filesystem; the
-		// service's own mount goes then, whatever the outcome.
-		device, release, err := s.boundVolume(ctx, e, b.volume, exists, set.Params.WorkspaceBytes, cu)
+		// The engine binds the mounted directory at every start of the
+		// container, its own restarts included, so the mount stays until
+		// the service removes the container (stop).
+		device, err := s.boundVolume(ctx, e, b.volume, exists, set.Params.WorkspaceBytes, cu)
 		if err != nil {
 			return err
 		}
-		defer release()
 		spec.VolumeDevice = device
 	}
 	if remote {
@@ -315,7 +315,7 @@ func (s *Service) stop(ctx context.Context, b *box) error {
 		return err
 	}
 	b.mu.Lock()
-	e, id, typ := b.engine, b.containerID, b.set.Type
+	e, id, typ, volume, remote := b.engine, b.containerID, b.set.Type, b.volume, b.set.DockerHost != ""
 	b.mu.Unlock()
 	if typ == backend.Docker && e != nil {
 		if err := dockerbox.Remove(ctx, e, b.name); err != nil {
@@ -323,6 +323,9 @@ func (s *Service) stop(ctx context.Context, b *box) error {
 		}
 		if id != "" && id != b.name {
 			_ = dockerbox.Remove(ctx, e, id)
+		}
+		if !remote {
+			s.releaseVolume(volume)
 		}
 	}
 	if typ == backend.Local {

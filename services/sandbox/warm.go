@@ -356,11 +356,11 @@ func (s *Service) makeWarm(ctx context.Context, e dockerbox.Engine, img string) 
 			labels[k] = v
 		}
 	}
-	device, release, err := s.boundVolume(opCtx, e, w.volume, false, set.Params.WorkspaceBytes, cu)
+	// The mount stays for the container's starts, as a sandbox's does.
+	device, err := s.boundVolume(opCtx, e, w.volume, false, set.Params.WorkspaceBytes, cu)
 	if err != nil {
 		return w, err
 	}
-	defer release()
 	w.id, _, err = dockerbox.Create(opCtx, e, dockerbox.Spec{Name: w.name, Volume: w.volume, VolumeDevice: device, Labels: labels, Params: set.Params,
 		User: cu, HostRunDir: w.dir, HostBinDir: s.binDir, Daemon: s.daemonCommand(set)})
 	if err != nil {

@@ -1,7 +1,6 @@
 package confine
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // ErrNoCgroup is returned when this host gives the process no cgroup it may
@@ -130,51 +131,20 @@ func (b cgroupBase) open(name string) (*Cgroup, error) {
 
 // cgroupMounts finds the v1 pids hierarchy and the v2 one in mountinfo.
 func cgroupMounts() (v1, v2 *cgroupMount, err error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional…] - fstype source superoptions
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(tail) < 3 {
-			continue
-		}
-		m := &cgroupMount{dir: unescapeMount(fields[4]), root: unescapeMount(fields[3])}
+	for _, mi := range mounts {
+		m := &cgroupMount{dir: mi.Mountpoint, root: mi.Root}
 		switch {
-		case tail[0] == "cgroup2" && v2 == nil:
+		case mi.FSType == "cgroup2" && v2 == nil:
 			v2 = m
-		case tail[0] == "cgroup" && v1 == nil && slices.Contains(strings.Split(tail[2], ","), "pids"):
+		case mi.FSType == "cgroup" && v1 == nil && slices.Contains(strings.Split(mi.VFSOptions, ","), "pids"):
 			v1 = m
 		}
 	}
-	return v1, v2, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes of space, tab, newline and
-// backslash.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return v1, v2, nil
 }
 
 // ownCgroups reads this process's cgroup in the v1 pids and the v2 hierarchy

@@ -63,12 +63,3 @@ func TestCreateRefusesTinyImages(t *testing.T) {
 		t.Fatal("an image below MinBytes was made")
 	}
 }
-
-func TestUnescapeMount(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
