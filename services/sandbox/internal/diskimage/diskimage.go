@@ -79,6 +79,17 @@ func Mount(ctx context.Context, image, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("mount point: %w", err)
 	}
+	// Two starts of one sandbox (replicas sharing a state dir) mount the
+	// same image at once: a lock on the image makes the second find it
+	// mounted, instead of failing or stacking a second mount on the first.
+	f, err := os.Open(image)
+	if err != nil {
+		return fmt.Errorf("disk image: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock disk image: %w", err)
+	}
 	if ok, err := Mounted(dir); err != nil || ok {
 		return err
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/moby/sys/mountinfo"
 
 	"github.com/wick-agent/wick/platform/testenv"
 )
@@ -61,5 +64,38 @@ func TestCreateRefusesTinyImages(t *testing.T) {
 	t.Parallel()
 	if err := Create(context.Background(), filepath.Join(t.TempDir(), "x.img"), MinBytes-1, 0, 0); err == nil {
 		t.Fatal("an image below MinBytes was made")
+	}
+}
+
+// TestConcurrentMountsMountOnce is two replicas starting one sandbox: every
+// Mount succeeds and the image is mounted once, not stacked.
+func TestConcurrentMountsMountOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := Probe(context.Background(), dir); err != nil {
+		testenv.Missing(t, "loop-mounted disk images (root, loop devices, mkfs.ext4): %v", err)
+	}
+	t.Cleanup(func() { _ = ReleaseAll(dir) })
+	img, mnt := filepath.Join(dir, "ws.img"), filepath.Join(dir, "ws")
+	ctx := context.Background()
+	if err := Create(ctx, img, MinBytes, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = Mount(ctx, img, mnt) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("mount %d: %v", i, err)
+		}
+	}
+	mounts, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 1 {
+		t.Fatalf("%d mounts on %s, want 1", len(mounts), mnt)
 	}
 }
