@@ -102,6 +102,9 @@ func (s *Service) adopt(ctx context.Context) {
 		s.log.Info("no local docker engine; nothing to adopt", "err", err)
 		return
 	}
+	if err := dockerbox.RemoveStaleProbes(ctx, e, time.Minute); err != nil {
+		s.log.Warn("remove stale image probes", "err", err)
+	}
 	cs, err := dockerbox.List(ctx, e, s.cfg.ManagerID)
 	if err != nil {
 		s.log.Warn("list sandbox containers", "err", err)

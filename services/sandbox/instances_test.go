@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -145,5 +146,35 @@ func TestEphemeralInstanceRemovesItsSandboxes(t *testing.T) {
 	}
 	if raw, err := os.ReadFile(filepath.Join(h.cfg.StateDir, managerIDFile)); err != nil || strings.TrimSpace(string(raw)) != h.manager {
 		t.Fatalf("stored manager id %q %v, want %q", raw, err, h.manager)
+	}
+}
+
+// TestStaleImageProbesRemoved: the never-started container that reads an
+// image's users is removed by whoever finds it old, so a process that
+// stopped mid-probe leaves nothing on the engine for good.
+func TestStaleImageProbesRemoved(t *testing.T) {
+	t.Parallel()
+	docker, image := dockerEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := docker.ContainerCreate(ctx, &container.Config{Image: image, Cmd: []string{"/nonexistent"}, Labels: map[string]string{dockerbox.LabelProbe: "1"}},
+		&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = docker.ContainerRemove(context.Background(), resp.ID, container.RemoveOptions{Force: true})
+	})
+	if err := dockerbox.RemoveStaleProbes(ctx, docker, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.ContainerInspect(ctx, resp.ID); err != nil {
+		t.Fatalf("a fresh probe was removed: %v", err)
+	}
+	if err := dockerbox.RemoveStaleProbes(ctx, docker, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.ContainerInspect(ctx, resp.ID); !dockerbox.IsNotFound(err) {
+		t.Fatalf("the stale probe is still there: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -321,6 +322,32 @@ func List(ctx context.Context, e Engine, manager string) ([]container.Summary, e
 	return cs, nil
 }
 
+// LabelProbe marks the never-started containers that read an image's
+// /etc/passwd.
+const LabelProbe = "wick.probe"
+
+// RemoveStaleProbes removes probe containers created more than age ago. A
+// probe lives for one file copy; an older one was left by a process that
+// stopped (or closed its engine client) before it could remove it, and no
+// one else will.
+func RemoveStaleProbes(ctx context.Context, e Engine, age time.Duration) error {
+	f := filters.NewArgs(filters.Arg("label", LabelProbe+"=1"), filters.Arg("status", "created"))
+	cs, err := e.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return fmt.Errorf("list probe containers: %w", err)
+	}
+	var errs []error
+	for _, c := range cs {
+		if time.Since(time.Unix(c.Created, 0)) < age {
+			continue
+		}
+		if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove probe container %s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Volumes returns every workspace volume carrying the manager label.
 func Volumes(ctx context.Context, e Engine, manager string) ([]*volume.Volume, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelManager+"="+manager))
@@ -459,7 +486,7 @@ func (us *Users) passwd(ctx context.Context, e Engine, imageID, img string) ([]p
 	}
 	// The image's files are only reachable through a container; a created,
 	// never-started one costs no process.
-	resp, err := e.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"/nonexistent"}, Entrypoint: []string{}, Labels: map[string]string{"wick.probe": "1"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	resp, err := e.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"/nonexistent"}, Entrypoint: []string{}, Labels: map[string]string{LabelProbe: "1"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return nil, fmt.Errorf("probe image %s: %w", img, err)
 	}
