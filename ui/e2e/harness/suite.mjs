@@ -5,7 +5,7 @@
 // Plain JavaScript (typed by suite.d.mts) so that scripts/perf.mjs runs it
 // with Node alone.
 import { execFile, spawn } from "node:child_process";
-import { access, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -118,6 +118,7 @@ export async function startSuite({ binDir, backend, users, orgs = {}, scripts, a
   const stop = async () => {
     await stopChild(child);
     if (backend === "docker") await removeContainers(Object.keys(users));
+    await unmountUnder(dir);
     await rm(dir, { recursive: true, force: true });
   };
   try {
@@ -165,6 +166,32 @@ async function stopChild(child) {
   const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
   await exited;
   clearTimeout(timer);
+}
+
+// unmountUnder detaches what the suite mounted below dir: the service keeps
+// a workspace's filesystem image mounted while its container exists, and
+// the containers went only now, after the service stopped.
+async function unmountUnder(dir) {
+  let info;
+  try {
+    info = await readFile("/proc/self/mountinfo", "utf8");
+  } catch {
+    return; // not Linux: nothing was mounted
+  }
+  // Field 5 is the mount point, with space, tab, newline and backslash
+  // escaped as octal.
+  const points = info
+    .split("\n")
+    .map((line) => line.split(" ")[4]?.replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8))))
+    .filter((p) => p && (p === dir || p.startsWith(dir + "/")))
+    .sort((a, b) => b.length - a.length);
+  for (const p of points) {
+    try {
+      await run("umount", ["-l", p]);
+    } catch (err) {
+      console.warn(`e2e: could not unmount ${p}: ${err}`);
+    }
+  }
 }
 
 // removeContainers removes the containers and volumes of the run's users:
