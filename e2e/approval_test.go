@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
@@ -120,7 +121,7 @@ func restartable(t *testing.T) (suiteOption, context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	t.Cleanup(func() { _ = sandbox.RemoveStateDir(stateDir) })
 	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
 	t.Cleanup(cancel)
 	return func(c *suite.Config) { c.RedisAddr, c.Sandbox.StateDir = redisAddr, stateDir }, ctx

@@ -22,6 +22,7 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/llmgw"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
@@ -237,7 +238,7 @@ func serveBenchChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer sandbox.RemoveStateDir(dir)
 	llmCfg := llmgw.DefaultConfig()
 	llmCfg.ScriptDir = filepath.Join(dir, "scripts")
 	if err := os.Mkdir(llmCfg.ScriptDir, 0o755); err != nil {

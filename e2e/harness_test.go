@@ -28,6 +28,7 @@ import (
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
@@ -124,7 +125,7 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	t.Cleanup(func() { _ = sandbox.RemoveStateDir(stateDir) })
 	cfg := suiteConfig(&llmCfg, stateDir)
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithSecretsDir(writeSecrets(t)), agent.WithSecretGrantsFile(writeGrants(t)))
 	for _, o := range opts {

@@ -18,6 +18,7 @@ import (
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/sandbox"
 )
 
 // TestSandboxPlacement runs three wick-sandbox processes, each with its own
@@ -47,7 +48,7 @@ func TestSandboxPlacement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
+		t.Cleanup(func() { _ = sandbox.RemoveStateDir(dir) })
 		e := &engine{addr: addr(), stateDir: dir}
 		args := append(common(e.addr), "-state-dir", dir, "-manager-id", fmt.Sprintf("wick-e2e-place-%d", i))
 		e.proc = testenv.NewProc(t, fmt.Sprintf("wick-sandbox-%d", i), filepath.Join(bins, "wick-sandbox"), append(args, localSandboxArgs...), testenv.GRPCServing(e.addr))

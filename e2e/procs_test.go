@@ -13,6 +13,7 @@ import (
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/sandbox"
 )
 
 // The service binaries the process suite runs, built once per test binary.
@@ -104,7 +105,7 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	t.Cleanup(func() { _ = sandbox.RemoveStateDir(stateDir) })
 
 	s := &procSuite{key: key, agentAddr: agentAddr, redisAddr: redisAddr}
 	s.redis = testenv.NewProc(t, "redis-server", redisBin, []string{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/agent"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/wickserver"
 )
 
@@ -36,7 +37,7 @@ func newServer(t *testing.T, opts ...wickserver.Option) *wickserver.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	t.Cleanup(func() { _ = sandbox.RemoveStateDir(stateDir) })
 	base := []wickserver.Option{
 		wickserver.WithHTTPAddr("127.0.0.1:0"),
 		wickserver.WithModel("script:demo"),

@@ -25,6 +25,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/services/sandbox/sandboximage"
 )
 
@@ -95,7 +96,7 @@ func TestTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Cleanup(func() { _ = sandbox.RemoveStateDir(tmp) })
 	daemonBin, wickfsBin, err := sandboximage.Binaries(ctx, testenv.RepoRoot(t), tmp)
 	if err != nil {
 		t.Fatal(err)
