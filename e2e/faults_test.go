@@ -11,8 +11,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +28,6 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/dial"
-	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
@@ -364,15 +361,7 @@ func TestFaultRedisStopped(t *testing.T) {
 		st, err := rdb.HGet(ctx, "wick:run:{"+runID+"}", "s").Result()
 		return st == "failed", fmt.Sprint(st, err)
 	})
-	addrB := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	b := testenv.NewProc(t, "wick-agent-b", filepath.Join(serviceBinaries(t), "wick-agent"), s.agentArgs(addrB), testenv.GRPCServing(addrB))
-	b.Start()
-	conn, err := dial.New(addrB, dial.WithIdentity(s.key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	join, err := agentv1.NewAgentServiceClient(conn).JoinRun(as(ctx, faultUser), &agentv1.JoinRunRequest{RunId: runID})
+	join, err := s.replica(t).JoinRun(as(ctx, faultUser), &agentv1.JoinRunRequest{RunId: runID})
 	if err != nil {
 		t.Fatal(err)
 	}

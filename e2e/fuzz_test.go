@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/gen/openapi"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
@@ -30,24 +31,6 @@ const (
 	// their status at once and are cut after it.
 	fuzzTimeout = 5 * time.Second
 )
-
-// syncBuffer is a log sink the suite's goroutines write to concurrently.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fuzzRoute is one operation of the OpenAPI document.
 type fuzzRoute struct {
@@ -70,7 +53,7 @@ type aliceIDs struct {
 // stays fine, and bob never gets a 2xx for a request that names alice's
 // agent, thread or run.
 func TestFuzzAPI(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	env := startWick(t, func(c *suite.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})

@@ -83,6 +83,20 @@ type procConfig struct {
 	agentArgs []string
 }
 
+// replica starts another wick-agent beside the first, on the same Redis,
+// LLM gateway and sandbox service, and returns a client of it.
+func (s *procSuite) replica(t *testing.T) agentv1.AgentServiceClient {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	testenv.NewProc(t, "wick-agent-b", filepath.Join(serviceBinaries(t), "wick-agent"), s.agentArgs(addr), testenv.GRPCServing(addr)).Start()
+	conn, err := dial.New(addr, dial.WithIdentity(s.key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return agentv1.NewAgentServiceClient(conn)
+}
+
 // startProcs starts the process suite: redis-server (append-only file,
 // fsync on every write, so a SIGKILL loses nothing it acknowledged), then
 // wick-llmgw, wick-sandbox and wick-agent.

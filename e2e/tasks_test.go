@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,8 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
-	"github.com/wick-agent/wick/platform/dial"
-	"github.com/wick-agent/wick/platform/testenv"
 )
 
 func init() {
@@ -49,15 +45,7 @@ func TestTaskSurvivesSIGKILL(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	s := startProcs(t, procConfig{agentArgs: []string{"-tool-allow-nets", "127.0.0.0/8", "-task-lease", "2s", "-run-lease", "2s"}})
-	addrB := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
-	b := testenv.NewProc(t, "wick-agent-b", filepath.Join(serviceBinaries(t), "wick-agent"), s.agentArgs(addrB), testenv.GRPCServing(addrB))
-	b.Start()
-	conn, err := dial.New(addrB, dial.WithIdentity(s.key))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	clientB := agentv1.NewAgentServiceClient(conn)
+	clientB := s.replica(t)
 
 	ctx, cancel := context.WithTimeout(as(t.Context(), faultUser), faultDeadline)
 	defer cancel()

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -167,24 +165,6 @@ func terminalSession(ctx context.Context, t *testing.T, cli sandboxv1.SandboxSer
 	}
 }
 
-// syncBuffer is a log destination the service may write from any goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLocalWithoutLandlock takes the path of a kernel without Landlock: the
 // service says so once at start-up; several users are refused local
 // sandboxes, a single user gets them unconfined but still with a scrubbed
@@ -200,7 +180,7 @@ func TestLocalWithoutLandlock(t *testing.T) {
 		{"one user", false, "local sandboxes run UNCONFINED"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testenv.LogBuffer
 			_, cli := newLocal(t, Config{AllowLocal: true, MultiUser: tc.multiUser},
 				withLandlockProbe(func() int { return 0 }), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			ctx, cancel := context.WithTimeout(as("alice"), time.Minute)

@@ -227,7 +227,7 @@ func TestWorkspaceBoundFallback(t *testing.T) {
 	t.Parallel()
 	cannot := withDiskProbe(func(context.Context, string) error { return errors.New("mount: permission denied") })
 	t.Run("unbounded with a warning", func(t *testing.T) {
-		var log syncBuffer
+		var log testenv.LogBuffer
 		_, cli := newLocal(t, Config{AllowLocal: true}, cannot, WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 		if !strings.Contains(log.String(), "workspaces are UNBOUNDED") {
 			t.Fatalf("start-up log %q does not warn that workspaces are unbounded", log.String())

@@ -14,17 +14,26 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 )
 
-func TestImageBoundsWrites(t *testing.T) {
+// newImage makes a MinBytes image in a fresh directory and names the
+// directory to mount it on; whatever is mounted there is detached at the
+// test's end.
+func newImage(t *testing.T) (img, mnt string) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := Probe(context.Background(), dir); err != nil {
 		testenv.Missing(t, "loop-mounted disk images (root, loop devices, mkfs.ext4): %v", err)
 	}
 	t.Cleanup(func() { _ = ReleaseAll(dir) })
-	img, mnt := filepath.Join(dir, "ws.img"), filepath.Join(dir, "ws")
-	ctx := context.Background()
-	if err := Create(ctx, img, MinBytes, os.Getuid(), os.Getgid()); err != nil {
+	img, mnt = filepath.Join(dir, "ws.img"), filepath.Join(dir, "ws")
+	if err := Create(context.Background(), img, MinBytes, os.Getuid(), os.Getgid()); err != nil {
 		t.Fatal(err)
 	}
+	return img, mnt
+}
+
+func TestImageBoundsWrites(t *testing.T) {
+	ctx := context.Background()
+	img, mnt := newImage(t)
 	if err := Mount(ctx, img, mnt); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +61,7 @@ func TestImageBoundsWrites(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(mnt, "keep.txt")); err != nil || string(got) != "kept" {
 		t.Fatalf("keep.txt after a second mount = %q %v", got, err)
 	}
-	if err := ReleaseAll(dir); err != nil {
+	if err := ReleaseAll(filepath.Dir(mnt)); err != nil {
 		t.Fatal(err)
 	}
 	if ok, _ := Mounted(mnt); ok {
@@ -70,16 +79,8 @@ func TestCreateRefusesTinyImages(t *testing.T) {
 // TestConcurrentMountsMountOnce is two replicas starting one sandbox: every
 // Mount succeeds and the image is mounted once, not stacked.
 func TestConcurrentMountsMountOnce(t *testing.T) {
-	dir := t.TempDir()
-	if err := Probe(context.Background(), dir); err != nil {
-		testenv.Missing(t, "loop-mounted disk images (root, loop devices, mkfs.ext4): %v", err)
-	}
-	t.Cleanup(func() { _ = ReleaseAll(dir) })
-	img, mnt := filepath.Join(dir, "ws.img"), filepath.Join(dir, "ws")
 	ctx := context.Background()
-	if err := Create(ctx, img, MinBytes, os.Getuid(), os.Getgid()); err != nil {
-		t.Fatal(err)
-	}
+	img, mnt := newImage(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
