@@ -343,7 +343,10 @@ func TestFaultRedisStopped(t *testing.T) {
 			Status string `json:"status"`
 		} `json:"run"`
 	}
-	getJSON(t, ctx, api+"/runs/"+runID, &run)
+	r := call(t, "GET", api+"/runs/"+runID, aliceToken, nil)
+	if r.code != http.StatusOK || json.Unmarshal(r.body, &run) != nil {
+		t.Fatalf("GET /runs/%s = %d %s", runID, r.code, r)
+	}
 	if run.Run.Status != "failed" {
 		t.Fatalf("GET /runs/%s: status %q, want failed", runID, run.Run.Status)
 	}
@@ -436,28 +439,6 @@ func faultGateway(t *testing.T, s *procSuite) string {
 	hs := httptest.NewServer(gw)
 	t.Cleanup(hs.Close)
 	return hs.URL
-}
-
-// getJSON GETs url with aliceToken and decodes the 200 answer into v.
-func getJSON(t *testing.T, ctx context.Context, url string, v any) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+aliceToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s = %d %s", url, resp.StatusCode, body)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("GET %s: %v in %s", url, err, body)
-	}
 }
 
 // checkUnavailable checks that a call failed, or a run ended, with a clear
