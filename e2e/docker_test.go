@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/wick-agent/wick/platform/backend"
@@ -67,19 +64,7 @@ func dockerSetup(t *testing.T) (*client.Client, string) {
 // removeManaged removes, when the test ends, the containers and volumes
 // labelled with the sandbox service's manager id.
 func removeManaged(t *testing.T, cli *client.Client, manager string) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		f := filters.NewArgs(filters.Arg("label", managerLabel+"="+manager))
-		cs, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-		for _, c := range cs {
-			_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-		}
-		vs, _ := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
-		for _, v := range vs.Volumes {
-			_ = cli.VolumeRemove(ctx, v.Name, true)
-		}
-	})
+	testenv.RemoveLabelled(t, cli, managerLabel+"="+manager)
 }
 
 func randomHex(n int) string {
