@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // requireCgroup skips where the host gives the service no cgroup to hold
@@ -21,10 +21,7 @@ func requireCgroup(t *testing.T, svc *Service, limited bool) {
 	if svc.cgroup != nil && (!limited || svc.cgroup.Limited()) {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("no cgroup for local sandboxes' processes (limited: %v)", limited)
-	}
-	t.Skip("skipping: this host gives the service no cgroup (with the pids controller) for local sandboxes")
+	testenv.Missing(t, "a cgroup for local sandboxes' processes (with the pids controller: %v)", limited)
 }
 
 // detach is a command that starts a process which leaves its command's
