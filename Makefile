@@ -28,7 +28,6 @@ gen: ## regenerate gen/ from proto/ with the pinned generators
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	  $(BUF) generate --template buf.gen.openapi.yaml -o "$$tmp" && \
 	  go run ./internal/openapigen/cmd/openapigen -o gen/openapi/wick.openapi.json "$$tmp/openapi"
-	cd gen && GOFLAGS=-mod=mod go mod tidy
 
 gen-check: gen ## fail when the committed generated code is not what `make gen` produces
 	@git add -N gen >/dev/null 2>&1 || true

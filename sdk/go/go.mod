@@ -3,18 +3,18 @@ module github.com/wick-agent/wick/sdk/go
 go 1.26.0
 
 require (
-	github.com/wick-agent/wick/gen v0.0.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
 
 require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.32.0 // indirect
-	golang.org/x/net v0.61.0 // indirect
+	github.com/wick-agent/wick v0.0.0
+	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261012220534-4341edf3f941 // indirect
 )
 
-replace github.com/wick-agent/wick/gen v0.0.0 => ../../gen
+replace github.com/wick-agent/wick v0.0.0 => ../..
