@@ -26,7 +26,7 @@ import (
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
-// The issue's benchmark: concurrent SSE streams, each a scripted reply of
+// The benchmark's load: concurrent SSE streams, each a scripted reply of
 // 50 tokens 20 ms apart (script file bench50).
 const (
 	benchTokens   = 50
@@ -82,7 +82,7 @@ func BenchmarkSuiteSSEStreams(b *testing.B) {
 	most := slices.Max(counts)
 	testenv.RaiseFDLimit(b, uint64(2*most+100))
 	// The suite as `wick` runs it, then each switch turned off alone, at
-	// the issue's 1,000 streams.
+	// 1,000 streams.
 	variants := []struct {
 		name   string
 		env    string

@@ -178,8 +178,8 @@ func toolEnds(t *testing.T, evs []*agentv1.StreamEvent) map[string][]*agentv1.St
 	return byName
 }
 
-// validThread loads the thread through the API and checks it with the
-// seed's rules (Messages.Validate and the pairing kept between runs): known
+// validThread loads the thread through the API and checks it with the rules
+// providers enforce (Messages.Validate and the pairing kept between runs): known
 // roles; user and system messages with content; assistant messages with
 // content or tool calls, each call with an id and a name; tool messages
 // with tool_call_id and name, each answering a call made before it; and

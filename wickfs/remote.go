@@ -30,7 +30,9 @@ type Response struct {
 	Kind string `json:"kind,omitempty"`
 }
 
-// WickfsResponse is the seed's name for Response.
+// WickfsResponse is Response.
+//
+// Deprecated: use Response.
 type WickfsResponse = Response
 
 // EditInput is the JSON the edit command reads on stdin.
@@ -109,7 +111,9 @@ func ParseResponse(output string) (Response, error) {
 	return Response{}, fmt.Errorf("%w: %q", ErrNoResponse, snippet(output))
 }
 
-// ParseWickfsResponse is the seed's name for ParseResponse.
+// ParseWickfsResponse is ParseResponse.
+//
+// Deprecated: use ParseResponse.
 func ParseWickfsResponse(output string) (Response, error) { return ParseResponse(output) }
 
 // decodeEnvelope accepts one JSON object that has an "ok" field; trailing

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Limits and defaults from the seed; each is configurable where it is used.
+// Limits and defaults; each is configurable where it is used.
 const (
 	// MaxGrepMatches is the default cap on Grep matches.
 	MaxGrepMatches = 200
@@ -28,9 +28,9 @@ const (
 	MaxPathBytes = 4096
 )
 
-// FileSystem is the interface for workspace filesystem operations. It is the
-// seed's interface; options add what the seed left out (line windows,
-// replace-all, exec limits) without changing the seed's calls.
+// FileSystem is the interface for workspace filesystem operations. Options
+// add line windows, replace-all and exec limits without changing the plain
+// calls.
 type FileSystem interface {
 	// Ls lists one directory, sorted by name.
 	Ls(ctx context.Context, path string) ([]DirEntry, error)

@@ -52,7 +52,7 @@ func replicaOpts() []agent.Option {
 	return []agent.Option{agent.WithJoinBlock(200 * time.Millisecond), agent.WithPollInterval(100 * time.Millisecond)}
 }
 
-// TestTwoReplicasShareThreads is the integration test: two agent
+// TestTwoReplicasShareThreads proves the replicated setup: two agent
 // service instances on one real redis-server share a thread, refuse a
 // concurrent run, and survive the death of the replica running a run.
 func TestTwoReplicasShareThreads(t *testing.T) {

@@ -27,7 +27,7 @@ import (
 // recovered the same way.
 type Tool = loop.Tool
 
-// FuncTool is a Tool made of a Go function (the seed's agent.FuncTool):
+// FuncTool is a Tool made of a Go function:
 //
 //	&agent.FuncTool{
 //		ToolName:   "add",

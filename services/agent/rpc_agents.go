@@ -201,9 +201,10 @@ func (s *Service) UpdateHooks(ctx context.Context, req *agentv1.UpdateHooksReque
 	return &agentv1.UpdateHooksResponse{Hooks: hooksToProto(st)}, nil
 }
 
-// SwitchBackend implements agentv1.AgentServiceServer with the seed's mode
-// mapping: "local" is the local backend; "remote" is Docker, on the local
-// engine when sandbox_url is empty and on the engine at sandbox_url otherwise.
+// SwitchBackend implements agentv1.AgentServiceServer. A mode is what a user
+// picks, not a backend type: "local" is the local backend; "remote" is
+// Docker, on the local engine when sandbox_url is empty and on the engine at
+// sandbox_url otherwise.
 func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendRequest) (*agentv1.SwitchBackendResponse, error) {
 	user, e, err := s.agentFor(ctx, req.GetAgentId())
 	if err != nil {

@@ -57,9 +57,9 @@ const (
 	// DefaultQuestionTimeout is how long a run waits for the answer to an
 	// ask_user question.
 	DefaultQuestionTimeout = runexec.DefaultQuestionTimeout
-	// DefaultSubagentMaxDepth is how deep sub-agents nest (the seed's 5).
+	// DefaultSubagentMaxDepth is how deep sub-agents nest.
 	DefaultSubagentMaxDepth = subagent.DefaultMaxDepth
-	// DefaultSubagentTimeout bounds one sub-agent run (the seed's 300 s).
+	// DefaultSubagentTimeout bounds one sub-agent run.
 	DefaultSubagentTimeout = subagent.DefaultTimeout
 	// DefaultPollInterval is how often a run's owner checks for cancel
 	// requests and decisions that a lost pub/sub message did not announce.

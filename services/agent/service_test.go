@@ -571,7 +571,7 @@ func TestAgentsToolsHooksBackendAndEvents(t *testing.T) {
 		t.Fatal("bob's default is not the template")
 	}
 
-	// Backend switch per the seed's mode mapping.
+	// Backend switch: "remote" without a sandbox_url is Docker on the local engine.
 	sw, err := a.client.SwitchBackend(ctx, &agentv1.SwitchBackendRequest{AgentId: "default", Mode: "remote"})
 	if err != nil || sw.GetAgent().GetBackend().GetType() != "docker" || sw.GetAgent().GetBackend().GetSandboxUrl() != "" {
 		t.Fatalf("switch to local docker = %v, %v", sw, err)

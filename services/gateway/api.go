@@ -22,8 +22,9 @@ import (
 )
 
 // jsonMarshaler is the REST API's JSON: proto field names (tool_calls,
-// thread_id), empty fields left out as in the seed's samples, and unknown
-// request fields refused so that a typo is a 400 naming the field.
+// thread_id), empty fields left out (a missing field reads as its zero
+// value), and unknown request fields refused so that a typo is a 400 naming
+// the field.
 func jsonMarshaler() *runtime.JSONPb {
 	return &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true},
@@ -215,8 +216,9 @@ func (g *Gateway) sseAware(next http.Handler) http.Handler {
 	})
 }
 
-// normalizePath accepts the seed's trailing slash (`/agents/`) on API paths,
-// which the proto's patterns (`/agents`) do not match.
+// normalizePath accepts API paths with a trailing slash (`/agents/`, the
+// agent list's documented path), which the proto's patterns (`/agents`) do
+// not match.
 func normalizePath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path

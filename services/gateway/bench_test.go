@@ -19,8 +19,8 @@ import (
 	"github.com/wick-agent/wick/services/gateway"
 )
 
-// Benchmark figures of the issue: 1,000 concurrent SSE streams, each 50
-// tokens 20 ms apart.
+// The benchmark's load: 1,000 concurrent SSE streams, each 50 tokens 20 ms
+// apart, a chat UI's streaming at a busy hour's concurrency.
 const (
 	benchStreams  = 1000
 	benchTokens   = 50

@@ -31,7 +31,7 @@ import (
 	"github.com/wick-agent/wick/services/gateway/internal/terminal"
 )
 
-// Defaults of the gateway's limits, from the seed where it names one.
+// Defaults of the gateway's address and limits; each has a Config field.
 const (
 	DefaultHTTPAddr          = ":8000"
 	DefaultMaxBodyBytes      = 4 << 20
@@ -57,7 +57,7 @@ type Config struct {
 	// services can trust them: members share an organisation's knowledge
 	// collections. Users of the verifier belong to none.
 	Orgs map[string][]string
-	// VerifierURL is an external token verifier (the seed's WithGateway).
+	// VerifierURL is an external token verifier (auth.Verifier).
 	VerifierURL string
 	// VerifierCacheTTL is how long the verifier's answers are cached.
 	VerifierCacheTTL time.Duration

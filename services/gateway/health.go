@@ -28,7 +28,7 @@ type Health struct {
 	// anyone.
 	Services map[string]string `json:"services"`
 	// Agents is the number of agents the caller can use; present only for
-	// an authenticated caller (the seed's agent count).
+	// an authenticated caller, so that an anonymous probe learns nothing.
 	Agents *int `json:"agents,omitempty"`
 }
 

@@ -25,7 +25,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Message is one message of a conversation (the seed's agent.Message).
+// Message is one message of a conversation.
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// role is "system", "user", "assistant" or "tool".
@@ -107,7 +107,7 @@ func (x *Message) GetName() string {
 	return ""
 }
 
-// ToolCall is the model's request to invoke a tool (the seed's agent.ToolCall).
+// ToolCall is the model's request to invoke a tool.
 type ToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id identifies the call.
@@ -171,7 +171,7 @@ func (x *ToolCall) GetArgs() *structpb.Struct {
 	return nil
 }
 
-// ToolResult is the output of a tool call (the seed's agent.ToolResult).
+// ToolResult is the output of a tool call.
 type ToolResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tool_call_id is the id of the call.
@@ -308,7 +308,7 @@ func (x *Todo) GetStatus() string {
 	return ""
 }
 
-// AgentState is a thread's full state (the seed's agent.AgentState).
+// AgentState is a thread's full state: its messages, todos and files.
 type AgentState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// thread_id identifies the thread.
@@ -605,7 +605,7 @@ func (x *ConfigEvent) GetTime() *timestamppb.Timestamp {
 	return nil
 }
 
-// BackendConfig says where an agent's tools run (the seed's BackendCfg).
+// BackendConfig says where an agent's tools run.
 type BackendConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// type is "local" (a workdir on the sandbox host) or "docker".
@@ -780,7 +780,7 @@ func (x *PathsConfig) GetPaths() []string {
 	return nil
 }
 
-// Agent is an agent's configuration (the seed's AgentConfig) and status.
+// Agent is an agent's configuration and status.
 type Agent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// agent_id identifies the agent; letters, digits, '-' and '_'.
@@ -1707,7 +1707,7 @@ func (x *StreamResponse) GetEvent() *StreamEvent {
 	return nil
 }
 
-// SwitchBackendRequest switches an agent's backend (the seed's UI payload).
+// SwitchBackendRequest is the body of PATCH /agents/{agent_id}/backend.
 type SwitchBackendRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// agent_id names the agent.

@@ -23,7 +23,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// ModelSpec names a model. Either `spec` holds the seed's string form
+// ModelSpec names a model. Either `spec` holds the string form
 // ("ollama:llama3.1:8b", "gpt-4o", "claude-sonnet-4-20250514", "script:demo"),
 // or the other fields give the object form.
 type ModelSpec struct {

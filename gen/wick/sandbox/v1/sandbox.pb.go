@@ -113,7 +113,7 @@ type SandboxSpec struct {
 	// image is the container image; it must be present on the engine.
 	Image string `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
 	// docker_host is the engine to use: empty for the service's local engine, or
-	// a remote engine such as "tcp://10.0.0.5:2376" (the seed's sandbox_url).
+	// a remote engine such as "tcp://10.0.0.5:2376" (an agent's sandbox_url).
 	DockerHost string `protobuf:"bytes,3,opt,name=docker_host,json=dockerHost,proto3" json:"docker_host,omitempty"`
 	// workdir is the agent-facing workspace path inside the sandbox, default "/workspace".
 	Workdir string `protobuf:"bytes,4,opt,name=workdir,proto3" json:"workdir,omitempty"`

@@ -1612,7 +1612,7 @@ export interface components {
              */
             unchanged?: boolean;
         };
-        /** @description Agent is an agent's configuration (the seed's AgentConfig) and status. */
+        /** @description Agent is an agent's configuration and status. */
         "wick.agent.v1.Agent": {
             /**
              * @description acp backs the agent with an external coding agent spoken to over the
@@ -1708,7 +1708,7 @@ export interface components {
             /** @description tools names the built-in, native and external tools the agent may use. */
             tools?: string[];
         };
-        /** @description AgentState is a thread's full state (the seed's agent.AgentState). */
+        /** @description AgentState is a thread's full state: its messages, todos and files. */
         "wick.agent.v1.AgentState": {
             /** @description agent_id is the agent the thread belongs to. */
             agent_id?: string;
@@ -1758,7 +1758,7 @@ export interface components {
             /** @description tool_call_id names the call. */
             tool_call_id?: string;
         };
-        /** @description BackendConfig says where an agent's tools run (the seed's BackendCfg). */
+        /** @description BackendConfig says where an agent's tools run. */
         "wick.agent.v1.BackendConfig": {
             /** @description image is the container image for "docker". */
             image?: string;
@@ -2159,7 +2159,7 @@ export interface components {
              */
             url?: string;
         };
-        /** @description Message is one message of a conversation (the seed's agent.Message). */
+        /** @description Message is one message of a conversation. */
         "wick.agent.v1.Message": {
             /** @description content is the message text. */
             content?: string;
@@ -2392,7 +2392,7 @@ export interface components {
             /** @description title says what the task is. */
             title?: string;
         };
-        /** @description ToolCall is the model's request to invoke a tool (the seed's agent.ToolCall). */
+        /** @description ToolCall is the model's request to invoke a tool. */
         "wick.agent.v1.ToolCall": {
             /** @description args are the call's arguments. */
             args?: Record<string, never>;

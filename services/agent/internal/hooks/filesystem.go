@@ -13,11 +13,13 @@ import (
 	"github.com/wick-agent/wick/wickfs"
 )
 
-// Filesystem constants, the seed's where it gives them.
+// Filesystem defaults.
 const (
-	// DefaultMaxResultChars is the seed's eviction threshold for tool results.
+	// DefaultMaxResultChars is the size over which a tool result is evicted,
+	// so that one large output does not fill the context window.
 	DefaultMaxResultChars = 80_000
-	// DefaultEvictKeepChars is the seed's head and tail kept on eviction.
+	// DefaultEvictKeepChars is how much of an evicted result's head and tail
+	// stays in the prompt.
 	DefaultEvictKeepChars = 2_000
 	// DefaultReadLimit is read_file's default number of lines.
 	DefaultReadLimit = 2_000
@@ -45,7 +47,9 @@ const (
 	ToolExecute   = "execute"
 )
 
-// evictionExempt are the seed's tools whose results are never evicted.
+// evictionExempt are the filesystem tools, whose results are never evicted:
+// their output is bounded already (match and file caps, read_file's line
+// window), and an evicted read_file result would only be read again.
 var evictionExempt = map[string]bool{
 	ToolLs: true, ToolGlob: true, ToolGrep: true, ToolReadFile: true, ToolEditFile: true, ToolWriteFile: true,
 }
@@ -427,7 +431,7 @@ func FormatExec(res *wickfs.ExecResult) string {
 }
 
 // WrapToolCall evicts results over the threshold to their head and tail,
-// except for the seed's exempt tools.
+// except for the filesystem tools (evictionExempt).
 func (h *FilesystemHook) WrapToolCall(ctx context.Context, call llm.ToolCall, next loop.ToolCallFunc) (*loop.ToolResult, error) {
 	res, err := next(ctx, call)
 	if err != nil || res == nil || evictionExempt[call.Name] {

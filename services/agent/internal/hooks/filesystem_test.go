@@ -236,7 +236,7 @@ func TestEviction(t *testing.T) {
 	for _, name := range []string{"execute", "my_custom_tool"} {
 		res, err := h.WrapToolCall(context.Background(), llm.ToolCall{ID: "c", Name: name}, next(big))
 		if err != nil || res.Output != wantEvicted {
-			t.Fatalf("%s: not evicted as the seed says (len %d)", name, len(res.Output))
+			t.Fatalf("%s: not evicted over the threshold (len %d)", name, len(res.Output))
 		}
 	}
 	for _, name := range []string{"ls", "glob", "grep", "read_file", "edit_file", "write_file"} {

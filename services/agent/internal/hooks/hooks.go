@@ -1,6 +1,6 @@
 // Package hooks holds the agent's built-in hooks (tracing, todo list,
 // filesystem, skills, memory, knowledge, summarization) and Build, which assembles them
-// for an agent in the seed's registration order.
+// for an agent in registration order.
 package hooks
 
 import (
@@ -19,7 +19,8 @@ const (
 	NameKnowledge     = "knowledge"
 )
 
-// Order is the seed's registration order: the first is the outermost ring.
+// order is the registration order: the first is the outermost ring, so
+// tracing sees every model and tool call as the other hooks leave it.
 // The knowledge hook comes before summarization, so that the passages it
 // injects count towards the context the summarizer measures.
 var order = []string{NameTracing, NameTodoList, NameFilesystem, NameSkills, NameMemory, NameKnowledge, NameSummarization}
@@ -34,7 +35,7 @@ func ToolNames() []string {
 	return []string{ToolEditFile, ToolExecute, ToolGlob, ToolGrep, ToolLs, ToolReadFile, ToolSearchKnowledge, ToolWriteFile, ToolWriteTodos}
 }
 
-// phases are the seed's phases of each hook.
+// phases are the loop phases each hook implements, as Describe reports them.
 var phases = map[string][]string{
 	NameTracing:       {loop.PhaseWrapModelCall, loop.PhaseWrapToolCall},
 	NameTodoList:      {loop.PhaseBeforeAgent},
@@ -54,7 +55,9 @@ type Status struct {
 	Phases  []string `json:"phases"`
 }
 
-// active applies the seed's activation rules and cfg's toggles.
+// active applies cfg's toggles, then each hook's needs: the filesystem,
+// skills and memory hooks need a backend, skills and memory their paths, the
+// knowledge hook a collection.
 func active(cfg *loop.AgentConfig, name string, hasBackend bool) bool {
 	if !cfg.HookEnabled(name) {
 		return false
@@ -99,8 +102,8 @@ func WithKnowledge(k KnowledgeSearcher) BuildOption {
 	return func(o *buildOptions) { o.knowledge = k }
 }
 
-// Build returns the agent's hooks in the seed's registration order, applying
-// the seed's activation rules and cfg.Hooks toggles. fs is nil when the agent
+// Build returns the agent's hooks in registration order, applying cfg.Hooks
+// toggles and each hook's needs (active). fs is nil when the agent
 // has no backend. Hooks keep per-run state, so build them for each run.
 func Build(cfg *loop.AgentConfig, fs wickfs.FileSystem, model Caller, opts ...BuildOption) []loop.Hook {
 	if cfg == nil {

@@ -29,8 +29,8 @@ type KnowledgeSearcher interface {
 }
 
 // KnowledgeHook searches the agent's collections before each model call with
-// the latest user message and a little recent context (the seed's Wukong step
-// 3.2: top 5, minimum score 0.7), injects the hits as a <knowledge> section
+// the latest user message and a little recent context (by default the top 5
+// hits scoring at least 0.7), injects the hits as a <knowledge> section
 // of the system message with numbered sources, and reports them as an
 // on_knowledge_retrieval event. It also gives the model search_knowledge for
 // queries of its own.

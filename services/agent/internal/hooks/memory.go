@@ -13,12 +13,13 @@ import (
 
 // Memory constants.
 const (
-	// MemorySeparator joins several AGENTS.md files (the seed's).
+	// MemorySeparator joins several AGENTS.md files.
 	MemorySeparator = "\n\n---\n\n"
 	// DefaultMaxMemoryChars caps the injected memory so a runaway AGENTS.md
 	// cannot fill the context window.
 	DefaultMaxMemoryChars = 100_000
-	// MemoryGuidelines follow the memory block in the system message (the seed's text).
+	// MemoryGuidelines follow the memory block in the system message and tell
+	// the model how to keep its memory up to date.
 	MemoryGuidelines = "Guidelines for agent memory:\n" +
 		"- This memory persists across conversations\n" +
 		"- You can update it by using edit_file on the AGENTS.md file\n" +
@@ -105,7 +106,8 @@ func (h *MemoryHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm
 	return loop.AppendSystem(msgs, MemoryBlock(content)), nil
 }
 
-// MemoryBlock renders the seed's memory section.
+// MemoryBlock renders the memory section of the system message: the memory
+// in <agent_memory> tags, then MemoryGuidelines.
 func MemoryBlock(content string) string {
 	return "<agent_memory>\n" + content + "\n</agent_memory>\n\n" + MemoryGuidelines
 }

@@ -37,7 +37,8 @@ type SkillEntry struct {
 	Path        string `json:"path"`        // full path of the SKILL.md file
 }
 
-// CatalogLine is the seed's catalog entry for a skill.
+// CatalogLine is a skill's line in the catalog the system message lists:
+// its name, its description and the file to read for the full instructions.
 func (s SkillEntry) CatalogLine() string {
 	return fmt.Sprintf("[%s] %s → Read %s for full instructions", s.Name, s.Description, s.Path)
 }

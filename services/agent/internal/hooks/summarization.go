@@ -14,7 +14,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
-// Summarization constants (the seed's).
+// Summarization defaults.
 const (
 	// DefaultContextWindow is used when the agent configures none.
 	DefaultContextWindow = 128_000

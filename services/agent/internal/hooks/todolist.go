@@ -19,7 +19,7 @@ const (
 	DefaultMaxTodos = 100
 )
 
-// ValidTodoStatuses are the seed's statuses.
+// ValidTodoStatuses are the statuses write_todos accepts.
 var ValidTodoStatuses = []string{loop.TodoPending, loop.TodoInProgress, loop.TodoDone}
 
 // ErrInvalidTodos is wrapped by every write_todos validation error.
@@ -52,7 +52,7 @@ func (h *TodoListHook) Name() string { return NameTodoList }
 // Phases implements loop.Hook.
 func (h *TodoListHook) Phases() []string { return phasesOf(NameTodoList) }
 
-// BeforeAgent registers write_todos. The seed initialises the list to empty;
+// BeforeAgent registers write_todos. A new thread starts with an empty list;
 // a thread's existing todos are kept so a follow-up message does not lose
 // the plan.
 func (h *TodoListHook) BeforeAgent(_ context.Context, state *loop.AgentState) error {

@@ -14,13 +14,14 @@ import (
 
 // Tracing constants.
 const (
-	// SpanLLMCall and SpanToolCall are the seed's span names.
+	// SpanLLMCall and SpanToolCall name the spans of a model call and a tool call.
 	SpanLLMCall  = "llm.call"
 	SpanToolCall = "tool.call"
-	// DefaultPreviewChars is the seed's preview length of content and output.
+	// DefaultPreviewChars is how much of a message's content and a tool's
+	// output a span records.
 	DefaultPreviewChars = 500
-	// DefaultMaxArgsChars caps the tool_args attribute; the seed records the
-	// arguments whole, but a write_file call can carry megabytes.
+	// DefaultMaxArgsChars caps the tool_args attribute: a write_file call can
+	// carry megabytes, too much for a span attribute.
 	DefaultMaxArgsChars = 4096
 	tracerName          = "github.com/wick-agent/wick/services/agent/internal/hooks"
 )

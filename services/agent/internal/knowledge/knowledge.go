@@ -16,8 +16,8 @@ import (
 
 // Defaults and limits; each has an option on the Service.
 const (
-	// DefaultTopK and DefaultMinScore are the seed's retrieval constants
-	// (Wukong step 3.2: top 5, minimum score 0.7).
+	// DefaultTopK and DefaultMinScore bound retrieval: the 5 best hits, each
+	// scoring at least 0.7, so that weak matches do not crowd the prompt.
 	DefaultTopK     = 5
 	DefaultMinScore = 0.7
 	// DefaultHashMinScore is the default minimum score for collections

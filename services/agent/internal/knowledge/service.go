@@ -566,7 +566,7 @@ func (s *Service) Search(ctx context.Context, user string, in SearchInput) ([]Hi
 	return hits, threshold, nil
 }
 
-// DefaultMinScoreFor is the seed's 0.7, or DefaultHashMinScore for the
+// DefaultMinScoreFor is DefaultMinScore, or DefaultHashMinScore for the
 // offline embedder, whose scores run lower.
 func DefaultMinScoreFor(c Collection) float64 {
 	if c.Provider == "hash" || hashembed.IsModel(c.EmbedModel) {

@@ -9,7 +9,7 @@ import (
 )
 
 // DiscardStepsTool is the name of the tool by which the model drops results
-// of earlier tool calls from its later prompts (the seed's discardableSteps).
+// of earlier tool calls from its later prompts.
 const DiscardStepsTool = "discard_steps"
 
 // discardedPlaceholder replaces a discarded result in prompts: the call and

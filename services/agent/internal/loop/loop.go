@@ -16,7 +16,8 @@ import (
 
 // Defaults of the loop; each is configurable.
 const (
-	// DefaultMaxTurns is the seed's bound on LLM↔tool rounds per run.
+	// DefaultMaxTurns bounds LLM↔tool rounds per run, so that a model that
+	// never stops calling tools still ends its run.
 	DefaultMaxTurns = 25
 	// DefaultToolTimeout bounds one tool call.
 	DefaultToolTimeout = 10 * time.Minute

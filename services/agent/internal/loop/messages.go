@@ -211,7 +211,8 @@ func (m Messages) ValidateUserInput() error {
 	return nil
 }
 
-// EstimateTokens is the seed's heuristic: len(content)/4 + len(rawArgs)/4.
+// EstimateTokens estimates without a tokenizer, at about four bytes a token:
+// len(content)/4 + len(rawArgs)/4.
 // When a call has no RawArgs (it came back from storage), the size of its
 // arguments is estimated from their JSON encoding.
 func (m Messages) EstimateTokens() int {
@@ -222,7 +223,7 @@ func (m Messages) EstimateTokens() int {
 	return total
 }
 
-// EstimateMessageTokens estimates one message with the seed's heuristic.
+// EstimateMessageTokens estimates one message the way EstimateTokens does.
 func EstimateMessageTokens(msg llm.Message) int {
 	n := len(msg.Content) / 4
 	for _, c := range msg.ToolCalls {
@@ -235,7 +236,8 @@ func EstimateMessageTokens(msg llm.Message) int {
 	return n
 }
 
-// PrettyPrint renders the chain for humans, in the seed's format.
+// PrettyPrint renders the chain for humans, one block per message, for logs
+// and debugging.
 func (m Messages) PrettyPrint() string {
 	var b strings.Builder
 	for i, msg := range m {

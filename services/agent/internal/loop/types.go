@@ -1,4 +1,4 @@
-// Package loop is the agent runtime: the seed's message, state and config
+// Package loop is the agent runtime: the message, state and config
 // types, the Messages chain, the Tool and Hook interfaces, and the loop that
 // runs an LLM ↔ tool conversation through the hooks.
 package loop
@@ -76,7 +76,7 @@ type StreamEvent struct {
 	ID string `json:"id,omitempty"`
 }
 
-// Event names. The first five are the seed's; the others are additions.
+// Event names. Clients switch on them, so a name is added, never renamed.
 const (
 	EventChatModelStream = "on_chat_model_stream"
 	// EventThoughtStream is a piece of the agent's reasoning, shown apart

@@ -66,7 +66,7 @@ hooks:
 
 func TestAgentStateJSON(t *testing.T) {
 	t.Parallel()
-	// The seed's sample state.
+	// A state with every kind of message, a todo and a file.
 	src := `{
   "thread_id": "th_8f3a2b",
   "messages": [

@@ -40,7 +40,7 @@ const (
 var ErrInvalid = errors.New("invalid agent configuration")
 
 // fileDoc is agents.yaml: either a map of agents under "agents", or one
-// agent at the top level (the seed's sample), registered as "default" or
+// agent at the top level (the short form), registered as "default" or
 // under its "id".
 type fileDoc struct {
 	Agents map[string]*loop.AgentConfig `yaml:"agents"`

@@ -25,7 +25,7 @@ func TestParseAgentsFile(t *testing.T) {
 		want       []string
 		err        string
 	}{
-		{"seed single agent", `
+		{"single agent at the top level", `
 name: code-assistant
 model: claude-sonnet-4-20250514
 system_prompt: "You are a coding assistant."

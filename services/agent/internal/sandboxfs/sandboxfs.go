@@ -153,8 +153,8 @@ func (f *FS) ReadFile(ctx context.Context, path string) (string, error) {
 	return Text(data), nil
 }
 
-// Text is the seed's text form of file bytes: UTF-8 as is, anything else
-// as "base64:" and its base64.
+// Text is file bytes as a JSON string can carry them: UTF-8 as is, anything
+// else as "base64:" and its base64.
 func Text(data []byte) string {
 	if utf8.Valid(data) {
 		return string(data)

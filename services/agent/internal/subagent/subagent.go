@@ -25,10 +25,12 @@ import (
 
 // Defaults of the task tool; each has an option.
 const (
-	// DefaultMaxDepth is the seed's bound on nested sub-agents (ForkAutoAgent's
-	// maxDepth): a top-level run is depth 0, its children depth 1.
+	// DefaultMaxDepth bounds nested sub-agents, so that a model that keeps
+	// delegating cannot fork without end: a top-level run is depth 0, its
+	// children depth 1.
 	DefaultMaxDepth = 5
-	// DefaultTimeout is the seed's bound on one sub-agent run (300 s).
+	// DefaultTimeout bounds one sub-agent run, so that a stuck child cannot
+	// hold its parent's run forever.
 	DefaultTimeout = 300 * time.Second
 	// MaxAnswerBytes bounds the answer a sub-agent hands back: the parent
 	// gets a summary, never the child's whole history.

@@ -23,7 +23,7 @@ func WithSweepInterval(d time.Duration) MemoryOption {
 	return func(s *MemoryStore) { s.sweep = d }
 }
 
-// MemoryStore is the single-process Store and Locker (the seed's ThreadStore).
+// MemoryStore is the single-process Store and Locker.
 // States are kept as JSON so no caller shares memory with the stored copy.
 type MemoryStore struct {
 	ttl   time.Duration

@@ -18,7 +18,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 )
 
-// Defaults from the seed's thread store.
+// Defaults of the thread stores.
 const (
 	// DefaultTTL is how long an untouched thread lives (sliding).
 	DefaultTTL = time.Hour

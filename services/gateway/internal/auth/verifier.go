@@ -27,8 +27,7 @@ const (
 // ErrVerifierUnavailable is returned when the verifier cannot be asked.
 var ErrVerifierUnavailable = errors.New("token verifier unavailable")
 
-// Verifier asks an external service whether a token is valid (the seed's
-// WithGateway). It sends `GET <url>` with the token as
+// Verifier asks an external service whether a token is valid. It sends `GET <url>` with the token as
 // `Authorization: Bearer <token>`; a 2xx answer with a JSON body
 // {"user": "..."} (or "username", or "sub") names the user, 401 or 403
 // refuses the token. Answers are cached briefly by the token's hash.

@@ -1,4 +1,4 @@
-// Package spec parses the seed's model specs — "ollama:llama3.1:8b",
+// Package spec parses model specs — "ollama:llama3.1:8b",
 // "gpt-4o", "claude-sonnet-4-20250514", "script:demo", or the object form
 // {provider, model, base_url, api_key_env} — and fills in each provider's
 // defaults.

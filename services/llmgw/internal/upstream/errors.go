@@ -115,8 +115,9 @@ func AsError(err error) *Error {
 	return &Error{Kind: KindUnknown, Message: err.Error(), Err: err}
 }
 
-// KindForStatus classifies an HTTP status the way the issue specifies: retry on
-// 408/409/429/5xx/529, never on 400/401/403/404/422.
+// KindForStatus classifies an HTTP status: 408/409/429/5xx/529 say the
+// provider could answer later, so they are retried; 400/401/403/404/422 say
+// the same request fails again, so they never are.
 func KindForStatus(status int) Kind {
 	switch {
 	case status == http.StatusTooManyRequests:

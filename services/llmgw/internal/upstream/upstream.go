@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// EstimateTokens is the seed's heuristic (len/4) for providers that do not
-// count tokens themselves.
+// EstimateTokens counts about four bytes a token (len/4), for providers that
+// do not count tokens themselves.
 func EstimateTokens(s string) int64 {
 	return int64((len(s) + 3) / 4)
 }

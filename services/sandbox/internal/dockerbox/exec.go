@@ -215,8 +215,8 @@ func (t *TTY) Close() { t.once.Do(func() { t.hr.Close() }) }
 // ExitCode returns the shell's exit code once it ended.
 func (t *TTY) ExitCode(ctx context.Context) (int, error) { return ExitCode(ctx, t.e, t.execID) }
 
-// Executor runs `sh -c` commands in a container through docker exec: the
-// seed's DockerExecutor, on which RemoteFS drives the wickfs CLI.
+// Executor runs `sh -c` commands in a container through docker exec. When the
+// daemon is unreachable, RemoteFS drives the wickfs CLI through it.
 type Executor struct {
 	Engine    Engine
 	Container string
