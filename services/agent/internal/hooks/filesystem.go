@@ -48,8 +48,9 @@ const (
 )
 
 // evictionExempt are the filesystem tools, whose results are never evicted:
-// their output is bounded already (match and file caps, read_file's line
-// window), and an evicted read_file result would only be read again.
+// their output is what the model asked to see, and read_file, grep and glob
+// bound it themselves (line window, match and file caps); cutting its middle
+// would only make the model ask again.
 var evictionExempt = map[string]bool{
 	ToolLs: true, ToolGlob: true, ToolGrep: true, ToolReadFile: true, ToolEditFile: true, ToolWriteFile: true,
 }

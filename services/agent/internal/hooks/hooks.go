@@ -20,7 +20,7 @@ const (
 )
 
 // order is the registration order: the first is the outermost ring, so
-// tracing sees every model and tool call as the other hooks leave it.
+// tracing's spans include the other hooks' work.
 // The knowledge hook comes before summarization, so that the passages it
 // injects count towards the context the summarizer measures.
 var order = []string{NameTracing, NameTodoList, NameFilesystem, NameSkills, NameMemory, NameKnowledge, NameSummarization}
