@@ -5,24 +5,29 @@ import (
 	"io/fs"
 	"strings"
 	"syscall"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // Sentinel errors. Every error an implementation returns wraps at most one of
-// them, so callers (and the gRPC edge) can classify it with errors.Is while the
-// message still names the path and the problem.
+// them, so callers can classify it with errors.Is while the message still
+// names the path and the problem; each carries the status code a client sees
+// for it (errcode).
 var (
 	// ErrNotFound: the file or directory does not exist.
-	ErrNotFound = errors.New("no such file or directory")
+	ErrNotFound = errcode.New(codes.NotFound, "no such file or directory")
 	// ErrOutsideWorkspace: the path, or a symlink on it, leads out of the workspace root.
-	ErrOutsideWorkspace = errors.New("path is outside the workspace")
+	ErrOutsideWorkspace = errcode.New(codes.PermissionDenied, "path is outside the workspace")
 	// ErrPermission: the operating system refused the operation.
-	ErrPermission = errors.New("permission denied")
+	ErrPermission = errcode.New(codes.PermissionDenied, "permission denied")
 	// ErrInvalidArgument: the request itself is wrong (bad pattern, empty
 	// old_text, a directory given as a file, text not found, ...).
-	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidArgument = errcode.New(codes.InvalidArgument, "invalid argument")
 	// ErrTooLarge: a size limit was exceeded, or the workspace is full;
 	// nothing was written.
-	ErrTooLarge = errors.New("size limit exceeded")
+	ErrTooLarge = errcode.New(codes.ResourceExhausted, "size limit exceeded")
 )
 
 // errNoSpace is a write that found the workspace's file system full. It is

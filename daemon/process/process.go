@@ -20,6 +20,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -45,13 +48,13 @@ const (
 	readChunk = 32 << 10
 )
 
-// Errors, each a class the RPC edge maps to a status code.
+// Errors, each declared with the status code a client sees for it.
 var (
-	ErrNotFound  = errors.New("no such process")
-	ErrInvalid   = errors.New("invalid argument")
-	ErrExhausted = errors.New("resource exhausted")
-	ErrExited    = errors.New("process has exited")
-	ErrClosed    = errors.New("the process table is closed")
+	ErrNotFound  = errcode.New(codes.NotFound, "no such process")
+	ErrInvalid   = errcode.New(codes.InvalidArgument, "invalid argument")
+	ErrExhausted = errcode.New(codes.ResourceExhausted, "resource exhausted")
+	ErrExited    = errcode.New(codes.FailedPrecondition, "process has exited")
+	ErrClosed    = errcode.New(codes.Unavailable, "the process table is closed")
 )
 
 // Spec describes a process to start.

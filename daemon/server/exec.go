@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) Exec(req *daemonv1.ExecRequest, stream grpc.ServerStreamingServ
 		wickfs.WithTimeout(req.GetTimeout().AsDuration()), wickfs.WithMaxOutput(req.GetMaxOutputBytes()),
 		wickfs.WithWorkdir(req.GetWorkdir()), wickfs.WithEnv(req.GetEnv()), wickfs.WithStdin(req.GetStdin()))
 	if err != nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	return stream.Send(&daemonv1.ExecResponse{Output: &daemonv1.ExecResponse_Exit{Exit: &daemonv1.ExitStatus{
 		ExitCode:  int32(st.ExitCode),

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 )
 
 // ReadFile streams a file in chunks, or a window of its lines.
@@ -21,7 +22,7 @@ func (s *Server) ReadFile(req *daemonv1.ReadFileRequest, stream grpc.ServerStrea
 	}
 	f, st, err := s.fs.OpenRead(req.GetPath())
 	if err != nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	defer f.Close()
 	first := &daemonv1.ReadFileResponse{Size: st.Size(), Mode: uint32(st.Mode().Perm())}
@@ -44,7 +45,7 @@ func (s *Server) ReadFile(req *daemonv1.ReadFileRequest, stream grpc.ServerStrea
 			return nil
 		}
 		if rerr != nil {
-			return toStatus(fmt.Errorf("read %s: %w", req.GetPath(), rerr))
+			return rpcstatus.FromError(stream.Context(), fmt.Errorf("read %s: %w", req.GetPath(), rerr))
 		}
 	}
 }
@@ -61,7 +62,7 @@ func (s *Server) readLines(req *daemonv1.ReadFileRequest, stream grpc.ServerStre
 	}
 	res, err := s.fs.ReadLines(stream.Context(), req.GetPath(), int(offset), int(limit))
 	if err != nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	var chunk []byte
 	msg := first
@@ -109,7 +110,7 @@ func (s *Server) WriteFile(stream grpc.ClientStreamingServer[daemonv1.WriteFileR
 	}
 	w, err := s.fs.CreateAtomic(h.GetPath(), fs.FileMode(h.GetMode()))
 	if err != nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	committed := false
 	defer func() {
@@ -134,17 +135,17 @@ func (s *Server) WriteFile(stream grpc.ClientStreamingServer[daemonv1.WriteFileR
 	n, err := s.receiveChunks(stream, w.Path(), writes)
 	close(writes)
 	if werr := <-written; err == nil && werr != nil {
-		err = toStatus(werr)
+		err = rpcstatus.FromError(stream.Context(), werr)
 	}
 	if err != nil {
 		return err
 	}
 	if err := stream.Context().Err(); err != nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	committed = true // Commit cleans up after itself on failure
 	if err := w.Commit(); err != nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	return stream.SendAndClose(&daemonv1.WriteFileResponse{Path: w.Path(), BytesWritten: n})
 }

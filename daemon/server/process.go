@@ -12,6 +12,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon/process"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -19,7 +20,7 @@ import (
 func (s *Server) StartProcess(ctx context.Context, req *daemonv1.StartProcessRequest) (*daemonv1.StartProcessResponse, error) {
 	info, err := s.procs.StartProcess(ctx, processSpec(req))
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &daemonv1.StartProcessResponse{Process: processInfo(info)}, nil
 }
@@ -53,9 +54,9 @@ func (s *Server) AttachProcess(stream grpc.BidiStreamingServer[daemonv1.AttachPr
 	}
 	send := func(ev process.Event) error { return stream.Send(processEvent(ev)) }
 	if start != nil {
-		return toStatus(s.procs.StartAttachedProcess(stream.Context(), processSpec(start), input, send))
+		return rpcstatus.FromError(stream.Context(), s.procs.StartAttachedProcess(stream.Context(), processSpec(start), input, send))
 	}
-	return toStatus(s.procs.AttachProcess(stream.Context(), at.GetId(), at.GetOffset(), input, send))
+	return rpcstatus.FromError(stream.Context(), s.procs.AttachProcess(stream.Context(), at.GetId(), at.GetOffset(), input, send))
 }
 
 // SignalProcess signals a process's group.
@@ -65,7 +66,7 @@ func (s *Server) SignalProcess(ctx context.Context, req *daemonv1.SignalProcessR
 		return nil, invalidf("signal %d is not one a process can be sent", sig)
 	}
 	if err := s.procs.SignalProcess(ctx, req.GetId(), syscall.Signal(sig)); err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &daemonv1.SignalProcessResponse{}, nil
 }
@@ -74,7 +75,7 @@ func (s *Server) SignalProcess(ctx context.Context, req *daemonv1.SignalProcessR
 func (s *Server) ListProcesses(ctx context.Context, req *daemonv1.ListProcessesRequest) (*daemonv1.ListProcessesResponse, error) {
 	ps, err := s.procs.ListProcesses(ctx, req.GetId(), req.GetTag())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	out := &daemonv1.ListProcessesResponse{}
 	for _, p := range ps {

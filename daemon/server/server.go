@@ -6,7 +6,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/wick-agent/wick/daemon/internal/bufpool"
 	"github.com/wick-agent/wick/daemon/process"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -142,7 +142,7 @@ func (s *Server) Health(context.Context, *daemonv1.HealthRequest) (*daemonv1.Hea
 func (s *Server) Ls(ctx context.Context, req *daemonv1.LsRequest) (*daemonv1.LsResponse, error) {
 	entries, err := s.fs.Ls(ctx, req.GetPath())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	out := &daemonv1.LsResponse{Entries: make([]*daemonv1.DirEntry, len(entries))}
 	for i, e := range entries {
@@ -159,7 +159,7 @@ func (s *Server) EditFile(ctx context.Context, req *daemonv1.EditFileRequest) (*
 	}
 	res, err := s.fs.EditFile(ctx, req.GetPath(), req.GetOldText(), req.GetNewText(), opts...)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &daemonv1.EditFileResponse{Path: res.Path, Replacements: int32(min(res.Replacements, math.MaxInt32))}, nil
 }
@@ -182,7 +182,7 @@ func (s *Server) Grep(ctx context.Context, req *daemonv1.GrepRequest) (*daemonv1
 	}
 	res, err := s.fs.GrepN(ctx, req.GetPattern(), req.GetPath(), max)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	out := &daemonv1.GrepResponse{Truncated: res.Truncated, Matches: make([]*daemonv1.GrepMatch, len(res.Matches))}
 	for i, m := range res.Matches {
@@ -199,39 +199,9 @@ func (s *Server) Glob(ctx context.Context, req *daemonv1.GlobRequest) (*daemonv1
 	}
 	res, err := s.fs.GlobN(ctx, req.GetPattern(), req.GetPath(), max)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &daemonv1.GlobResponse{Files: res.Files, Truncated: res.Truncated}, nil
-}
-
-// toStatus converts an error into a gRPC status once, at the edge.
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	code := codes.Internal
-	switch {
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
-	case errors.Is(err, wickfs.ErrNotFound), errors.Is(err, process.ErrNotFound):
-		code = codes.NotFound
-	case errors.Is(err, wickfs.ErrOutsideWorkspace), errors.Is(err, wickfs.ErrPermission):
-		code = codes.PermissionDenied
-	case errors.Is(err, wickfs.ErrInvalidArgument), errors.Is(err, process.ErrInvalid):
-		code = codes.InvalidArgument
-	case errors.Is(err, wickfs.ErrTooLarge), errors.Is(err, process.ErrExhausted):
-		code = codes.ResourceExhausted
-	case errors.Is(err, process.ErrExited):
-		code = codes.FailedPrecondition
-	case errors.Is(err, process.ErrClosed):
-		code = codes.Unavailable
-	}
-	return status.Error(code, err.Error())
 }
 
 func invalidf(format string, args ...any) error {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) Terminal(stream grpc.BidiStreamingServer[daemonv1.TerminalReque
 		Workdir: start.GetWorkdir(), Env: start.GetEnv(),
 	}, recv, send)
 	if err != nil || exit == nil {
-		return toStatus(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	return stream.Send(&daemonv1.TerminalResponse{Msg: &daemonv1.TerminalResponse_Exit{Exit: &daemonv1.ExitStatus{
 		ExitCode: int32(exit.ExitCode),

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestRPCErrThreadHistory(t *testing.T) {
 		{fmt.Errorf("save thread th: %w: bad", threads.ErrInvalidHistory), codes.Internal},
 	}
 	for _, tt := range tests {
-		if got := status.Code(rpcErr(tt.err)); got != tt.want {
+		if got := status.Code(rpcErr(context.Background(), tt.err)); got != tt.want {
 			t.Errorf("rpcErr(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
@@ -43,7 +44,7 @@ func TestRPCErrUnwrapsDependencyStatus(t *testing.T) {
 			codes.NotFound, "read /x: no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := status.Convert(rpcErr(tc.err))
+			st := status.Convert(rpcErr(context.Background(), tc.err))
 			if st.Code() != tc.code || st.Message() != tc.msg {
 				t.Fatalf("rpcErr = %v %q, want %v %q", st.Code(), st.Message(), tc.code, tc.msg)
 			}

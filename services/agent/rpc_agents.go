@@ -80,7 +80,7 @@ func (s *Service) ListAgents(ctx context.Context, _ *agentv1.ListAgentsRequest) 
 	}
 	entries, err := s.registry.List(ctx, user)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.ListAgentsResponse{}
 	for _, e := range entries {
@@ -104,7 +104,7 @@ func (s *Service) CreateAgent(ctx context.Context, req *agentv1.CreateAgentReque
 	}
 	e, err := s.registry.Create(ctx, user, a.GetAgentId(), agentFromProto(a))
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	pa := agentToProto(e, "")
 	s.publish(ctx, user, registry.EventAgentCreated, e.ID, "", jsonData(pa))
@@ -135,7 +135,7 @@ func (s *Service) agentFor(ctx context.Context, agentID string) (string, *regist
 		return "", nil, status.Errorf(codes.NotFound, "agent %s not found", agentID)
 	}
 	if err != nil {
-		return "", nil, rpcErr(err)
+		return "", nil, rpcErr(ctx, err)
 	}
 	return user, e, nil
 }
@@ -151,10 +151,10 @@ func (s *Service) DeleteAgent(ctx context.Context, req *agentv1.DeleteAgentReque
 	// Runs record the agent id they were started with, which is the one asked for.
 	cancelled, err := s.exec.CancelAgent(ctx, user, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(fmt.Errorf("cancel runs of agent %s: %w", e.ID, err))
+		return nil, rpcErr(ctx, fmt.Errorf("cancel runs of agent %s: %w", e.ID, err))
 	}
 	if err := s.registry.Delete(ctx, user, e.ID); err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.DeleteAgentResponse{CancelledRunIds: cancelled}
 	if e.Config.Backend != nil {
@@ -194,7 +194,7 @@ func (s *Service) UpdateHooks(ctx context.Context, req *agentv1.UpdateHooksReque
 		return nil
 	})
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	st := hooks.Describe(e.Config, e.Config.Backend != nil)
 	s.publish(ctx, user, registry.EventAgentUpdated, e.ID, strings.Join(names, ","), map[string]any{"hooks": loop.JSONValue(st)})
@@ -240,7 +240,7 @@ func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendR
 		// The old sandbox is stopped (its workspace kept) so the next use
 		// builds one from the new backend.
 		if _, err := s.sandbox.StopSandbox(ctx, &sandboxv1.StopSandboxRequest{AgentId: e.ID}); err != nil && status.Code(err) != codes.NotFound {
-			return nil, rpcErr(fmt.Errorf("stop the old sandbox: %w", err))
+			return nil, rpcErr(ctx, fmt.Errorf("stop the old sandbox: %w", err))
 		}
 	}
 	e, err = s.registry.Update(ctx, user, e.ID, func(c *loop.AgentConfig) error {
@@ -248,7 +248,7 @@ func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendR
 		return nil
 	})
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	pa := agentToProto(e, s.sandboxState(ctx, e))
 	s.publish(ctx, user, registry.EventBackendSwitched, e.ID, "", jsonData(pa.GetBackend()))
@@ -272,7 +272,7 @@ func (s *Service) ControlContainer(ctx context.Context, req *agentv1.ControlCont
 			return &agentv1.ControlContainerResponse{Status: sandboxNone}, nil
 		}
 		if err != nil {
-			return nil, rpcErr(fmt.Errorf("stop sandbox: %w", err))
+			return nil, rpcErr(ctx, fmt.Errorf("stop sandbox: %w", err))
 		}
 		box = resp.GetSandbox()
 	case "restart":
@@ -280,11 +280,11 @@ func (s *Service) ControlContainer(ctx context.Context, req *agentv1.ControlCont
 		if status.Code(err) == codes.NotFound {
 			er, err2 := s.sandbox.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: e.ID, Spec: sandboxfs.Spec(e.Config.Backend)})
 			if err2 != nil {
-				return nil, rpcErr(fmt.Errorf("start sandbox: %w", err2))
+				return nil, rpcErr(ctx, fmt.Errorf("start sandbox: %w", err2))
 			}
 			box = er.GetSandbox()
 		} else if err != nil {
-			return nil, rpcErr(fmt.Errorf("restart sandbox: %w", err))
+			return nil, rpcErr(ctx, fmt.Errorf("restart sandbox: %w", err))
 		} else {
 			box = resp.GetSandbox()
 		}
@@ -306,7 +306,7 @@ func (s *Service) ListTools(ctx context.Context, _ *agentv1.ListToolsRequest) (*
 	}
 	defs, err := s.st.Agents.ListTools(ctx, user)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.ListToolsResponse{}
 	for _, d := range defs {
@@ -358,7 +358,7 @@ func (s *Service) RegisterTool(ctx context.Context, req *agentv1.RegisterToolReq
 		return nil, invalid("tool", err.Error())
 	}
 	if err := s.st.Agents.PutTool(ctx, user, def, s.cfg.limits.tools()); err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	pt := toolToProto(def)
 	s.publish(ctx, user, registry.EventToolRegistered, "", def.Name, jsonData(pt))
@@ -376,7 +376,7 @@ func (s *Service) DeleteTool(ctx context.Context, req *agentv1.DeleteToolRequest
 	}
 	ok, err := s.st.Agents.DeleteTool(ctx, user, req.GetName())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	if !ok {
 		if _, native := s.native[req.GetName()]; native {
@@ -406,7 +406,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 		}
 		entries = []*registry.Entry{e}
 	} else if entries, err = s.registry.List(ctx, user); err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	seen := map[string]bool{}
 	out := &agentv1.ListAvailableSkillsResponse{}
@@ -421,7 +421,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 			// every other agent's skills; asked for that agent alone, it is
 			// the answer.
 			if req.GetAgentId() != "" {
-				return nil, rpcErr(fmt.Errorf("sandbox of %s: %w", e.ID, err))
+				return nil, rpcErr(ctx, fmt.Errorf("sandbox of %s: %w", e.ID, err))
 			}
 			s.logger.Warn("list skills: sandbox state", "agent_id", e.ID, "error", err)
 			continue
@@ -434,7 +434,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 		found, err := hooks.DiscoverSkills(ctx, fs, c.Skills.Paths)
 		if err != nil {
 			if req.GetAgentId() != "" {
-				return nil, rpcErr(fmt.Errorf("discover skills of %s: %w", e.ID, err))
+				return nil, rpcErr(ctx, fmt.Errorf("discover skills of %s: %w", e.ID, err))
 			}
 			s.logger.Warn("discover skills", "agent_id", e.ID, "error", err)
 			continue
@@ -479,7 +479,7 @@ func (r runningSandbox) EnsureSandbox(context.Context, *sandboxv1.EnsureSandboxR
 func (s *Service) holdWatcher(ctx context.Context, user string) (func(), error) {
 	release, err := quota.Hold(ctx, s.st.Quota, user, kindWatchers, ids.New("w_"), s.cfg.limits.watchers())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return release, nil
 }

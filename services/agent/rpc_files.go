@@ -33,7 +33,7 @@ func (s *Service) fsForReads(ctx context.Context, agentID string, maxRead int64)
 	}
 	fs := sandboxfs.New(s.sandbox, e.ID, sandboxfs.Spec(e.Config.Backend), sandboxfs.WithMaxReadBytes(maxRead))
 	if err := fs.Ensure(ctx); err != nil {
-		return nil, nil, rpcErr(err)
+		return nil, nil, rpcErr(ctx, err)
 	}
 	return fs, e, nil
 }
@@ -60,7 +60,7 @@ func (s *Service) ListFiles(ctx context.Context, req *agentv1.ListFilesRequest) 
 	}
 	entries, err := fs.Ls(ctx, path)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.ListFilesResponse{}
 	for _, en := range entries {
@@ -87,7 +87,7 @@ func (s *Service) ReadFile(ctx context.Context, req *agentv1.ReadFileRequest) (*
 	}
 	content, err := fs.ReadFile(ctx, req.GetPath())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.ReadFileResponse{Path: req.GetPath(), Content: content}, nil
 }
@@ -106,7 +106,7 @@ func (s *Service) WriteFile(ctx context.Context, req *agentv1.WriteFileRequest) 
 	}
 	res, err := fs.WriteFile(ctx, req.GetPath(), req.GetContent())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.WriteFileResponse{Path: req.GetPath(), BytesWritten: int64(res.BytesWritten)}, nil
 }
@@ -125,7 +125,7 @@ func (s *Service) DownloadFile(req *agentv1.DownloadFileRequest, stream agentv1.
 	defer cancel()
 	src, err := s.sandbox.ReadFile(ctx, &sandboxv1.ReadFileRequest{AgentId: e.ID, Path: req.GetPath()})
 	if err != nil {
-		return rpcErr(fmt.Errorf("read %s: %w", req.GetPath(), err))
+		return rpcErr(ctx, fmt.Errorf("read %s: %w", req.GetPath(), err))
 	}
 	var sent int64
 	first := true
@@ -138,7 +138,7 @@ func (s *Service) DownloadFile(req *agentv1.DownloadFileRequest, stream agentv1.
 			return nil
 		}
 		if err != nil {
-			return rpcErr(fmt.Errorf("read %s: %w", req.GetPath(), err))
+			return rpcErr(ctx, fmt.Errorf("read %s: %w", req.GetPath(), err))
 		}
 		if first && msg.GetSize() > s.cfg.maxTransfer {
 			return status.Errorf(codes.ResourceExhausted, "%s is %d bytes, more than the download limit of %d", req.GetPath(), msg.GetSize(), s.cfg.maxTransfer)
@@ -204,7 +204,7 @@ func (s *Service) UploadFile(stream agentv1.AgentService_UploadFileServer) error
 	}
 	n, err := fs.Write(ctx, h.GetPath(), &uploadReader{stream: stream}, s.cfg.maxTransfer)
 	if err != nil {
-		return rpcErr(err)
+		return rpcErr(ctx, err)
 	}
 	return stream.SendAndClose(&agentv1.UploadFileResponse{Path: h.GetPath(), BytesWritten: n})
 }
@@ -231,12 +231,12 @@ func (s *Service) Terminal(stream agentv1.AgentService_TerminalServer) error {
 	}
 	up, err := s.sandbox.Terminal(ctx)
 	if err != nil {
-		return rpcErr(fmt.Errorf("open terminal: %w", err))
+		return rpcErr(ctx, fmt.Errorf("open terminal: %w", err))
 	}
 	if err := up.Send(&sandboxv1.TerminalRequest{Msg: &sandboxv1.TerminalRequest_Start{Start: &sandboxv1.TerminalStart{
 		AgentId: e.ID, Size: termSize(start.GetSize()),
 	}}}); err != nil {
-		return rpcErr(fmt.Errorf("open terminal: %w", err))
+		return rpcErr(ctx, fmt.Errorf("open terminal: %w", err))
 	}
 	go func() {
 		defer func() { _ = up.CloseSend() }()
@@ -268,7 +268,7 @@ func (s *Service) Terminal(stream agentv1.AgentService_TerminalServer) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return rpcErr(fmt.Errorf("terminal: %w", err))
+			return rpcErr(ctx, fmt.Errorf("terminal: %w", err))
 		}
 		switch m := msg.GetMsg().(type) {
 		case *sandboxv1.TerminalResponse_Output:

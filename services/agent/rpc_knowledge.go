@@ -2,34 +2,13 @@ package agent
 
 import (
 	"context"
-	"errors"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 )
-
-// kbErr converts a knowledge base error to a status, naming what was wrong.
-func kbErr(err error) error {
-	msg := err.Error()
-	switch {
-	case errors.Is(err, knowledge.ErrInvalid):
-		return status.Error(codes.InvalidArgument, msg)
-	case errors.Is(err, knowledge.ErrNotFound):
-		return status.Error(codes.NotFound, msg)
-	case errors.Is(err, knowledge.ErrExists):
-		return status.Error(codes.AlreadyExists, msg)
-	case errors.Is(err, knowledge.ErrDimensions):
-		return status.Error(codes.FailedPrecondition, msg)
-	case errors.Is(err, knowledge.ErrLimit):
-		return status.Error(codes.ResourceExhausted, msg)
-	}
-	return rpcErr(err)
-}
 
 // CreateCollection implements agentv1.AgentServiceServer.
 func (s *Service) CreateCollection(ctx context.Context, req *agentv1.CreateCollectionRequest) (*agentv1.CreateCollectionResponse, error) {
@@ -46,7 +25,7 @@ func (s *Service) CreateCollection(ctx context.Context, req *agentv1.CreateColle
 		ChunkSize: int(in.GetChunkSize()), ChunkOverlap: int(in.GetChunkOverlap()),
 	})
 	if err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.CreateCollectionResponse{Collection: collectionToProto(c)}, nil
 }
@@ -59,7 +38,7 @@ func (s *Service) ListCollections(ctx context.Context, _ *agentv1.ListCollection
 	}
 	cs, err := s.kb.ListCollections(ctx, user)
 	if err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.ListCollectionsResponse{Collections: make([]*agentv1.Collection, len(cs))}
 	for i, c := range cs {
@@ -75,7 +54,7 @@ func (s *Service) DeleteCollection(ctx context.Context, req *agentv1.DeleteColle
 		return nil, err
 	}
 	if err := s.kb.DeleteCollection(ctx, user, req.GetCollection()); err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.DeleteCollectionResponse{}, nil
 }
@@ -91,7 +70,7 @@ func (s *Service) AddDocument(ctx context.Context, req *agentv1.AddDocumentReque
 		Path: req.GetPath(), AgentID: req.GetAgentId(), ContentType: req.GetContentType(), Metadata: req.GetMetadata(),
 	})
 	if err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	key := req.GetCollection()
 	return &agentv1.AddDocumentResponse{Document: documentToProto(key, res.Document), Unchanged: res.Unchanged, EmbeddedChunks: int32(res.Embedded)}, nil
@@ -105,7 +84,7 @@ func (s *Service) ListDocuments(ctx context.Context, req *agentv1.ListDocumentsR
 	}
 	docs, err := s.kb.ListDocuments(ctx, user, req.GetCollection())
 	if err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.ListDocumentsResponse{Documents: make([]*agentv1.KnowledgeDocument, len(docs))}
 	for i, d := range docs {
@@ -122,7 +101,7 @@ func (s *Service) DeleteDocument(ctx context.Context, req *agentv1.DeleteDocumen
 	}
 	n, err := s.kb.DeleteDocument(ctx, user, req.GetCollection(), req.GetDocument())
 	if err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.DeleteDocumentResponse{DeletedChunks: int32(n)}, nil
 }
@@ -142,7 +121,7 @@ func (s *Service) SearchKnowledge(ctx context.Context, req *agentv1.SearchKnowle
 	}
 	hits, min, err := s.kb.Search(ctx, user, in)
 	if err != nil {
-		return nil, kbErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.SearchKnowledgeResponse{Hits: make([]*agentv1.KnowledgeHit, len(hits)), MinScore: min}
 	for i, h := range hits {

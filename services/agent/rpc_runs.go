@@ -21,11 +21,11 @@ func (s *Service) Invoke(ctx context.Context, req *agentv1.InvokeRequest) (*agen
 	}
 	r, err := s.exec.Start(ctx, user, runRequest(req))
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out, err := s.exec.Await(ctx, r)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	rec := out.Run
 	resp := &agentv1.InvokeResponse{ThreadId: rec.ThreadID, RunId: rec.ID, Status: rec.Status, Interrupt: toolCallsToProto(rec.Pending, true)}
@@ -55,12 +55,12 @@ func (s *Service) Stream(req *agentv1.StreamRequest, stream agentv1.AgentService
 	}
 	r, err := s.exec.Start(ctx, user, runRequest(req))
 	if err != nil {
-		return rpcErr(err)
+		return rpcErr(ctx, err)
 	}
 	if !req.GetBackground() {
 		r.CancelWith(ctx)
 	}
-	return rpcErr(s.exec.Follow(ctx, r, func(ev loop.StreamEvent) error {
+	return rpcErr(ctx, s.exec.Follow(ctx, r, func(ev loop.StreamEvent) error {
 		return stream.Send(&agentv1.StreamResponse{Event: eventToProto(ev)})
 	}))
 }
@@ -87,7 +87,7 @@ func (s *Service) JoinRun(req *agentv1.JoinRunRequest, stream agentv1.AgentServi
 		return err
 	}
 	defer release()
-	return rpcErr(s.exec.Join(ctx, user, req.GetRunId(), req.GetAfterEventId(), func(ev loop.StreamEvent) error {
+	return rpcErr(ctx, s.exec.Join(ctx, user, req.GetRunId(), req.GetAfterEventId(), func(ev loop.StreamEvent) error {
 		return stream.Send(&agentv1.JoinRunResponse{Event: eventToProto(ev)})
 	}))
 }
@@ -100,7 +100,7 @@ func (s *Service) GetRun(ctx context.Context, req *agentv1.GetRunRequest) (*agen
 	}
 	snap, err := s.exec.Get(ctx, user, req.GetRunId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.GetRunResponse{Run: runToProto(snap.Run, snap.LastEventID)}, nil
 }
@@ -113,7 +113,7 @@ func (s *Service) CancelRun(ctx context.Context, req *agentv1.CancelRunRequest) 
 	}
 	snap, err := s.exec.Cancel(ctx, user, req.GetRunId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.CancelRunResponse{Run: runToProto(snap.Run, snap.LastEventID)}, nil
 }
@@ -126,7 +126,7 @@ func (s *Service) StopRun(ctx context.Context, req *agentv1.StopRunRequest) (*ag
 	}
 	snap, err := s.exec.Stop(ctx, user, req.GetRunId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.StopRunResponse{Run: runToProto(snap.Run, snap.LastEventID)}, nil
 }
@@ -140,7 +140,7 @@ func (s *Service) ContinueRun(ctx context.Context, req *agentv1.ContinueRunReque
 	}
 	r, err := s.exec.Continue(ctx, user, req.GetRunId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.ContinueRunResponse{Run: runToProto(r.Record(), "")}, nil
 }
@@ -161,7 +161,7 @@ func (s *Service) ResumeRun(ctx context.Context, req *agentv1.ResumeRunRequest) 
 	}
 	snap, err := s.exec.Resume(ctx, user, req.GetRunId(), decisions)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.ResumeRunResponse{Run: runToProto(snap.Run, snap.LastEventID)}, nil
 }

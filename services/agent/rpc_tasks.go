@@ -25,7 +25,7 @@ func (s *Service) ListThreadTasks(ctx context.Context, req *agentv1.ListThreadTa
 	}
 	list, err := s.st.Tasks.List(ctx, user, req.GetThreadId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	if len(list) == 0 {
 		// Tasks are the user's own, so a list that has some proves the
@@ -34,7 +34,7 @@ func (s *Service) ListThreadTasks(ctx context.Context, req *agentv1.ListThreadTa
 		if _, err := s.st.Threads.Get(ctx, user, req.GetThreadId()); errors.Is(err, threads.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
 		} else if err != nil {
-			return nil, rpcErr(err)
+			return nil, rpcErr(ctx, err)
 		}
 	}
 	out := &agentv1.ListThreadTasksResponse{}
@@ -55,7 +55,7 @@ func (s *Service) GetTask(ctx context.Context, req *agentv1.GetTaskRequest) (*ag
 	}
 	t, err := s.st.Tasks.Get(ctx, user, req.GetTaskId())
 	if err != nil {
-		return nil, taskErr(req.GetTaskId(), err)
+		return nil, taskErr(ctx, req.GetTaskId(), err)
 	}
 	return &agentv1.GetTaskResponse{Task: taskToProto(t)}, nil
 }
@@ -71,16 +71,16 @@ func (s *Service) CancelTask(ctx context.Context, req *agentv1.CancelTaskRequest
 	}
 	t, err := s.tasks.Cancel(ctx, user, req.GetTaskId())
 	if err != nil {
-		return nil, taskErr(req.GetTaskId(), err)
+		return nil, taskErr(ctx, req.GetTaskId(), err)
 	}
 	return &agentv1.CancelTaskResponse{Task: taskToProto(t)}, nil
 }
 
-func taskErr(id string, err error) error {
+func taskErr(ctx context.Context, id string, err error) error {
 	if errors.Is(err, tasks.ErrNotFound) {
 		return status.Errorf(codes.NotFound, "task %s not found", id)
 	}
-	return rpcErr(err)
+	return rpcErr(ctx, err)
 }
 
 func taskToProto(t *tasks.Task) *agentv1.Task {

@@ -27,7 +27,7 @@ func (s *Service) ListThreads(ctx context.Context, req *agentv1.ListThreadsReque
 	}
 	list, err := s.st.Threads.List(ctx, user, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	out := &agentv1.ListThreadsResponse{}
 	for _, t := range list {
@@ -54,7 +54,7 @@ func (s *Service) GetThread(ctx context.Context, req *agentv1.GetThreadRequest) 
 		return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
 	}
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.GetThreadResponse{Thread: stateToProto(st)}, nil
 }
@@ -72,18 +72,18 @@ func (s *Service) DeleteThread(ctx context.Context, req *agentv1.DeleteThreadReq
 	if _, err := s.st.Threads.Get(ctx, user, req.GetThreadId()); errors.Is(err, threads.ErrNotFound) {
 		return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
 	} else if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	lease, err := s.st.Locker.Acquire(ctx, user, req.GetThreadId(), false)
 	if errors.Is(err, threads.ErrBusy) {
 		return nil, status.Errorf(codes.FailedPrecondition, "thread %s has a run going; cancel it first", req.GetThreadId())
 	}
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
 	if err := s.st.Threads.Delete(ctx, user, req.GetThreadId()); err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.DeleteThreadResponse{}, nil
 }

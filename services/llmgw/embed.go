@@ -14,6 +14,7 @@ import (
 	"github.com/wick-agent/wick/llm/hashembed"
 	"github.com/wick-agent/wick/llm/llmpb"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
@@ -78,7 +79,7 @@ func (s *Service) Embed(ctx context.Context, req *llmv1.EmbedRequest) (*llmv1.Em
 	s.metrics.record(ctx, "Embed", out, acct, err)
 	_ = grpc.SetTrailer(ctx, trailer(acct))
 	if err != nil {
-		return nil, grpcError(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	resp := &llmv1.EmbedResponse{
 		Embeddings: make([]*llmv1.Embedding, len(vecs)),

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
@@ -299,7 +300,7 @@ func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	out, acct, err := s.run(r.Context(), "ChatCompletions", c, func(*router.Target, llm.Event) error { return nil })
 	setAccountingHeaders(w.Header(), acct)
 	if err != nil {
-		writeStatusError(w, err)
+		writeStatusError(r.Context(), w, err)
 		return
 	}
 	resp := completion{ID: id, Object: "chat.completion", Created: created, Model: model}
@@ -367,11 +368,11 @@ func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c
 	setAccountingHeaders(h, acct)
 	if err != nil {
 		if !started {
-			writeStatusError(w, err)
+			writeStatusError(ctx, w, err)
 			return
 		}
 		// Mid-stream, OpenAI sends an error object as a data line.
-		st := status.Convert(grpcError(err))
+		st := status.Convert(rpcstatus.FromError(ctx, err))
 		_ = write(map[string]any{"error": map[string]any{"message": st.Message(), "type": errorType(st.Code()), "code": nil}})
 		return
 	}
@@ -449,8 +450,8 @@ func setAccountingHeaders(h http.Header, a accounting) {
 	h.Set(TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10))
 }
 
-func writeStatusError(w http.ResponseWriter, err error) {
-	st := status.Convert(grpcError(err))
+func writeStatusError(ctx context.Context, w http.ResponseWriter, err error) {
+	st := status.Convert(rpcstatus.FromError(ctx, err))
 	writeHTTPError(w, httpStatus(st.Code()), errorType(st.Code()), st.Message())
 }
 

@@ -6,8 +6,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 )
 
@@ -59,7 +59,7 @@ func (m *metrics) record(ctx context.Context, rpc string, out router.Outcome, a 
 	}
 	code := codes.OK
 	if err != nil {
-		code = status.Code(grpcError(err))
+		code = rpcstatus.Code(err)
 	}
 	attrs := metric.WithAttributeSet(attribute.NewSet(
 		attribute.String("rpc", rpc),

@@ -202,7 +202,7 @@ func (s *Service) Call(ctx context.Context, req *llmv1.CallRequest) (*llmv1.Call
 	out, acct, err := s.run(ctx, "Call", c, func(*router.Target, llm.Event) error { return nil })
 	_ = grpc.SetTrailer(ctx, trailer(acct))
 	if err != nil {
-		return nil, grpcError(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &llmv1.CallResponse{
 		Content:      out.Result.Content,
@@ -241,7 +241,7 @@ func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingSe
 	})
 	stream.SetTrailer(trailer(acct))
 	if err != nil {
-		return grpcError(err)
+		return rpcstatus.FromError(stream.Context(), err)
 	}
 	final := &llmv1.StreamResponse{
 		ToolCalls:    toolCallsToProto(out.Result.ToolCalls),
@@ -325,38 +325,6 @@ func trailer(a accounting) metadata.MD {
 		TrailerOutputTokens, strconv.FormatInt(a.usage.OutputTokens, 10),
 		TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10),
 	)
-}
-
-// grpcError converts a provider or policy error to a status, once, here at
-// the edge.
-func grpcError(err error) error {
-	e := upstream.AsError(err)
-	return rpcstatus.Error(grpcCode(e.Kind), e)
-}
-
-func grpcCode(k upstream.Kind) codes.Code {
-	switch k {
-	case upstream.KindInvalid, upstream.KindBadSpec:
-		return codes.InvalidArgument
-	case upstream.KindAuth, upstream.KindMissingKey:
-		return codes.FailedPrecondition
-	case upstream.KindNotFound:
-		return codes.NotFound
-	case upstream.KindRateLimited, upstream.KindTooLarge:
-		return codes.ResourceExhausted
-	case upstream.KindTimeout:
-		return codes.DeadlineExceeded
-	case upstream.KindCanceled:
-		return codes.Canceled
-	case upstream.KindForbidden:
-		return codes.PermissionDenied
-	case upstream.KindProtocol:
-		// The provider answered, but broke its own wire protocol. Internal
-		// ("an invariant of the underlying system is broken") says so without
-		// inviting the retry that Unavailable would; the message names the fault.
-		return codes.Internal
-	}
-	return codes.Unavailable
 }
 
 // toolCallsToProto converts a reply's tool calls. Arguments that cannot be

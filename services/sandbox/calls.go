@@ -16,49 +16,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/wick-agent/wick/daemon/process"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/rpcstatus"
-	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs"
 )
-
-// rpcErr converts an error to a gRPC status, once, at the edge. A status the
-// daemon returned, which daemonfs wraps, passes through unchanged.
-func rpcErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	code := codes.Internal
-	switch {
-	case errors.Is(err, errNotFound), errors.Is(err, wickfs.ErrNotFound), errors.Is(err, process.ErrNotFound):
-		code = codes.NotFound
-	case errors.Is(err, errInvalid), errors.Is(err, wickfs.ErrInvalidArgument), errors.Is(err, process.ErrInvalid):
-		code = codes.InvalidArgument
-	case errors.Is(err, errDenied), errors.Is(err, wickfs.ErrPermission), errors.Is(err, wickfs.ErrOutsideWorkspace):
-		code = codes.PermissionDenied
-	case errors.Is(err, errExhausted), errors.Is(err, wickfs.ErrTooLarge), errors.Is(err, dockerbox.ErrOutputTooLarge),
-		errors.Is(err, process.ErrExhausted):
-		code = codes.ResourceExhausted
-	case errors.Is(err, errPrecondition), errors.Is(err, errNoDocker), errors.Is(err, process.ErrExited):
-		code = codes.FailedPrecondition
-	case errors.Is(err, errUnavailable), errors.Is(err, dockerbox.ErrUnavailable), errors.Is(err, dockerbox.ErrNotRunning),
-		errors.Is(err, process.ErrClosed):
-		code = codes.Unavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		code = codes.DeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		code = codes.Canceled
-	default:
-		var se interface{ GRPCStatus() *status.Status }
-		if errors.As(err, &se) && se.GRPCStatus().Code() != codes.OK {
-			return rpcstatus.Plain(se.GRPCStatus().Err())
-		}
-	}
-	return rpcstatus.Error(code, err)
-}
 
 // use resolves the caller's running sandbox for a call. A sandbox the reaper
 // stopped is started again with the spec it was built with.
@@ -129,7 +92,7 @@ func (s *Service) EnsureSandbox(ctx context.Context, req *sandboxv1.EnsureSandbo
 	}
 	b, err := s.ensure(ctx, user, req.GetAgentId(), req.GetSpec())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &sandboxv1.EnsureSandboxResponse{Sandbox: b.proto()}, nil
 }
@@ -142,7 +105,7 @@ func (s *Service) GetSandbox(ctx context.Context, req *sandboxv1.GetSandboxReque
 	}
 	b, err := s.lookup(user, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &sandboxv1.GetSandboxResponse{Sandbox: b.proto()}, nil
 }
@@ -176,12 +139,12 @@ func (s *Service) lifecycle(ctx context.Context, agent string, f func(*box) erro
 	}
 	b, err := s.lookup(user, agent)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	b.life.Lock()
 	defer b.life.Unlock()
 	if err := f(b); err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return b, nil
 }
@@ -233,7 +196,7 @@ func (s *Service) Exec(req *sandboxv1.ExecRequest, stream grpc.ServerStreamingSe
 	ctx := stream.Context()
 	v, err := s.use(ctx, req.GetAgentId())
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	if strings.TrimSpace(req.GetCommand()) == "" {
 		return status.Error(codes.InvalidArgument, "command must not be empty")
@@ -262,7 +225,7 @@ func (s *Service) Exec(req *sandboxv1.ExecRequest, stream grpc.ServerStreamingSe
 		wickfs.WithTimeout(timeout), wickfs.WithMaxOutput(maxOut), wickfs.WithWorkdir(req.GetWorkdir()),
 		wickfs.WithEnv(req.GetEnv()), wickfs.WithStdin(req.GetStdin()))
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	return stream.Send(&sandboxv1.ExecResponse{Output: &sandboxv1.ExecResponse_Exit{Exit: exitStatus(st)}})
 }
@@ -285,11 +248,11 @@ func (w writer) Write(p []byte) (int, error) {
 func (s *Service) Ls(ctx context.Context, req *sandboxv1.LsRequest) (*sandboxv1.LsResponse, error) {
 	v, err := s.use(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	entries, err := s.workspace(v).Ls(ctx, req.GetPath())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	out := &sandboxv1.LsResponse{Entries: make([]*sandboxv1.DirEntry, len(entries))}
 	for i, e := range entries {
@@ -303,7 +266,7 @@ func (s *Service) ReadFile(req *sandboxv1.ReadFileRequest, stream grpc.ServerStr
 	ctx := stream.Context()
 	v, err := s.use(ctx, req.GetAgentId())
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	if req.GetOffset() < 0 || req.GetLimit() < 0 {
 		return status.Error(codes.InvalidArgument, "offset and limit must not be negative")
@@ -316,21 +279,21 @@ func (s *Service) ReadFile(req *sandboxv1.ReadFileRequest, stream grpc.ServerStr
 		}
 		res, err := ws.ReadLines(ctx, req.GetPath(), int(min(req.GetOffset(), math.MaxInt32)), int(limit))
 		if err != nil {
-			return rpcErr(err)
+			return rpcstatus.FromError(ctx, err)
 		}
 		var b bytes.Buffer
 		for _, l := range res.Lines {
 			b.WriteString(l)
 			b.WriteByte('\n')
 		}
-		return rpcErr(sendFile(stream, &b, res.Size, res.Mode, res.MoreLines))
+		return rpcstatus.FromError(ctx, sendFile(stream, &b, res.Size, res.Mode, res.MoreLines))
 	}
 	f, err := ws.OpenFile(ctx, req.GetPath())
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	defer f.Close()
-	return rpcErr(sendFile(stream, f, f.Size, uint32(f.Mode), false))
+	return rpcstatus.FromError(ctx, sendFile(stream, f, f.Size, uint32(f.Mode), false))
 }
 
 // sendFile streams r in chunks of ReadChunk: the first message carries size
@@ -373,14 +336,14 @@ func (s *Service) WriteFile(stream grpc.ClientStreamingServer[sandboxv1.WriteFil
 	}
 	v, err := s.use(ctx, h.GetAgentId())
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	if h.GetMode() > 0o777 {
 		return status.Errorf(codes.InvalidArgument, "mode %#o has bits beyond the permission bits", h.GetMode())
 	}
 	r, err := s.workspace(v).Upload(ctx, h.GetPath(), fs.FileMode(h.GetMode()), uploadData(stream))
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	return stream.SendAndClose(&sandboxv1.WriteFileResponse{Path: r.Path, BytesWritten: int64(r.BytesWritten)})
 }
@@ -400,7 +363,7 @@ func uploadData(stream grpc.ClientStreamingServer[sandboxv1.WriteFileRequest, sa
 func (s *Service) EditFile(ctx context.Context, req *sandboxv1.EditFileRequest) (*sandboxv1.EditFileResponse, error) {
 	v, err := s.use(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	var opts []wickfs.EditOption
 	if req.GetReplaceAll() {
@@ -408,7 +371,7 @@ func (s *Service) EditFile(ctx context.Context, req *sandboxv1.EditFileRequest) 
 	}
 	r, err := s.workspace(v).EditFile(ctx, req.GetPath(), req.GetOldText(), req.GetNewText(), opts...)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &sandboxv1.EditFileResponse{Path: r.Path, Replacements: int32(min(r.Replacements, math.MaxInt32))}, nil
 }
@@ -428,15 +391,15 @@ func resultCap(n int32, what string) (int, error) {
 func (s *Service) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*sandboxv1.GrepResponse, error) {
 	v, err := s.use(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	max, err := resultCap(req.GetMaxMatches(), "max_matches")
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	r, err := s.workspace(v).GrepN(ctx, req.GetPattern(), req.GetPath(), max)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	out := &sandboxv1.GrepResponse{Truncated: r.Truncated, Matches: make([]*sandboxv1.GrepMatch, len(r.Matches))}
 	for i, m := range r.Matches {
@@ -449,15 +412,15 @@ func (s *Service) Grep(ctx context.Context, req *sandboxv1.GrepRequest) (*sandbo
 func (s *Service) Glob(ctx context.Context, req *sandboxv1.GlobRequest) (*sandboxv1.GlobResponse, error) {
 	v, err := s.use(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	max, err := resultCap(req.GetMaxFiles(), "max_files")
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	r, err := s.workspace(v).GlobN(ctx, req.GetPattern(), req.GetPath(), max)
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	return &sandboxv1.GlobResponse{Files: r.Files, Truncated: r.Truncated}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 )
 
 // processAPI is what the process RPCs need of a sandbox: its daemon's
@@ -63,11 +64,11 @@ func (s *Service) StartProcess(ctx context.Context, req *sandboxv1.StartProcessR
 	}
 	p, v, err := s.processes(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	info, err := p.StartProcess(ctx, processSpec(req))
 	if err != nil {
-		return nil, rpcErr(s.daemonErr(v, err))
+		return nil, rpcstatus.FromError(ctx, s.daemonErr(v, err))
 	}
 	return &sandboxv1.StartProcessResponse{Process: processInfo(info)}, nil
 }
@@ -96,7 +97,7 @@ func (s *Service) AttachProcess(stream grpc.BidiStreamingServer[sandboxv1.Attach
 	}
 	p, v, err := s.processes(ctx, agent)
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	input := func() (process.Input, error) {
 		m, err := stream.Recv()
@@ -117,7 +118,7 @@ func (s *Service) AttachProcess(stream grpc.BidiStreamingServer[sandboxv1.Attach
 	} else {
 		err = p.AttachProcess(ctx, at.GetId(), at.GetOffset(), input, send)
 	}
-	return rpcErr(s.daemonErr(v, err))
+	return rpcstatus.FromError(ctx, s.daemonErr(v, err))
 }
 
 // SignalProcess sends a signal to a process's group.
@@ -128,11 +129,11 @@ func (s *Service) SignalProcess(ctx context.Context, req *sandboxv1.SignalProces
 	}
 	p, v, err := s.processes(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	// Each ProcessSignal value is the signal's Linux number.
 	if err := p.SignalProcess(ctx, req.GetId(), syscall.Signal(sig)); err != nil {
-		return nil, rpcErr(s.daemonErr(v, err))
+		return nil, rpcstatus.FromError(ctx, s.daemonErr(v, err))
 	}
 	return &sandboxv1.SignalProcessResponse{}, nil
 }
@@ -141,11 +142,11 @@ func (s *Service) SignalProcess(ctx context.Context, req *sandboxv1.SignalProces
 func (s *Service) ListProcesses(ctx context.Context, req *sandboxv1.ListProcessesRequest) (*sandboxv1.ListProcessesResponse, error) {
 	p, v, err := s.processes(ctx, req.GetAgentId())
 	if err != nil {
-		return nil, rpcErr(err)
+		return nil, rpcstatus.FromError(ctx, err)
 	}
 	ps, err := p.ListProcesses(ctx, req.GetId(), req.GetTag())
 	if err != nil {
-		return nil, rpcErr(s.daemonErr(v, err))
+		return nil, rpcstatus.FromError(ctx, s.daemonErr(v, err))
 	}
 	out := &sandboxv1.ListProcessesResponse{Processes: make([]*sandboxv1.ProcessInfo, len(ps))}
 	for i, info := range ps {

@@ -19,10 +19,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	"github.com/wick-agent/wick/daemon/process"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/wickfs/confine"
@@ -525,12 +527,14 @@ func (s *Service) hostAllowed(host string) bool {
 	return slices.Contains(s.cfg.AllowedDockerHosts, "*") || slices.Contains(s.cfg.AllowedDockerHosts, host)
 }
 
+// Classes of the service's own errors, each with the status code a client
+// sees for it; a message wraps one with %w.
 var (
-	errNotFound     = errors.New("not found")
-	errInvalid      = errors.New("invalid argument")
-	errPrecondition = errors.New("failed precondition")
-	errDenied       = errors.New("permission denied")
-	errExhausted    = errors.New("resource exhausted")
-	errUnavailable  = errors.New("unavailable")
-	errNoDocker     = errors.New("no engine reachable: Docker is unavailable on this sandbox service")
+	errNotFound     = errcode.New(codes.NotFound, "not found")
+	errInvalid      = errcode.New(codes.InvalidArgument, "invalid argument")
+	errPrecondition = errcode.New(codes.FailedPrecondition, "failed precondition")
+	errDenied       = errcode.New(codes.PermissionDenied, "permission denied")
+	errExhausted    = errcode.New(codes.ResourceExhausted, "resource exhausted")
+	errUnavailable  = errcode.New(codes.Unavailable, "unavailable")
+	errNoDocker     = errcode.New(codes.FailedPrecondition, "no engine reachable: Docker is unavailable on this sandbox service")
 )

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -23,7 +24,7 @@ func (s *Service) Terminal(stream grpc.BidiStreamingServer[sandboxv1.TerminalReq
 	}
 	v, err := s.use(ctx, start.GetAgentId())
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	recv := func() (wickfs.TerminalInput, error) {
 		for {
@@ -47,7 +48,7 @@ func (s *Service) Terminal(stream grpc.BidiStreamingServer[sandboxv1.TerminalReq
 		Command: start.GetCommand(), Rows: start.GetSize().GetRows(), Cols: start.GetSize().GetCols(),
 	}, recv, send)
 	if err != nil {
-		return rpcErr(err)
+		return rpcstatus.FromError(ctx, err)
 	}
 	if exit == nil {
 		return nil // the client closed its side

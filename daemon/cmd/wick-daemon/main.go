@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -114,6 +115,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	logger = logger.With("service", "wick-daemon", "version", daemon.Version)
+	// The RPC edge logs an error it does not send (rpcstatus.FromError)
+	// through the default logger.
+	slog.SetDefault(logger)
 
 	wfs, err := wickfs.NewLocalFS(f.root, wickfs.WithPrefix(f.prefix),
 		wickfs.WithExecTimeout(f.execTimeout), wickfs.WithMaxOutputBytes(f.maxOutput))

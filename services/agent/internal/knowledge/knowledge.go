@@ -7,11 +7,14 @@
 package knowledge
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // Defaults and limits; each has an option on the Service.
@@ -48,11 +51,11 @@ const (
 
 // Errors a caller can act on; the RPC edge turns them into status codes.
 var (
-	ErrInvalid    = errors.New("invalid argument")
-	ErrNotFound   = errors.New("not found")
-	ErrExists     = errors.New("already exists")
-	ErrDimensions = errors.New("embedding dimensions do not match")
-	ErrLimit      = errors.New("limit reached")
+	ErrInvalid    = errcode.New(codes.InvalidArgument, "invalid argument")
+	ErrNotFound   = errcode.New(codes.NotFound, "not found")
+	ErrExists     = errcode.New(codes.AlreadyExists, "already exists")
+	ErrDimensions = errcode.New(codes.FailedPrecondition, "embedding dimensions do not match")
+	ErrLimit      = errcode.New(codes.ResourceExhausted, "limit reached")
 )
 
 func invalid(format string, args ...any) error {

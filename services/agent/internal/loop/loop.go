@@ -11,7 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // Defaults of the loop; each is configurable.
@@ -64,7 +67,7 @@ const (
 
 // Errors of Run.
 var (
-	ErrInvalidInput  = errors.New("invalid input")
+	ErrInvalidInput  = errcode.New(codes.InvalidArgument, "invalid input")
 	ErrMaxTurns      = errors.New("the agent reached its maximum number of turns before finishing")
 	ErrNoApprover    = errors.New("interactive agent has no approver")
 	ErrInvalidConfig = errors.New("invalid agent configuration")

@@ -8,15 +8,18 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
-// ErrExceeded matches every refusal by a limit (errors.Is); the edge turns
-// it into ResourceExhausted.
-var ErrExceeded = errors.New("limit exceeded")
+// ErrExceeded matches every refusal by a limit (errors.Is); a client sees
+// ResourceExhausted.
+var ErrExceeded = errcode.New(codes.ResourceExhausted, "limit exceeded")
 
 // Limit is one bound and how to explain it.
 type Limit struct {
@@ -53,6 +56,9 @@ func (e *Exceeded) Error() string {
 
 // Is makes errors.Is(err, ErrExceeded) true.
 func (e *Exceeded) Is(target error) bool { return target == ErrExceeded }
+
+// Code is ErrExceeded's code, since the refusal matches it without wrapping it.
+func (e *Exceeded) Code() codes.Code { return codes.ResourceExhausted }
 
 // Store counts what users hold while it lasts. Each user has a set per kind
 // of members (run ids, stream ids); a member lives for Lease unless renewed,

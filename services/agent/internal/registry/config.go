@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
@@ -37,7 +38,7 @@ const (
 )
 
 // ErrInvalid is wrapped by every configuration validation error.
-var ErrInvalid = errors.New("invalid agent configuration")
+var ErrInvalid = errcode.New(codes.InvalidArgument, "invalid agent configuration")
 
 // fileDoc is agents.yaml: either a map of agents under "agents", or one
 // agent at the top level (the short form), registered as "default" or

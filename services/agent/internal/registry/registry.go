@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"sort"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/secrets"
@@ -17,8 +20,8 @@ import (
 
 // Errors of the registry.
 var (
-	ErrExists   = errors.New("agent already exists")
-	ErrTemplate = errors.New("agent is a shared template and cannot be deleted")
+	ErrExists   = errcode.New(codes.AlreadyExists, "agent already exists")
+	ErrTemplate = errcode.New(codes.PermissionDenied, "agent is a shared template and cannot be deleted")
 )
 
 // Entry is an agent as one user sees it.

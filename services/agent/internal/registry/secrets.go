@@ -3,10 +3,12 @@ package registry
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/secrets"
@@ -14,7 +16,7 @@ import (
 
 // ErrSecretDenied is returned for an agent that names a mounted secret its
 // user may not use.
-var ErrSecretDenied = errors.New("secret reference not allowed")
+var ErrSecretDenied = errcode.New(codes.PermissionDenied, "secret reference not allowed")
 
 // WithSecretGrants lets the users and organisations of g name the secrets
 // granted to them in agents they write; without it only templates do.

@@ -9,7 +9,9 @@ import (
 
 	json "github.com/goccy/go-json"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc/codes"
 
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
@@ -21,7 +23,7 @@ var (
 )
 
 // ErrNotFound is returned for a missing agent or tool.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = errcode.New(codes.NotFound, "not found")
 
 // Store keeps each user's own agents (created ones and clones of templates)
 // and external tools; Redis when replicas share them.

@@ -3,29 +3,32 @@ package runexec
 import (
 	"errors"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 )
 
-// Errors the edge turns into status codes. A busy thread is threads.ErrBusy
+// Errors, each with the status code a client sees for it. A busy thread is threads.ErrBusy
 // (wrapped with the thread's id); a lost lease is threads.ErrLeaseLost.
 var (
 	// ErrInvalid marks input the caller must change; the message names the field.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = errcode.New(codes.InvalidArgument, "invalid argument")
 	// ErrNotFound marks a run or an agent the caller cannot see.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errcode.New(codes.NotFound, "not found")
 	// ErrNotWaiting means decisions came for a run that is not waiting for approval.
-	ErrNotWaiting = errors.New("not waiting for approval")
+	ErrNotWaiting = errcode.New(codes.FailedPrecondition, "not waiting for approval")
 	// ErrNotRunning means a graceful stop came for a run that is not running.
-	ErrNotRunning = errors.New("the run is not running")
+	ErrNotRunning = errcode.New(codes.FailedPrecondition, "the run is not running")
 	// ErrNotStopped means a continue came for a run that is not stopped, or
 	// whose thread moved on since it stopped.
-	ErrNotStopped = errors.New("the run cannot be continued")
+	ErrNotStopped = errcode.New(codes.FailedPrecondition, "the run cannot be continued")
 	// ErrShutdown means the executor is closing: try another replica.
-	ErrShutdown = errors.New("the agent service is shutting down")
+	ErrShutdown = errcode.New(codes.Unavailable, "the agent service is shutting down")
 	// ErrStoreUnavailable means the run's event log (Redis, when shared)
 	// could not be reached, so the run was stopped: a run nobody can follow
 	// must not go on. The thread keeps what was saved before.
-	ErrStoreUnavailable = errors.New("the run store is unreachable")
+	ErrStoreUnavailable = errcode.New(codes.Unavailable, "the run store is unreachable")
 )
 
 // unloggedMessage is the data.message of the error event, and the error of
@@ -62,6 +65,9 @@ type inputError struct{ msg string }
 
 func (e *inputError) Error() string        { return e.msg }
 func (e *inputError) Is(target error) bool { return target == ErrInvalid }
+
+// Code is ErrInvalid's code, since the error matches it without wrapping it.
+func (e *inputError) Code() codes.Code { return codes.InvalidArgument }
 
 func invalid(field, why string) error { return &inputError{msg: field + ": " + why} }
 

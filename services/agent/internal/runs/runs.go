@@ -7,10 +7,12 @@ package runs
 
 import (
 	"context"
-	"errors"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -44,8 +46,8 @@ const (
 
 // Errors of the package.
 var (
-	ErrNotFound   = errors.New("run not found")
-	ErrBadEventID = errors.New("invalid event id")
+	ErrNotFound   = errcode.New(codes.NotFound, "run not found")
+	ErrBadEventID = errcode.New(codes.InvalidArgument, "invalid event id")
 )
 
 // Terminal reports whether status is final.

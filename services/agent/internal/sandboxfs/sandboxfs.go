@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -35,7 +36,7 @@ const (
 )
 
 // ErrTooLarge is returned when a file is larger than the read limit.
-var ErrTooLarge = errors.New("file is larger than the read limit")
+var ErrTooLarge = errcode.New(codes.ResourceExhausted, "file is larger than the read limit")
 
 // Spec maps an agent's backend to the sandbox service's spec: "local" is
 // a workdir on the sandbox host; "docker" a container on the engine at

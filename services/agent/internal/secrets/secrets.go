@@ -12,6 +12,10 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // MaxBytes bounds one secret's file: secrets are keys and tokens, and a
@@ -20,7 +24,7 @@ const MaxBytes = 64 << 10
 
 // ErrNotFound is what Expand returns for a reference to a secret that is
 // not mounted (or when no directory of secrets is configured).
-var ErrNotFound = errors.New("secret not mounted")
+var ErrNotFound = errcode.New(codes.FailedPrecondition, "secret not mounted")
 
 // refRE matches one reference. A name is a Kubernetes Secret key that does
 // not start with a dot: the ..data links a mount keeps beside the keys and

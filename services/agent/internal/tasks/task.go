@@ -7,8 +7,11 @@
 package tasks
 
 import (
-	"errors"
 	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // Statuses of a task; every one but StatusRunning is final.
@@ -58,10 +61,10 @@ const (
 var (
 	// ErrNotFound: no task with that id for this user (another user's task
 	// is not found either).
-	ErrNotFound = errors.New("task not found")
+	ErrNotFound = errcode.New(codes.NotFound, "task not found")
 	// ErrTooMany: the user has DefaultMaxRunning (or the configured bound)
 	// tasks running.
-	ErrTooMany = errors.New("too many background tasks running")
+	ErrTooMany = errcode.New(codes.ResourceExhausted, "too many background tasks running")
 )
 
 // Task is one background tool call and its state.

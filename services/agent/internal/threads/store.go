@@ -13,7 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 )
@@ -33,23 +36,23 @@ const (
 
 // Errors of the stores.
 var (
-	ErrNotFound = errors.New("thread not found")
+	ErrNotFound = errcode.New(codes.NotFound, "thread not found")
 	// ErrConflict means the thread was saved by someone else since it was
 	// loaded; the caller must reload instead of overwriting.
-	ErrConflict = errors.New("thread was changed by another writer")
+	ErrConflict = errcode.New(codes.Aborted, "thread was changed by another writer")
 	// ErrBusy means another run holds the thread.
-	ErrBusy = errors.New("thread is busy with another run")
+	ErrBusy = errcode.New(codes.FailedPrecondition, "thread is busy with another run")
 	// ErrLeaseLost means a lock's lease expired or was taken over.
-	ErrLeaseLost = errors.New("thread lock lease lost")
+	ErrLeaseLost = errcode.New(codes.Aborted, "thread lock lease lost")
 	// ErrInvalidHistory means Save was given messages that break
 	// loop.Messages.ValidateHistory; the loop never produces such a
 	// history, so it is a bug of the caller, and nothing is stored.
-	ErrInvalidHistory = errors.New("refusing to save an invalid thread history")
+	ErrInvalidHistory = errcode.New(codes.Internal, "refusing to save an invalid thread history")
 	// ErrCorrupt means a stored thread cannot be decoded or its history
 	// breaks loop.Messages.ValidateHistory (tool calls without results
 	// aside, which a run repairs); it cannot be continued, only
 	// deleted.
-	ErrCorrupt = errors.New("stored thread is corrupted")
+	ErrCorrupt = errcode.New(codes.DataLoss, "stored thread is corrupted")
 	// errMoved means a save meant to append found another messages array
 	// than the one it appends to; it is then written whole.
 	errMoved = errors.New("stored messages were replaced")

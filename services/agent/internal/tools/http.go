@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -31,7 +34,7 @@ const (
 )
 
 // ErrInvalidToolDef is wrapped by every definition validation error.
-var ErrInvalidToolDef = errors.New("invalid tool definition")
+var ErrInvalidToolDef = errcode.New(codes.InvalidArgument, "invalid tool definition")
 
 // toolNameRE is the name rule of the major providers' function calling.
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/wick-agent/wick/platform/netguard"
 )
 
@@ -67,6 +69,34 @@ var kindNames = map[Kind]string{
 
 func (k Kind) String() string { return kindNames[k] }
 
+// Code is the gRPC code a client sees for a failure of kind k. A kind the
+// gateway retries, and one nothing is known about, is Unavailable: the
+// provider did not refuse the request, so it may answer later.
+func (k Kind) Code() codes.Code {
+	switch k {
+	case KindInvalid, KindBadSpec:
+		return codes.InvalidArgument
+	case KindAuth, KindMissingKey:
+		return codes.FailedPrecondition
+	case KindNotFound:
+		return codes.NotFound
+	case KindRateLimited, KindTooLarge:
+		return codes.ResourceExhausted
+	case KindTimeout:
+		return codes.DeadlineExceeded
+	case KindCanceled:
+		return codes.Canceled
+	case KindForbidden:
+		return codes.PermissionDenied
+	case KindProtocol:
+		// The provider answered, but broke its own wire protocol. Internal
+		// ("an invariant of the underlying system is broken") says so without
+		// inviting the retry that Unavailable would; the message names the fault.
+		return codes.Internal
+	}
+	return codes.Unavailable
+}
+
 // Error is a classified failure of one provider call.
 type Error struct {
 	Kind Kind
@@ -89,6 +119,10 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Code is the code of the failure's kind (errcode.Coder), so the RPC edge
+// converts it like any other error.
+func (e *Error) Code() codes.Code { return e.Kind.Code() }
 
 // Retryable reports whether the same request may succeed when sent again.
 func (e *Error) Retryable() bool {

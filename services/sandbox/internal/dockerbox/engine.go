@@ -5,7 +5,6 @@ package dockerbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -21,6 +20,9 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // Engine is the slice of the Docker client the sandbox service uses.
@@ -49,7 +51,7 @@ type Engine interface {
 }
 
 // ErrUnavailable wraps every failure to reach an engine.
-var ErrUnavailable = errors.New("docker engine unavailable")
+var ErrUnavailable = errcode.New(codes.Unavailable, "docker engine unavailable")
 
 // PingTimeout bounds the check that an engine answers.
 const PingTimeout = 3 * time.Second

@@ -3,7 +3,6 @@ package dockerbox
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -14,6 +13,9 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+	"google.golang.org/grpc/codes"
+
+	"github.com/wick-agent/wick/platform/errcode"
 )
 
 // RunOptions describe one docker exec.
@@ -96,7 +98,7 @@ func Stream(ctx context.Context, e Engine, id string, o RunOptions, stdout, stde
 
 // ErrNotRunning is returned when a container cannot take a docker exec
 // because it stopped or is gone.
-var ErrNotRunning = errors.New("sandbox container is not running")
+var ErrNotRunning = errcode.New(codes.Unavailable, "sandbox container is not running")
 
 func execCreateErr(err error) error {
 	if cerrdefs.IsConflict(err) || IsNotFound(err) {
@@ -229,7 +231,7 @@ type Executor struct {
 }
 
 // ErrOutputTooLarge is returned when a fallback command printed more than MaxOutput.
-var ErrOutputTooLarge = errors.New("docker exec output exceeds the fallback limit")
+var ErrOutputTooLarge = errcode.New(codes.ResourceExhausted, "docker exec output exceeds the fallback limit")
 
 // Run runs command with `sh -c`.
 func (x *Executor) Run(ctx context.Context, command string) (string, int, error) {
