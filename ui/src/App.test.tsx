@@ -1,6 +1,7 @@
 // The shell against a fake gateway: the token prompt, the agents, sending
 // with Enter and rendering the streamed reply.
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import type { EventData, EventKind } from "@wick-agent/sdk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { App } from "./App";
@@ -15,7 +16,9 @@ function json(v: unknown, status = 200): Response {
   return new Response(JSON.stringify(v), { status, headers: { "Content-Type": "application/json" } });
 }
 
-function frame(id: string, event: string, data: unknown, name?: string): string {
+// frame is one SSE frame of a run's stream; data has the shape the OpenAPI
+// document gives the kind.
+function frame<K extends EventKind>(id: string, event: K, data: EventData<K>, name?: string): string {
   return `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify({ id, run_id: "r1", thread_id: "th1", event, ...(name ? { name } : {}), data })}\n\n`;
 }
 
@@ -47,14 +50,14 @@ function gateway(req: Request): Response {
             frame("5-0", "on_run_start", { run_id: "r1", thread_id: "th1", agent_id: "default" }),
             frame("5-1", "on_tool_start", { tool_call_id: "c1", args: { path: "/workspace/a.md", content: "# A" } }, "write_file"),
             frame("5-2", "on_tool_end", { tool_call_id: "c1", output: "ok" }, "write_file"),
-            frame("5-3", "done", { stop_reason: "end_turn" }),
+            frame("5-3", "done", { stop_reason: "completed" }),
           ]
         : [
             frame("5-0", "on_run_start", { run_id: "r1", thread_id: "th1", agent_id: "default" }),
             frame("5-1", "on_chat_model_stream", { delta: "Hello " }),
             frame("5-2", "on_chat_model_stream", { delta: "**world**" }),
             frame("5-3", "on_usage", { input_tokens: 7, output_tokens: 2 }),
-            frame("5-4", "done", { stop_reason: "end_turn" }),
+            frame("5-4", "done", { stop_reason: "completed" }),
           ]);
   }
   return json({ code: 5, status: "NOT_FOUND", message: `no ${u.pathname}` }, 404);

@@ -5,7 +5,7 @@ import type { Wick } from "@wick-agent/sdk";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
 import { errorText, isAbort, isUnauthenticated, makeClient, type ConnState } from "./api/client";
-import { followConfig } from "./api/configEvents";
+import { followConfig, type ConfigEventData } from "./api/configEvents";
 import { Chat } from "./chat/Chat";
 import { useThreadChat } from "./chat/useThreadChat";
 import { SidePanel } from "./panels/SidePanel";
@@ -147,7 +147,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
       error: onError,
       event: (ev) => {
         if (ev.event === "container_changed" && ev.agent_id) {
-          const status = (ev.data as { status?: string } | undefined)?.status;
+          const status = (ev.data as ConfigEventData<"container_changed">)?.status;
           if (status) setAgents((as) => as.map((a) => (a.agent_id === ev.agent_id ? { ...a, sandbox_state: status } : a)));
         }
         reload();

@@ -185,7 +185,7 @@ export class Wick {
     });
   }
 
-  /** cancelRun stops a run (POST /runs/{run_id}/cancel); its stream ends with an "error" event, stop_reason "cancelled". */
+  /** cancelRun stops a run (POST /runs/{run_id}/cancel); its stream ends with an "error" event, code "cancelled". */
   async cancelRun(runId: string, options: { signal?: AbortSignal } = {}) {
     const { data } = await this.api.POST("/runs/{run_id}/cancel", {
       params: { path: { run_id: runId } },
@@ -265,9 +265,7 @@ export class Wick {
   async resumeRun(runId: string, decisions: Decision[], options: { signal?: AbortSignal } = {}) {
     const { data } = await this.api.POST("/runs/{run_id}/resume", {
       params: { path: { run_id: runId } },
-      // The generated types spell a Struct (any JSON object) as a record of
-      // undefined; the arguments are passed as they are.
-      body: { decisions: decisions.map(({ args, ...rest }) => (args ? { ...rest, args: args as Record<string, never> } : rest)) },
+      body: { decisions },
       ...(options.signal ? { signal: options.signal } : {}),
     });
     return data;

@@ -87,7 +87,7 @@ export class RunStream implements AsyncIterable<WickEvent> {
     return this.#reconnects;
   }
 
-  /** Cancels the run (POST /runs/{run_id}/cancel); the stream then ends with an "error" event whose stop_reason is "cancelled". */
+  /** Cancels the run (POST /runs/{run_id}/cancel); the stream then ends with an "error" event whose code is "cancelled". */
   async cancel(signal?: AbortSignal): Promise<void> {
     if (this.#runId === undefined) {
       throw new Error("the run's id is not known before its first event");

@@ -1,16 +1,21 @@
 // Follows the config feed (GET /agents/events) so that every list stays
 // live. The feed cannot be resumed: after a reconnect the caller re-reads
 // what it shows.
-import { WickError, type ErrorBody, type Wick } from "@wick-agent/sdk";
+import { WickError, type ErrorBody, type Wick, type components } from "@wick-agent/sdk";
 
 import { parseSSE } from "./sse";
 
-export interface ConfigEvent {
-  event: string;
-  agent_id?: string;
-  name?: string;
-  data?: unknown;
-}
+type Schemas = components["schemas"];
+
+/**
+ * One config event as the OpenAPI document describes it: the envelope, whose
+ * data has the shape of its kind's ConfigEvent.<kind> schema. Kinds this page
+ * does not know pass as they came.
+ */
+export type ConfigEvent = Schemas["wick.agent.v1.ConfigEvent"] & { event: string };
+
+/** The data of a config event of kind K. */
+export type ConfigEventData<K extends Schemas["ConfigEvent"]["event"]> = Extract<Schemas["ConfigEvent"], { event: K }>["data"];
 
 /** The first wait before reconnecting, doubled up to MAX_RETRY_MS. */
 const FIRST_RETRY_MS = 1000;

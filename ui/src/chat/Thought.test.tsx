@@ -19,7 +19,7 @@ const thinking: WickEvent[] = [
 const answered: WickEvent[] = [
   ...thinking,
   { ...base, id: "1-3", event: "on_chat_model_stream", data: { delta: "It says hello." } },
-  { ...base, id: "1-4", event: "done", data: { stop_reason: "end_turn" } },
+  { ...base, id: "1-4", event: "done", data: { stop_reason: "completed" } },
 ];
 
 function show(events: WickEvent[]) {

@@ -1,8 +1,8 @@
 // The side panel: Todos, Tasks, Files, Canvas, Knowledge and Terminal in tabs. A panel is
 // mounted when its tab is first shown and then kept (hidden) while another
 // is, so that an open file, a canvas selection and a terminal session
-// survive switching tabs. The Canvas opens itself when a run writes a file
-// (the seed's data flow: done → artifact detection → Canvas).
+// survive switching tabs. The Canvas opens itself when a run writes a file,
+// so that what the agent made is in view without a click.
 import { lazy, Suspense, useEffect, useRef, useState, type KeyboardEvent } from "react";
 
 import { CanvasPanel } from "./CanvasPanel";

@@ -4,8 +4,8 @@ import type { Todo } from "@wick-agent/sdk";
 const LABELS: Record<string, string> = { pending: "Pending", in_progress: "In progress", done: "Done" };
 const MARKS: Record<string, string> = { pending: "○", in_progress: "◐", done: "●" };
 
-/** The status a todo is shown with: one of the three, unknown ones as pending. */
-export function todoStatus(status: string): "pending" | "in_progress" | "done" {
+/** The status a todo is shown with: one of the three, unknown or absent ones as pending. */
+export function todoStatus(status: string | undefined): "pending" | "in_progress" | "done" {
   // "completed" is what other agent frameworks call done.
   if (status === "done" || status === "completed") return "done";
   if (status === "in_progress") return "in_progress";

@@ -159,7 +159,10 @@ export function AgentForm({ onCreate, onCancel }: FormProps) {
   );
 }
 
-/** The three sandbox choices of the seed's Docker mode mapping. */
+/**
+ * The three sandbox choices the page offers; switchBody maps them onto the
+ * API's two backend modes (docker is mode "remote" without a sandbox_url).
+ */
 export type BackendChoice = "local" | "docker" | "remote";
 
 export function backendChoice(agent: Agent): BackendChoice | "" {

@@ -42,7 +42,7 @@ const toolEnd = (n: number, callId: string, name = "write_file", error = ""): Wi
   event: "on_tool_end",
   data: { tool_call_id: callId, output: error ? "" : "ok", error },
 });
-const done = (n: number): WickEvent => ({ ...base, id: id(n), event: "done", data: { stop_reason: "end_turn" } });
+const done = (n: number): WickEvent => ({ ...base, id: id(n), event: "done", data: { stop_reason: "completed" } });
 
 function textOf(s: ChatState): string {
   return s.items
@@ -152,7 +152,7 @@ describe("applyEvents", () => {
   it("cancels the cards a run leaves open", () => {
     const s = applyEvents(
       emptyChat,
-      [start(), toolStart(1, "c1"), { ...base, id: id(2), event: "error", data: { message: "run cancelled", stop_reason: "cancelled" } }],
+      [start(), toolStart(1, "c1"), { ...base, id: id(2), event: "error", data: { message: "run cancelled", code: "cancelled", stop_reason: "cancelled" } }],
       5,
     );
     expect(tools(s)[0]).toMatchObject({ state: "cancelled", endedAt: 5 });
@@ -160,6 +160,15 @@ describe("applyEvents", () => {
     expect(s.runs[RUN]!.error).toBeUndefined();
     expect(isRunning(s)).toBe(false);
     expect(s.items.at(-1)).toMatchObject({ kind: "runEnd", runId: RUN });
+  });
+
+  it("ends a run cancelled by its error's code alone", () => {
+    // A run whose replica could not log its last event ends with one made
+    // from the run's record: a code, no stop_reason.
+    const s = applyEvents(emptyChat, [start(), toolStart(1, "c1"), { ...base, id: "", event: "error", data: { message: "the run ended without logging its last event", code: "cancelled" } }], 5);
+    expect(s.runs[RUN]).toMatchObject({ status: "cancelled" });
+    expect(s.runs[RUN]!.error).toBeUndefined();
+    expect(tools(s)[0]).toMatchObject({ state: "cancelled" });
   });
 
   it("shows a question, then the run going on once answered", () => {
@@ -199,7 +208,7 @@ describe("applyEvents", () => {
   it("keeps a run's error in words and ends its stream", () => {
     const s = applyEvents(
       emptyChat,
-      [start(), delta(1, "par"), { ...base, id: id(2), event: "error", data: { message: "model unavailable", stop_reason: "error" } }],
+      [start(), delta(1, "par"), { ...base, id: id(2), event: "error", data: { message: "model unavailable", code: "error", stop_reason: "error" } }],
       0,
     );
     expect(s.runs[RUN]).toMatchObject({ status: "error", error: "model unavailable" });
@@ -235,13 +244,13 @@ describe("applyEvents", () => {
       [
         start(),
         delta(1, "a"),
-        { ...base, id: id(2), event: "unknown", kind: "on_subagent_start", data: { name: "researcher" } },
+        { ...base, id: id(2), event: "unknown", kind: "on_new_kind", data: { name: "researcher" } },
         { ...base, id: id(3), event: "on_todos", data: { todos: [{ id: "1", title: "plan", status: "in_progress" }] } },
         { ...base, id: id(4), event: "unknown", kind: "on_background_task", data: {} },
       ],
       0,
     );
-    expect(s.items.map((it) => (it.kind === "event" ? it.eventKind : it.kind))).toEqual(["assistant", "on_subagent_start", "on_background_task"]);
+    expect(s.items.map((it) => (it.kind === "event" ? it.eventKind : it.kind))).toEqual(["assistant", "on_new_kind", "on_background_task"]);
     expect(s.todos).toEqual([{ id: "1", title: "plan", status: "in_progress" }]);
   });
 

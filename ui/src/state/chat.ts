@@ -98,11 +98,20 @@ export interface Question {
   choices: string[];
 }
 
+/**
+ * A tool call an approval card waits on: an interrupt's ToolCall with the
+ * id and name the API may leave out filled in with "".
+ */
+export interface PendingCall extends ToolCall {
+  id: string;
+  name: string;
+}
+
 export interface InterruptItem {
   kind: "interrupt";
   key: string;
   runId: string;
-  toolCalls: ToolCall[];
+  toolCalls: PendingCall[];
   /** Set when the run waits for an answer rather than for approval. */
   question?: Question;
   /** The server takes an "always" decision: remembered on the thread for the call's tool (or kind). */
@@ -283,7 +292,8 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       const d = ev.data;
       const question: Question | undefined =
         d.kind === "question" ? { toolCallId: d.tool_call_id ?? d.tool_calls?.[0]?.id ?? "", text: d.question ?? "", choices: d.choices ?? [] } : undefined;
-      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls: d.tool_calls ?? [], resolved: false, ...(question ? { question } : {}), ...(d.always && !question ? { always: true } : {}) });
+      const toolCalls = (d.tool_calls ?? []).map((tc) => ({ ...tc, id: tc.id ?? "", name: tc.name ?? "" }));
+      return pushItem(s, { kind: "interrupt", key: `i-${runId}-${ev.id}`, runId, toolCalls, resolved: false, ...(question ? { question } : {}), ...(d.always && !question ? { always: true } : {}) });
     }
     case "on_usage": {
       const u = s.runs[runId]!.usage;
@@ -303,7 +313,10 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
     case "done":
       return endRun(s, runId, { status: ev.data.stop_reason === "stopped" ? "stopped" : "done", stopReason: ev.data.stop_reason }, now);
     case "error": {
-      const cancelled = ev.data.stop_reason === "cancelled";
+      // A run's own error names what ended it in code (an end made from the
+      // run's record has no stop_reason); a sub-agent's wrapped error carries
+      // only its loop's stop_reason.
+      const cancelled = ev.data.code === "cancelled" || ev.data.stop_reason === "cancelled";
       return endRun(s, runId, {
         status: cancelled ? "cancelled" : "error",
         ...(ev.data.stop_reason ? { stopReason: ev.data.stop_reason } : {}),
@@ -464,7 +477,7 @@ function applySubagent(s: ChatState, ev: SubagentStartEvent | SubagentEventEvent
         : { runId: d.run_id, threadId: d.thread_id, name: d.name, depth: d.depth, description: "", status: "running", chat: emptyChat };
     let next: SubagentView = view;
     if (ev.event === "on_subagent_start") {
-      next = { ...view, description: ev.data.description };
+      next = { ...view, description: ev.data.description ?? "" };
     } else if (ev.event === "on_subagent_event") {
       next = { ...view, chat: applyEvent(view.chat, innerEvent(ev.data.event, ev.id, d), now, d.run_id) };
     } else if (ev.event === "on_subagent_end") {

@@ -1749,7 +1749,7 @@ export interface components {
              */
             always?: boolean;
             /** @description args replace the call's arguments when action is "edit". */
-            args?: Record<string, never>;
+            args?: Record<string, unknown>;
             /**
              * @description message is given to the model as the tool result when action is
              *     "reject"; it is the user's answer (required) when action is "answer".
@@ -1926,7 +1926,7 @@ export interface components {
             sandbox_deleted?: boolean;
         };
         /** @description DeleteCollectionResponse confirms a deletion. */
-        "wick.agent.v1.DeleteCollectionResponse": Record<string, never>;
+        "wick.agent.v1.DeleteCollectionResponse": Record<string, unknown>;
         /** @description DeleteDocumentResponse says what the deletion removed. */
         "wick.agent.v1.DeleteDocumentResponse": {
             /**
@@ -1936,9 +1936,9 @@ export interface components {
             deleted_chunks?: number;
         };
         /** @description DeleteThreadResponse confirms a deletion. */
-        "wick.agent.v1.DeleteThreadResponse": Record<string, never>;
+        "wick.agent.v1.DeleteThreadResponse": Record<string, unknown>;
         /** @description DeleteToolResponse confirms a deletion. */
-        "wick.agent.v1.DeleteToolResponse": Record<string, never>;
+        "wick.agent.v1.DeleteToolResponse": Record<string, unknown>;
         /** @description FileEntry is one entry of a workspace listing. */
         "wick.agent.v1.FileEntry": {
             /** @description name is the base name. */
@@ -2395,7 +2395,7 @@ export interface components {
         /** @description ToolCall is the model's request to invoke a tool. */
         "wick.agent.v1.ToolCall": {
             /** @description args are the call's arguments. */
-            args?: Record<string, never>;
+            args?: Record<string, unknown>;
             /** @description id identifies the call. */
             id?: string;
             /** @description name is the tool's name. */
@@ -2431,7 +2431,7 @@ export interface components {
             /** @description name is the tool's name; letters, digits, '-' and '_'. */
             name?: string;
             /** @description parameters is the JSON Schema of the arguments object. */
-            parameters?: Record<string, never>;
+            parameters?: Record<string, unknown>;
             /** @description timeout bounds one callback; zero means the default of 30 s. */
             timeout?: string;
             /** @description url is the http or https callback URL. */
@@ -3423,7 +3423,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, unknown>;
                 };
             };
         };
@@ -3465,7 +3465,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -3494,7 +3494,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -3587,7 +3587,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -3644,7 +3644,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
