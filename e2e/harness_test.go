@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
@@ -395,19 +396,21 @@ func (e *eventStream) rest(t testing.TB) []sseMessage {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes; it is for
-// state another process settles, which has no event to wait on.
+// waitFor polls cond until it holds or d passes, and reports the state cond
+// saw last; it is for state another process settles, which has no event to
+// wait on.
 func waitFor(t testing.TB, what string, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	last := ""
-	for time.Now().Before(deadline) {
+	var last lastState
+	testenv.Eventually(t, d, func() bool {
 		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s (last: %s)", what, d, last)
+		last = lastState(state)
+		return ok
+	}, "%s (last: %v)", what, &last)
 }
+
+// lastState is the last state a waitFor condition reported, read when a
+// failure is formatted.
+type lastState string
+
+func (s *lastState) String() string { return string(*s) }

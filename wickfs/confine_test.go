@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/wickfs"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
@@ -43,7 +44,7 @@ func TestConfinedEnvironment(t *testing.T) {
 		t.Fatalf("Exec = %+v, %v", res, err)
 	}
 	pid := readPid(t, dir, "bg.pid")
-	waitFor(t, "background process to die", func() bool { return !running(pid) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !running(pid) }, "background process to die")
 
 	// Without confinement the process's environment is inherited, as
 	// wick-daemon in a container expects.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -25,29 +26,17 @@ func running(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline, not synchronising on time
-	}
-}
-
 func readPid(t *testing.T, dir, name string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, name, func() bool {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !strings.HasSuffix(string(b), "\n") {
 			return false
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
 		return err == nil
-	})
+	}, "%s", name)
 	return pid
 }
 
@@ -108,7 +97,7 @@ func TestExecTimeoutKillsGroup(t *testing.T) {
 		t.Fatalf("Exec = %+v; want a timed-out kill with its output", res)
 	}
 	pid := readPid(t, dir, "bg.pid")
-	waitFor(t, "background process to die", func() bool { return !running(pid) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !running(pid) }, "background process to die")
 }
 
 func TestExecCancelKillsGroup(t *testing.T) {
@@ -125,7 +114,7 @@ func TestExecCancelKillsGroup(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Exec after cancel = %v; want context.Canceled", err)
 	}
-	waitFor(t, "background process to die", func() bool { return !running(pid) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !running(pid) }, "background process to die")
 }
 
 func TestExecOutputCap(t *testing.T) {

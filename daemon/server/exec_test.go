@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 func TestExecConcurrent(t *testing.T) {
@@ -63,12 +64,12 @@ func TestExecStreamsAndCancel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("first message %v is not the shell's pid", msg)
 	}
-	waitFor(t, "the background sleeps to start", func() bool { return groupAlive(pgid) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return groupAlive(pgid) }, "the background sleeps to start")
 	cancel()
 	if _, err := stream.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("Recv after cancel = %v; want Canceled", err)
 	}
-	waitFor(t, "the process group to die", func() bool { return !groupAlive(pgid) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !groupAlive(pgid) }, "the process group to die")
 }
 
 func TestExecRequest(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,6 +19,7 @@ import (
 	"github.com/wick-agent/wick/daemon/daemonfs"
 	"github.com/wick-agent/wick/daemon/server"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -134,9 +136,9 @@ func TestWriteFileCancelled(t *testing.T) {
 	}
 	_ = stream.Send(&daemonv1.WriteFileRequest{Msg: &daemonv1.WriteFileRequest_Header{Header: &daemonv1.WriteFileHeader{Path: "f.txt"}}})
 	_ = stream.Send(&daemonv1.WriteFileRequest{Msg: &daemonv1.WriteFileRequest_Data{Data: []byte(strings.Repeat("new", 1000))}})
-	waitFor(t, "the upload to start", func() bool { return !noTempFiles(d.dir) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !noTempFiles(d.dir) }, "the upload to start")
 	cancel()
-	waitFor(t, "the temporary file to go", func() bool { return noTempFiles(d.dir) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return noTempFiles(d.dir) }, "the temporary file to go")
 	if got, _ := os.ReadFile(filepath.Join(d.dir, "f.txt")); string(got) != "original" {
 		t.Fatalf("f.txt = %q after a cancelled upload", got)
 	}

@@ -83,18 +83,6 @@ func writeTree(t testing.TB, dir string, files map[string]string) {
 	}
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline, not synchronising on time
-	}
-}
-
 // groupAlive reports whether any live (non-zombie) process is in group pgid.
 func groupAlive(pgid int) bool {
 	entries, _ := os.ReadDir("/proc")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon/server"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 type term = grpc.BidiStreamingClient[daemonv1.TerminalRequest, daemonv1.TerminalResponse]
@@ -107,7 +109,7 @@ func TestTerminalClientClose(t *testing.T) {
 		}
 	}
 	pid, _ := strconv.Atoi(m[1])
-	waitFor(t, "the shell's session to die", func() bool { return !groupAlive(pid) })
+	testenv.Eventually(t, 20*time.Second, func() bool { return !groupAlive(pid) }, "the shell's session to die")
 }
 
 func TestTerminalBadStart(t *testing.T) {

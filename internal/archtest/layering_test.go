@@ -12,6 +12,7 @@ import (
 	pathpkg "path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func checkImport(dir string, test bool, path string) error {
 	target := area(to)
 	switch {
 	case from == target:
-		return nil
+		return checkAgentImport(dir, to)
 	case target == "e2e" || target == "internal":
 		return fmt.Errorf("%s imports %s: nothing imports a test package", dir, to)
 	case from == "sdk" && target != "gen":
@@ -61,6 +62,48 @@ func checkImport(dir string, test bool, path string) error {
 		return fmt.Errorf("%s imports %s: generated code imports only generated code", dir, to)
 	}
 	return nil
+}
+
+// agentInternal is the agent service's tree of internal packages.
+const agentInternal = "services/agent/internal/"
+
+// agentLeaves import no other package of the agent service: small pieces
+// every feature may use.
+var agentLeaves = []string{"ids", "llmclient", "placement", "quota", "redact", "secrets"}
+
+// checkAgentImport says why a file of the agent service's package in dir may
+// not import its package to, or returns nil: inside the service, the loop is
+// the core the features plug into, the run executor assembles them, and the
+// registry holds configuration the features read.
+func checkAgentImport(dir, to string) error {
+	from, ok1 := agentPackage(dir)
+	target, ok2 := agentPackage(to)
+	if !ok1 || !ok2 || from == target {
+		return nil
+	}
+	switch {
+	case from == "loop":
+		return fmt.Errorf("%s imports %s: the loop is the core every feature plugs into through its interfaces; it imports none of them", dir, to)
+	case target == "runexec":
+		return fmt.Errorf("%s imports %s: the run executor assembles every feature into a run; only the service itself imports it", dir, to)
+	case from == "registry" && slices.Contains([]string{"acp", "mcp", "runs", "subagent", "tasks", "threads"}, target):
+		return fmt.Errorf("%s imports %s: the registry holds agent configuration, which the features that run agents read; it never depends on them (a name they share lives in tools)", dir, to)
+	case slices.Contains([]string{"mcp", "subagent", "tasks", "tools"}, from) && target == "hooks":
+		return fmt.Errorf("%s imports %s: hooks wrap the calls of tools; a tool never reaches back into them (output capping is tools.Evict)", dir, to)
+	case slices.Contains(agentLeaves, from):
+		return fmt.Errorf("%s imports %s: %s is a leaf that imports no other package of the agent service", dir, to, from)
+	}
+	return nil
+}
+
+// agentPackage is the package of the agent service's internal tree that p
+// (a directory relative to the root) is in or under, and whether it is one.
+func agentPackage(p string) (string, bool) {
+	if !strings.HasPrefix(p, agentInternal) {
+		return "", false
+	}
+	name, _, _ := strings.Cut(strings.TrimPrefix(p, agentInternal), "/")
+	return name, true
 }
 
 // area is the unit a rule speaks of: a service, or a top-level directory.
@@ -108,6 +151,13 @@ func TestCheckImport(t *testing.T) {
 		// The topology test stands the suite up as e2e does.
 		{"deploy/k8s", true, modulePath + "/services/sandbox/sandboximage"},
 		{"platform/server", false, "google.golang.org/grpc"},
+		{"services/agent/internal/registry", false, modulePath + "/services/agent/internal/tools"},
+		{"services/agent/internal/registry", false, modulePath + "/services/agent/internal/hooks"},
+		{"services/agent/internal/runexec", false, modulePath + "/services/agent/internal/subagent"},
+		{"services/agent/internal/mcp", false, modulePath + "/services/agent/internal/tools"},
+		{"services/agent/internal/mcp/mcptest", false, modulePath + "/services/agent/internal/mcp"},
+		{"services/agent", false, modulePath + "/services/agent/internal/runexec"},
+		{"services/agent/internal/tools", false, modulePath + "/services/agent/internal/loop"},
 	}
 	for _, tc := range ok {
 		if err := checkImport(tc.dir, tc.test, tc.path); err != nil {
@@ -134,6 +184,14 @@ func TestCheckImport(t *testing.T) {
 		{"gen/wick/agent/v1", false, modulePath + "/platform/identity"},
 		{"cmd/wick", false, modulePath + "/gen/wick/daemon/v1"},
 		{"deploy/images", false, modulePath + "/services/sandbox"},
+		{"services/agent/internal/registry", false, modulePath + "/services/agent/internal/subagent"},
+		{"services/agent/internal/registry", true, modulePath + "/services/agent/internal/threads"},
+		{"services/agent/internal/mcp", false, modulePath + "/services/agent/internal/hooks"},
+		{"services/agent/internal/tools", false, modulePath + "/services/agent/internal/hooks"},
+		{"services/agent/internal/loop", false, modulePath + "/services/agent/internal/tools"},
+		{"services/agent/internal/loop", true, modulePath + "/services/agent/internal/ids"},
+		{"services/agent/internal/subagent", false, modulePath + "/services/agent/internal/runexec"},
+		{"services/agent/internal/ids", false, modulePath + "/services/agent/internal/loop"},
 	}
 	for _, tc := range bad {
 		if err := checkImport(tc.dir, tc.test, tc.path); err == nil {

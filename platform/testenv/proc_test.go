@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -75,7 +76,7 @@ type fakeT struct {
 	fatal string
 }
 
-func (f *fakeT) Helper()               {}
-func (f *fakeT) Cleanup(func())        {}
-func (f *fakeT) Fatalf(string, ...any) { f.fatal = "fatal"; panic(f) }
-func (f *fakeT) Fatal(...any)          { f.fatal = "fatal"; panic(f) }
+func (f *fakeT) Helper()                           {}
+func (f *fakeT) Cleanup(func())                    {}
+func (f *fakeT) Fatalf(format string, args ...any) { f.fatal = fmt.Sprintf(format, args...); panic(f) }
+func (f *fakeT) Fatal(...any)                      { f.fatal = "fatal"; panic(f) }

@@ -129,7 +129,7 @@ func TestNativeToolRunsLikeBuiltins(t *testing.T) {
 		t.Fatalf("run ended with %v", last)
 	}
 	runID, threadID := evs[0].GetRunId(), evs[0].GetThreadId()
-	evicted := hooks.Evict(big, hooks.DefaultMaxResultChars, hooks.DefaultEvictKeepChars)
+	evicted := tools.Evict(big, hooks.DefaultMaxResultChars, hooks.DefaultEvictKeepChars)
 	if evicted == big {
 		t.Fatal("the test's output is under the eviction threshold")
 	}

@@ -12,6 +12,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 )
 
@@ -101,9 +102,9 @@ func TestBackgroundSubagentFollowUp(t *testing.T) {
 	thread, task, childThread := startBGChild(t, a, b, ctx)
 	close(b.open)
 	const answer = "child done: native_block=opened"
-	eventually(t, ctx, "follow-up answer", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		return lastMessage(t, other, ctx, thread).GetContent() == "saw: "+answer
-	})
+	}, "follow-up answer")
 	got, err := other.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()})
 	if err != nil || got.GetTask().GetStatus() != "done" || got.GetTask().GetResult() != answer || !got.GetTask().GetDelivered() || got.GetTask().GetAttempts() != 1 {
 		t.Fatalf("task after the follow-up = %v, %v", got, err)
@@ -154,7 +155,7 @@ func TestBackgroundSubagentCancelled(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the child's tool was not cancelled")
 	}
-	eventually(t, ctx, "the child's thread saved", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		// The child saves its thread once its cancelled round is answered,
 		// which may be after its tool saw the cancel.
 		if _, err := other.client.GetThread(ctx, &agentv1.GetThreadRequest{ThreadId: childThread}); status.Code(err) == codes.NotFound {
@@ -162,7 +163,7 @@ func TestBackgroundSubagentCancelled(t *testing.T) {
 		}
 		got := toolResults(t, other, ctx, childThread)
 		return len(got) == 1 && strings.HasPrefix(got[0], "b1=") && got[0] != "b1=opened"
-	})
+	}, "the child's thread saved")
 	if got, err := other.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()}); err != nil || got.GetTask().GetStatus() != "cancelled" {
 		t.Fatalf("task after the cancel = %v, %v", got, err)
 	}
@@ -191,9 +192,9 @@ func TestBackgroundSubagentTakenOver(t *testing.T) {
 	}
 	close(b.open)
 	answer := "child done: native_block=" + strings.TrimPrefix(first[0], "b1=") + "|native_block=opened"
-	eventually(t, ctx, "follow-up on the other replica", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		return lastMessage(t, other, ctx, thread).GetContent() == "saw: "+answer
-	})
+	}, "follow-up on the other replica")
 	got, err := other.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()})
 	if err != nil || got.GetTask().GetStatus() != "done" || got.GetTask().GetAttempts() != 2 || got.GetTask().GetResult() != answer {
 		t.Fatalf("task after the take-over = %v, %v", got, err)

@@ -17,6 +17,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 )
 
@@ -68,20 +69,6 @@ func taskScript(tool string) func(int, *llmv1.StreamRequest) reply {
 			return text("next turn")
 		}
 		return reply{calls: []*llmv1.ToolCall{call("c1", tool, map[string]any{"what": last.GetContent()})}}
-	}
-}
-
-// eventually polls check until it holds or ctx ends.
-func eventually(t *testing.T, ctx context.Context, what string, check func() bool) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !check() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: never happened", what)
-		case <-tick.C:
-		}
 	}
 }
 
@@ -157,9 +144,9 @@ func TestBackgroundTaskFollowUp(t *testing.T) {
 	}
 	<-bg.started
 	bg.finish()
-	eventually(t, ctx, "follow-up answer", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		return lastMessage(t, b, ctx, threadID).GetContent() == "saw: video.mp4 rendered (cats)"
-	})
+	}, "follow-up answer")
 	got, err := b.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()})
 	if err != nil || got.GetTask().GetStatus() != "done" || !got.GetTask().GetDelivered() || got.GetTask().GetResult() != "video.mp4 rendered (cats)" {
 		t.Fatalf("GetTask after the follow-up = %v, %v", got, err)
@@ -193,10 +180,10 @@ func TestBackgroundTaskNextTurn(t *testing.T) {
 	threadID, task, _ := startTask(t, a, ctx, "studio")
 	<-bg.started
 	bg.finish()
-	eventually(t, ctx, "task done", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		got, err := b.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()})
 		return err == nil && got.GetTask().GetStatus() == "done"
-	})
+	}, "task done")
 	s.llm.mu.Lock()
 	calls := len(s.llm.requests)
 	s.llm.mu.Unlock()
@@ -253,9 +240,9 @@ func TestBackgroundTaskTakenOver(t *testing.T) {
 		t.Fatal("B never took the task over")
 	}
 	bg.finish()
-	eventually(t, ctx, "follow-up on B", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		return lastMessage(t, b, ctx, threadID).GetContent() == "saw: video.mp4 rendered (cats)"
-	})
+	}, "follow-up on B")
 	got, err := b.client.GetTask(ctx, &agentv1.GetTaskRequest{TaskId: task.GetTaskId()})
 	if err != nil || got.GetTask().GetStatus() != "done" || got.GetTask().GetAttempts() != 2 {
 		t.Fatalf("task after the take-over = %v, %v", got, err)
@@ -375,9 +362,9 @@ func TestAsyncHTTPTool(t *testing.T) {
 	if len(tasks) != 1 || tasks[0].GetKind() != "http" {
 		t.Fatalf("tasks: %v", tasks)
 	}
-	eventually(t, ctx, "remote task done", func() bool {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		return threadTasks(t, r, ctx, threadID)[0].GetStatus() == "done"
-	})
+	}, "remote task done")
 	if polls.Load() < 3 {
 		t.Fatalf("status polled %d times", polls.Load())
 	}

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -175,13 +176,13 @@ func TestDaemonFallbackAndReinjection(t *testing.T) {
 		h.svc.mu.Lock()
 		b := h.svc.boxes[sandboxKey(h.manager, "alice", "a")]
 		h.svc.mu.Unlock()
-		waitFor(t, "daemon transport", 30*time.Second, func() bool {
+		testenv.Eventually(t, 30*time.Second, func() bool {
 			v := b.view()
 			b.mu.Lock()
 			re := b.reinjecting
 			b.mu.Unlock()
 			return v.transport == transportDaemon && !re
-		})
+		}, "daemon transport")
 		before := fallbacks.Load()
 		h.killDaemon(ctx, sb.GetContainerId())
 		if err := op.run(); err != nil {
@@ -191,10 +192,10 @@ func TestDaemonFallbackAndReinjection(t *testing.T) {
 			t.Fatalf("%s did not take the fallback", op.name)
 		}
 	}
-	waitFor(t, "daemon back", 30*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		g, err := h.cli.GetSandbox(ctx, &sandboxv1.GetSandboxRequest{AgentId: "a"})
 		return err == nil && g.GetSandbox().GetTransport() == transportDaemon
-	})
+	}, "daemon back")
 	if out := h.mustExec(ctx, "a", "cat data.txt new.txt"); out != "before\nafter\nfallback write\n" {
 		t.Fatalf("files after fallback: %q", out)
 	}
@@ -298,10 +299,10 @@ func TestReaperLoop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(as("alice"), 2*time.Minute)
 	defer cancel()
 	sb := h.ensure(ctx, "idle", nil)
-	waitFor(t, "idle sandbox stopped by the reaper", 30*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		_, err := h.inspect(sb.GetContainerName())
 		return dockerbox.IsNotFound(err)
-	})
+	}, "idle sandbox stopped by the reaper")
 }
 
 func TestOrphanAdoption(t *testing.T) {
@@ -569,19 +570,19 @@ func TestContainerDied(t *testing.T) {
 	if err := h.docker.ContainerKill(ctx, sb.GetContainerId(), "KILL"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "container exit", 30*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		in, err := h.inspect(sb.GetContainerName())
 		return err == nil && in.State != nil && !in.State.Running
-	})
+	}, "container exit")
 	// The call that meets the dead container fails as Unavailable, and the
 	// sandbox is marked stopped; the next call starts a fresh container.
 	if _, err := h.exec(ctx, "dies", "true"); status.Code(err) != codes.Unavailable {
 		t.Fatalf("exec in a dead container: %v", err)
 	}
-	waitFor(t, "sandbox marked stopped", 30*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		g, err := h.cli.GetSandbox(ctx, &sandboxv1.GetSandboxRequest{AgentId: "dies"})
 		return err == nil && g.GetSandbox().GetState() == stateStopped
-	})
+	}, "sandbox marked stopped")
 	if out := h.mustExec(ctx, "dies", "cat kept"); out != "survives\n" {
 		t.Fatalf("workspace after the container died: %q", out)
 	}

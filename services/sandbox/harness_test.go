@@ -300,19 +300,6 @@ func readFile(ctx context.Context, cli sandboxv1.SandboxServiceClient, agent, pa
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes; the states it
-// waits for (a daemon re-injected in the background) have no event to wait on.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // containerOf returns the inspect of a sandbox's container.
 func (h *harness) inspect(name string) (container.InspectResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -54,10 +55,10 @@ func TestInstancesShareAnEngine(t *testing.T) {
 				}
 				done <- r
 			}()
-			waitFor(t, "the command to start", time.Minute, func() bool {
+			testenv.Eventually(t, time.Minute, func() bool {
 				r, err := first.exec(ctx, "dev", "test -f started")
 				return err == nil && r.exit.GetExitCode() == 0
-			})
+			}, "the command to start")
 
 			second := newHarness(t, func(c *Config) { opts(c); c.WarmPool = 0 })
 			other, err := second.cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev"})

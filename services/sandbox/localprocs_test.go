@@ -38,10 +38,10 @@ func detach(file string) string {
 func detachedPid(ctx context.Context, t *testing.T, cli sandboxv1.SandboxServiceClient, agent, file string) int {
 	t.Helper()
 	var b bytes.Buffer
-	waitFor(t, "the detached process's pid in "+file, 10*time.Second, func() bool {
+	testenv.Eventually(t, 10*time.Second, func() bool {
 		b.Reset()
 		return readFile(ctx, cli, agent, "/workspace/"+file, &b) == nil && strings.HasSuffix(b.String(), "\n")
-	})
+	}, "%s", "the detached process's pid in "+file)
 	return pidOf(t, b.String())
 }
 
@@ -142,7 +142,7 @@ func TestLocalDetachedProcessesEnd(t *testing.T) {
 			agent := "detach-" + string(rune('a'+i))
 			ensure(ctx, t, agent)
 			pid := tc.end(ctx, t, agent)
-			waitFor(t, "the detached process to end", 10*time.Second, func() bool { return hostPidGone(pid) })
+			testenv.Eventually(t, 10*time.Second, func() bool { return hostPidGone(pid) }, "the detached process to end")
 		})
 	}
 }

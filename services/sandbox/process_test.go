@@ -15,6 +15,7 @@ import (
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // The process tests run on sandboxes with these limits, small so the limit
@@ -121,14 +122,14 @@ func (p procs) run(stdin []string, argv ...string) *procOut {
 func (p procs) waitExited(id string) *sandboxv1.ProcessInfo {
 	p.t.Helper()
 	var info *sandboxv1.ProcessInfo
-	waitFor(p.t, "process exit", 30*time.Second, func() bool {
+	testenv.Eventually(p.t, 30*time.Second, func() bool {
 		r, err := p.cli.ListProcesses(p.ctx, &sandboxv1.ListProcessesRequest{AgentId: p.agent, Id: id})
 		if err != nil || len(r.GetProcesses()) != 1 {
 			p.t.Fatalf("list %s: %v %v", id, r, err)
 		}
 		info = r.GetProcesses()[0]
 		return !info.GetRunning()
-	})
+	}, "process exit")
 	return info
 }
 
@@ -182,11 +183,11 @@ func processSuite(t *testing.T, p procs) {
 		if end := p.waitExited(info.GetId()); end.GetExit().GetExitCode() != -1 {
 			t.Fatalf("after SIGTERM: %v", end)
 		}
-		waitFor(t, "the group's sleep gone", 10*time.Second, func() bool { return p.gone(child) })
+		testenv.Eventually(t, 10*time.Second, func() bool { return p.gone(child) }, "the group's sleep gone")
 		// What the leader leaves behind in its group dies when it exits.
 		out = p.run(nil, "sh", "-c", "sleep 1000 & echo $!")
 		child = pidOf(t, out.stdout.String())
-		waitFor(t, "the leftover sleep gone", 10*time.Second, func() bool { return p.gone(child) })
+		testenv.Eventually(t, 10*time.Second, func() bool { return p.gone(child) }, "the leftover sleep gone")
 	})
 	t.Run("tags and limit", func(t *testing.T) {
 		p := p
@@ -381,7 +382,7 @@ func TestProcessesLocal(t *testing.T) {
 	if _, err := cli.StopSandbox(ctx, &sandboxv1.StopSandboxRequest{AgentId: "dev"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the process killed with its sandbox", 10*time.Second, func() bool { return hostPidGone(int(info.GetPid())) })
+	testenv.Eventually(t, 10*time.Second, func() bool { return hostPidGone(int(info.GetPid())) }, "the process killed with its sandbox")
 }
 
 // hostPidGone reports whether pid is gone or a zombie on this host.
@@ -410,10 +411,10 @@ func TestProcessesDocker(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("start with the daemon down: %v", err)
 	}
-	waitFor(t, "daemon back", 30*time.Second, func() bool {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		g, err := h.cli.GetSandbox(ctx, &sandboxv1.GetSandboxRequest{AgentId: "a"})
 		return err == nil && g.GetSandbox().GetTransport() == transportDaemon
-	})
+	}, "daemon back")
 	info := p.start("agent", "sleep", "1000")
 
 	// Processes are killed with their sandbox; a restarted one has none.

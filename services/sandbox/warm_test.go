@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 )
 
@@ -23,24 +25,24 @@ import (
 // in the background and tells no one.
 func (h *harness) waitWarm(n int) *warmContainer {
 	h.t.Helper()
-	deadline := time.After(time.Minute)
-	for {
+	var ws readyWarm
+	testenv.Eventually(h.t, time.Minute, func() bool {
 		h.svc.warm.mu.Lock()
-		ws := h.svc.warm.ready[h.image]
+		ws = h.svc.warm.ready[h.image]
 		h.svc.warm.mu.Unlock()
-		if len(ws) == n {
-			if n == 0 {
-				return nil
-			}
-			return ws[0]
-		}
-		select {
-		case <-deadline:
-			h.t.Fatalf("warm pool holds %d containers, want %d", len(ws), n)
-		case <-time.After(20 * time.Millisecond):
-		}
+		return len(ws) == n
+	}, "warm pool holds %v containers, want %d", &ws, n)
+	if n == 0 {
+		return nil
 	}
+	return ws[0]
 }
+
+// readyWarm is the pool's ready list as waitWarm saw it last; it formats
+// as its length.
+type readyWarm []*warmContainer
+
+func (r *readyWarm) String() string { return strconv.Itoa(len(*r)) }
 
 // unclaimedWarm lists the manager's warm containers that are still named
 // as warm.

@@ -146,14 +146,73 @@ type layer struct {
 // Start starts every service and returns once all listen. The suite stops
 // when ctx ends: the gateway first, then the agent service, then the LLM
 // gateway and the sandbox service; Wait reports the end.
-func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
+func Start(ctx context.Context, cfg Config) (_ *Suite, err error) {
+	b, err := newStarter(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
-	lookup := cfg.LookupEnv
-	if lookup == nil {
-		lookup = os.LookupEnv
+	defer func() {
+		if err != nil {
+			b.stop()
+		}
+	}()
+	llmSvc, err := b.startLLM()
+	if err != nil {
+		return nil, err
+	}
+	sbImage, err := b.startSandbox()
+	if err != nil {
+		return nil, err
+	}
+	llmConn, err := b.conn("llmgw")
+	if err != nil {
+		return nil, err
+	}
+	sbConn, err := b.conn("sandbox")
+	if err != nil {
+		return nil, err
+	}
+	if err := b.startAgent(llmConn, sbConn, sbImage); err != nil {
+		return nil, err
+	}
+	if err := b.startGateway(llmSvc, llmConn, sbConn); err != nil {
+		return nil, err
+	}
+	go func() {
+		<-ctx.Done()
+		b.stop()
+		close(b.s.stopped)
+	}()
+	return b.s, nil
+}
+
+// starter is the state Start shares between its steps: the configuration
+// with its defaults, the suite it fills in, and what stops it.
+type starter struct {
+	ctx    context.Context
+	cfg    Config
+	log    *slog.Logger
+	lookup func(string) (string, bool)
+	key    *identity.Key
+	src    *tlsconf.Source
+	s      *Suite
+	// layers are the servers started, stopped in reverse; closers run
+	// after them (connections, Redis, a temporary state directory).
+	layers  []layer
+	closers []func()
+	// inproc opens an in-process channel to a service started by serve.
+	inproc map[string]func() grpc.ClientConnInterface
+}
+
+// newStarter fills in cfg's defaults and the suite's identity key, TLS and
+// model.
+func newStarter(ctx context.Context, cfg Config) (*starter, error) {
+	b := &starter{ctx: ctx, log: cfg.Logger, lookup: cfg.LookupEnv, key: cfg.Key, inproc: map[string]func() grpc.ClientConnInterface{}}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.lookup == nil {
+		b.lookup = os.LookupEnv
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
@@ -164,200 +223,209 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
 	}
-	key := cfg.Key
-	if key == nil {
-		key = identity.RandomKey()
+	b.cfg = cfg
+	if b.key == nil {
+		b.key = identity.RandomKey()
 	}
-	var src *tlsconf.Source
 	if cfg.TLS.Enabled() {
-		if src, err = tlsconf.Load(cfg.TLS, tlsconf.WithLogger(log)); err != nil {
+		var err error
+		if b.src, err = tlsconf.Load(cfg.TLS, tlsconf.WithLogger(b.log)); err != nil {
 			return nil, err
 		}
 	}
-	s = &Suite{Addrs: map[string]string{}, Key: key, stopped: make(chan struct{})}
-	s.Model = cfg.Model
-	if s.Model == "" {
-		s.Model = ChooseModel(lookup)
+	b.s = &Suite{Addrs: map[string]string{}, Key: b.key, stopped: make(chan struct{}), Model: cfg.Model}
+	if b.s.Model == "" {
+		b.s.Model = ChooseModel(b.lookup)
 	}
+	return b, nil
+}
 
-	var layers []layer
-	var closers []func()
-	defer func() {
+// stop stops the servers started, in reverse, then runs the closers.
+func (b *starter) stop() {
+	stopLayers(b.layers)
+	for _, c := range b.closers {
+		c()
+	}
+}
+
+// serve starts one service's gRPC server; extra, if set, adds server
+// options that depend on the address bound (the gateway's edge), and
+// replaces the services' TLS with the edge's own.
+func (b *starter) serve(name, addr string, register func(grpc.ServiceRegistrar), extra ...func(net.Addr) ([]server.Option, error)) (layer, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return layer{}, fmt.Errorf("%s: listen %s: %w", name, addr, err)
+	}
+	opts := []server.Option{server.WithIdentity(b.key), server.WithDrainDelay(0), server.WithShutdownTimeout(b.cfg.ShutdownTimeout)}
+	if len(extra) == 0 {
+		opts = append(opts, server.WithTLS(b.src))
+	}
+	for _, x := range extra {
+		more, err := x(lis.Addr())
 		if err != nil {
-			stopLayers(layers)
-			for _, c := range closers {
-				c()
-			}
+			lis.Close()
+			return layer{}, fmt.Errorf("%s: %w", name, err)
+		}
+		opts = append(opts, more...)
+	}
+	srv := server.New(name, b.log, opts...)
+	register(srv.GRPC())
+	b.inproc[name] = func() grpc.ClientConnInterface {
+		ch := srv.InProcess()
+		register(ch)
+		return ch
+	}
+	b.s.Addrs[name] = lis.Addr().String()
+	sctx, cancel := context.WithCancel(context.WithoutCancel(b.ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(sctx, lis); err != nil {
+			b.log.Error("server stopped", "service", name, "error", err)
 		}
 	}()
-	// serve starts one service's gRPC server; extra, if set, adds server
-	// options that depend on the address bound (the gateway's edge), and
-	// replaces the services' TLS with the edge's own.
-	// inproc opens an in-process channel to a service started by serve.
-	inproc := map[string]func() grpc.ClientConnInterface{}
-	serve := func(name, addr string, register func(grpc.ServiceRegistrar), extra ...func(net.Addr) ([]server.Option, error)) (layer, error) {
-		if addr == "" {
-			addr = "127.0.0.1:0"
-		}
-		lis, err := net.Listen("tcp", addr)
-		if err != nil {
-			return layer{}, fmt.Errorf("%s: listen %s: %w", name, addr, err)
-		}
-		opts := []server.Option{server.WithIdentity(key), server.WithDrainDelay(0), server.WithShutdownTimeout(cfg.ShutdownTimeout)}
-		if len(extra) == 0 {
-			opts = append(opts, server.WithTLS(src))
-		}
-		for _, x := range extra {
-			more, err := x(lis.Addr())
-			if err != nil {
-				lis.Close()
-				return layer{}, fmt.Errorf("%s: %w", name, err)
-			}
-			opts = append(opts, more...)
-		}
-		srv := server.New(name, log, opts...)
-		register(srv.GRPC())
-		inproc[name] = func() grpc.ClientConnInterface {
-			ch := srv.InProcess()
-			register(ch)
-			return ch
-		}
-		s.Addrs[name] = lis.Addr().String()
-		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := srv.Serve(sctx, lis); err != nil {
-				log.Error("server stopped", "service", name, "error", err)
-			}
-		}()
-		return layer{cancel: cancel, wait: func() { <-done }}, nil
-	}
-	conn := func(name string) (*grpc.ClientConn, error) {
-		c, err := dial.New(s.Addrs[name], dial.WithIdentity(key), dial.WithTLS(src))
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, func() { c.Close() })
-		return c, nil
-	}
-	// client is how one service calls another: in process, or over conn.
-	client := func(name string, conn *grpc.ClientConn) grpc.ClientConnInterface {
-		if cfg.Loopback {
-			return conn
-		}
-		return dial.InProcess(inproc[name](), dial.WithIdentity(key))
-	}
+	return layer{cancel: cancel, wait: func() { <-done }}, nil
+}
 
-	// LLM gateway.
-	llmCfg := llmgw.DefaultConfig()
-	if cfg.LLM != nil {
-		llmCfg = *cfg.LLM
-	}
-	llmSvc, err := llmgw.New(llmCfg, llmgw.WithLogger(log.With("service", "llmgw")), llmgw.WithLookupEnv(lookup))
-	if err != nil {
-		return nil, fmt.Errorf("llmgw: %w", err)
-	}
-	l, err := serve("llmgw", cfg.LLMAddr, llmSvc.Register)
+// conn dials a started service's port; the connection closes with the suite.
+func (b *starter) conn(name string) (*grpc.ClientConn, error) {
+	c, err := dial.New(b.s.Addrs[name], dial.WithIdentity(b.key), dial.WithTLS(b.src))
 	if err != nil {
 		return nil, err
 	}
-	layers = append(layers, l)
+	b.closers = append(b.closers, func() { c.Close() })
+	return c, nil
+}
 
-	// Sandbox service.
+// client is how one service calls another: in process, or over conn.
+func (b *starter) client(name string, conn *grpc.ClientConn) grpc.ClientConnInterface {
+	if b.cfg.Loopback {
+		return conn
+	}
+	return dial.InProcess(b.inproc[name](), dial.WithIdentity(b.key))
+}
+
+// startLLM starts the LLM gateway.
+func (b *starter) startLLM() (*llmgw.Service, error) {
+	llmCfg := llmgw.DefaultConfig()
+	if b.cfg.LLM != nil {
+		llmCfg = *b.cfg.LLM
+	}
+	llmSvc, err := llmgw.New(llmCfg, llmgw.WithLogger(b.log.With("service", "llmgw")), llmgw.WithLookupEnv(b.lookup))
+	if err != nil {
+		return nil, fmt.Errorf("llmgw: %w", err)
+	}
+	l, err := b.serve("llmgw", b.cfg.LLMAddr, llmSvc.Register)
+	if err != nil {
+		return nil, err
+	}
+	b.layers = append(b.layers, l)
+	return llmSvc, nil
+}
+
+// startSandbox starts the sandbox service on the backend chosen, and
+// returns its default image.
+func (b *starter) startSandbox() (string, error) {
+	cfg := b.cfg
 	sbCfg := cfg.Sandbox
 	if sbCfg.DefaultImage == "" {
 		sbCfg.DefaultImage = backend.DefaultImage
 	}
-	s.Backend = chooseBackend(ctx, cfg.Backend, &sbCfg, log)
-	sbCfg.DefaultType = s.Backend
+	b.s.Backend = chooseBackend(b.ctx, cfg.Backend, &sbCfg, b.log)
+	sbCfg.DefaultType = b.s.Backend
 	// A request for Docker when no engine answers is served locally rather
 	// than failed, as the single-process default promises to just work.
-	sbCfg.LocalFallback = sbCfg.LocalFallback || s.Backend == backend.Local
+	sbCfg.LocalFallback = sbCfg.LocalFallback || b.s.Backend == backend.Local
 	// With tokens or a verifier several users share the sandboxes: local ones
 	// then need -allow-local and a kernel with Landlock.
 	sbCfg.MultiUser = sbCfg.MultiUser || len(cfg.Gateway.Tokens) > 0 || cfg.Gateway.VerifierURL != ""
 	if sbCfg.StateDir == "" {
 		dir, err := os.MkdirTemp("", "wick-sandbox-")
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		sbCfg.StateDir = dir
 		// The id generated into it dies with it: nothing can adopt these
 		// sandboxes later, so they go at Close.
 		sbCfg.Ephemeral = sbCfg.Ephemeral || sbCfg.ManagerID == ""
-		closers = append(closers, func() { _ = sandbox.RemoveStateDir(dir) })
+		b.closers = append(b.closers, func() { _ = sandbox.RemoveStateDir(dir) })
 	}
-	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics))
+	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(b.log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics))
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+		return "", fmt.Errorf("sandbox: %w", err)
 	}
-	l, err = serve("sandbox", cfg.SandboxAddr, sbSvc.Register)
-	if err != nil {
+	closeSandbox := func() error {
 		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
-		_ = sbSvc.Close(cctx)
-		return nil, err
+		return sbSvc.Close(cctx)
+	}
+	l, err := b.serve("sandbox", cfg.SandboxAddr, sbSvc.Register)
+	if err != nil {
+		_ = closeSandbox()
+		return "", err
 	}
 	l.after = func() {
-		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		if err := sbSvc.Close(cctx); err != nil {
-			log.Warn("sandbox close", "error", err)
+		if err := closeSandbox(); err != nil {
+			b.log.Warn("sandbox close", "error", err)
 		}
 	}
-	layers = append(layers, l)
+	b.layers = append(b.layers, l)
+	return sbCfg.DefaultImage, nil
+}
 
-	// Agent service.
-	llmConn, err := conn("llmgw")
-	if err != nil {
-		return nil, err
-	}
-	sbConn, err := conn("sandbox")
-	if err != nil {
-		return nil, err
-	}
+// startAgent starts the agent service, with its stores in memory or Redis,
+// calling the LLM gateway and the sandbox service.
+func (b *starter) startAgent(llmConn, sbConn *grpc.ClientConn, sbImage string) error {
+	cfg := b.cfg
 	stores := agent.MemoryStores()
 	if cfg.RedisAddr != "" {
 		replica := agent.ReplicaName()
-		rdb, err := agent.OpenRedis(ctx, cfg.RedisAddr, "wick@"+replica)
+		rdb, err := agent.OpenRedis(b.ctx, cfg.RedisAddr, "wick@"+replica)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		closers = append(closers, func() { rdb.Close() })
+		b.closers = append(b.closers, func() { rdb.Close() })
 		stores = agent.RedisStores(rdb, agent.RedisOptions{Replica: replica})
 	}
 	agentOpts := append([]agent.Option{
-		agent.WithDefaultModel(s.Model),
-		agent.WithDefaultBackend(s.Backend),
-		agent.WithDefaultImage(sbCfg.DefaultImage),
+		agent.WithDefaultModel(b.s.Model),
+		agent.WithDefaultBackend(b.s.Backend),
+		agent.WithDefaultImage(sbImage),
 		agent.WithMetrics(cfg.Metrics),
 	}, cfg.AgentOptions...)
 	agentSvc, err := agent.New(agent.Deps{
-		LLM:     llmv1.NewLLMServiceClient(client("llmgw", llmConn)),
+		LLM:     llmv1.NewLLMServiceClient(b.client("llmgw", llmConn)),
 		Sandbox: sandboxv1.NewSandboxServiceClient(sbConn),
 		Stores:  stores,
-		Logger:  log.With("service", "agent"),
+		Logger:  b.log.With("service", "agent"),
 	}, agentOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
+		return fmt.Errorf("agent: %w", err)
 	}
-	l, err = serve("agent", cfg.AgentAddr, agentSvc.Register)
+	l, err := b.serve("agent", cfg.AgentAddr, agentSvc.Register)
 	if err != nil {
 		_ = agentSvc.Close()
-		return nil, err
+		return err
 	}
 	l.after = func() {
 		if err := agentSvc.Close(); err != nil {
-			log.Warn("agent close", "error", err)
+			b.log.Warn("agent close", "error", err)
 		}
 	}
-	layers = append(layers, l)
+	b.layers = append(b.layers, l)
+	return nil
+}
 
-	// REST gateway, with its own gRPC health server.
-	agentConn, err := conn("agent")
+// startGateway starts the REST gateway and its gRPC server, which serves
+// the agent service to external clients (the edge) besides its health.
+func (b *starter) startGateway(llmSvc *llmgw.Service, llmConn, sbConn *grpc.ClientConn) error {
+	cfg, log := b.cfg, b.log
+	agentConn, err := b.conn("agent")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	gwOpts := append([]gateway.Option{
 		gateway.WithLogger(log.With("service", "gateway")),
@@ -366,17 +434,15 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		gateway.WithHealthCheck("sandbox", sbConn),
 		gateway.WithHealthCheck("llmgw", llmConn),
 		gateway.WithRegistry(cfg.Metrics),
-		gateway.WithAgentClient(client("agent", agentConn)),
+		gateway.WithAgentClient(b.client("agent", agentConn)),
 	}, cfg.GatewayOptions...)
 	gw, err := gateway.New(cfg.Gateway, agentConn, gwOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+		return fmt.Errorf("gateway: %w", err)
 	}
-	s.Anonymous = gw.Anonymous()
-	// The gateway's gRPC server serves the agent service to external
-	// clients (the edge) besides its health.
+	b.s.Anonymous = gw.Anonymous()
 	var edge *gateway.Edge
-	l, err = serve("gateway", cfg.GatewayAddr, func(g grpc.ServiceRegistrar) { edge.Register(g) }, func(addr net.Addr) ([]server.Option, error) {
+	l, err := b.serve("gateway", cfg.GatewayAddr, func(g grpc.ServiceRegistrar) { edge.Register(g) }, func(addr net.Addr) ([]server.Option, error) {
 		var err error
 		if edge, err = gw.GRPCEdge(addr); err != nil {
 			return nil, err
@@ -388,16 +454,16 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 		return opts, nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lis, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		l.cancel()
 		l.wait()
-		return nil, fmt.Errorf("gateway: listen %s: %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("gateway: listen %s: %w", cfg.HTTPAddr, err)
 	}
-	s.HTTPURL = "http://" + lis.Addr().String()
-	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	b.s.HTTPURL = "http://" + lis.Addr().String()
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(b.ctx))
 	hdone := make(chan struct{})
 	go func() {
 		defer close(hdone)
@@ -405,21 +471,11 @@ func Start(ctx context.Context, cfg Config) (s *Suite, err error) {
 			log.Error("HTTP server stopped", "error", err)
 		}
 	}()
-	gwLayer := l
-	layers = append(layers, layer{
-		cancel: func() { hcancel(); gwLayer.cancel() },
-		wait:   func() { <-hdone; gwLayer.wait() },
+	b.layers = append(b.layers, layer{
+		cancel: func() { hcancel(); l.cancel() },
+		wait:   func() { <-hdone; l.wait() },
 	})
-
-	go func() {
-		<-ctx.Done()
-		stopLayers(layers)
-		for _, c := range closers {
-			c()
-		}
-		close(s.stopped)
-	}()
-	return s, nil
+	return nil
 }
 
 func stopLayers(layers []layer) {

@@ -60,17 +60,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
-}
-
 func health(t *testing.T, target, token string) *daemonv1.HealthResponse {
 	t.Helper()
 	conn, err := daemonfs.Dial(context.Background(), target, token)
@@ -79,12 +68,12 @@ func health(t *testing.T, target, token string) *daemonv1.HealthResponse {
 	}
 	defer conn.Close()
 	var res *daemonv1.HealthResponse
-	waitFor(t, "the daemon to answer", func() bool {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		res, err = daemonv1.NewDaemonClient(conn).Health(ctx, &daemonv1.HealthRequest{})
 		return err == nil
-	})
+	}, "the daemon to answer")
 	return res
 }
 
@@ -201,7 +190,7 @@ func TestPID1ReapsOrphans(t *testing.T) {
 		t.Fatalf("Exec = %+v, %v; want exit 7", res, err)
 	}
 	initPid := cmd.Process.Pid
-	waitFor(t, "orphans of init to be reaped", func() bool { return len(zombieChildren(initPid)) == 0 && len(children(initPid)) == 1 })
+	testenv.Eventually(t, 20*time.Second, func() bool { return len(zombieChildren(initPid)) == 0 && len(children(initPid)) == 1 }, "orphans of init to be reaped")
 	// Exit statuses are still the commands' own while init reaps.
 	for i := range 20 {
 		res, err := fs.Exec(context.Background(), "(true &) ; exit "+strconv.Itoa(i))

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -438,27 +438,8 @@ func (h *FilesystemHook) WrapToolCall(ctx context.Context, call llm.ToolCall, ne
 	if err != nil || res == nil || evictionExempt[call.Name] {
 		return res, err
 	}
-	res.Output = Evict(res.Output, h.maxResultChars, h.evictKeepChars)
+	res.Output = tools.Evict(res.Output, h.maxResultChars, h.evictKeepChars)
 	return res, nil
-}
-
-// Evict returns s unchanged when it has at most max characters, otherwise
-// its first and last keep characters around a note of how many were cut.
-func Evict(s string, max, keep int) string {
-	return evict(s, max, keep, "truncated %d characters")
-}
-
-// evict is Evict with its note; note formats the number of characters cut.
-func evict(s string, max, keep int, note string) string {
-	if len(s) <= max { // bytes ≥ runes, so this is exact for short strings
-		return s
-	}
-	n := utf8.RuneCountInString(s)
-	if n <= max || n <= 2*keep {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:keep]) + "\n\n... (" + fmt.Sprintf(note, n-2*keep) + ") ...\n\n" + string(r[n-keep:])
 }
 
 // cutNote tells the model why an old tool result lost its middle and how to
@@ -480,7 +461,7 @@ func CutToolResults(msgs []llm.Message, need int64, keep int) int64 {
 		if m.Role != llm.RoleTool {
 			continue
 		}
-		cut := evict(m.Content, 2*keep+len(cutNote)+16, keep, cutNote)
+		cut := tools.EvictWithNote(m.Content, 2*keep+len(cutNote)+16, keep, cutNote)
 		if len(cut) < len(m.Content) {
 			freed += int64(len(m.Content) - len(cut))
 			m.Content = cut

@@ -11,6 +11,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -258,7 +259,7 @@ func TestEviction(t *testing.T) {
 	if res, _ := h.WrapToolCall(context.Background(), llm.ToolCall{Name: "execute"}, next(wide)); res.Output != wide {
 		t.Fatal("50,000 two-byte characters were evicted")
 	}
-	if got := hooks.Evict("abcdefghij", 5, 2); got != "ab\n\n... (truncated 6 characters) ...\n\nij" {
+	if got := tools.Evict("abcdefghij", 5, 2); got != "ab\n\n... (truncated 6 characters) ...\n\nij" {
 		t.Fatalf("Evict %q", got)
 	}
 }

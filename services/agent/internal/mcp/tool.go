@@ -9,7 +9,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
@@ -61,7 +60,7 @@ func (t *tool) Execute(ctx context.Context, args map[string]any) (string, error)
 	// Capped like an HTTP tool's answer, in characters like the eviction
 	// that follows it.
 	maxOut := t.server.pool.opts.maxOutputChars
-	out := hooks.Evict(resultText(res), maxOut, maxOut/2)
+	out := tools.Evict(resultText(res), maxOut, maxOut/2)
 	if res.IsError {
 		if out == "" {
 			out = "the tool reported an error without a message"

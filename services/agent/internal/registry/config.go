@@ -23,7 +23,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/secrets"
-	"github.com/wick-agent/wick/services/agent/internal/subagent"
+	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -270,13 +270,13 @@ func validateSubagents(subs []loop.SubagentCfg, fail func(string, ...any) error)
 	if len(subs) > MaxSubagents {
 		return fail("subagents: at most %d", MaxSubagents)
 	}
-	seen := map[string]bool{subagent.GeneralPurpose: true}
+	seen := map[string]bool{tools.TaskGeneralPurpose: true}
 	for i, s := range subs {
 		switch {
 		case !ids.Valid(s.Name):
 			return fail("subagents[%d].name %q must be 1-64 letters, digits, '-' or '_'", i, s.Name)
 		case seen[s.Name]:
-			return fail("subagents[%d].name %q is taken (%q is built in)", i, s.Name, subagent.GeneralPurpose)
+			return fail("subagents[%d].name %q is taken (%q is built in)", i, s.Name, tools.TaskGeneralPurpose)
 		case s.Description == "" || len(s.Description) > MaxSubagentDescription:
 			return fail("subagents[%d].description is required, at most %d bytes", i, MaxSubagentDescription)
 		case s.Timeout < 0:

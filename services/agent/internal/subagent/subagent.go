@@ -44,7 +44,7 @@ const ToolName = tools.Task
 
 // GeneralPurpose is the built-in sub-agent every agent with the task tool
 // has: the parent's own configuration, tools included.
-const GeneralPurpose = "general-purpose"
+const GeneralPurpose = tools.TaskGeneralPurpose
 
 // ThreadPrefix starts the id of every sub-agent thread: thread lists leave
 // these out, as the user did not start them; GetThread reads them.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/identity"
-	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
@@ -274,7 +273,7 @@ func (m *Manager) launch(t *Task) {
 				result += "\n" + out
 			}
 		}
-		result = hooks.Evict(result, DefaultMaxResultChars, DefaultMaxResultChars/2)
+		result = tools.Evict(result, DefaultMaxResultChars, DefaultMaxResultChars/2)
 		ok, ferr := m.store.Finish(context.WithoutCancel(ctx), m.owner, t.ID, status, result)
 		if ferr != nil {
 			m.logger.Warn("finish task", "task_id", t.ID, "error", ferr)

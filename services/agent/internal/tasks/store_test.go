@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,18 +28,6 @@ func stores() map[string]func(t testing.TB) Store {
 func newTask(user, thread string) *Task {
 	return &Task{ID: ids.New("task_"), User: user, ThreadID: thread, Tool: "render", Kind: KindNative,
 		Args: map[string]any{"n": 1.0, "list": []any{"a"}}, CreatedAt: time.Now().UTC(), Owner: "A"}
-}
-
-// eventually polls check until it holds; leases end on the store's clock.
-func eventually(t *testing.T, what string, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: never happened", what)
-		}
-		time.Sleep(20 * time.Millisecond) // waiting for a lease to end, not for another goroutine
-	}
 }
 
 func TestStoreContract(t *testing.T) {
@@ -115,43 +104,53 @@ func TestStoreContract(t *testing.T) {
 }
 
 // TestClaimAfterLease: a task whose lease ends is taken over by another
-// owner, with one more attempt; past the attempts it fails instead.
+// owner, with one more attempt; past the attempts it fails instead. The
+// memory store runs in a synctest bubble, so its leases end on the
+// bubble's clock at once; Redis keeps its own clock, outside any bubble.
 func TestClaimAfterLease(t *testing.T) {
 	t.Parallel()
 	for name, mk := range stores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			s := mk(t)
-			tk := newTask("alice", "th1")
-			if err := s.Create(ctx, tk, 100*time.Millisecond, 0); err != nil {
-				t.Fatal(err)
+			if name == "memory" {
+				synctest.Test(t, func(t *testing.T) { claimAfterLease(t, mk(t)) })
+				return
 			}
-			if got, _ := s.Claim(ctx, "B", time.Minute, 2, 10); len(got) != 0 {
-				t.Fatalf("claimed a task under lease: %v", got)
-			}
-			var claimed []*Task
-			eventually(t, "take-over", func() bool {
-				claimed, _ = s.Claim(ctx, "B", 100*time.Millisecond, 2, 10)
-				return len(claimed) > 0
-			})
-			if len(claimed) != 1 || claimed[0].Owner != "B" || claimed[0].Attempts != 2 || claimed[0].Finished() {
-				t.Fatalf("claimed %+v", claimed[0])
-			}
-			if lost, _ := s.Renew(ctx, "A", []string{tk.ID}, time.Minute); len(lost) != 1 {
-				t.Fatal("the old owner kept its lease")
-			}
-			eventually(t, "failure after the last attempt", func() bool {
-				claimed, _ = s.Claim(ctx, "C", time.Minute, 2, 10)
-				return len(claimed) > 0
-			})
-			if claimed[0].Status != StatusFailed || claimed[0].Attempts != 3 {
-				t.Fatalf("third claim = %+v", claimed[0])
-			}
-			if taken, _ := s.TakeUndelivered(ctx, "alice", "th1"); len(taken) != 1 || taken[0].Status != StatusFailed {
-				t.Fatalf("the failure is not delivered: %v", taken)
-			}
+			claimAfterLease(t, mk(t))
 		})
+	}
+}
+
+func claimAfterLease(t *testing.T, s Store) {
+	t.Helper()
+	ctx := context.Background()
+	tk := newTask("alice", "th1")
+	if err := s.Create(ctx, tk, 100*time.Millisecond, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Claim(ctx, "B", time.Minute, 2, 10); len(got) != 0 {
+		t.Fatalf("claimed a task under lease: %v", got)
+	}
+	var claimed []*Task
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		claimed, _ = s.Claim(ctx, "B", 100*time.Millisecond, 2, 10)
+		return len(claimed) > 0
+	}, "take-over")
+	if len(claimed) != 1 || claimed[0].Owner != "B" || claimed[0].Attempts != 2 || claimed[0].Finished() {
+		t.Fatalf("claimed %+v", claimed[0])
+	}
+	if lost, _ := s.Renew(ctx, "A", []string{tk.ID}, time.Minute); len(lost) != 1 {
+		t.Fatal("the old owner kept its lease")
+	}
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		claimed, _ = s.Claim(ctx, "C", time.Minute, 2, 10)
+		return len(claimed) > 0
+	}, "failure after the last attempt")
+	if claimed[0].Status != StatusFailed || claimed[0].Attempts != 3 {
+		t.Fatalf("third claim = %+v", claimed[0])
+	}
+	if taken, _ := s.TakeUndelivered(ctx, "alice", "th1"); len(taken) != 1 || taken[0].Status != StatusFailed {
+		t.Fatalf("the failure is not delivered: %v", taken)
 	}
 }
 

@@ -138,6 +138,52 @@ func TestSavesAppend(t *testing.T) {
 	}
 }
 
+// TestSaveWritesMessagesEditedInPlace: a hook that edits a stored message
+// in place, over the very memory the store saw (a call's name or id in the
+// stored array, a role, a tool result's call id), has its edit written by
+// the next save, so the stored thread never differs from the writer's.
+func TestSaveWritesMessagesEditedInPlace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	edits := []struct {
+		name string
+		edit func(msgs []llm.Message)
+	}{
+		{"a call renamed", func(msgs []llm.Message) { msgs[1].ToolCalls[0].Name = "rm" }},
+		{"a call's id and its result's", func(msgs []llm.Message) {
+			msgs[1].ToolCalls[0].ID, msgs[2].ToolCallID = "z0", "z0"
+		}},
+		{"a call's args given a key", func(msgs []llm.Message) { msgs[1].ToolCalls[0].Args["all"] = true }},
+		{"a tool result's tool name", func(msgs []llm.Message) { msgs[2].Name = "grep" }},
+		{"an answer's role", func(msgs []llm.Message) { msgs[3].Role = llm.RoleUser }},
+	}
+	for name, mk := range stores(t) {
+		for _, e := range edits {
+			t.Run(name+"/"+e.name, func(t *testing.T) {
+				t.Parallel()
+				s := mk(t)
+				st := &loop.AgentState{ThreadID: "th", Messages: []llm.Message{loop.Human("go")}}
+				round(st, 0)
+				if err := s.Save(ctx, "alice", st, "", Bounds{}); err != nil {
+					t.Fatal(err)
+				}
+				e.edit(st.Messages)
+				round(st, 1)
+				if err := s.Save(ctx, "alice", st, "", Bounds{}); err != nil {
+					t.Fatal(err)
+				}
+				got, err := s.Get(ctx, "alice", "th")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got.Messages, st.Messages) {
+					t.Fatalf("stored %v,\nwant %v", got.Messages, st.Messages)
+				}
+			})
+		}
+	}
+}
+
 // TestUnansweredCallsAreNotAppendedTo: a loaded thread that left a call
 // unanswered is written whole by its next save, whose history a check of
 // the appended messages alone would refuse (the result answers an old

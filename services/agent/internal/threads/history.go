@@ -3,8 +3,8 @@ package threads
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
-	"unsafe"
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
@@ -64,42 +64,101 @@ func base(state *loop.AgentState, prev int64) *stored {
 }
 
 // head is what a note keeps of a stored message to tell whether a writer
-// still has it unchanged: where its content and its calls are in memory.
-// The pointers keep that memory alive, so memory at the same place is the
-// same content, and a message anyone changed points elsewhere: eviction
-// and the byte bound give a tool result a new string, the loop gives an
-// assistant message a new slice of calls; nothing edits them in place, or
-// rewrites a stored message's role, call id or name. A message is then a
-// few word comparisons, checked in place (head.is): about 1.6 µs for a
-// 2,000-message history (2.0 µs when each head was built to compare), where
-// comparing every field cost 10 µs, three times the rest of a memory
-// store's save.
+// still has it unchanged: a copy of every field the store writes, its tool
+// calls copied too, so that a message edited in place (a call renamed in the
+// stored array, a role or call id rewritten) differs from its copy just as
+// a message replaced does. The copy shares the message's strings, and
+// comparing a string with itself stops at its address; fields that are
+// empty or a known role are compared without a call. It still costs several
+// times what comparing addresses alone did (BenchmarkUnchangedCheck2000),
+// which missed every edit made in place.
+// A call's Args map is compared by identity and size, not by content: a
+// writer that changes a call's arguments gives it a new map, as the loop's
+// approval edit does.
 type head struct {
-	content *byte
-	calls   *llm.ToolCall
-	n       int // len(Content)
-	ncalls  int
+	content, toolCallID, name string
+	// role is roleCode of the message's role; other is the role itself
+	// when it is none of the known ones.
+	role  uint8
+	other string
+	calls []callHead
+}
+
+// callHead is a head's copy of one tool call's stored fields (RawArgs and
+// ArgsErr are not stored).
+type callHead struct {
+	id, name string
+	// args is the call's map itself, which keeps its memory from being
+	// reused by another map while the note lives; nargs is its size then.
+	args  map[string]any
+	nargs int
+}
+
+// sameArgs reports whether args is the very map h copied, at the size it had.
+func (h *callHead) sameArgs(args map[string]any) bool {
+	return len(args) == h.nargs && reflect.ValueOf(args).Pointer() == reflect.ValueOf(h.args).Pointer()
+}
+
+// roleCode numbers the known roles, 0 for any other; comparing with a
+// constant compiles to a few instructions, not a call.
+func roleCode(role string) uint8 {
+	switch role {
+	case llm.RoleUser:
+		return 1
+	case llm.RoleAssistant:
+		return 2
+	case llm.RoleTool:
+		return 3
+	case llm.RoleSystem:
+		return 4
+	}
+	return 0
+}
+
+// same reports a == b, without a call when either is empty.
+func same(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || a == b)
 }
 
 func headOf(m *llm.Message) head {
-	h := head{n: len(m.Content), ncalls: len(m.ToolCalls)}
-	// An empty string or slice has no memory of its own to compare.
-	if h.n > 0 {
-		h.content = unsafe.StringData(m.Content)
+	h := head{content: m.Content, toolCallID: m.ToolCallID, name: m.Name, role: roleCode(m.Role)}
+	if h.role == 0 {
+		h.other = m.Role
 	}
-	if h.ncalls > 0 {
-		h.calls = unsafe.SliceData(m.ToolCalls)
+	if len(m.ToolCalls) > 0 {
+		h.calls = make([]callHead, len(m.ToolCalls))
+		for i := range m.ToolCalls {
+			c := &m.ToolCalls[i]
+			h.calls[i] = callHead{id: c.ID, name: c.Name, args: c.Args, nargs: len(c.Args)}
+		}
 	}
 	return h
 }
 
-// is reports whether h is m's head: headOf(m) == h, without building it.
+// is reports whether m still has every field h copied; the common message,
+// without calls or a call id, needs no more than its first test.
 func (h *head) is(m *llm.Message) bool {
-	if len(m.Content) != h.n || len(m.ToolCalls) != h.ncalls {
+	if len(m.ToolCalls) != len(h.calls) || roleCode(m.Role) != h.role || !same(m.Content, h.content) {
 		return false
 	}
-	return (h.n == 0 || unsafe.StringData(m.Content) == h.content) &&
-		(h.ncalls == 0 || unsafe.SliceData(m.ToolCalls) == h.calls)
+	if len(h.calls) == 0 && len(h.toolCallID)|len(h.name)|len(h.other)|len(m.ToolCallID)|len(m.Name) == 0 {
+		return true
+	}
+	return h.isRest(m)
+}
+
+// isRest is is for the fields most messages leave empty.
+func (h *head) isRest(m *llm.Message) bool {
+	if !same(m.ToolCallID, h.toolCallID) || !same(m.Name, h.name) || (h.role == 0 && m.Role != h.other) {
+		return false
+	}
+	for i := range h.calls {
+		c, hc := &m.ToolCalls[i], &h.calls[i]
+		if !same(c.ID, hc.id) || !same(c.Name, hc.name) || !hc.sameArgs(c.Args) {
+			return false
+		}
+	}
+	return true
 }
 
 // appendHeads appends the heads of msgs to hs.

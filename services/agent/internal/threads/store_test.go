@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -313,8 +314,14 @@ func TestRunLockAcrossReplicas(t *testing.T) {
 	}
 }
 
+// TestMemoryLock runs in a synctest bubble: the waiting Acquire's deadline
+// passes on the bubble's clock, at once.
 func TestMemoryLock(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testMemoryLock)
+}
+
+func testMemoryLock(t *testing.T) {
 	s := NewMemoryStore()
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()

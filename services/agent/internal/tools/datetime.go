@@ -64,6 +64,11 @@ const AskUser = "ask_user"
 // Builtins.
 const Task = "task"
 
+// TaskGeneralPurpose is the sub-agent the task tool runs when none is named:
+// the parent's own configuration, tools included. No declared sub-agent may
+// take its name.
+const TaskGeneralPurpose = "general-purpose"
+
 // IsBuiltin reports whether name is a built-in tool's, which no native or
 // external tool may take.
 func IsBuiltin(name string) bool {

@@ -74,122 +74,11 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 	stream := p.svc.NewStreaming(ctx, params)
 	defer stream.Close()
 
-	acc := upstream.NewAccumulator(p.maxBytes)
-	var (
-		usage    llm.Usage
-		cacheIn  int64
-		stop     string
-		stopped  bool
-		emitErr  error
-		toolIdx  = map[int64]int{} // content block index → tool call position
-		numTools int
-		// open holds the type of each content block started and not yet
-		// stopped: a delta or stop for any other index breaks the protocol.
-		open = map[int64]string{}
-	)
-	send := func(ev llm.Event) bool {
-		emitErr = emit(ev)
-		return emitErr == nil
-	}
-loop:
+	r := &reply{acc: upstream.NewAccumulator(p.maxBytes), emit: emit, toolIdx: map[int64]int{}, open: map[int64]string{}}
 	for stream.Next() {
-		ev := stream.Current()
-		switch ev.Type {
-		case "message_start":
-			u := ev.Message.Usage
-			usage.InputTokens, usage.OutputTokens = u.InputTokens, u.OutputTokens
-			cacheIn = u.CacheCreationInputTokens + u.CacheReadInputTokens
-		case "content_block_start":
-			cb := ev.ContentBlock
-			if _, dup := open[ev.Index]; dup {
-				return llm.Result{}, protocolError("content_block_start for content block %d, which is already open", ev.Index)
-			}
-			open[ev.Index] = cb.Type
-			switch cb.Type {
-			case "tool_use":
-				toolIdx[ev.Index] = numTools
-				td := llm.ToolCallDelta{Index: numTools, ID: cb.ID, Name: cb.Name}
-				numTools++
-				if err := acc.Tool(td); err != nil {
-					return llm.Result{}, err
-				}
-				if !send(llm.Event{ToolCallDelta: &td}) {
-					break loop
-				}
-			case "text":
-				if cb.Text != "" {
-					if err := acc.Text(cb.Text); err != nil {
-						return llm.Result{}, err
-					}
-					if !send(llm.Event{Delta: cb.Text}) {
-						break loop
-					}
-				}
-			}
-		case "content_block_delta":
-			d := ev.Delta
-			typ, ok := open[ev.Index]
-			if !ok {
-				return llm.Result{}, protocolError("%s for content block %d, which was never started (or already stopped)", d.Type, ev.Index)
-			}
-			switch d.Type {
-			case "text_delta":
-				if typ != "text" {
-					return llm.Result{}, protocolError("text_delta for content block %d, which is a %s block", ev.Index, typ)
-				}
-				if d.Text == "" {
-					continue
-				}
-				if err := acc.Text(d.Text); err != nil {
-					return llm.Result{}, err
-				}
-				if !send(llm.Event{Delta: d.Text}) {
-					break loop
-				}
-			case "input_json_delta":
-				i, ok := toolIdx[ev.Index]
-				if !ok || typ != "tool_use" {
-					return llm.Result{}, protocolError("input_json_delta for content block %d, which is a %s block", ev.Index, typ)
-				}
-				if d.PartialJSON == "" {
-					continue
-				}
-				td := llm.ToolCallDelta{Index: i, ArgumentsDelta: d.PartialJSON}
-				if err := acc.Tool(td); err != nil {
-					return llm.Result{}, err
-				}
-				if !send(llm.Event{ToolCallDelta: &td}) {
-					break loop
-				}
-			}
-			// thinking, signature and citation deltas are not part of the reply.
-		case "content_block_stop":
-			if _, ok := open[ev.Index]; !ok {
-				return llm.Result{}, protocolError("content_block_stop for content block %d, which was never started (or already stopped)", ev.Index)
-			}
-			delete(open, ev.Index)
-		case "message_delta":
-			if ev.Delta.StopReason != "" {
-				stop = string(ev.Delta.StopReason)
-			}
-			// message_delta usage is cumulative: it replaces, never adds.
-			u := ev.Usage
-			if u.JSON.OutputTokens.Valid() {
-				usage.OutputTokens = u.OutputTokens
-			}
-			if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
-				usage.InputTokens = u.InputTokens
-			}
-			if c := u.CacheCreationInputTokens + u.CacheReadInputTokens; c > 0 {
-				cacheIn = c
-			}
-		case "message_stop":
-			stopped = true
+		if err := r.handle(stream.Current()); err != nil {
+			return llm.Result{}, err
 		}
-		// Unknown event types are ignored, as the API's versioning policy asks.
-	}
-	if emitErr != nil {
-		return llm.Result{}, emitErr
 	}
 	if err := stream.Err(); err != nil {
 		return llm.Result{}, classify(ctx, err)
@@ -197,7 +86,7 @@ loop:
 	// message_delta carries the stop reason; a stream cut after it (or one
 	// whose last event lacks the blank line that would dispatch message_stop,
 	// as in Anthropic's own SDK fixtures) has still delivered the whole reply.
-	if !stopped && stop == "" {
+	if !r.stopped && r.stop == "" {
 		if err := ctx.Err(); err != nil {
 			return llm.Result{}, classify(ctx, err)
 		}
@@ -205,8 +94,133 @@ loop:
 	}
 	// Input tokens are reported in total, cached or not, as OpenAI's
 	// prompt_tokens are.
-	usage.InputTokens += cacheIn
-	return acc.Result(finishReason(stop), usage), nil
+	r.usage.InputTokens += r.cacheIn
+	return r.acc.Result(finishReason(r.stop), r.usage), nil
+}
+
+// reply is one streamed reply as its events arrive: what it holds so far,
+// which content blocks are open, and how it ended.
+type reply struct {
+	acc     *upstream.Accumulator
+	emit    llm.Emit
+	usage   llm.Usage
+	cacheIn int64
+	stop    string
+	stopped bool
+	// toolIdx maps a content block's index to its tool call's position.
+	toolIdx  map[int64]int
+	numTools int
+	// open holds the type of each content block started and not yet
+	// stopped: a delta or stop for any other index breaks the protocol.
+	open map[int64]string
+}
+
+// handle takes one event. Its error ends the stream: the protocol broken,
+// the reply too big, or the emit failed.
+func (r *reply) handle(ev anthropic.MessageStreamEventUnion) error {
+	switch ev.Type {
+	case "message_start":
+		u := ev.Message.Usage
+		r.usage.InputTokens, r.usage.OutputTokens = u.InputTokens, u.OutputTokens
+		r.cacheIn = u.CacheCreationInputTokens + u.CacheReadInputTokens
+	case "content_block_start":
+		return r.blockStart(ev.Index, ev.ContentBlock)
+	case "content_block_delta":
+		return r.blockDelta(ev.Index, ev.Delta)
+	case "content_block_stop":
+		if _, ok := r.open[ev.Index]; !ok {
+			return protocolError("content_block_stop for content block %d, which was never started (or already stopped)", ev.Index)
+		}
+		delete(r.open, ev.Index)
+	case "message_delta":
+		r.messageDelta(ev)
+	case "message_stop":
+		r.stopped = true
+	}
+	// Unknown event types are ignored, as the API's versioning policy asks.
+	return nil
+}
+
+// blockStart opens content block i: a tool call starts, or text does.
+func (r *reply) blockStart(i int64, cb anthropic.ContentBlockStartEventContentBlockUnion) error {
+	if _, dup := r.open[i]; dup {
+		return protocolError("content_block_start for content block %d, which is already open", i)
+	}
+	r.open[i] = cb.Type
+	switch cb.Type {
+	case "tool_use":
+		r.toolIdx[i] = r.numTools
+		td := llm.ToolCallDelta{Index: r.numTools, ID: cb.ID, Name: cb.Name}
+		r.numTools++
+		return r.tool(td)
+	case "text":
+		return r.text(cb.Text)
+	}
+	return nil
+}
+
+// blockDelta adds to open content block i: text to a text block, argument
+// JSON to a tool call.
+func (r *reply) blockDelta(i int64, d anthropic.MessageStreamEventUnionDelta) error {
+	typ, ok := r.open[i]
+	if !ok {
+		return protocolError("%s for content block %d, which was never started (or already stopped)", d.Type, i)
+	}
+	switch d.Type {
+	case "text_delta":
+		if typ != "text" {
+			return protocolError("text_delta for content block %d, which is a %s block", i, typ)
+		}
+		return r.text(d.Text)
+	case "input_json_delta":
+		n, ok := r.toolIdx[i]
+		if !ok || typ != "tool_use" {
+			return protocolError("input_json_delta for content block %d, which is a %s block", i, typ)
+		}
+		if d.PartialJSON == "" {
+			return nil
+		}
+		return r.tool(llm.ToolCallDelta{Index: n, ArgumentsDelta: d.PartialJSON})
+	}
+	// thinking, signature and citation deltas are not part of the reply.
+	return nil
+}
+
+// messageDelta takes the stop reason and the usage so far.
+func (r *reply) messageDelta(ev anthropic.MessageStreamEventUnion) {
+	if ev.Delta.StopReason != "" {
+		r.stop = string(ev.Delta.StopReason)
+	}
+	// message_delta usage is cumulative: it replaces, never adds.
+	u := ev.Usage
+	if u.JSON.OutputTokens.Valid() {
+		r.usage.OutputTokens = u.OutputTokens
+	}
+	if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
+		r.usage.InputTokens = u.InputTokens
+	}
+	if c := u.CacheCreationInputTokens + u.CacheReadInputTokens; c > 0 {
+		r.cacheIn = c
+	}
+}
+
+// text adds text to the reply and emits it; empty text is neither.
+func (r *reply) text(t string) error {
+	if t == "" {
+		return nil
+	}
+	if err := r.acc.Text(t); err != nil {
+		return err
+	}
+	return r.emit(llm.Event{Delta: t})
+}
+
+// tool adds a tool call's delta to the reply and emits it.
+func (r *reply) tool(td llm.ToolCallDelta) error {
+	if err := r.acc.Tool(td); err != nil {
+		return err
+	}
+	return r.emit(llm.Event{ToolCallDelta: &td})
 }
 
 // protocolError reports an event that breaks the Messages streaming protocol,
