@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"unsafe"
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
@@ -115,9 +116,12 @@ func roleCode(role string) uint8 {
 	return 0
 }
 
-// same reports a == b, without a call when either is empty.
+// same reports a == b. Strings are immutable, so one that still starts at
+// the address it had holds the same text: that test is inline, while a == b
+// is a call into the runtime that would dominate a check of a long history.
+// Text that moved is compared byte by byte.
 func same(a, b string) bool {
-	return len(a) == len(b) && (len(a) == 0 || a == b)
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 func headOf(m *llm.Message) head {
