@@ -37,18 +37,22 @@ func checkImport(dir string, test bool, path string) error {
 	from := area(dir)
 	target := area(to)
 	switch {
+	case isPublicConfig(dir) && !test:
+		return fmt.Errorf("%s imports %s: the public agent configuration imports nothing of Wick, so that a program can build one without the service's internals", dir, to)
 	case from == target:
 		return nil
+	case from == "examples" && isInternal(to):
+		return fmt.Errorf("%s imports %s: an example is a program outside this repository and uses only public packages", dir, to)
 	case target == "e2e" || target == "internal":
 		return fmt.Errorf("%s imports %s: nothing imports a test package", dir, to)
 	case from == "sdk" && target != "gen":
 		return fmt.Errorf("%s imports %s: an SDK depends on the generated API only", dir, to)
 	case target == "cmd" && from != "e2e":
 		return fmt.Errorf("%s imports %s: only the end-to-end tests import a binary's packages", dir, to)
-	case target == "wickserver" && from != "cmd" && from != "e2e":
-		return fmt.Errorf("%s imports %s: the embedding package assembles the services; only binaries and the end-to-end tests import it", dir, to)
-	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e" && from != "wickserver" && (from != "deploy" || !test):
-		return fmt.Errorf("%s imports %s: a service is imported only by cmd, wickserver, e2e and the deployment tests, never by another service or a lower layer", dir, to)
+	case target == "wickserver" && from != "cmd" && from != "e2e" && from != "examples":
+		return fmt.Errorf("%s imports %s: the embedding package assembles the services; only binaries, examples and the end-to-end tests import it", dir, to)
+	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e" && from != "wickserver" && from != "examples" && (from != "deploy" || !test):
+		return fmt.Errorf("%s imports %s: a service is imported only by cmd, wickserver, examples, e2e and the deployment tests, never by another service or a lower layer", dir, to)
 	case isDaemon(to) && from != "daemon" && from != "services/sandbox":
 		return fmt.Errorf("%s imports %s: only daemon/ and the sandbox service (its client) see the daemon's packages", dir, to)
 	case strings.HasPrefix(to, "daemon/server") && from != "daemon" && !test:
@@ -70,6 +74,18 @@ func area(dir string) string {
 		return "services/" + parts[1]
 	}
 	return parts[0]
+}
+
+// isPublicConfig reports whether dir is the agent configuration package
+// that programs outside the repository import.
+func isPublicConfig(dir string) bool {
+	return dir == "services/agent/agentconfig"
+}
+
+// isInternal reports whether p is under an internal/ directory, which Go
+// hides from other modules.
+func isInternal(p string) bool {
+	return p == "internal" || strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal")
 }
 
 func isDaemon(p string) bool {
@@ -108,6 +124,10 @@ func TestCheckImport(t *testing.T) {
 		// The topology test stands the suite up as e2e does.
 		{"deploy/k8s", true, modulePath + "/services/sandbox/sandboximage"},
 		{"platform/server", false, "google.golang.org/grpc"},
+		{"examples/embed", false, modulePath + "/wickserver"},
+		{"examples/embed", false, modulePath + "/services/agent/agentconfig"},
+		{"services/agent/internal/loop", false, modulePath + "/services/agent/agentconfig"},
+		{"services/agent/agentconfig", false, "time"},
 	}
 	for _, tc := range ok {
 		if err := checkImport(tc.dir, tc.test, tc.path); err != nil {
@@ -134,6 +154,10 @@ func TestCheckImport(t *testing.T) {
 		{"gen/wick/agent/v1", false, modulePath + "/platform/identity"},
 		{"cmd/wick", false, modulePath + "/gen/wick/daemon/v1"},
 		{"deploy/images", false, modulePath + "/services/sandbox"},
+		{"services/agent/agentconfig", false, modulePath + "/services/agent/internal/loop"},
+		{"services/agent/agentconfig", false, modulePath + "/platform/backend"},
+		{"examples/embed", false, modulePath + "/services/agent/internal/loop"},
+		{"examples/embed", false, modulePath + "/platform/testenv/internal"},
 	}
 	for _, tc := range bad {
 		if err := checkImport(tc.dir, tc.test, tc.path); err == nil {
