@@ -17,7 +17,10 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/Azure/go-ansiterm v0.0.0-20261006220739-8c912ac31dd4 // indirect
+require (
+	github.com/Azure/go-ansiterm v0.0.0-20261006220739-8c912ac31dd4 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+)
 
 require (
 	github.com/Microsoft/go-winio v0.6.4 // indirect
