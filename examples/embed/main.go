@@ -12,6 +12,17 @@
 //
 // Give -model a hosted model ("gpt-4o-mini" with OPENAI_API_KEY set) to
 // have the assistant choose its tools itself.
+//
+// Its go.mod requires github.com/wick-agent/wick v0.0.0, which no proxy
+// serves until Wick is tagged, and the repository's go.work leaves this
+// module out, as another repository's would. To run it against the working
+// tree, from the repository's root, give it a workspace of its own:
+//
+//	export GOWORK=/tmp/embed.work
+//	go work init ./examples/embed && go work edit -replace=github.com/wick-agent/wick=$PWD
+//	go run ./examples/embed
+//
+// e2e's TestConsumer builds it as a consumer would, from a module proxy.
 package main
 
 import (

@@ -64,7 +64,6 @@ hooks:
 	}
 }
 
-
 // TestAgentConfigTags decodes the sections a program most often builds in
 // Go (MCP servers, sub-agents, ACP) from YAML and JSON: both spellings of
 // an agent must reach the same fields.
