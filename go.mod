@@ -12,15 +12,13 @@ require (
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	golang.org/x/mod v0.42.0
 	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
 
-require (
-	github.com/Azure/go-ansiterm v0.0.0-20261006220739-8c912ac31dd4 // indirect
-	golang.org/x/mod v0.42.0 // indirect
-)
+require github.com/Azure/go-ansiterm v0.0.0-20261006220739-8c912ac31dd4 // indirect
 
 require (
 	github.com/Microsoft/go-winio v0.6.4 // indirect
