@@ -3,7 +3,7 @@
 // with agents and native tools the program registers in Go.
 //
 //	s, err := wickserver.New(wickserver.WithHTTPAddr("127.0.0.1:8000"))
-//	s.RegisterAgent("default", &agent.AgentConfig{Model: "gpt-4o-mini", Tools: []string{"add"}})
+//	s.RegisterAgent("default", &agentconfig.AgentConfig{Model: "gpt-4o-mini", Tools: []string{"add"}})
 //	s.RegisterTool(&agent.FuncTool{ToolName: "add", ToolDesc: "Add two numbers", Fn: add})
 //	err = s.Start(ctx) // returns once every service listens
 //	defer s.Shutdown(context.Background())
@@ -13,6 +13,9 @@
 // beyond the model's own JSON. It goes through the same hooks as the
 // built-in tools — tracing spans, eviction of large results,
 // on_tool_start/on_tool_end events, approval of interactive agents.
+//
+// An agent's configuration (agentconfig.AgentConfig) is the shape of one
+// agent in agents.yaml, MCP servers, sub-agents and ACP included.
 //
 // The server is the one the `wick` command runs (it is built on this
 // package), so everything it serves — REST, SSE, the OpenAI-compatible API,
@@ -28,6 +31,7 @@ import (
 	"sync"
 
 	"github.com/wick-agent/wick/services/agent"
+	"github.com/wick-agent/wick/services/agent/agentconfig"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
@@ -111,7 +115,7 @@ type Server struct {
 	mu       sync.Mutex
 	cfg      suite.Config
 	file     string
-	agents   map[string]*agent.AgentConfig
+	agents   map[string]*agentconfig.AgentConfig
 	fromFile map[string]bool
 	tools    []agent.Tool
 	running  *suite.Suite
@@ -125,7 +129,7 @@ func New(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Server{cfg: c.suite, file: c.agentsFile, agents: map[string]*agent.AgentConfig{}, fromFile: map[string]bool{}}
+	s := &Server{cfg: c.suite, file: c.agentsFile, agents: map[string]*agentconfig.AgentConfig{}, fromFile: map[string]bool{}}
 	if c.agentsFile != "" {
 		t, err := agent.LoadAgentsFile(c.agentsFile)
 		if err != nil {
@@ -144,7 +148,7 @@ func New(opts ...Option) (*Server, error) {
 // server keeps cfg until Start; do not change it after registering. Once
 // any agent is registered (here or by the agents file), the built-in
 // "default" agent is not there: register one with that id to keep it.
-func (s *Server) RegisterAgent(id string, cfg *agent.AgentConfig) error {
+func (s *Server) RegisterAgent(id string, cfg *agentconfig.AgentConfig) error {
 	if err := agent.ValidateAgent(id, cfg); err != nil {
 		return fmt.Errorf("wickserver: %w", err)
 	}

@@ -38,18 +38,22 @@ func checkImport(dir string, test bool, path string) error {
 	from := area(dir)
 	target := area(to)
 	switch {
+	case isPublicConfig(dir) && !test:
+		return fmt.Errorf("%s imports %s: the public agent configuration imports nothing of Wick, so that a program can build one without the service's internals", dir, to)
 	case from == target:
 		return checkAgentImport(dir, to)
+	case from == "examples" && isInternal(to):
+		return fmt.Errorf("%s imports %s: an example is a program outside this repository and uses only public packages", dir, to)
 	case target == "e2e" || target == "internal":
 		return fmt.Errorf("%s imports %s: nothing imports a test package", dir, to)
 	case from == "sdk" && target != "gen":
 		return fmt.Errorf("%s imports %s: an SDK depends on the generated API only", dir, to)
 	case target == "cmd" && from != "e2e":
 		return fmt.Errorf("%s imports %s: only the end-to-end tests import a binary's packages", dir, to)
-	case target == "wickserver" && from != "cmd" && from != "e2e":
-		return fmt.Errorf("%s imports %s: the embedding package assembles the services; only binaries and the end-to-end tests import it", dir, to)
-	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e" && from != "wickserver" && (from != "deploy" || !test):
-		return fmt.Errorf("%s imports %s: a service is imported only by cmd, wickserver, e2e and the deployment tests, never by another service or a lower layer", dir, to)
+	case target == "wickserver" && from != "cmd" && from != "e2e" && from != "examples":
+		return fmt.Errorf("%s imports %s: the embedding package assembles the services; only binaries, examples and the end-to-end tests import it", dir, to)
+	case strings.HasPrefix(target, "services/") && from != "cmd" && from != "e2e" && from != "wickserver" && from != "examples" && (from != "deploy" || !test):
+		return fmt.Errorf("%s imports %s: a service is imported only by cmd, wickserver, examples, e2e and the deployment tests, never by another service or a lower layer", dir, to)
 	case isDaemon(to) && from != "daemon" && from != "services/sandbox":
 		return fmt.Errorf("%s imports %s: only daemon/ and the sandbox service (its client) see the daemon's packages", dir, to)
 	case strings.HasPrefix(to, "daemon/server") && from != "daemon" && !test:
@@ -115,6 +119,18 @@ func area(dir string) string {
 	return parts[0]
 }
 
+// isPublicConfig reports whether dir is the agent configuration package
+// that programs outside the repository import.
+func isPublicConfig(dir string) bool {
+	return dir == "services/agent/agentconfig"
+}
+
+// isInternal reports whether p is under an internal/ directory, which Go
+// hides from other modules.
+func isInternal(p string) bool {
+	return p == "internal" || strings.HasPrefix(p, "internal/") || strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal")
+}
+
 func isDaemon(p string) bool {
 	return p == "daemon" || strings.HasPrefix(p, "daemon/") || strings.HasPrefix(p, "gen/wick/daemon/")
 }
@@ -158,6 +174,10 @@ func TestCheckImport(t *testing.T) {
 		{"services/agent/internal/mcp/mcptest", false, modulePath + "/services/agent/internal/mcp"},
 		{"services/agent", false, modulePath + "/services/agent/internal/runexec"},
 		{"services/agent/internal/tools", false, modulePath + "/services/agent/internal/loop"},
+		{"examples/embed", false, modulePath + "/wickserver"},
+		{"examples/embed", false, modulePath + "/services/agent/agentconfig"},
+		{"services/agent/internal/loop", false, modulePath + "/services/agent/agentconfig"},
+		{"services/agent/agentconfig", false, "time"},
 	}
 	for _, tc := range ok {
 		if err := checkImport(tc.dir, tc.test, tc.path); err != nil {
@@ -192,6 +212,10 @@ func TestCheckImport(t *testing.T) {
 		{"services/agent/internal/loop", true, modulePath + "/services/agent/internal/ids"},
 		{"services/agent/internal/subagent", false, modulePath + "/services/agent/internal/runexec"},
 		{"services/agent/internal/ids", false, modulePath + "/services/agent/internal/loop"},
+		{"services/agent/agentconfig", false, modulePath + "/services/agent/internal/loop"},
+		{"services/agent/agentconfig", false, modulePath + "/platform/backend"},
+		{"examples/embed", false, modulePath + "/services/agent/internal/loop"},
+		{"examples/embed", false, modulePath + "/platform/testenv/internal"},
 	}
 	for _, tc := range bad {
 		if err := checkImport(tc.dir, tc.test, tc.path); err == nil {

@@ -1,28 +1,36 @@
 package agent
 
 import (
-	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/agentconfig"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 )
 
-// AgentConfig is an agent template, the shape of one agent in agents.yaml:
-// name, model, system prompt, tools (built-in, native or external, by name),
-// backend, skills, memory, limits, approval mode and hook toggles.
-type AgentConfig = loop.AgentConfig
-
-// BackendCfg is where an agent's files and commands live (agents.yaml's
-// "backend").
-type BackendCfg = loop.BackendCfg
-
-// MCPServerCfg is a Model Context Protocol server whose tools an agent
-// uses (agents.yaml's "mcp_servers").
-type MCPServerCfg = loop.MCPServerCfg
-
-// SkillsCfg lists the directories searched for SKILL.md files.
-type SkillsCfg = loop.SkillsCfg
-
-// MemoryCfg lists the AGENTS.md files loaded as memory.
-type MemoryCfg = loop.MemoryCfg
+// The agent templates' types are those of the agentconfig package; these
+// names are the same types, kept so that code which configures agents
+// through this package reads as before.
+type (
+	// AgentConfig is an agent template, the shape of one agent in
+	// agents.yaml: name, model, system prompt, tools (built-in, native or
+	// external, by name), backend, skills, memory, limits, approval mode,
+	// hook toggles, sub-agents, MCP servers and an ACP agent.
+	AgentConfig = agentconfig.AgentConfig
+	// BackendCfg is where an agent's files and commands live (agents.yaml's
+	// "backend").
+	BackendCfg = agentconfig.BackendCfg
+	// MCPServerCfg is a Model Context Protocol server whose tools an agent
+	// uses (agents.yaml's "mcp_servers").
+	MCPServerCfg = agentconfig.MCPServerCfg
+	// SubagentCfg is a sub-agent the agent's "task" tool hands goals to
+	// (agents.yaml's "subagents").
+	SubagentCfg = agentconfig.SubagentCfg
+	// ACPCfg is an external agent spoken to over the Agent Client Protocol
+	// that backs the agent instead of Wick's loop (agents.yaml's "acp").
+	ACPCfg = agentconfig.ACPCfg
+	// SkillsCfg lists the directories searched for SKILL.md files.
+	SkillsCfg = agentconfig.SkillsCfg
+	// MemoryCfg lists the AGENTS.md files loaded as memory.
+	MemoryCfg = agentconfig.MemoryCfg
+)
 
 // DefaultAgentID is the id of the agent that serves when none is
 // configured, and of a single-agent agents.yaml without an "id".

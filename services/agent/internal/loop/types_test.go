@@ -3,66 +3,9 @@ package loop_test
 import (
 	"encoding/json"
 	"testing"
-	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
-
-func TestAgentConfigYAML(t *testing.T) {
-	t.Parallel()
-	src := `
-name: code-assistant
-model: claude-sonnet-4-20250514
-system_prompt: "You are a coding assistant."
-context_window: 128000
-max_turns: 40
-approval: interactive
-backend:
-  type: docker
-  image: python:3.12-slim
-  workdir: /workspace
-  timeout: 90s
-  max_output_bytes: 65536
-skills:
-  paths:
-    - /workspace/skills
-memory:
-  paths:
-    - /workspace/AGENTS.md
-hooks:
-  tracing: false
-`
-	var cfg loop.AgentConfig
-	if err := yaml.Unmarshal([]byte(src), &cfg); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Model != "claude-sonnet-4-20250514" || cfg.ContextWindow != 128000 || cfg.MaxTurns != 40 || cfg.Approval != loop.ApprovalInteractive {
-		t.Fatalf("config %+v", cfg)
-	}
-	if cfg.Backend.Type != "docker" || cfg.Backend.Timeout != 90*time.Second || cfg.Backend.MaxOutputBytes != 65536 {
-		t.Fatalf("backend %+v", cfg.Backend)
-	}
-	if cfg.Skills.Paths[0] != "/workspace/skills" || cfg.Memory.Paths[0] != "/workspace/AGENTS.md" {
-		t.Fatal("paths")
-	}
-	if cfg.HookEnabled("tracing") || !cfg.HookEnabled("memory") {
-		t.Fatal("hook toggles")
-	}
-	var nilCfg *loop.AgentConfig
-	if !nilCfg.HookEnabled("tracing") {
-		t.Fatal("nil config disables hooks")
-	}
-
-	var obj loop.AgentConfig
-	if err := yaml.Unmarshal([]byte("model:\n  provider: openai\n  model: gpt-4o\n"), &obj); err != nil {
-		t.Fatal(err)
-	}
-	if m, ok := obj.Model.(map[string]any); !ok || m["provider"] != "openai" {
-		t.Fatalf("object model %#v", obj.Model)
-	}
-}
 
 func TestAgentStateJSON(t *testing.T) {
 	t.Parallel()
