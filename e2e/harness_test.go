@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
 	"github.com/wick-agent/wick/services/llmgw"
@@ -142,7 +143,8 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 		_ = s.Wait()
 	})
 	t.Cleanup(stop)
-	conn, err := dial.New(s.Addrs["agent"], dial.WithIdentity(s.Key))
+	// Tests read a run event's data as JSON clients get it.
+	conn, err := dial.New(s.Addrs["agent"], dial.WithIdentity(s.Key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

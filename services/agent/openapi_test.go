@@ -106,7 +106,7 @@ func TestOpenAPIEventKinds(t *testing.T) {
 		}
 		emitted[u] = append(emitted[u], names...)
 	}
-	if !slices.Contains(emitted["ConfigEvent"], agent.EventSubscribed) || !slices.Contains(emitted["RunEvent"], agent.EventRunStart) {
+	if !slices.Contains(emitted["ConfigEvent"], agent.EventSubscribed) || !slices.Contains(emitted["RunEvent"], "on_run_start") {
 		t.Fatalf("the source scan missed known events: %v", emitted)
 	}
 	for _, u := range []string{"RunEvent", "ConfigEvent"} {

@@ -6,15 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func textEv(id, text string) loop.StreamEvent {
-	return loop.StreamEvent{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: id, Data: map[string]any{"delta": text}}
+	return loop.StreamEvent{RunID: "r", ThreadID: "t", ID: id, Data: runevent.MustFromJSON("on_chat_model_stream", map[string]any{"delta": text})}
 }
 
 func otherEv(id, kind string) loop.StreamEvent {
-	return loop.StreamEvent{Event: kind, RunID: "r", ThreadID: "t", ID: id, Data: map[string]any{"x": "y"}}
+	return loop.StreamEvent{RunID: "r", ThreadID: "t", ID: id, Data: runevent.MustFromJSON(kind, map[string]any{"x": "y"})}
 }
 
 // deltas is n text events "0 ", "1 ", … with ids "<from+i>-0".
@@ -47,8 +48,8 @@ func TestMergeDeltas(t *testing.T) {
 		{"a backlog merges into one event with the last id", deltas(1, mergeBehind), []loop.StreamEvent{textEv(fmt.Sprintf("%d-0", mergeBehind), "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 ")}},
 		{
 			"never across another kind of event",
-			join(deltas(1, 8), []loop.StreamEvent{otherEv("9-0", loop.EventToolStart)}, deltas(10, 8)),
-			[]loop.StreamEvent{textEv("8-0", "1 2 3 4 5 6 7 8 "), otherEv("9-0", loop.EventToolStart), textEv("17-0", "10 11 12 13 14 15 16 17 ")},
+			join(deltas(1, 8), []loop.StreamEvent{otherEv("9-0", "on_tool_start")}, deltas(10, 8)),
+			[]loop.StreamEvent{textEv("8-0", "1 2 3 4 5 6 7 8 "), otherEv("9-0", "on_tool_start"), textEv("17-0", "10 11 12 13 14 15 16 17 ")},
 		},
 		{
 			"never across sources",
@@ -57,8 +58,8 @@ func TestMergeDeltas(t *testing.T) {
 		},
 		{
 			"data other than a lone delta stays apart",
-			join(deltas(1, 15), []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "16-0", Data: map[string]any{"delta": "16 ", "extra": "1"}}}),
-			join([]loop.StreamEvent{textEv("15-0", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 ")}, []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "16-0", Data: map[string]any{"delta": "16 ", "extra": "1"}}}),
+			join(deltas(1, 15), []loop.StreamEvent{{RunID: "r", ThreadID: "t", ID: "16-0", Data: runevent.MustFromJSON("on_chat_model_stream", map[string]any{"delta": "16 ", "extra": "1"})}}),
+			join([]loop.StreamEvent{textEv("15-0", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 ")}, []loop.StreamEvent{{RunID: "r", ThreadID: "t", ID: "16-0", Data: runevent.MustFromJSON("on_chat_model_stream", map[string]any{"delta": "16 ", "extra": "1"})}}),
 		},
 		{
 			"a merged event stops growing at maxMergedDelta",
