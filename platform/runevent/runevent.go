@@ -88,7 +88,7 @@ func Payload(d *agentv1.RunEventData) proto.Message {
 
 // AppendEvent appends ev as the JSON object JSON clients get: event, name,
 // run_id, data (the payload's message), thread_id and id, empty ones left
-// out, in that order.
+// out (data too when it is {}), in that order.
 func AppendEvent(b []byte, ev *agentv1.StreamEvent) ([]byte, error) {
 	start := len(b)
 	b = append(b, '{')
@@ -109,11 +109,17 @@ func AppendEvent(b []byte, ev *agentv1.StreamEvent) ([]byte, error) {
 	field("name", ev.GetName())
 	field("run_id", ev.GetRunId())
 	if p := ev.GetPayload(); p.GetKind() != nil && err == nil {
+		mark := len(b)
 		if len(b) > start+1 {
 			b = append(b, ',')
 		}
 		b = append(b, `"data":`...)
 		b, err = AppendData(b, p)
+		if err == nil && string(b[len(b)-2:]) == "{}" {
+			// Data with nothing set is left out, as events without data
+			// always were; the kind says what it would hold.
+			b = b[:mark]
+		}
 	}
 	field("thread_id", ev.GetThreadId())
 	field("id", ev.GetId())
@@ -143,7 +149,9 @@ func AppendData(b []byte, d *agentv1.RunEventData) ([]byte, error) {
 
 // AppendMessage appends the JSON of one payload message (or a message it
 // holds), written as AppendData writes a payload.
-func AppendMessage(b []byte, m proto.Message) ([]byte, error) { return appendMessage(b, m.ProtoReflect()) }
+func AppendMessage(b []byte, m proto.Message) ([]byte, error) {
+	return appendMessage(b, m.ProtoReflect())
+}
 
 // MarshalData is AppendData into a new slice.
 func MarshalData(d *agentv1.RunEventData) ([]byte, error) { return AppendData(nil, d) }
@@ -396,13 +404,15 @@ func UnmarshalEvent(b []byte) (*agentv1.StreamEvent, error) {
 		return nil, err
 	}
 	ev := &agentv1.StreamEvent{Event: raw.Event, Name: raw.Name, RunId: raw.RunID, ThreadId: raw.ThreadID, Id: raw.ID}
-	if len(raw.Data) > 0 {
-		d, err := UnmarshalData(raw.Event, raw.Data)
-		if err != nil {
-			return nil, err
-		}
-		ev.Payload = d
+	if len(raw.Data) == 0 {
+		// Data left out is data with nothing set.
+		raw.Data = json.RawMessage("null")
 	}
+	d, err := UnmarshalData(raw.Event, raw.Data)
+	if err != nil {
+		return nil, err
+	}
+	ev.Payload = d
 	return ev, nil
 }
 

@@ -133,7 +133,7 @@ func TestRunStreamsAndFinishes(t *testing.T) {
 	if ev[0].DataMap()["delta"] != "Hel" || ev[0].RunID != "run_1" {
 		t.Fatalf("first delta %+v", ev[0])
 	}
-	if u := ev[2].DataMap(); u["input_tokens"] != int64(7) || u["output_tokens"] != int64(2) {
+	if u := ev[2].DataMap(); u["input_tokens"] != 7.0 || u["output_tokens"] != 2.0 {
 		t.Fatalf("usage %+v", u)
 	}
 	if done := rec.last(); done.ThreadID != "th_1" {
@@ -686,7 +686,7 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 	}
 	for _, e := range rec.Events() {
 		if e.Event() == "on_usage" {
-			if u := e.DataMap(); u["input_tokens"] != int64(10) || u["output_tokens"] != int64(5) {
+			if u := e.DataMap(); u["input_tokens"] != 10.0 || u["output_tokens"] != 5.0 {
 				t.Fatalf("usage %+v", u)
 			}
 			return

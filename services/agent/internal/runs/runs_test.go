@@ -179,11 +179,11 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	m := NewMemory()
 	ctx := context.Background()
 	for _, id := range []string{"1700000000000-0", "1700000000000-1", "1700000000001-0"} {
-		if _, err := m.Append(ctx, "r", loop.StreamEvent{ID: id, Data: runevent.MustFromJSON("x", nil)}); err != nil {
+		if _, err := m.Append(ctx, "r", loop.StreamEvent{ID: id, Data: runevent.MustFromJSON("on_usage", nil)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Append(ctx, "r", loop.StreamEvent{ID: "1700000000000-5", Data: runevent.MustFromJSON("x", nil)}); err == nil {
+	if _, err := m.Append(ctx, "r", loop.StreamEvent{ID: "1700000000000-5", Data: runevent.MustFromJSON("on_usage", nil)}); err == nil {
 		t.Fatal("an id going backwards was accepted")
 	}
 	evs, _, _ := m.Read(ctx, "r", "1700000000000-0", 10, 0)
@@ -210,10 +210,10 @@ func TestMemoryKeepsStoppedRuns(t *testing.T) {
 	m.now = func() time.Time { return now }
 	ctx := context.Background()
 	m.Put(ctx, &Run{ID: "stopped", Status: StatusStopped})
-	m.Append(ctx, "stopped", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)})
+	m.Append(ctx, "stopped", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	m.End(ctx, "stopped")
 	now = now.Add(2 * time.Minute)
-	m.Append(ctx, "new", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)})
+	m.Append(ctx, "new", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	if got, err := m.Get(ctx, "stopped"); err != nil || got.Status != StatusStopped {
 		t.Fatalf("stopped run after the retention = %v, %v", got, err)
 	}
@@ -221,7 +221,7 @@ func TestMemoryKeepsStoppedRuns(t *testing.T) {
 		t.Fatalf("stopped run's log after the retention = %v, %v, %v", evs, ended, err)
 	}
 	now = now.Add(DefaultStoppedRetention)
-	m.Append(ctx, "newer", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)})
+	m.Append(ctx, "newer", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	if _, err := m.Get(ctx, "stopped"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("stopped run after its own retention = %v", err)
 	}
@@ -233,11 +233,11 @@ func TestMemoryEvictsFinishedRuns(t *testing.T) {
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
 	ctx := context.Background()
-	m.Append(ctx, "old", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)})
+	m.Append(ctx, "old", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	m.End(ctx, "old")
-	m.Append(ctx, "live", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)})
+	m.Append(ctx, "live", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	now = now.Add(2 * time.Minute)
-	m.Append(ctx, "new", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)})
+	m.Append(ctx, "new", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	if _, _, err := m.Read(ctx, "old", "", 1, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("finished run kept: %v", err)
 	}
@@ -253,13 +253,13 @@ func TestRedisFencesFinishedRun(t *testing.T) {
 	if err := r.Put(ctx, &Run{ID: "r", Status: StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("x", nil)}); err != nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	if won, err := r.Finish(ctx, "r", StatusFailed, "lost", "lost"); err != nil || !won {
 		t.Fatalf("Finish = %v, %v", won, err)
 	}
-	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("late", nil)}); err == nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: loop.DeltaData("late")}); err == nil {
 		t.Fatal("an event was appended to a run another replica closed")
 	}
 	if _, err := r.AppendClosing(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("error", nil)}); err != nil {
@@ -302,7 +302,7 @@ func TestStoppedIsFinal(t *testing.T) {
 	if err := r.Put(ctx, &Run{ID: "r", Status: StatusStopped}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("late", nil)}); err == nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: loop.DeltaData("late")}); err == nil {
 		t.Fatal("an event was appended to a stopped run")
 	}
 }
@@ -336,7 +336,7 @@ func TestRedisReadersBeyondBlockingSlotsPoll(t *testing.T) {
 		}()
 	}
 	for i := range 3 {
-		if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON(fmt.Sprint(i), nil)}); err != nil {
+		if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: loop.DeltaData(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
