@@ -28,6 +28,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
@@ -427,7 +428,7 @@ func runEventOf(t *testing.T, f sseMessage) *agentv1.StreamEvent {
 // with aliceToken for faultUser, and returns its URL.
 func faultGateway(t *testing.T, s *procSuite) string {
 	t.Helper()
-	conn, err := dial.New(s.agentAddr, dial.WithIdentity(s.key))
+	conn, err := dial.New(s.agentAddr, dial.WithIdentity(s.key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

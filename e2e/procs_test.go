@@ -138,7 +138,7 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 	for _, p := range []*testenv.Proc{s.redis, s.llmgw, s.sandbox, s.agent} {
 		p.Start()
 	}
-	conn, err := dial.New(agentAddr, dial.WithIdentity(key))
+	conn, err := dial.New(agentAddr, dial.WithIdentity(key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}
