@@ -27,22 +27,14 @@ import (
 // RunEventData's oneof, found by reflection, each field of its data set),
 // writes it as the gateway does (runevent.AppendEvent: an SSE frame's data,
 // a JSON line's result) and has the validator check it against the
-// document's RunEventLine, and checks that every key the event holds is a
-// property the document declares (the validator lets undeclared ones
-// through a oneOf). Each field of the data renamed must be refused, and
+// document's RunEventLine, and checks that the event's data has exactly
+// the properties its kind's schema declares and requires (the validator
+// lets undeclared ones, and sometimes missing ones, through the union's
+// oneOf). Each field of the data renamed must be refused, and
 // each removed must be refused exactly when the schema requires it, so
 // that the document and the JSON cannot drift.
 func TestRunEventsAgainstSchema(t *testing.T) {
 	t.Parallel()
-	d, err := libopenapi.NewDocument(openapi.Document)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A tool call's arguments are free-form JSON.
-	v, errs := validator.NewValidator(d, config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.**.args"))
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	var document struct {
 		Components struct {
 			Schemas map[string]any `json:"schemas"`
@@ -52,7 +44,23 @@ func TestRunEventsAgainstSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	schemas := document.Components.Schemas
-	valid := func(t *testing.T, line []byte) (bool, string) {
+	var check func(t *testing.T, v validator.Validator, line []byte) (bool, string)
+	// newValid returns a check of one line, with a validator of its own:
+	// one validator is not safe for parallel use.
+	newValid := func(t *testing.T) func(*testing.T, []byte) (bool, string) {
+		t.Helper()
+		d, err := libopenapi.NewDocument(openapi.Document)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A tool call's arguments are free-form JSON.
+		v, errs := validator.NewValidator(d, config.WithStrictMode(), config.WithStrictIgnorePaths("$.body.**.args"))
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		return func(t *testing.T, line []byte) (bool, string) { return check(t, v, line) }
+	}
+	check = func(t *testing.T, v validator.Validator, line []byte) (bool, string) {
 		t.Helper()
 		req := httptest.NewRequest("GET", "http://wick.test/runs/run_1/events", nil)
 		resp := &http.Response{
@@ -70,7 +78,12 @@ func TestRunEventsAgainstSchema(t *testing.T) {
 		if err := json.Unmarshal(line, &ev); err != nil {
 			t.Fatal(err)
 		}
-		if err := declared(schemas, schemas["RunEvent."+ev.Event].(map[string]any)["properties"].(map[string]any)["data"], ev.Data); err != nil {
+		kind, ok := schemas["RunEvent."+ev.Event].(map[string]any)
+		if !ok {
+			t.Fatalf("the document has no schema RunEvent.%s: run make gen", ev.Event)
+		}
+		props, _ := kind["properties"].(map[string]any)
+		if err := declared(schemas, props["data"], ev.Data); err != nil {
 			ok = false
 			msgs = append(msgs, err.Error())
 		}
@@ -90,6 +103,7 @@ func TestRunEventsAgainstSchema(t *testing.T) {
 		fd := kinds.Get(i)
 		t.Run(string(fd.Name()), func(t *testing.T) {
 			t.Parallel()
+			valid := newValid(t)
 			data := &agentv1.RunEventData{}
 			msg := data.ProtoReflect().NewField(fd).Message()
 			fill(msg)
@@ -133,8 +147,9 @@ func TestRunEventsAgainstSchema(t *testing.T) {
 }
 
 // declared checks that every key of v's objects is a property schema
-// declares; an object schema without properties is free-form, and of an
-// anyOf one branch must hold.
+// declares and every property it requires is there (the validator does
+// not always see through the union's oneOf); an object schema without
+// properties is free-form, and of an anyOf one branch must hold.
 func declared(schemas map[string]any, schema any, v any) error {
 	sc, _ := schema.(map[string]any)
 	if ref, ok := sc["$ref"].(string); ok {
@@ -153,6 +168,12 @@ func declared(schemas map[string]any, schema any, v any) error {
 	}
 	switch t := v.(type) {
 	case map[string]any:
+		req, _ := sc["required"].([]any)
+		for _, k := range req {
+			if _, ok := t[k.(string)]; !ok {
+				return fmt.Errorf("required property %q is missing", k)
+			}
+		}
 		props, ok := sc["properties"].(map[string]any)
 		if !ok {
 			return nil
