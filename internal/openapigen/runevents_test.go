@@ -78,8 +78,8 @@ func TestRunEventsAgainstSchema(t *testing.T) {
 		if err := json.Unmarshal(line, &ev); err != nil {
 			t.Fatal(err)
 		}
-		kind, ok := schemas["RunEvent."+ev.Event].(map[string]any)
-		if !ok {
+		kind, known := schemas["RunEvent."+ev.Event].(map[string]any)
+		if !known {
 			t.Fatalf("the document has no schema RunEvent.%s: run make gen", ev.Event)
 		}
 		props, _ := kind["properties"].(map[string]any)
