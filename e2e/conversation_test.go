@@ -17,10 +17,10 @@ import (
 	"github.com/coder/websocket"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/runevent"
 )
 
 // runEvents is an SSE stream decoded: the frames and their StreamEvents.
@@ -29,18 +29,28 @@ type runEvents struct {
 	events []*agentv1.StreamEvent
 }
 
+// frameEvent reads an SSE frame's data as a run event, typed payload and
+// JSON data both, as a gRPC event reads in these tests (testenv.EventData).
+func frameEvent(data string) (*agentv1.StreamEvent, error) {
+	ev, err := runevent.UnmarshalEvent([]byte(data))
+	if err != nil {
+		return nil, err
+	}
+	return ev, runevent.FillData(ev)
+}
+
 func decodeRun(t testing.TB, frames []sseMessage) runEvents {
 	t.Helper()
 	r := runEvents{frames: frames}
 	for i, f := range frames {
-		var ev agentv1.StreamEvent
-		if err := protojson.Unmarshal([]byte(f.Data), &ev); err != nil {
+		ev, err := frameEvent(f.Data)
+		if err != nil {
 			t.Fatalf("frame %d data %q: %v", i, f.Data, err)
 		}
 		if f.ID != ev.GetId() || f.Event != ev.GetEvent() {
 			t.Errorf("frame %d: id %q event %q, but its data says id %q event %q", i, f.ID, f.Event, ev.GetId(), ev.GetEvent())
 		}
-		r.events = append(r.events, &ev)
+		r.events = append(r.events, ev)
 	}
 	return r
 }

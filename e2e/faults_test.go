@@ -23,11 +23,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/dial"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
@@ -416,8 +416,8 @@ func checkStoreStopped(t *testing.T, what string, evs []*agentv1.StreamEvent) {
 // run event of the frame's kind (a stream's own failure, an Error, is not).
 func runEventOf(t *testing.T, f sseMessage) *agentv1.StreamEvent {
 	t.Helper()
-	ev := &agentv1.StreamEvent{}
-	if err := protojson.Unmarshal([]byte(f.Data), ev); err != nil || ev.GetEvent() != f.Event {
+	ev, err := frameEvent(f.Data)
+	if err != nil || ev.GetEvent() != f.Event {
 		t.Fatalf("frame %q with data %s is not a run event: %v", f.Event, f.Data, err)
 	}
 	return ev
@@ -427,7 +427,7 @@ func runEventOf(t *testing.T, f sseMessage) *agentv1.StreamEvent {
 // with aliceToken for faultUser, and returns its URL.
 func faultGateway(t *testing.T, s *procSuite) string {
 	t.Helper()
-	conn, err := dial.New(s.agentAddr, dial.WithIdentity(s.key))
+	conn, err := dial.New(s.agentAddr, dial.WithIdentity(s.key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

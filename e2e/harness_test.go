@@ -143,7 +143,8 @@ func startWick(t testing.TB, opts ...suiteOption) *wickEnv {
 		_ = s.Wait()
 	})
 	t.Cleanup(stop)
-	conn, err := dial.New(s.Addrs["agent"], dial.WithIdentity(s.Key))
+	// Tests read a run event's data as JSON clients get it.
+	conn, err := dial.New(s.Addrs["agent"], dial.WithIdentity(s.Key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

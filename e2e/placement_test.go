@@ -64,7 +64,7 @@ func TestSandboxPlacement(t *testing.T) {
 		return p
 	}
 	ag := newAgent(strings.Join(addrs, ","))
-	conn, err := dial.New(agentAddr, dial.WithIdentity(key))
+	conn, err := dial.New(agentAddr, dial.WithIdentity(key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func (s *procSuite) replica(t *testing.T) agentv1.AgentServiceClient {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	testenv.NewProc(t, "wick-agent-b", filepath.Join(serviceBinaries(t), "wick-agent"), s.agentArgs(addr), testenv.GRPCServing(addr)).Start()
-	conn, err := dial.New(addr, dial.WithIdentity(s.key))
+	conn, err := dial.New(addr, dial.WithIdentity(s.key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 	for _, p := range []*testenv.Proc{s.redis, s.llmgw, s.sandbox, s.agent} {
 		p.Start()
 	}
-	conn, err := dial.New(agentAddr, dial.WithIdentity(key))
+	conn, err := dial.New(agentAddr, dial.WithIdentity(key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

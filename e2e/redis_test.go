@@ -123,7 +123,7 @@ func startReplica(t *testing.T, env *wickEnv, redisAddr string) string {
 		<-served
 		_ = svc.Close()
 	})
-	agentConn, err := dial.New(lis.Addr().String(), dial.WithIdentity(key))
+	agentConn, err := dial.New(lis.Addr().String(), dial.WithIdentity(key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func build(generated []Generated, res Resolver, cats map[protoreflect.FullName]*
 		{"gateway routes", func() error { return addGatewayRoutes(doc) }},
 		{"security", func() error { return addSecurity(doc) }},
 		{"info", func() error { setInfo(doc); return nil }},
-		{"proto schemas", func() error { return verifyProtoSchemas(doc, res) }},
+		{"proto schemas", func() error { return verifyProtoSchemas(doc, res, cats) }},
 		{"references", func() error { return checkRefs(doc) }},
 	}
 	for _, s := range steps {

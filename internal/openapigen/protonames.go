@@ -237,8 +237,10 @@ func wellKnown(md protoreflect.MessageDescriptor) bool {
 
 // verifyProtoSchemas checks that every schema named after a message lists
 // exactly the message's fields by proto name: the generated ones after
-// renaming, and those this package writes itself (UploadFileResponse).
-func verifyProtoSchemas(doc object, res Resolver) error {
+// renaming, and those this package writes itself (UploadFileResponse),
+// except the fields JSON never shows and the messages JSON shows as their
+// set oneof field (a catalog's payload).
+func verifyProtoSchemas(doc object, res Resolver, cats map[protoreflect.FullName]*catalog) error {
 	schemas, _ := child(doc, "components", "schemas")
 	for _, name := range sortedKeys(schemas) {
 		d, err := res.FindDescriptorByName(protoreflect.FullName(name))
@@ -246,12 +248,15 @@ func verifyProtoSchemas(doc object, res Resolver) error {
 			continue // not a proto definition (Error, RunEvent, …)
 		}
 		md, ok := d.(protoreflect.MessageDescriptor)
-		if !ok || name == statusSchema {
+		if !ok || name == statusSchema || jsonUnion(cats, md) {
 			continue
 		}
 		props, _ := child(schemas, name, "properties")
 		fields := md.Fields()
 		for i := range fields.Len() {
+			if jsonHidden(cats, fields.Get(i)) {
+				continue
+			}
 			if _, ok := props[string(fields.Get(i).Name())]; !ok {
 				return fmt.Errorf("schema %s lacks field %s", name, fields.Get(i).Name())
 			}

@@ -24,7 +24,14 @@ type catalog struct {
 	union    string                // component of the tagged union of kinds
 	doc      string
 	idDoc    string // what an event's id is
-	kinds    []eventKind
+	// kinds are the kinds of an envelope whose data is free-form; an
+	// envelope with a typed payload has its kinds read from the protos.
+	kinds []eventKind
+	// payload names the envelope's field that carries the data typed: a
+	// message with one oneof, each of whose fields is a kind named after
+	// it, its message the data's schema. JSON clients never see the field:
+	// the gateway renders the set field's message as the envelope's data.
+	payload protoreflect.Name
 }
 
 const (
@@ -46,107 +53,7 @@ var catalogs = map[protoreflect.FullName]*catalog{
 			"a client should skip kinds it does not know.",
 		idDoc: "The event's position in the run's log. Send the last one you saw as Last-Event-ID (or after_event_id) to " +
 			"GET /runs/{run_id}/events to continue after it, on any replica.",
-		kinds: []eventKind{
-			{event: "on_run_start", doc: "The run started; sent at once, so the stream's headers go out before the model answers.",
-				name: "The agent's id.",
-				data: obj("", object{
-					"run_id":    str("The run."),
-					"thread_id": str("The thread the run works on."),
-					"agent_id":  str("The agent."),
-				})},
-			{event: "on_chat_model_stream", doc: "A piece of the model's answer text.",
-				data: obj("", object{"delta": str("The text to append.")}, "delta")},
-			{event: "on_thought_stream", doc: "A piece of the agent's reasoning, shown apart from its answer (agents backed by " +
-				"an external ACP agent send its thought chunks as these). Not part of the answer; never sent back to the model.",
-				data: obj("", object{"delta": str("The text to append to the current thought.")}, "delta")},
-			{event: "on_tool_start", doc: "A tool call starts.",
-				name: "The tool's name.",
-				data: obj("", object{
-					"args":         object{"type": "object", "description": "The call's arguments.", "additionalProperties": true},
-					"tool_call_id": str("The call's id, repeated in its on_tool_end."),
-				}, "tool_call_id")},
-			{event: "on_tool_end", doc: "A tool call ended; every on_tool_start has one, also when the run is cancelled.",
-				name: "The tool's name.",
-				data: obj("", object{
-					"output":       str("The tool's output, as the model sees it."),
-					"error":        str("Why the tool failed; empty when it did not."),
-					"tool_call_id": str("The call's id."),
-				}, "tool_call_id")},
-			{event: "on_todos", doc: "The agent's todo list changed.",
-				name: "The tool that changed it (write_todos).",
-				data: obj("", object{"todos": array("The whole list.", schemaRef("wick.agent.v1.Todo"))}, "todos")},
-			{event: "on_interrupt", doc: "The run waits for the user: approval of tool calls (interactive agents), or, with " +
-				"data.kind \"question\", an answer to the model's ask_user question; decide or answer with POST /runs/{run_id}/resume.",
-				data: obj("", object{
-					"tool_calls":   array("The calls awaiting a decision (for a question, the ask_user call).", schemaRef("wick.agent.v1.ToolCall")),
-					"kind":         str("approval (the default when absent) or question."),
-					"question":     str("The question, when kind is question."),
-					"choices":      array("The answers offered, when kind is question and the model gave some; any text is accepted.", object{"type": "string"}),
-					"tool_call_id": str("The ask_user call to answer (action \"answer\"), when kind is question."),
-					"always": boolean("True on an approval: a decision may carry always, which the thread remembers for " +
-						"later calls of the same kind (tool name, or an ACP agent's tool kind). Absent on a question."),
-				}, "tool_calls")},
-			{event: "on_knowledge_retrieval", doc: "The knowledge hook searched the agent's collections before a model call; " +
-				"the sources were put into the prompt's <knowledge> section, numbered as cited.",
-				name: "The hook (knowledge).",
-				data: obj("", object{
-					"query": str("What was searched for: the latest user message and a little context."),
-					"sources": array("The chunks injected, best first.", obj("", object{
-						"n":          integer("The source's number, as the prompt cites it ([n])."),
-						"chunk_id":   str("The chunk: collection/document#index."),
-						"collection": str("The collection's id."),
-						"document":   str("The document's id."),
-						"title":      str("The document's title."),
-						"heading":    str("The Markdown headings above the chunk."),
-						"source":     str("Where the document came from: a workspace path or text."),
-						"score":      object{"type": "number", "description": "Cosine similarity of query and chunk."},
-						"text":       str("The start of the chunk's text."),
-					}, "n", "chunk_id", "score")),
-					"error": str("Why the search failed, when it did; the run goes on without knowledge."),
-				}, "query", "sources")},
-			{event: "on_usage", doc: "Tokens a model call used.",
-				data: obj("", object{
-					"input_tokens":  integer("Prompt tokens."),
-					"output_tokens": integer("Completion tokens."),
-				})},
-			{event: "on_subagent_start", doc: "A task call started a sub-agent: a child run on a thread of its own, " +
-				"in the same sandbox. Its events follow as on_subagent_event, then on_subagent_end.",
-				name: "The sub-agent's name.",
-				data: subagentData(object{"description": str("The task the parent handed it.")})},
-			{event: "on_subagent_event", doc: "One event of a sub-agent, wrapped so that a client never takes a child's " +
-				"done or error for the run's own. Events of deeper sub-agents come as their own on_subagent_* events, " +
-				"tagged with their parent_run_id.",
-				name: "The sub-agent's name.",
-				data: subagentData(object{"event": obj("The child's event: its kind, name and data, as a run's event has them.", object{
-					"event": str("The child event's kind (on_chat_model_stream, on_tool_start, done …)."),
-					"name":  str("The child event's name."),
-					"data":  object{"description": "The child event's data, shaped as for that kind."},
-				}, "event")}, "event")},
-			{event: "on_subagent_end", doc: "A sub-agent ended; its final answer is the output of the parent's task call (on_tool_end).",
-				name: "The sub-agent's name.",
-				data: subagentData(object{
-					"status": str("completed, failed, timeout, stopped (its parent is stopping) or cancelled (with its parent)."),
-					"error":  str("Why it did not complete; the parent's task call fails with it."),
-				}, "status")},
-			{event: "on_task_start", doc: "A tool call started a background task (its result says so at once). " +
-				"Task events reach the run that started the task while it lasts; read the task with GET /tasks/{task_id} after.",
-				name: "The tool's name.", data: taskEventData()},
-			{event: "on_task_update", doc: "A background task reported progress (data.result holds it).",
-				name: "The tool's name.", data: taskEventData()},
-			{event: "on_task_end", doc: "A background task finished: done, failed or cancelled.",
-				name: "The tool's name.", data: taskEventData()},
-			{event: "done", doc: "The run completed; the last event.",
-				data: obj("", object{"stop_reason": str("Why it stopped: completed, or stopped (POST /runs/{run_id}/stop; " +
-					"continue it with POST /runs/{run_id}/continue).")})},
-			{event: "error", doc: "The run failed or was cancelled; the last event.",
-				data: obj("", object{
-					"message": str("What went wrong."),
-					"code": str("What ended the run: cancelled, aborted, failed, lost (its replica stopped), max_turns, " +
-						"error (the model or a hook failed), resource_exhausted (a per-user or per-thread limit) " +
-						"or unavailable (a dependency did not answer; worth a retry later)."),
-					"stop_reason": str("The loop's reason, when the loop ended the run: error, max_turns or cancelled."),
-				}, "message", "code")},
-		},
+		payload: "payload",
 	},
 	"wick.agent.v1.ConfigEvent": {
 		envelope: "wick.agent.v1.ConfigEvent",
@@ -177,23 +84,6 @@ var catalogs = map[protoreflect.FullName]*catalog{
 				}, "action", "status")},
 		},
 	},
-}
-
-// subagentData is the data of an on_subagent_* event: the tags that place
-// the sub-agent in the tree of runs, and extra.
-func subagentData(extra object, required ...string) object {
-	props := object{
-		"name":          str("The sub-agent's name (general-purpose or one the agent declares)."),
-		"run_id":        str("The child run's id."),
-		"thread_id":     str("The child's thread (GET /threads/{thread_id}); thread lists leave it out."),
-		"parent_run_id": str("The run whose task call started the child: the streamed run, or a sub-agent of it."),
-		"tool_call_id":  str("The parent's task call."),
-		"depth":         integer("How deep the child runs: 1 for a child of the streamed run."),
-	}
-	for k, v := range extra {
-		props[k] = v
-	}
-	return obj("", props, append([]string{"name", "run_id", "thread_id", "parent_run_id", "tool_call_id", "depth"}, required...)...)
 }
 
 // frameSchema and lineSchema name the components describing one SSE frame
@@ -230,7 +120,7 @@ func describeStreams(doc object, bindings []*binding, cats map[protoreflect.Full
 			return fmt.Errorf("%s streams %s, which has no event catalog in openapigen: describe its kinds", md.FullName(), ev.FullName())
 		}
 		if !added[c] {
-			if err := addCatalog(doc, c); err != nil {
+			if err := addCatalog(doc, c, ev); err != nil {
 				return err
 			}
 			added[c] = true
@@ -274,12 +164,19 @@ func describeStream(b *binding, c *catalog) {
 }
 
 // addCatalog adds the union of a catalog's kinds, one schema per kind, and
-// the frame and line schemas of its streams.
-func addCatalog(doc object, c *catalog) error {
+// the frame and line schemas of its streams. md is the envelope.
+func addCatalog(doc object, c *catalog, md protoreflect.MessageDescriptor) error {
 	envelope := string(c.envelope)
+	kinds := c.kinds
+	if c.payload != "" {
+		var err error
+		if kinds, err = payloadKinds(doc, md, c.payload); err != nil {
+			return fmt.Errorf("%s: %w", envelope, err)
+		}
+	}
 	var oneOf []any
 	mapping := object{}
-	for _, k := range c.kinds {
+	for _, k := range kinds {
 		name := c.union + "." + k.event
 		props := object{"event": object{"const": k.event}}
 		if k.name != "" {
@@ -340,23 +237,85 @@ func addCatalog(doc object, c *catalog) error {
 	})
 }
 
-// taskEventData is the data of the three background task events.
-func taskEventData() object {
-	return obj("", object{
-		"task_id":      str("The task (GET /tasks/{task_id})."),
-		"tool":         str("The tool it runs."),
-		"kind":         str("native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call)."),
-		"status":       str("running, done, failed or cancelled."),
-		"thread_id":    str("The thread the task's result joins."),
-		"run_id":       str("The run that started it."),
-		"tool_call_id": str("The model's call that started it."),
-		"attempts":     integer("Starts so far: 1, then one per take-over by another replica."),
-		"result":       str("The output, or why it failed or was cancelled, once finished; the progress, in on_task_update."),
-		"subagent": obj("The child of a subagent task; its thread is read with GET /threads/{thread_id}.", object{
-			"name":      str("The sub-agent type."),
-			"thread_id": str("The child's thread."),
-			"run_id":    str("The child's run id, as in its on_subagent_* events."),
-			"depth":     integer("How deep the child runs (1)."),
-		}, "name", "thread_id", "run_id", "depth"),
-	}, "task_id", "tool", "status")
+// payloadKinds reads an envelope's kinds from its payload field (see
+// catalog.payload) and makes the document say what JSON shows: the
+// envelope's schema loses the payload field, and the payload message's
+// schema becomes the union of the kinds' data, as a sub-agent's event
+// carries its child's data.
+func payloadKinds(doc object, md protoreflect.MessageDescriptor, payload protoreflect.Name) ([]eventKind, error) {
+	fd := md.Fields().ByName(payload)
+	if fd == nil || fd.Message() == nil {
+		return nil, fmt.Errorf("no message field %s", payload)
+	}
+	pm := fd.Message()
+	var oneof protoreflect.OneofDescriptor
+	for i := range pm.Oneofs().Len() {
+		if o := pm.Oneofs().Get(i); !o.IsSynthetic() {
+			if oneof != nil {
+				return nil, fmt.Errorf("%s has more than one oneof", pm.FullName())
+			}
+			oneof = o
+		}
+	}
+	if oneof == nil || oneof.Fields().Len() != pm.Fields().Len() {
+		return nil, fmt.Errorf("%s is not one oneof of the kinds", pm.FullName())
+	}
+	schemas, _ := child(doc, "components", "schemas")
+	generated, ok := child(schemas, string(pm.FullName()))
+	if !ok {
+		return nil, fmt.Errorf("no schema %s", pm.FullName())
+	}
+	props, _ := child(generated, "properties")
+	var kinds []eventKind
+	var union []any
+	seen := map[protoreflect.FullName]bool{}
+	for i := range oneof.Fields().Len() {
+		f := oneof.Fields().Get(i)
+		if f.Message() == nil {
+			return nil, fmt.Errorf("kind %s carries no message", f.Name())
+		}
+		prop, _ := child(props, string(f.Name()))
+		desc, _ := prop["description"].(string)
+		if desc == "" {
+			return nil, fmt.Errorf("kind %s has no comment", f.Name())
+		}
+		data := schemaRef(string(f.Message().FullName()))
+		kinds = append(kinds, eventKind{event: string(f.Name()), doc: oneLine(desc), data: data})
+		if !seen[f.Message().FullName()] {
+			seen[f.Message().FullName()] = true
+			union = append(union, data)
+		}
+	}
+	desc, _ := generated["description"].(string)
+	schemas[string(pm.FullName())] = object{"description": desc, "anyOf": union}
+	if env, ok := child(schemas, string(md.FullName()), "properties"); ok {
+		delete(env, string(payload))
+	}
+	return kinds, nil
+}
+
+// oneLine joins a proto comment's lines into one paragraph.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// jsonHidden reports whether JSON clients never see a field: a payload
+// field, whose message the gateway renders as the envelope's data instead.
+func jsonHidden(cats map[protoreflect.FullName]*catalog, fd protoreflect.FieldDescriptor) bool {
+	c, ok := cats[fd.ContainingMessage().FullName()]
+	return ok && c.payload != "" && fd.Name() == c.payload
+}
+
+// jsonUnion reports whether JSON shows a message as the message of its set
+// oneof field: a payload message.
+func jsonUnion(cats map[protoreflect.FullName]*catalog, md protoreflect.MessageDescriptor) bool {
+	for _, c := range cats {
+		if c.payload == "" {
+			continue
+		}
+		if f := md.ParentFile().Messages().ByName(c.envelope.Name()); f != nil && f.FullName() == c.envelope {
+			if fd := f.Fields().ByName(c.payload); fd != nil && fd.Message() == md {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,25 +3,25 @@ package wick_test
 import (
 	"testing"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	wick "github.com/wick-agent/wick/sdk/go"
 )
 
 // TestTextAccessors checks that an answer's text and the agent's reasoning
 // are told apart: each accessor reads only its own kind.
 func TestTextAccessors(t *testing.T) {
-	data := structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"delta": structpb.NewStringValue("piece")}})
+	piece := &agentv1.DeltaData{Delta: "piece"}
 	tests := []struct {
 		kind           string
+		data           *agentv1.RunEventData
 		delta, thought string
 	}{
-		{wick.EventDelta, "piece", ""},
-		{wick.EventThought, "", "piece"},
-		{wick.EventToolStart, "", ""},
+		{"on_chat_model_stream", &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: piece}}, "piece", ""},
+		{"on_thought_stream", &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnThoughtStream{OnThoughtStream: piece}}, "", "piece"},
+		{"on_tool_start", &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnToolStart{OnToolStart: &agentv1.ToolStartData{ToolCallId: "piece"}}}, "", ""},
 	}
 	for _, tt := range tests {
-		ev := &wick.Event{Event: tt.kind, Data: data}
+		ev := &wick.Event{Event: tt.kind, Payload: tt.data}
 		if got := wick.Delta(ev); got != tt.delta {
 			t.Errorf("Delta(%s) = %q, want %q", tt.kind, got, tt.delta)
 		}

@@ -49,7 +49,7 @@ func ExampleClient_Stream() {
 			log.Fatal(err) // a gRPC status error: status.Code(err)
 		}
 		answer.WriteString(wick.Delta(ev))
-		if ev.GetEvent() == wick.EventDone || ev.GetEvent() == wick.EventError {
+		if p := ev.GetPayload(); p.GetDone() != nil || p.GetError() != nil {
 			fmt.Println(ev.GetEvent())
 		}
 	}
@@ -136,11 +136,7 @@ func ExampleClient_Resume() {
 			log.Fatal(err)
 		}
 		answer.WriteString(wick.Delta(ev))
-		calls, err := wick.PendingCalls(ev)
-		if err != nil {
-			log.Fatal(err)
-		}
-		for _, call := range calls {
+		for _, call := range wick.PendingCalls(ev) {
 			fmt.Println("approving", call.GetName(), call.GetArgs().GetFields()["path"].GetStringValue())
 			if _, err := c.Resume(ctx, ev.GetRunId(), wick.Approve(call.GetId())); err != nil {
 				log.Fatal(err)

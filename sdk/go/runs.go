@@ -11,37 +11,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
-)
-
-// Event kinds of a run's stream (Event.Event). New kinds may be added; a
-// client ignores the ones it does not know.
-const (
-	EventRunStart = "on_run_start"
-	EventDelta    = "on_chat_model_stream"
-	// EventThought is a piece of the agent's reasoning, apart from its
-	// answer (data.delta; agents backed by an external ACP agent send it).
-	EventThought   = "on_thought_stream"
-	EventToolStart = "on_tool_start"
-	EventToolEnd   = "on_tool_end"
-	EventTodos     = "on_todos"
-	EventInterrupt = "on_interrupt"
-	EventUsage     = "on_usage"
-	// EventKnowledge carries the knowledge sources injected before a model
-	// call: data.query and data.sources (Hit's JSON fields and n).
-	EventKnowledge = "on_knowledge_retrieval"
-	EventDone      = "done"
-	EventError     = "error"
-	// EventTaskStart, EventTaskUpdate and EventTaskEnd follow a background
-	// task (data: task_id, tool, kind, status, thread_id, run_id,
-	// tool_call_id, attempts, and result once finished). They reach the run
-	// that started the task while it lasts; read the task with GetTask after.
-	EventTaskStart  = "on_task_start"
-	EventTaskUpdate = "on_task_update"
-	EventTaskEnd    = "on_task_end"
 )
 
 // Prompt is the input of a run made of one user message.
@@ -238,7 +210,7 @@ func (c *Client) CancelRun(ctx context.Context, runID string) (*Run, error) {
 
 // StopRun asks a run to stop gracefully, from any replica: the step in
 // flight (a model call and the tool round it asked for) finishes and is
-// saved, then the run ends with status "stopped" and an EventDone whose
+// saved, then the run ends with status "stopped" and a done event whose
 // StopReason is "stopped". A run waiting for the user cannot be stopped
 // (FailedPrecondition): answer it or cancel it.
 func (c *Client) StopRun(ctx context.Context, runID string) (*Run, error) {
@@ -293,8 +265,8 @@ func Always(d *Decision) *Decision {
 	return d
 }
 
-// Answer answers the question of a pending ask_user call (an
-// EventInterrupt whose Question is set); the answer is the call's result.
+// Answer answers the question of a pending ask_user call (an on_interrupt
+// event QuestionOf returns); the answer is the call's result.
 func Answer(toolCallID, answer string) *Decision {
 	return &Decision{ToolCallId: toolCallID, Action: "answer", Message: answer}
 }
@@ -308,77 +280,39 @@ func Edit(toolCallID string, args map[string]any) (*Decision, error) {
 	return &Decision{ToolCallId: toolCallID, Action: "edit", Args: s}, nil
 }
 
-// Delta is the text an EventDelta event adds to the answer ("" for any
-// other event).
-func Delta(ev *Event) string {
-	if ev.GetEvent() != EventDelta {
-		return ""
+// An event's data is typed by its kind: ev.GetPayload() holds it, in the
+// field named after the kind (GetOnToolStart, GetDone, …), as
+// wick.agent.v1.RunEventData defines them. The accessors below read the
+// common ones.
+
+// Delta is the text an on_chat_model_stream event adds to the answer (""
+// for any other event).
+func Delta(ev *Event) string { return ev.GetPayload().GetOnChatModelStream().GetDelta() }
+
+// Thought is the text an on_thought_stream event adds to the agent's
+// reasoning ("" for any other event); it is not part of the answer.
+func Thought(ev *Event) string { return ev.GetPayload().GetOnThoughtStream().GetDelta() }
+
+// StopReason is why a done event's run ended: "completed", or "stopped"
+// for a run stopped by StopRun ("" for any other event).
+func StopReason(ev *Event) string { return ev.GetPayload().GetDone().GetStopReason() }
+
+// Interrupt is the data of an on_interrupt event: calls awaiting approval,
+// or a question of the model's ask_user tool.
+type Interrupt = agentv1.InterruptData
+
+// QuestionOf returns an on_interrupt event's data when it asks the user a
+// question (GetQuestion, GetChoices; answer GetToolCallId with Answer), or
+// nil for an approval or another event.
+func QuestionOf(ev *Event) *Interrupt {
+	if in := ev.GetPayload().GetOnInterrupt(); in.GetKind() == "question" {
+		return in
 	}
-	return ev.GetData().GetStructValue().GetFields()["delta"].GetStringValue()
+	return nil
 }
 
-// Thought is the text an EventThought event adds to the agent's reasoning
-// ("" for any other event); it is not part of the answer.
-func Thought(ev *Event) string {
-	if ev.GetEvent() != EventThought {
-		return ""
-	}
-	return ev.GetData().GetStructValue().GetFields()["delta"].GetStringValue()
-}
-
-// StopReason is why an EventDone event's run ended: "completed", or
-// "stopped" for a run stopped by StopRun ("" for any other event).
-func StopReason(ev *Event) string {
-	if ev.GetEvent() != EventDone {
-		return ""
-	}
-	return ev.GetData().GetStructValue().GetFields()["stop_reason"].GetStringValue()
-}
-
-// Question is what the model asks the user through the ask_user tool.
-type Question struct {
-	// ToolCallID is the call to answer (Answer).
-	ToolCallID string
-	// Text is the question.
-	Text string
-	// Choices are the answers offered; any text is accepted.
-	Choices []string
-}
-
-// QuestionOf returns the question an EventInterrupt event asks, or nil when
-// the event is not a question (an approval, or another event).
-func QuestionOf(ev *Event) *Question {
-	if ev.GetEvent() != EventInterrupt {
-		return nil
-	}
-	f := ev.GetData().GetStructValue().GetFields()
-	if f["kind"].GetStringValue() != "question" {
-		return nil
-	}
-	q := &Question{ToolCallID: f["tool_call_id"].GetStringValue(), Text: f["question"].GetStringValue()}
-	for _, v := range f["choices"].GetListValue().GetValues() {
-		q.Choices = append(q.Choices, v.GetStringValue())
-	}
-	return q
-}
-
-// PendingCalls returns the tool calls an EventInterrupt event asks to
-// approve (nil for any other event).
-func PendingCalls(ev *Event) ([]*ToolCall, error) {
-	if ev.GetEvent() != EventInterrupt {
-		return nil, nil
-	}
-	var out []*ToolCall
-	for _, v := range ev.GetData().GetStructValue().GetFields()["tool_calls"].GetListValue().GetValues() {
-		b, err := protojson.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("wick: interrupt event %s: %w", ev.GetId(), err)
-		}
-		tc := new(ToolCall)
-		if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, tc); err != nil {
-			return nil, fmt.Errorf("wick: interrupt event %s: %w", ev.GetId(), err)
-		}
-		out = append(out, tc)
-	}
-	return out, nil
+// PendingCalls returns the tool calls an on_interrupt event waits on (nil
+// for any other event).
+func PendingCalls(ev *Event) []*ToolCall {
+	return ev.GetPayload().GetOnInterrupt().GetToolCalls()
 }

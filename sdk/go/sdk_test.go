@@ -254,7 +254,7 @@ func TestStreamRejoinsAfterDroppedConnection(t *testing.T) {
 			t.Fatalf("after %d events: %v", len(got), err)
 		}
 		got = append(got, ev)
-		if ev.GetEvent() == wick.EventDelta {
+		if ev.GetPayload().GetOnChatModelStream() != nil {
 			deltas++
 			if deltas == 5 || deltas == 50 {
 				p.cut() // mid-stream, twice
@@ -264,7 +264,7 @@ func TestStreamRejoinsAfterDroppedConnection(t *testing.T) {
 	if p.connections() < 3 {
 		t.Fatalf("%d connections through the proxy: the stream was not cut and re-joined", p.connections())
 	}
-	if last := got[len(got)-1].GetEvent(); last != wick.EventDone {
+	if last := got[len(got)-1].GetEvent(); last != "done" {
 		t.Fatalf("last event %q, want done", last)
 	}
 	// The whole run, read in one piece straight from the suite.
@@ -305,7 +305,7 @@ func TestStreamGivesUpAfterBoundedRejoins(t *testing.T) {
 			continue
 		}
 		runID = ev.GetRunId()
-		if ev.GetEvent() == wick.EventDelta {
+		if ev.GetPayload().GetOnChatModelStream() != nil {
 			p.refuseNew()
 			p.cut()
 		}
@@ -329,7 +329,7 @@ func TestStreamStops(t *testing.T) {
 				return runID, err
 			}
 			runID = ev.GetRunId()
-			if ev.GetEvent() == wick.EventDelta {
+			if ev.GetPayload().GetOnChatModelStream() != nil {
 				break
 			}
 		}
@@ -346,7 +346,7 @@ func TestStreamStops(t *testing.T) {
 				continue
 			}
 			runID = ev.GetRunId()
-			if ev.GetEvent() == wick.EventDelta {
+			if ev.GetPayload().GetOnChatModelStream() != nil {
 				cancel()
 			}
 		}
@@ -376,7 +376,7 @@ func TestStreamStops(t *testing.T) {
 			}
 			last = ev
 		}
-		if last.GetEvent() != wick.EventDone {
+		if last.GetEvent() != "done" {
 			t.Fatalf("last event %v, want done", last)
 		}
 	})
@@ -403,7 +403,7 @@ func TestStopContinueAndAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if runID == "" && ev.GetEvent() == wick.EventDelta {
+		if runID == "" && ev.GetPayload().GetOnChatModelStream() != nil {
 			runID = ev.GetRunId()
 			if _, err := c.StopRun(t.Context(), runID); err != nil {
 				t.Fatal(err)
@@ -432,17 +432,17 @@ func TestStopContinueAndAnswer(t *testing.T) {
 	wantCode(t, "continue a completed run", err, codes.FailedPrecondition)
 
 	asking := newAgent(t, c, "ask", "ask_user")
-	var q *wick.Question
+	var q *wick.Interrupt
 	for ev, err := range c.Stream(t.Context(), asking, wick.Prompt("paint it")) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		if asked := wick.QuestionOf(ev); asked != nil {
 			q = asked
-			if q.Text != "Which colour?" || len(q.Choices) != 2 {
-				t.Fatalf("question %+v", q)
+			if q.GetQuestion() != "Which colour?" || len(q.GetChoices()) != 2 {
+				t.Fatalf("question %v", q)
 			}
-			if _, err := c.Resume(t.Context(), ev.GetRunId(), wick.Answer(q.ToolCallID, "blue")); err != nil {
+			if _, err := c.Resume(t.Context(), ev.GetRunId(), wick.Answer(q.GetToolCallId(), "blue")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -470,11 +470,7 @@ func TestResumeAlways(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			calls, err := wick.PendingCalls(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, call := range calls {
+			for _, call := range wick.PendingCalls(ev) {
 				asked++
 				if _, err := c.Resume(t.Context(), ev.GetRunId(), wick.Always(wick.Approve(call.GetId()))); err != nil {
 					t.Fatal(err)

@@ -35,28 +35,39 @@ func TestSubagents(t *testing.T) {
 		if runID == "" {
 			runID = ev.GetRunId()
 		}
-		if s := wick.SubagentOf(ev); s != nil {
-			if s.Name != "helper" || s.ParentRunID != runID || s.ToolCallID != "t1" || s.Depth != 1 || s.ThreadID == "" {
-				t.Fatalf("sub-agent tags %+v", s)
-			}
-			switch ev.GetEvent() {
-			case wick.EventSubagentStart:
-				starts++
-			case wick.EventSubagentEvent:
-				childEvents = append(childEvents, s.Event.GetEvent())
-			case wick.EventSubagentEnd:
-				ends++
-				if s.Status != "completed" {
-					t.Fatalf("sub-agent ended %+v", s)
-				}
+		// The tags every sub-agent event carries.
+		type tags interface {
+			GetName() string
+			GetParentRunId() string
+			GetToolCallId() string
+			GetDepth() int32
+			GetThreadId() string
+		}
+		var s tags
+		p := ev.GetPayload()
+		switch {
+		case p.GetOnSubagentStart() != nil:
+			s = p.GetOnSubagentStart()
+			starts++
+		case p.GetOnSubagentEvent() != nil:
+			s = p.GetOnSubagentEvent()
+			childEvents = append(childEvents, p.GetOnSubagentEvent().GetEvent().GetEvent())
+		case p.GetOnSubagentEnd() != nil:
+			s = p.GetOnSubagentEnd()
+			ends++
+			if p.GetOnSubagentEnd().GetStatus() != "completed" {
+				t.Fatalf("sub-agent ended %v", s)
 			}
 		}
-		if ev.GetEvent() == wick.EventToolEnd {
-			output = ev.GetData().GetStructValue().GetFields()["output"].GetStringValue()
+		if s != nil && (s.GetName() != "helper" || s.GetParentRunId() != runID || s.GetToolCallId() != "t1" || s.GetDepth() != 1 || s.GetThreadId() == "") {
+			t.Fatalf("sub-agent tags %v", s)
+		}
+		if end := p.GetOnToolEnd(); end != nil {
+			output = end.GetOutput()
 		}
 		last = ev
 	}
-	if starts != 1 || ends != 1 || len(childEvents) == 0 || childEvents[len(childEvents)-1] != wick.EventDone {
+	if starts != 1 || ends != 1 || len(childEvents) == 0 || childEvents[len(childEvents)-1] != "done" {
 		t.Fatalf("starts %d, ends %d, child events %v", starts, ends, childEvents)
 	}
 	if output != "Hi from the helper." || wick.StopReason(last) != "completed" {

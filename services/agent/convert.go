@@ -107,7 +107,7 @@ func stateToProto(st *loop.AgentState) *agentv1.AgentState {
 
 // eventToProto converts a logged event; its data was redacted when logged.
 func eventToProto(ev loop.StreamEvent) *agentv1.StreamEvent {
-	return &agentv1.StreamEvent{Event: ev.Event, Name: ev.Name, RunId: ev.RunID, Data: value(ev.Data), ThreadId: ev.ThreadID, Id: ev.ID}
+	return &agentv1.StreamEvent{Event: ev.Event(), Name: ev.Name, RunId: ev.RunID, Payload: ev.Data, ThreadId: ev.ThreadID, Id: ev.ID}
 }
 
 func backendToProto(b *loop.BackendCfg) *agentv1.BackendConfig {

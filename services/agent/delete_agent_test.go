@@ -82,7 +82,7 @@ func TestDeleteAgentCancelsItsRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			first, err := st.Recv()
-			if err != nil || first.GetEvent().GetEvent() != agent.EventRunStart {
+			if err != nil || first.GetEvent().GetEvent() != "on_run_start" {
 				t.Fatalf("first event = %v, %v", first, err)
 			}
 			runID := first.GetEvent().GetRunId()

@@ -385,7 +385,8 @@ func (s *suite) serve(register func(*grpc.Server)) string {
 }
 
 func (s *suite) conn(addr string) *grpc.ClientConn {
-	c, err := dial.New(addr, dial.WithIdentity(s.key))
+	// Tests read a run event's data as JSON clients get it.
+	c, err := dial.New(addr, dial.WithIdentity(s.key), dial.WithDialOption(testenv.EventData()))
 	if err != nil {
 		s.t.Fatal(err)
 	}

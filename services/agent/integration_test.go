@@ -178,7 +178,7 @@ func TestTwoReplicasShareThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := collect(t, all.Recv)
-	if full[0].GetEvent() != agent.EventRunStart || full[len(full)-1].GetId() != last.GetId() {
+	if full[0].GetEvent() != "on_run_start" || full[len(full)-1].GetId() != last.GetId() {
 		t.Fatalf("full replay = %v", names(full))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/wick-agent/wick/gen/openapi"
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent"
 )
 
@@ -83,30 +84,27 @@ func documentedKinds(t *testing.T, union string) []string {
 }
 
 // TestOpenAPIEventKinds checks that the OpenAPI document describes exactly
-// the event kinds the service emits: run events (RunEvent) from the loop
-// and the run executor, configuration events (ConfigEvent) from the
-// registry and WatchEvents.
+// the event kinds the service emits: run events (RunEvent), whose kinds are
+// the fields of the RunEventData oneof (runevent.Kinds), and configuration
+// events (ConfigEvent) from the registry and WatchEvents. No package names
+// run event kinds of its own.
 func TestOpenAPIEventKinds(t *testing.T) {
 	t.Parallel()
 	consts := eventConsts(t)
 	union := map[string]string{
-		"internal/loop":     "RunEvent",
-		"internal/runexec":  "RunEvent",
-		"internal/subagent": "RunEvent",
-		"internal/tasks":    "RunEvent", // task events, sent in the run that started the task
 		"internal/registry": "ConfigEvent",
 		".":                 "ConfigEvent", // EventSubscribed, the first event of WatchEvents
 	}
-	emitted := map[string][]string{}
+	emitted := map[string][]string{"RunEvent": runevent.Kinds()}
 	for dir, names := range consts {
 		u, ok := union[dir]
 		if !ok {
-			t.Errorf("%s defines event names %v: say here which stream sends them", dir, names)
+			t.Errorf("%s defines event names %v: run event kinds are RunEventData's fields; say here which stream sends others", dir, names)
 			continue
 		}
 		emitted[u] = append(emitted[u], names...)
 	}
-	if !slices.Contains(emitted["ConfigEvent"], agent.EventSubscribed) || !slices.Contains(emitted["RunEvent"], agent.EventRunStart) {
+	if !slices.Contains(emitted["ConfigEvent"], agent.EventSubscribed) || !slices.Contains(emitted["RunEvent"], "on_run_start") {
 		t.Fatalf("the source scan missed known events: %v", emitted)
 	}
 	for _, u := range []string{"RunEvent", "ConfigEvent"} {

@@ -10,9 +10,6 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
 )
 
-// EventRunStart is the first event of every run (see runexec.EventRunStart).
-const EventRunStart = runexec.EventRunStart
-
 // Invoke implements agentv1.AgentServiceServer.
 func (s *Service) Invoke(ctx context.Context, req *agentv1.InvokeRequest) (*agentv1.InvokeResponse, error) {
 	user, err := identity.Require(ctx)

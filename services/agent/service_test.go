@@ -13,7 +13,6 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/services/agent"
-	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 // calcThenAnswer calls calculate on the first turn of each run and answers
@@ -89,7 +88,7 @@ func TestStreamEventsAndRejoin(t *testing.T) {
 	evs := collect(t, st.Recv)
 	got := strings.Join(names(evs), ",")
 	want := "on_run_start,on_tool_start,on_tool_end,on_usage,on_chat_model_stream,on_chat_model_stream,on_usage,done"
-	if !sameSet(got, want) || evs[0].GetEvent() != agent.EventRunStart || evs[len(evs)-1].GetEvent() != "done" {
+	if !sameSet(got, want) || evs[0].GetEvent() != "on_run_start" || evs[len(evs)-1].GetEvent() != "done" {
 		t.Fatalf("events = %s", got)
 	}
 	runID := evs[0].GetRunId()
@@ -348,7 +347,7 @@ func TestBusyThreadCancelAndEnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, err := st.Recv()
-	if err != nil || first.GetEvent().GetEvent() != agent.EventRunStart {
+	if err != nil || first.GetEvent().GetEvent() != "on_run_start" {
 		t.Fatalf("first event = %v, %v", first, err)
 	}
 	thread, runID := first.GetEvent().GetThreadId(), first.GetEvent().GetRunId()
@@ -755,7 +754,7 @@ func TestSecretsRedactedInEvents(t *testing.T) {
 	}
 }
 
-var _ = loop.EventDone
+var _ = "done"
 
 func TestRunUsesSandboxTools(t *testing.T) {
 	t.Parallel()

@@ -3,6 +3,8 @@ package agent
 import (
 	"time"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tasks"
@@ -38,8 +40,8 @@ func taskOption(o tasks.Option) Option {
 // lasts on this replica) and starts follow-up runs.
 type taskListener struct{ s *Service }
 
-func (l taskListener) Event(t *tasks.Task, event string) {
-	l.s.exec.EmitTask(t.RunID, loop.StreamEvent{Event: event, Name: t.Tool, Data: tasks.EventData(t)})
+func (l taskListener) Event(t *tasks.Task, data *agentv1.RunEventData) {
+	l.s.exec.EmitTask(t.RunID, loop.StreamEvent{Name: t.Tool, Data: data})
 }
 
 func (l taskListener) Finished(t *tasks.Task) {

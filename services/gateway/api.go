@@ -33,7 +33,7 @@ func jsonMarshaler() *runtime.JSONPb {
 }
 
 func (g *Gateway) newAPIMux() (*runtime.ServeMux, error) {
-	js := jsonMarshaler()
+	js := sse.EventJSON{JSONPb: jsonMarshaler()}
 	mux := runtime.NewServeMux(
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, js),
 		runtime.WithMarshalerOption(sse.ContentType, &sse.Marshaler{JSON: js}),

@@ -132,15 +132,14 @@ func oneStream(ctx context.Context, client *http.Client, base, body string) ([]t
 		case "error":
 			return nil, fmt.Errorf("error event: %s", ev.Data)
 		case "on_chat_model_stream":
+			// The fake agent sends its send time as the event's name.
 			var d struct {
-				Data struct {
-					SentNS string `json:"sent_ns"`
-				} `json:"data"`
+				SentNS string `json:"name"`
 			}
 			if err := json.Unmarshal([]byte(ev.Data), &d); err != nil {
 				return nil, err
 			}
-			ns, err := strconv.ParseInt(d.Data.SentNS, 10, 64)
+			ns, err := strconv.ParseInt(d.SentNS, 10, 64)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wick-agent/wick/platform/runevent"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
@@ -124,12 +126,24 @@ func (f *fakeAgent) Invoke(ctx context.Context, req *agentv1.InvokeRequest) (*ag
 	}, nil
 }
 
+// event is one event of a fake run. A send time in data's sent_ns goes in
+// the event's name, as a kind's data has no room for it.
 func event(run, kind string, seq int, data map[string]any) *agentv1.StreamEvent {
-	var v *structpb.Value
-	if data != nil {
-		v, _ = structpb.NewValue(data)
+	ev := &agentv1.StreamEvent{Event: kind, RunId: run, ThreadId: "th_" + run, Id: strconv.Itoa(seq)}
+	if ns, ok := data["sent_ns"].(string); ok {
+		ev.Name = ns
+		delete(data, "sent_ns")
 	}
-	return &agentv1.StreamEvent{Event: kind, RunId: run, ThreadId: "th_" + run, Id: strconv.Itoa(seq), Data: v}
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			panic(err)
+		}
+		if ev.Payload, err = runevent.UnmarshalData(kind, raw); err != nil {
+			panic(err)
+		}
+	}
+	return ev
 }
 
 func (f *fakeAgent) Stream(req *agentv1.StreamRequest, ss agentv1.AgentService_StreamServer) error {

@@ -22,11 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/services/gateway"
 )
@@ -301,11 +301,11 @@ func TestSSEStream(t *testing.T) {
 		if ev.ID != want[i].GetId() || ev.Event != want[i].GetEvent() {
 			t.Errorf("event %d: id %q event %q, want %q %q", i, ev.ID, ev.Event, want[i].GetId(), want[i].GetEvent())
 		}
-		var got agentv1.StreamEvent
-		if err := protojson.Unmarshal([]byte(ev.Data), &got); err != nil {
+		got, err := runevent.UnmarshalEvent([]byte(ev.Data))
+		if err != nil {
 			t.Fatalf("event %d data %q: %v", i, ev.Data, err)
 		}
-		if !protoEqual(&got, want[i]) {
+		if !protoEqual(got, want[i]) {
 			t.Errorf("event %d data = %s, want %v", i, ev.Data, want[i])
 		}
 		if !strings.Contains(ev.Data, `"run_id":"run1"`) {

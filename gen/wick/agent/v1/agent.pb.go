@@ -408,34 +408,29 @@ func (x *AgentState) GetVersion() int64 {
 	return 0
 }
 
-// StreamEvent is one event of a run (the seed's StreamEvent). Events are
-// "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
-// "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
-// "on_interrupt" (data.tool_calls awaiting approval, or data.kind
-// "question" with data.question and data.choices from ask_user), "on_usage"
-// (data.input_tokens, data.output_tokens), "on_knowledge_retrieval"
-// (data.query, and data.sources: the chunks put into the prompt before a
-// model call, each a KnowledgeHit in its JSON form plus "n", its number as
-// cited in the prompt's <knowledge> section), "on_run_start", "done" and
-// "error" (data.message, data.code). Sub-agents (the task tool) add
-// "on_subagent_start", "on_subagent_event" (one child event in data.event)
-// and "on_subagent_end" (data.status), each with data.name, run_id,
-// thread_id, parent_run_id, tool_call_id and depth.
+// StreamEvent is one event of a run. Its kind (event) is the name of the
+// field set in payload (RunEventData), which types its data; JSON clients
+// (Server-Sent Events, JSON lines) get that data as `data`.
 type StreamEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// event is the event's kind.
+	// event is the event's kind: the name of the field set in payload.
 	Event string `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
-	// name is the tool or model name the event concerns.
+	// name is the tool, sub-agent or agent the event concerns, when there is one.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// run_id identifies the run.
 	RunId string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	// data is the event's payload; its shape depends on the event.
+	// data is the event's data as JSON: what JSON clients (Server-Sent Events,
+	// JSON lines) get, rendered from payload. The service leaves it unset over
+	// gRPC, where payload carries the data typed; read payload instead.
 	Data *structpb.Value `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
 	// thread_id identifies the thread.
 	ThreadId string `protobuf:"bytes,5,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// id is the event's position in the run's log, for resuming after it
 	// (the SSE `id:` and `Last-Event-ID`).
-	Id            string `protobuf:"bytes,6,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,6,opt,name=id,proto3" json:"id,omitempty"`
+	// payload is the event's data, typed by its kind. JSON clients never see
+	// it: they get it rendered as data.
+	Payload       *RunEventData `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -510,6 +505,13 @@ func (x *StreamEvent) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *StreamEvent) GetPayload() *RunEventData {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
 }
 
 // ConfigEvent is a configuration change sent by WatchEvents.
@@ -6721,11 +6723,1683 @@ func (x *McpServer) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+// RunEventData is the data of one run event, typed by the event's kind: the
+// name of the field that is set is the event's kind (StreamEvent.event). In
+// JSON (Server-Sent Events, JSON lines, the run log) a StreamEvent's data is
+// the set field's message, e.g. {"delta": "Hel"} for on_chat_model_stream.
+// A run's first event is on_run_start and its last is done or error. Kinds
+// may be added in a minor version; a client should skip kinds it does not
+// know.
+type RunEventData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is the event's kind and its data.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*RunEventData_OnRunStart
+	//	*RunEventData_OnChatModelStream
+	//	*RunEventData_OnThoughtStream
+	//	*RunEventData_OnToolStart
+	//	*RunEventData_OnToolEnd
+	//	*RunEventData_OnTodos
+	//	*RunEventData_OnInterrupt
+	//	*RunEventData_OnKnowledgeRetrieval
+	//	*RunEventData_OnUsage
+	//	*RunEventData_OnSubagentStart
+	//	*RunEventData_OnSubagentEvent
+	//	*RunEventData_OnSubagentEnd
+	//	*RunEventData_OnTaskStart
+	//	*RunEventData_OnTaskUpdate
+	//	*RunEventData_OnTaskEnd
+	//	*RunEventData_Done
+	//	*RunEventData_Error
+	Kind          isRunEventData_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunEventData) Reset() {
+	*x = RunEventData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunEventData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunEventData) ProtoMessage() {}
+
+func (x *RunEventData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunEventData.ProtoReflect.Descriptor instead.
+func (*RunEventData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *RunEventData) GetKind() isRunEventData_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnRunStart() *RunStartData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnRunStart); ok {
+			return x.OnRunStart
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnChatModelStream() *DeltaData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnChatModelStream); ok {
+			return x.OnChatModelStream
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnThoughtStream() *DeltaData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnThoughtStream); ok {
+			return x.OnThoughtStream
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnToolStart() *ToolStartData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnToolStart); ok {
+			return x.OnToolStart
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnToolEnd() *ToolEndData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnToolEnd); ok {
+			return x.OnToolEnd
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnTodos() *TodosData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnTodos); ok {
+			return x.OnTodos
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnInterrupt() *InterruptData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnInterrupt); ok {
+			return x.OnInterrupt
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnKnowledgeRetrieval() *KnowledgeRetrievalData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnKnowledgeRetrieval); ok {
+			return x.OnKnowledgeRetrieval
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnUsage() *UsageData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnUsage); ok {
+			return x.OnUsage
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnSubagentStart() *SubagentStartData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnSubagentStart); ok {
+			return x.OnSubagentStart
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnSubagentEvent() *SubagentEventData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnSubagentEvent); ok {
+			return x.OnSubagentEvent
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnSubagentEnd() *SubagentEndData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnSubagentEnd); ok {
+			return x.OnSubagentEnd
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnTaskStart() *TaskEventData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnTaskStart); ok {
+			return x.OnTaskStart
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnTaskUpdate() *TaskEventData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnTaskUpdate); ok {
+			return x.OnTaskUpdate
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnTaskEnd() *TaskEventData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnTaskEnd); ok {
+			return x.OnTaskEnd
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetDone() *DoneData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_Done); ok {
+			return x.Done
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetError() *ErrorData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isRunEventData_Kind interface {
+	isRunEventData_Kind()
+}
+
+type RunEventData_OnRunStart struct {
+	// The run started; sent at once, so the stream's headers go out before
+	// the model answers. The event's name is the agent's id.
+	OnRunStart *RunStartData `protobuf:"bytes,1,opt,name=on_run_start,json=onRunStart,proto3,oneof"`
+}
+
+type RunEventData_OnChatModelStream struct {
+	// A piece of the model's answer text.
+	OnChatModelStream *DeltaData `protobuf:"bytes,2,opt,name=on_chat_model_stream,json=onChatModelStream,proto3,oneof"`
+}
+
+type RunEventData_OnThoughtStream struct {
+	// A piece of the agent's reasoning, shown apart from its answer (agents
+	// backed by an external ACP agent send its thought chunks as these). Not
+	// part of the answer; never sent back to the model.
+	OnThoughtStream *DeltaData `protobuf:"bytes,3,opt,name=on_thought_stream,json=onThoughtStream,proto3,oneof"`
+}
+
+type RunEventData_OnToolStart struct {
+	// A tool call starts. The event's name is the tool's name.
+	OnToolStart *ToolStartData `protobuf:"bytes,4,opt,name=on_tool_start,json=onToolStart,proto3,oneof"`
+}
+
+type RunEventData_OnToolEnd struct {
+	// A tool call ended; every on_tool_start has one, also when the run is
+	// cancelled. The event's name is the tool's name.
+	OnToolEnd *ToolEndData `protobuf:"bytes,5,opt,name=on_tool_end,json=onToolEnd,proto3,oneof"`
+}
+
+type RunEventData_OnTodos struct {
+	// The agent's todo list changed. The event's name is the tool that
+	// changed it (write_todos).
+	OnTodos *TodosData `protobuf:"bytes,6,opt,name=on_todos,json=onTodos,proto3,oneof"`
+}
+
+type RunEventData_OnInterrupt struct {
+	// The run waits for the user: approval of tool calls (interactive
+	// agents), or, with data.kind "question", an answer to the model's
+	// ask_user question; decide or answer with POST /runs/{run_id}/resume.
+	OnInterrupt *InterruptData `protobuf:"bytes,7,opt,name=on_interrupt,json=onInterrupt,proto3,oneof"`
+}
+
+type RunEventData_OnKnowledgeRetrieval struct {
+	// The knowledge hook searched the agent's collections before a model
+	// call; the sources were put into the prompt's <knowledge> section,
+	// numbered as cited. The event's name is the hook (knowledge).
+	OnKnowledgeRetrieval *KnowledgeRetrievalData `protobuf:"bytes,8,opt,name=on_knowledge_retrieval,json=onKnowledgeRetrieval,proto3,oneof"`
+}
+
+type RunEventData_OnUsage struct {
+	// Tokens a model call used.
+	OnUsage *UsageData `protobuf:"bytes,9,opt,name=on_usage,json=onUsage,proto3,oneof"`
+}
+
+type RunEventData_OnSubagentStart struct {
+	// A task call started a sub-agent: a child run on a thread of its own,
+	// in the same sandbox. Its events follow as on_subagent_event, then
+	// on_subagent_end. The event's name is the sub-agent's name.
+	OnSubagentStart *SubagentStartData `protobuf:"bytes,10,opt,name=on_subagent_start,json=onSubagentStart,proto3,oneof"`
+}
+
+type RunEventData_OnSubagentEvent struct {
+	// One event of a sub-agent, wrapped so that a client never takes a
+	// child's done or error for the run's own. Events of deeper sub-agents
+	// come as their own on_subagent_* events, tagged with their
+	// parent_run_id. The event's name is the sub-agent's name.
+	OnSubagentEvent *SubagentEventData `protobuf:"bytes,11,opt,name=on_subagent_event,json=onSubagentEvent,proto3,oneof"`
+}
+
+type RunEventData_OnSubagentEnd struct {
+	// A sub-agent ended; its final answer is the output of the parent's task
+	// call (on_tool_end). The event's name is the sub-agent's name.
+	OnSubagentEnd *SubagentEndData `protobuf:"bytes,12,opt,name=on_subagent_end,json=onSubagentEnd,proto3,oneof"`
+}
+
+type RunEventData_OnTaskStart struct {
+	// A tool call started a background task (its result says so at once).
+	// Task events reach the run that started the task while it lasts; read
+	// the task with GET /tasks/{task_id} after. The event's name is the
+	// tool's name.
+	OnTaskStart *TaskEventData `protobuf:"bytes,13,opt,name=on_task_start,json=onTaskStart,proto3,oneof"`
+}
+
+type RunEventData_OnTaskUpdate struct {
+	// A background task reported progress (data.result holds it). The
+	// event's name is the tool's name.
+	OnTaskUpdate *TaskEventData `protobuf:"bytes,14,opt,name=on_task_update,json=onTaskUpdate,proto3,oneof"`
+}
+
+type RunEventData_OnTaskEnd struct {
+	// A background task finished: done, failed or cancelled. The event's
+	// name is the tool's name.
+	OnTaskEnd *TaskEventData `protobuf:"bytes,15,opt,name=on_task_end,json=onTaskEnd,proto3,oneof"`
+}
+
+type RunEventData_Done struct {
+	// The run completed; the last event.
+	Done *DoneData `protobuf:"bytes,16,opt,name=done,proto3,oneof"`
+}
+
+type RunEventData_Error struct {
+	// The run failed or was cancelled; the last event.
+	Error *ErrorData `protobuf:"bytes,17,opt,name=error,proto3,oneof"`
+}
+
+func (*RunEventData_OnRunStart) isRunEventData_Kind() {}
+
+func (*RunEventData_OnChatModelStream) isRunEventData_Kind() {}
+
+func (*RunEventData_OnThoughtStream) isRunEventData_Kind() {}
+
+func (*RunEventData_OnToolStart) isRunEventData_Kind() {}
+
+func (*RunEventData_OnToolEnd) isRunEventData_Kind() {}
+
+func (*RunEventData_OnTodos) isRunEventData_Kind() {}
+
+func (*RunEventData_OnInterrupt) isRunEventData_Kind() {}
+
+func (*RunEventData_OnKnowledgeRetrieval) isRunEventData_Kind() {}
+
+func (*RunEventData_OnUsage) isRunEventData_Kind() {}
+
+func (*RunEventData_OnSubagentStart) isRunEventData_Kind() {}
+
+func (*RunEventData_OnSubagentEvent) isRunEventData_Kind() {}
+
+func (*RunEventData_OnSubagentEnd) isRunEventData_Kind() {}
+
+func (*RunEventData_OnTaskStart) isRunEventData_Kind() {}
+
+func (*RunEventData_OnTaskUpdate) isRunEventData_Kind() {}
+
+func (*RunEventData_OnTaskEnd) isRunEventData_Kind() {}
+
+func (*RunEventData_Done) isRunEventData_Kind() {}
+
+func (*RunEventData_Error) isRunEventData_Kind() {}
+
+// RunStartData is the data of on_run_start.
+type RunStartData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The thread the run works on.
+	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// The agent.
+	AgentId       string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStartData) Reset() {
+	*x = RunStartData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStartData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStartData) ProtoMessage() {}
+
+func (x *RunStartData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStartData.ProtoReflect.Descriptor instead.
+func (*RunStartData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *RunStartData) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunStartData) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *RunStartData) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+// DeltaData is a piece of text: the data of on_chat_model_stream and
+// on_thought_stream.
+type DeltaData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text to append.
+	Delta         string `protobuf:"bytes,1,opt,name=delta,proto3" json:"delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeltaData) Reset() {
+	*x = DeltaData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeltaData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeltaData) ProtoMessage() {}
+
+func (x *DeltaData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeltaData.ProtoReflect.Descriptor instead.
+func (*DeltaData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *DeltaData) GetDelta() string {
+	if x != nil {
+		return x.Delta
+	}
+	return ""
+}
+
+// ToolStartData is the data of on_tool_start.
+type ToolStartData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's arguments.
+	Args *structpb.Struct `protobuf:"bytes,1,opt,name=args,proto3" json:"args,omitempty"`
+	// The call's id, repeated in its on_tool_end.
+	ToolCallId    string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolStartData) Reset() {
+	*x = ToolStartData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolStartData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolStartData) ProtoMessage() {}
+
+func (x *ToolStartData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolStartData.ProtoReflect.Descriptor instead.
+func (*ToolStartData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *ToolStartData) GetArgs() *structpb.Struct {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *ToolStartData) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+// ToolEndData is the data of on_tool_end.
+type ToolEndData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool's output, as the model sees it.
+	Output *string `protobuf:"bytes,1,opt,name=output,proto3,oneof" json:"output,omitempty"`
+	// Why the tool failed; empty when it did not.
+	Error *string `protobuf:"bytes,2,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	// The call's id.
+	ToolCallId    string `protobuf:"bytes,3,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolEndData) Reset() {
+	*x = ToolEndData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolEndData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolEndData) ProtoMessage() {}
+
+func (x *ToolEndData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolEndData.ProtoReflect.Descriptor instead.
+func (*ToolEndData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *ToolEndData) GetOutput() string {
+	if x != nil && x.Output != nil {
+		return *x.Output
+	}
+	return ""
+}
+
+func (x *ToolEndData) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
+func (x *ToolEndData) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+// TodosData is the data of on_todos.
+type TodosData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The whole list.
+	Todos         []*Todo `protobuf:"bytes,1,rep,name=todos,proto3" json:"todos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TodosData) Reset() {
+	*x = TodosData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TodosData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TodosData) ProtoMessage() {}
+
+func (x *TodosData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TodosData.ProtoReflect.Descriptor instead.
+func (*TodosData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *TodosData) GetTodos() []*Todo {
+	if x != nil {
+		return x.Todos
+	}
+	return nil
+}
+
+// InterruptData is the data of on_interrupt.
+type InterruptData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The calls awaiting a decision (for a question, the ask_user call).
+	ToolCalls []*ToolCall `protobuf:"bytes,1,rep,name=tool_calls,json=toolCalls,proto3" json:"tool_calls,omitempty"`
+	// approval (the default when absent) or question.
+	Kind *string `protobuf:"bytes,2,opt,name=kind,proto3,oneof" json:"kind,omitempty"`
+	// The question, when kind is question.
+	Question *string `protobuf:"bytes,3,opt,name=question,proto3,oneof" json:"question,omitempty"`
+	// The answers offered, when kind is question and the model gave some; any
+	// text is accepted.
+	Choices []string `protobuf:"bytes,4,rep,name=choices,proto3" json:"choices,omitempty"`
+	// The ask_user call to answer (action "answer"), when kind is question.
+	ToolCallId *string `protobuf:"bytes,5,opt,name=tool_call_id,json=toolCallId,proto3,oneof" json:"tool_call_id,omitempty"`
+	// True on an approval: a decision may carry always, which the thread
+	// remembers for later calls of the same kind (tool name, or an ACP
+	// agent's tool kind). Absent on a question.
+	Always        *bool `protobuf:"varint,6,opt,name=always,proto3,oneof" json:"always,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InterruptData) Reset() {
+	*x = InterruptData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InterruptData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InterruptData) ProtoMessage() {}
+
+func (x *InterruptData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InterruptData.ProtoReflect.Descriptor instead.
+func (*InterruptData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *InterruptData) GetToolCalls() []*ToolCall {
+	if x != nil {
+		return x.ToolCalls
+	}
+	return nil
+}
+
+func (x *InterruptData) GetKind() string {
+	if x != nil && x.Kind != nil {
+		return *x.Kind
+	}
+	return ""
+}
+
+func (x *InterruptData) GetQuestion() string {
+	if x != nil && x.Question != nil {
+		return *x.Question
+	}
+	return ""
+}
+
+func (x *InterruptData) GetChoices() []string {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *InterruptData) GetToolCallId() string {
+	if x != nil && x.ToolCallId != nil {
+		return *x.ToolCallId
+	}
+	return ""
+}
+
+func (x *InterruptData) GetAlways() bool {
+	if x != nil && x.Always != nil {
+		return *x.Always
+	}
+	return false
+}
+
+// KnowledgeRetrievalData is the data of on_knowledge_retrieval.
+type KnowledgeRetrievalData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What was searched for: the latest user message and a little context.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// The chunks injected, best first.
+	Sources []*KnowledgeSource `protobuf:"bytes,2,rep,name=sources,proto3" json:"sources,omitempty"`
+	// Why the search failed, when it did; the run goes on without knowledge.
+	Error         *string `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnowledgeRetrievalData) Reset() {
+	*x = KnowledgeRetrievalData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnowledgeRetrievalData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnowledgeRetrievalData) ProtoMessage() {}
+
+func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnowledgeRetrievalData.ProtoReflect.Descriptor instead.
+func (*KnowledgeRetrievalData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *KnowledgeRetrievalData) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *KnowledgeRetrievalData) GetSources() []*KnowledgeSource {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *KnowledgeRetrievalData) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
+// KnowledgeSource is one chunk put into the prompt's <knowledge> section.
+type KnowledgeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The source's number, as the prompt cites it ([n]).
+	N int32 `protobuf:"varint,1,opt,name=n,proto3" json:"n,omitempty"`
+	// The chunk: collection/document#index.
+	ChunkId string `protobuf:"bytes,2,opt,name=chunk_id,json=chunkId,proto3" json:"chunk_id,omitempty"`
+	// The collection's id.
+	Collection *string `protobuf:"bytes,3,opt,name=collection,proto3,oneof" json:"collection,omitempty"`
+	// The document's id.
+	Document *string `protobuf:"bytes,4,opt,name=document,proto3,oneof" json:"document,omitempty"`
+	// The document's title.
+	Title *string `protobuf:"bytes,5,opt,name=title,proto3,oneof" json:"title,omitempty"`
+	// The Markdown headings above the chunk.
+	Heading *string `protobuf:"bytes,6,opt,name=heading,proto3,oneof" json:"heading,omitempty"`
+	// Where the document came from: a workspace path or text.
+	Source *string `protobuf:"bytes,7,opt,name=source,proto3,oneof" json:"source,omitempty"`
+	// Cosine similarity of query and chunk.
+	Score float64 `protobuf:"fixed64,8,opt,name=score,proto3" json:"score,omitempty"`
+	// The start of the chunk's text.
+	Text          *string `protobuf:"bytes,9,opt,name=text,proto3,oneof" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KnowledgeSource) Reset() {
+	*x = KnowledgeSource{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KnowledgeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KnowledgeSource) ProtoMessage() {}
+
+func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KnowledgeSource.ProtoReflect.Descriptor instead.
+func (*KnowledgeSource) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *KnowledgeSource) GetN() int32 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
+func (x *KnowledgeSource) GetChunkId() string {
+	if x != nil {
+		return x.ChunkId
+	}
+	return ""
+}
+
+func (x *KnowledgeSource) GetCollection() string {
+	if x != nil && x.Collection != nil {
+		return *x.Collection
+	}
+	return ""
+}
+
+func (x *KnowledgeSource) GetDocument() string {
+	if x != nil && x.Document != nil {
+		return *x.Document
+	}
+	return ""
+}
+
+func (x *KnowledgeSource) GetTitle() string {
+	if x != nil && x.Title != nil {
+		return *x.Title
+	}
+	return ""
+}
+
+func (x *KnowledgeSource) GetHeading() string {
+	if x != nil && x.Heading != nil {
+		return *x.Heading
+	}
+	return ""
+}
+
+func (x *KnowledgeSource) GetSource() string {
+	if x != nil && x.Source != nil {
+		return *x.Source
+	}
+	return ""
+}
+
+func (x *KnowledgeSource) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *KnowledgeSource) GetText() string {
+	if x != nil && x.Text != nil {
+		return *x.Text
+	}
+	return ""
+}
+
+// UsageData is the data of on_usage.
+type UsageData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Prompt tokens.
+	InputTokens *int32 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3,oneof" json:"input_tokens,omitempty"`
+	// Completion tokens.
+	OutputTokens  *int32 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3,oneof" json:"output_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageData) Reset() {
+	*x = UsageData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageData) ProtoMessage() {}
+
+func (x *UsageData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageData.ProtoReflect.Descriptor instead.
+func (*UsageData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *UsageData) GetInputTokens() int32 {
+	if x != nil && x.InputTokens != nil {
+		return *x.InputTokens
+	}
+	return 0
+}
+
+func (x *UsageData) GetOutputTokens() int32 {
+	if x != nil && x.OutputTokens != nil {
+		return *x.OutputTokens
+	}
+	return 0
+}
+
+// SubagentStartData is the data of on_subagent_start.
+type SubagentStartData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sub-agent's name (general-purpose or one the agent declares).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The child run's id.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The child's thread (GET /threads/{thread_id}); thread lists leave it out.
+	ThreadId string `protobuf:"bytes,3,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// The run whose task call started the child: the streamed run, or a
+	// sub-agent of it.
+	ParentRunId string `protobuf:"bytes,4,opt,name=parent_run_id,json=parentRunId,proto3" json:"parent_run_id,omitempty"`
+	// The parent's task call.
+	ToolCallId string `protobuf:"bytes,5,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// How deep the child runs: 1 for a child of the streamed run.
+	Depth int32 `protobuf:"varint,6,opt,name=depth,proto3" json:"depth,omitempty"`
+	// The task the parent handed it.
+	Description   *string `protobuf:"bytes,7,opt,name=description,proto3,oneof" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentStartData) Reset() {
+	*x = SubagentStartData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentStartData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentStartData) ProtoMessage() {}
+
+func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentStartData.ProtoReflect.Descriptor instead.
+func (*SubagentStartData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *SubagentStartData) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SubagentStartData) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *SubagentStartData) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *SubagentStartData) GetParentRunId() string {
+	if x != nil {
+		return x.ParentRunId
+	}
+	return ""
+}
+
+func (x *SubagentStartData) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *SubagentStartData) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *SubagentStartData) GetDescription() string {
+	if x != nil && x.Description != nil {
+		return *x.Description
+	}
+	return ""
+}
+
+// SubagentEventData is the data of on_subagent_event.
+type SubagentEventData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sub-agent's name (general-purpose or one the agent declares).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The child run's id.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The child's thread (GET /threads/{thread_id}); thread lists leave it out.
+	ThreadId string `protobuf:"bytes,3,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// The run whose task call started the child: the streamed run, or a
+	// sub-agent of it.
+	ParentRunId string `protobuf:"bytes,4,opt,name=parent_run_id,json=parentRunId,proto3" json:"parent_run_id,omitempty"`
+	// The parent's task call.
+	ToolCallId string `protobuf:"bytes,5,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// How deep the child runs: 1 for a child of the streamed run.
+	Depth int32 `protobuf:"varint,6,opt,name=depth,proto3" json:"depth,omitempty"`
+	// The child's event: its kind, name and data, as a run's event has them.
+	Event         *ChildEvent `protobuf:"bytes,7,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentEventData) Reset() {
+	*x = SubagentEventData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentEventData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentEventData) ProtoMessage() {}
+
+func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentEventData.ProtoReflect.Descriptor instead.
+func (*SubagentEventData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *SubagentEventData) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SubagentEventData) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *SubagentEventData) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *SubagentEventData) GetParentRunId() string {
+	if x != nil {
+		return x.ParentRunId
+	}
+	return ""
+}
+
+func (x *SubagentEventData) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *SubagentEventData) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *SubagentEventData) GetEvent() *ChildEvent {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+// ChildEvent is one event of a sub-agent, as on_subagent_event carries it.
+type ChildEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The child event's kind (on_chat_model_stream, on_tool_start, done …).
+	Event string `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The child event's name.
+	Name *string `protobuf:"bytes,2,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// The child event's data, shaped as for that kind; in JSON, the set
+	// field's message itself, as a StreamEvent's data.
+	Data          *RunEventData `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChildEvent) Reset() {
+	*x = ChildEvent{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChildEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChildEvent) ProtoMessage() {}
+
+func (x *ChildEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChildEvent.ProtoReflect.Descriptor instead.
+func (*ChildEvent) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *ChildEvent) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *ChildEvent) GetName() string {
+	if x != nil && x.Name != nil {
+		return *x.Name
+	}
+	return ""
+}
+
+func (x *ChildEvent) GetData() *RunEventData {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// SubagentEndData is the data of on_subagent_end.
+type SubagentEndData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sub-agent's name (general-purpose or one the agent declares).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The child run's id.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The child's thread (GET /threads/{thread_id}); thread lists leave it out.
+	ThreadId string `protobuf:"bytes,3,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// The run whose task call started the child: the streamed run, or a
+	// sub-agent of it.
+	ParentRunId string `protobuf:"bytes,4,opt,name=parent_run_id,json=parentRunId,proto3" json:"parent_run_id,omitempty"`
+	// The parent's task call.
+	ToolCallId string `protobuf:"bytes,5,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// How deep the child runs: 1 for a child of the streamed run.
+	Depth int32 `protobuf:"varint,6,opt,name=depth,proto3" json:"depth,omitempty"`
+	// completed, failed, timeout, stopped (its parent is stopping) or
+	// cancelled (with its parent).
+	Status string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	// Why it did not complete; the parent's task call fails with it.
+	Error         *string `protobuf:"bytes,8,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubagentEndData) Reset() {
+	*x = SubagentEndData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubagentEndData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubagentEndData) ProtoMessage() {}
+
+func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubagentEndData.ProtoReflect.Descriptor instead.
+func (*SubagentEndData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *SubagentEndData) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SubagentEndData) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *SubagentEndData) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *SubagentEndData) GetParentRunId() string {
+	if x != nil {
+		return x.ParentRunId
+	}
+	return ""
+}
+
+func (x *SubagentEndData) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *SubagentEndData) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *SubagentEndData) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *SubagentEndData) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
+// TaskEventData is a background task: the data of on_task_start,
+// on_task_update and on_task_end.
+type TaskEventData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task (GET /tasks/{task_id}).
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The tool it runs.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// native (a Go tool of the server), http (an async callback tool) or
+	// subagent (a background task tool call).
+	Kind *string `protobuf:"bytes,3,opt,name=kind,proto3,oneof" json:"kind,omitempty"`
+	// running, done, failed or cancelled.
+	Status string `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
+	// The thread the task's result joins.
+	ThreadId *string `protobuf:"bytes,5,opt,name=thread_id,json=threadId,proto3,oneof" json:"thread_id,omitempty"`
+	// The run that started it.
+	RunId *string `protobuf:"bytes,6,opt,name=run_id,json=runId,proto3,oneof" json:"run_id,omitempty"`
+	// The model's call that started it.
+	ToolCallId *string `protobuf:"bytes,7,opt,name=tool_call_id,json=toolCallId,proto3,oneof" json:"tool_call_id,omitempty"`
+	// Starts so far: 1, then one per take-over by another replica.
+	Attempts *int32 `protobuf:"varint,8,opt,name=attempts,proto3,oneof" json:"attempts,omitempty"`
+	// The output, or why it failed or was cancelled, once finished; the
+	// progress, in on_task_update.
+	Result *string `protobuf:"bytes,9,opt,name=result,proto3,oneof" json:"result,omitempty"`
+	// The child of a subagent task; its thread is read with
+	// GET /threads/{thread_id}.
+	Subagent      *TaskSubagent `protobuf:"bytes,10,opt,name=subagent,proto3" json:"subagent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskEventData) Reset() {
+	*x = TaskEventData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskEventData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskEventData) ProtoMessage() {}
+
+func (x *TaskEventData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskEventData.ProtoReflect.Descriptor instead.
+func (*TaskEventData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *TaskEventData) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetKind() string {
+	if x != nil && x.Kind != nil {
+		return *x.Kind
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetThreadId() string {
+	if x != nil && x.ThreadId != nil {
+		return *x.ThreadId
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetRunId() string {
+	if x != nil && x.RunId != nil {
+		return *x.RunId
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetToolCallId() string {
+	if x != nil && x.ToolCallId != nil {
+		return *x.ToolCallId
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetAttempts() int32 {
+	if x != nil && x.Attempts != nil {
+		return *x.Attempts
+	}
+	return 0
+}
+
+func (x *TaskEventData) GetResult() string {
+	if x != nil && x.Result != nil {
+		return *x.Result
+	}
+	return ""
+}
+
+func (x *TaskEventData) GetSubagent() *TaskSubagent {
+	if x != nil {
+		return x.Subagent
+	}
+	return nil
+}
+
+// TaskSubagent is the child of a subagent task.
+type TaskSubagent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The sub-agent type.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The child's thread.
+	ThreadId string `protobuf:"bytes,2,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// The child's run id, as in its on_subagent_* events.
+	RunId string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// How deep the child runs (1).
+	Depth         int32 `protobuf:"varint,4,opt,name=depth,proto3" json:"depth,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskSubagent) Reset() {
+	*x = TaskSubagent{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskSubagent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskSubagent) ProtoMessage() {}
+
+func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskSubagent.ProtoReflect.Descriptor instead.
+func (*TaskSubagent) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *TaskSubagent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TaskSubagent) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *TaskSubagent) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *TaskSubagent) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+// DoneData is the data of done.
+type DoneData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why it stopped: completed, or stopped (POST /runs/{run_id}/stop;
+	// continue it with POST /runs/{run_id}/continue).
+	StopReason    *string `protobuf:"bytes,1,opt,name=stop_reason,json=stopReason,proto3,oneof" json:"stop_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DoneData) Reset() {
+	*x = DoneData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DoneData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DoneData) ProtoMessage() {}
+
+func (x *DoneData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DoneData.ProtoReflect.Descriptor instead.
+func (*DoneData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *DoneData) GetStopReason() string {
+	if x != nil && x.StopReason != nil {
+		return *x.StopReason
+	}
+	return ""
+}
+
+// ErrorData is the data of error.
+type ErrorData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What went wrong.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// What ended the run: cancelled, aborted, failed, lost (its replica
+	// stopped), max_turns, error (the model or a hook failed),
+	// resource_exhausted (a per-user or per-thread limit) or unavailable (a
+	// dependency did not answer; worth a retry later).
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// The loop's reason, when the loop ended the run: error, max_turns or
+	// cancelled.
+	StopReason    *string `protobuf:"bytes,3,opt,name=stop_reason,json=stopReason,proto3,oneof" json:"stop_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ErrorData) Reset() {
+	*x = ErrorData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ErrorData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ErrorData) ProtoMessage() {}
+
+func (x *ErrorData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ErrorData.ProtoReflect.Descriptor instead.
+func (*ErrorData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
+}
+
+func (x *ErrorData) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ErrorData) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *ErrorData) GetStopReason() string {
+	if x != nil && x.StopReason != nil {
+		return *x.StopReason
+	}
+	return ""
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x19wick/agent/v1/agent.proto\x12\rwick.agent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x01\n" +
+	"\x19wick/agent/v1/agent.proto\x12\rwick.agent.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x01\n" +
 	"\aMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x126\n" +
@@ -6762,14 +8436,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"FilesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa7\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xde\x01\n" +
 	"\vStreamEvent\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x15\n" +
 	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12*\n" +
 	"\x04data\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04data\x12\x1b\n" +
 	"\tthread_id\x18\x05 \x01(\tR\bthreadId\x12\x0e\n" +
-	"\x02id\x18\x06 \x01(\tR\x02id\"\xbe\x01\n" +
+	"\x02id\x18\x06 \x01(\tR\x02id\x125\n" +
+	"\apayload\x18\a \x01(\v2\x1b.wick.agent.v1.RunEventDataR\apayload\"\xbe\x01\n" +
 	"\vConfigEvent\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12\x12\n" +
@@ -7216,7 +8891,160 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xba$\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\t\n" +
+	"\fRunEventData\x12?\n" +
+	"\fon_run_start\x18\x01 \x01(\v2\x1b.wick.agent.v1.RunStartDataH\x00R\n" +
+	"onRunStart\x12K\n" +
+	"\x14on_chat_model_stream\x18\x02 \x01(\v2\x18.wick.agent.v1.DeltaDataH\x00R\x11onChatModelStream\x12F\n" +
+	"\x11on_thought_stream\x18\x03 \x01(\v2\x18.wick.agent.v1.DeltaDataH\x00R\x0fonThoughtStream\x12B\n" +
+	"\ron_tool_start\x18\x04 \x01(\v2\x1c.wick.agent.v1.ToolStartDataH\x00R\vonToolStart\x12<\n" +
+	"\von_tool_end\x18\x05 \x01(\v2\x1a.wick.agent.v1.ToolEndDataH\x00R\tonToolEnd\x125\n" +
+	"\bon_todos\x18\x06 \x01(\v2\x18.wick.agent.v1.TodosDataH\x00R\aonTodos\x12A\n" +
+	"\fon_interrupt\x18\a \x01(\v2\x1c.wick.agent.v1.InterruptDataH\x00R\vonInterrupt\x12]\n" +
+	"\x16on_knowledge_retrieval\x18\b \x01(\v2%.wick.agent.v1.KnowledgeRetrievalDataH\x00R\x14onKnowledgeRetrieval\x125\n" +
+	"\bon_usage\x18\t \x01(\v2\x18.wick.agent.v1.UsageDataH\x00R\aonUsage\x12N\n" +
+	"\x11on_subagent_start\x18\n" +
+	" \x01(\v2 .wick.agent.v1.SubagentStartDataH\x00R\x0fonSubagentStart\x12N\n" +
+	"\x11on_subagent_event\x18\v \x01(\v2 .wick.agent.v1.SubagentEventDataH\x00R\x0fonSubagentEvent\x12H\n" +
+	"\x0fon_subagent_end\x18\f \x01(\v2\x1e.wick.agent.v1.SubagentEndDataH\x00R\ronSubagentEnd\x12B\n" +
+	"\ron_task_start\x18\r \x01(\v2\x1c.wick.agent.v1.TaskEventDataH\x00R\vonTaskStart\x12D\n" +
+	"\x0eon_task_update\x18\x0e \x01(\v2\x1c.wick.agent.v1.TaskEventDataH\x00R\fonTaskUpdate\x12>\n" +
+	"\von_task_end\x18\x0f \x01(\v2\x1c.wick.agent.v1.TaskEventDataH\x00R\tonTaskEnd\x12-\n" +
+	"\x04done\x18\x10 \x01(\v2\x17.wick.agent.v1.DoneDataH\x00R\x04done\x120\n" +
+	"\x05error\x18\x11 \x01(\v2\x18.wick.agent.v1.ErrorDataH\x00R\x05errorB\x06\n" +
+	"\x04kind\"]\n" +
+	"\fRunStartData\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1b\n" +
+	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x19\n" +
+	"\bagent_id\x18\x03 \x01(\tR\aagentId\"&\n" +
+	"\tDeltaData\x12\x19\n" +
+	"\x05delta\x18\x01 \x01(\tB\x03\xe0A\x02R\x05delta\"c\n" +
+	"\rToolStartData\x12+\n" +
+	"\x04args\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04args\x12%\n" +
+	"\ftool_call_id\x18\x02 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\"\x81\x01\n" +
+	"\vToolEndData\x12\x1b\n" +
+	"\x06output\x18\x01 \x01(\tH\x00R\x06output\x88\x01\x01\x12\x19\n" +
+	"\x05error\x18\x02 \x01(\tH\x01R\x05error\x88\x01\x01\x12%\n" +
+	"\ftool_call_id\x18\x03 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallIdB\t\n" +
+	"\a_outputB\b\n" +
+	"\x06_error\";\n" +
+	"\tTodosData\x12.\n" +
+	"\x05todos\x18\x01 \x03(\v2\x13.wick.agent.v1.TodoB\x03\xe0A\x02R\x05todos\"\x96\x02\n" +
+	"\rInterruptData\x12;\n" +
+	"\n" +
+	"tool_calls\x18\x01 \x03(\v2\x17.wick.agent.v1.ToolCallB\x03\xe0A\x02R\ttoolCalls\x12\x17\n" +
+	"\x04kind\x18\x02 \x01(\tH\x00R\x04kind\x88\x01\x01\x12\x1f\n" +
+	"\bquestion\x18\x03 \x01(\tH\x01R\bquestion\x88\x01\x01\x12\x18\n" +
+	"\achoices\x18\x04 \x03(\tR\achoices\x12%\n" +
+	"\ftool_call_id\x18\x05 \x01(\tH\x02R\n" +
+	"toolCallId\x88\x01\x01\x12\x1b\n" +
+	"\x06always\x18\x06 \x01(\bH\x03R\x06always\x88\x01\x01B\a\n" +
+	"\x05_kindB\v\n" +
+	"\t_questionB\x0f\n" +
+	"\r_tool_call_idB\t\n" +
+	"\a_always\"\x97\x01\n" +
+	"\x16KnowledgeRetrievalData\x12\x19\n" +
+	"\x05query\x18\x01 \x01(\tB\x03\xe0A\x02R\x05query\x12=\n" +
+	"\asources\x18\x02 \x03(\v2\x1e.wick.agent.v1.KnowledgeSourceB\x03\xe0A\x02R\asources\x12\x19\n" +
+	"\x05error\x18\x03 \x01(\tH\x00R\x05error\x88\x01\x01B\b\n" +
+	"\x06_error\"\xdb\x02\n" +
+	"\x0fKnowledgeSource\x12\x11\n" +
+	"\x01n\x18\x01 \x01(\x05B\x03\xe0A\x02R\x01n\x12\x1e\n" +
+	"\bchunk_id\x18\x02 \x01(\tB\x03\xe0A\x02R\achunkId\x12#\n" +
+	"\n" +
+	"collection\x18\x03 \x01(\tH\x00R\n" +
+	"collection\x88\x01\x01\x12\x1f\n" +
+	"\bdocument\x18\x04 \x01(\tH\x01R\bdocument\x88\x01\x01\x12\x19\n" +
+	"\x05title\x18\x05 \x01(\tH\x02R\x05title\x88\x01\x01\x12\x1d\n" +
+	"\aheading\x18\x06 \x01(\tH\x03R\aheading\x88\x01\x01\x12\x1b\n" +
+	"\x06source\x18\a \x01(\tH\x04R\x06source\x88\x01\x01\x12\x19\n" +
+	"\x05score\x18\b \x01(\x01B\x03\xe0A\x02R\x05score\x12\x17\n" +
+	"\x04text\x18\t \x01(\tH\x05R\x04text\x88\x01\x01B\r\n" +
+	"\v_collectionB\v\n" +
+	"\t_documentB\b\n" +
+	"\x06_titleB\n" +
+	"\n" +
+	"\b_headingB\t\n" +
+	"\a_sourceB\a\n" +
+	"\x05_text\"\x80\x01\n" +
+	"\tUsageData\x12&\n" +
+	"\finput_tokens\x18\x01 \x01(\x05H\x00R\vinputTokens\x88\x01\x01\x12(\n" +
+	"\routput_tokens\x18\x02 \x01(\x05H\x01R\foutputTokens\x88\x01\x01B\x0f\n" +
+	"\r_input_tokensB\x10\n" +
+	"\x0e_output_tokens\"\x8c\x02\n" +
+	"\x11SubagentStartData\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1a\n" +
+	"\x06run_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x05runId\x12 \n" +
+	"\tthread_id\x18\x03 \x01(\tB\x03\xe0A\x02R\bthreadId\x12'\n" +
+	"\rparent_run_id\x18\x04 \x01(\tB\x03\xe0A\x02R\vparentRunId\x12%\n" +
+	"\ftool_call_id\x18\x05 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\x12\x19\n" +
+	"\x05depth\x18\x06 \x01(\x05B\x03\xe0A\x02R\x05depth\x12%\n" +
+	"\vdescription\x18\a \x01(\tH\x00R\vdescription\x88\x01\x01B\x0e\n" +
+	"\f_description\"\x8b\x02\n" +
+	"\x11SubagentEventData\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1a\n" +
+	"\x06run_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x05runId\x12 \n" +
+	"\tthread_id\x18\x03 \x01(\tB\x03\xe0A\x02R\bthreadId\x12'\n" +
+	"\rparent_run_id\x18\x04 \x01(\tB\x03\xe0A\x02R\vparentRunId\x12%\n" +
+	"\ftool_call_id\x18\x05 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\x12\x19\n" +
+	"\x05depth\x18\x06 \x01(\x05B\x03\xe0A\x02R\x05depth\x124\n" +
+	"\x05event\x18\a \x01(\v2\x19.wick.agent.v1.ChildEventB\x03\xe0A\x02R\x05event\"z\n" +
+	"\n" +
+	"ChildEvent\x12\x19\n" +
+	"\x05event\x18\x01 \x01(\tB\x03\xe0A\x02R\x05event\x12\x17\n" +
+	"\x04name\x18\x02 \x01(\tH\x00R\x04name\x88\x01\x01\x12/\n" +
+	"\x04data\x18\x03 \x01(\v2\x1b.wick.agent.v1.RunEventDataR\x04dataB\a\n" +
+	"\x05_name\"\x95\x02\n" +
+	"\x0fSubagentEndData\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1a\n" +
+	"\x06run_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x05runId\x12 \n" +
+	"\tthread_id\x18\x03 \x01(\tB\x03\xe0A\x02R\bthreadId\x12'\n" +
+	"\rparent_run_id\x18\x04 \x01(\tB\x03\xe0A\x02R\vparentRunId\x12%\n" +
+	"\ftool_call_id\x18\x05 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\x12\x19\n" +
+	"\x05depth\x18\x06 \x01(\x05B\x03\xe0A\x02R\x05depth\x12\x1b\n" +
+	"\x06status\x18\a \x01(\tB\x03\xe0A\x02R\x06status\x12\x19\n" +
+	"\x05error\x18\b \x01(\tH\x00R\x05error\x88\x01\x01B\b\n" +
+	"\x06_error\"\xa3\x03\n" +
+	"\rTaskEventData\x12\x1c\n" +
+	"\atask_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x06taskId\x12\x17\n" +
+	"\x04tool\x18\x02 \x01(\tB\x03\xe0A\x02R\x04tool\x12\x17\n" +
+	"\x04kind\x18\x03 \x01(\tH\x00R\x04kind\x88\x01\x01\x12\x1b\n" +
+	"\x06status\x18\x04 \x01(\tB\x03\xe0A\x02R\x06status\x12 \n" +
+	"\tthread_id\x18\x05 \x01(\tH\x01R\bthreadId\x88\x01\x01\x12\x1a\n" +
+	"\x06run_id\x18\x06 \x01(\tH\x02R\x05runId\x88\x01\x01\x12%\n" +
+	"\ftool_call_id\x18\a \x01(\tH\x03R\n" +
+	"toolCallId\x88\x01\x01\x12\x1f\n" +
+	"\battempts\x18\b \x01(\x05H\x04R\battempts\x88\x01\x01\x12\x1b\n" +
+	"\x06result\x18\t \x01(\tH\x05R\x06result\x88\x01\x01\x127\n" +
+	"\bsubagent\x18\n" +
+	" \x01(\v2\x1b.wick.agent.v1.TaskSubagentR\bsubagentB\a\n" +
+	"\x05_kindB\f\n" +
+	"\n" +
+	"_thread_idB\t\n" +
+	"\a_run_idB\x0f\n" +
+	"\r_tool_call_idB\v\n" +
+	"\t_attemptsB\t\n" +
+	"\a_result\"\x80\x01\n" +
+	"\fTaskSubagent\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12 \n" +
+	"\tthread_id\x18\x02 \x01(\tB\x03\xe0A\x02R\bthreadId\x12\x1a\n" +
+	"\x06run_id\x18\x03 \x01(\tB\x03\xe0A\x02R\x05runId\x12\x19\n" +
+	"\x05depth\x18\x04 \x01(\x05B\x03\xe0A\x02R\x05depth\"@\n" +
+	"\bDoneData\x12$\n" +
+	"\vstop_reason\x18\x01 \x01(\tH\x00R\n" +
+	"stopReason\x88\x01\x01B\x0e\n" +
+	"\f_stop_reason\"y\n" +
+	"\tErrorData\x12\x1d\n" +
+	"\amessage\x18\x01 \x01(\tB\x03\xe0A\x02R\amessage\x12\x17\n" +
+	"\x04code\x18\x02 \x01(\tB\x03\xe0A\x02R\x04code\x12$\n" +
+	"\vstop_reason\x18\x03 \x01(\tH\x00R\n" +
+	"stopReason\x88\x01\x01B\x0e\n" +
+	"\f_stop_reason2\xba$\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -7276,7 +9104,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 134)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -7383,186 +9211,229 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*CancelTaskResponse)(nil),          // 102: wick.agent.v1.CancelTaskResponse
 	(*AcpAgent)(nil),                    // 103: wick.agent.v1.AcpAgent
 	(*McpServer)(nil),                   // 104: wick.agent.v1.McpServer
-	nil,                                 // 105: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 106: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 107: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 108: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 109: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 110: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 111: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 112: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 113: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 114: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 115: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 116: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 117: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 118: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 119: google.protobuf.Duration
+	(*RunEventData)(nil),                // 105: wick.agent.v1.RunEventData
+	(*RunStartData)(nil),                // 106: wick.agent.v1.RunStartData
+	(*DeltaData)(nil),                   // 107: wick.agent.v1.DeltaData
+	(*ToolStartData)(nil),               // 108: wick.agent.v1.ToolStartData
+	(*ToolEndData)(nil),                 // 109: wick.agent.v1.ToolEndData
+	(*TodosData)(nil),                   // 110: wick.agent.v1.TodosData
+	(*InterruptData)(nil),               // 111: wick.agent.v1.InterruptData
+	(*KnowledgeRetrievalData)(nil),      // 112: wick.agent.v1.KnowledgeRetrievalData
+	(*KnowledgeSource)(nil),             // 113: wick.agent.v1.KnowledgeSource
+	(*UsageData)(nil),                   // 114: wick.agent.v1.UsageData
+	(*SubagentStartData)(nil),           // 115: wick.agent.v1.SubagentStartData
+	(*SubagentEventData)(nil),           // 116: wick.agent.v1.SubagentEventData
+	(*ChildEvent)(nil),                  // 117: wick.agent.v1.ChildEvent
+	(*SubagentEndData)(nil),             // 118: wick.agent.v1.SubagentEndData
+	(*TaskEventData)(nil),               // 119: wick.agent.v1.TaskEventData
+	(*TaskSubagent)(nil),                // 120: wick.agent.v1.TaskSubagent
+	(*DoneData)(nil),                    // 121: wick.agent.v1.DoneData
+	(*ErrorData)(nil),                   // 122: wick.agent.v1.ErrorData
+	nil,                                 // 123: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 124: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 125: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 126: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 127: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 128: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 129: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 130: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 131: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 132: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 133: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 134: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 135: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 136: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 137: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	116, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	134, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	105, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	117, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	118, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	118, // 7: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	117, // 8: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	119, // 9: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	118, // 10: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
-	7,   // 11: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
-	8,   // 12: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
-	8,   // 13: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	106, // 14: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
-	95,  // 15: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	104, // 16: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
-	103, // 17: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
-	9,   // 18: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
-	9,   // 19: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
-	9,   // 20: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	9,   // 21: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	0,   // 22: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
-	0,   // 23: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
-	3,   // 24: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
-	1,   // 25: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
-	0,   // 26: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
-	5,   // 27: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
-	9,   // 28: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	107, // 29: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
-	26,  // 30: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
-	29,  // 31: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
-	39,  // 32: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
-	42,  // 33: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
-	43,  // 34: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
-	43,  // 35: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	116, // 36: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	119, // 37: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	108, // 38: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
-	45,  // 39: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 40: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 41: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
-	52,  // 42: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,   // 43: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	117, // 44: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	57,  // 45: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,   // 46: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 47: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	117, // 48: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 49: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 50: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	116, // 51: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	69,  // 52: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	64,  // 53: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 54: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	117, // 55: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	109, // 56: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	117, // 57: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	110, // 58: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	74,  // 59: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	74,  // 60: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	74,  // 61: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	111, // 62: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	75,  // 63: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	75,  // 64: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	112, // 65: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	76,  // 66: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	64,  // 67: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 68: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	118, // 69: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	119, // 70: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	117, // 71: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	117, // 72: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 73: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	96,  // 74: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	96,  // 75: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	113, // 76: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	114, // 77: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	115, // 78: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	119, // 79: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	10,  // 80: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 81: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 82: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 83: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 84: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 85: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 86: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 87: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 88: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 89: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 90: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 91: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 92: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 93: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 94: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 95: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 96: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 97: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 98: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 99: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 100: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 101: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 102: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 103: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 104: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 105: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 106: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 107: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 108: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 109: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 110: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 111: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 112: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 113: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	91,  // 114: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	93,  // 115: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	97,  // 116: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	99,  // 117: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	101, // 118: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	11,  // 119: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 120: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 121: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 122: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 123: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 124: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 125: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 126: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 127: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 128: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 129: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 130: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 131: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 132: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 133: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 134: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 135: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 136: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 137: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 138: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 139: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 140: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 141: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 142: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 143: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 144: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 145: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 146: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 147: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 148: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 149: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 150: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 151: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 152: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	92,  // 153: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	94,  // 154: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	98,  // 155: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	100, // 156: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	102, // 157: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	119, // [119:158] is the sub-list for method output_type
-	80,  // [80:119] is the sub-list for method input_type
-	80,  // [80:80] is the sub-list for extension type_name
-	80,  // [80:80] is the sub-list for extension extendee
-	0,   // [0:80] is the sub-list for field type_name
+	123, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	135, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	136, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	105, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
+	136, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	135, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	137, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	136, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
+	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
+	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
+	124, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	95,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
+	104, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	103, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
+	9,   // 19: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
+	9,   // 20: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
+	9,   // 21: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	9,   // 22: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	0,   // 23: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
+	0,   // 24: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
+	3,   // 25: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
+	1,   // 26: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
+	0,   // 27: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
+	5,   // 28: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
+	9,   // 29: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
+	125, // 30: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	26,  // 31: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
+	29,  // 32: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
+	39,  // 33: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
+	42,  // 34: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
+	43,  // 35: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
+	43,  // 36: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
+	134, // 37: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	137, // 38: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	126, // 39: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	45,  // 40: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 41: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
+	45,  // 42: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
+	52,  // 43: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
+	6,   // 44: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	135, // 45: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	57,  // 46: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 47: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 48: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	135, // 49: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	64,  // 50: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 51: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	134, // 52: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	69,  // 53: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	64,  // 54: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 55: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	135, // 56: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	127, // 57: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	135, // 58: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	128, // 59: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	74,  // 60: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	74,  // 61: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	74,  // 62: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	129, // 63: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	75,  // 64: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	75,  // 65: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	130, // 66: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	76,  // 67: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	64,  // 68: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	64,  // 69: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	136, // 70: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	137, // 71: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	135, // 72: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	135, // 73: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	96,  // 74: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	96,  // 75: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	96,  // 76: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	131, // 77: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	132, // 78: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	133, // 79: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	137, // 80: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	106, // 81: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
+	107, // 82: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
+	107, // 83: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
+	108, // 84: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
+	109, // 85: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
+	110, // 86: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	111, // 87: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	112, // 88: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	114, // 89: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	115, // 90: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	116, // 91: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	118, // 92: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	119, // 93: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	119, // 94: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	119, // 95: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	121, // 96: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	122, // 97: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	134, // 98: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 99: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 100: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	113, // 101: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	117, // 102: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	105, // 103: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	120, // 104: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	10,  // 105: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 106: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 107: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 108: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	18,  // 109: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	20,  // 110: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	22,  // 111: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	24,  // 112: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	27,  // 113: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	30,  // 114: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	32,  // 115: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	34,  // 116: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	36,  // 117: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	38,  // 118: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	41,  // 119: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	46,  // 120: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	48,  // 121: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	50,  // 122: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	53,  // 123: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	55,  // 124: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	58,  // 125: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	60,  // 126: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	62,  // 127: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	65,  // 128: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	67,  // 129: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	70,  // 130: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	72,  // 131: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	77,  // 132: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	79,  // 133: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	81,  // 134: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	83,  // 135: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	85,  // 136: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	87,  // 137: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	89,  // 138: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	91,  // 139: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	93,  // 140: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	97,  // 141: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	99,  // 142: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	101, // 143: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	11,  // 144: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 145: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 146: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 147: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	19,  // 148: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	21,  // 149: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	23,  // 150: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	25,  // 151: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	28,  // 152: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	31,  // 153: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	33,  // 154: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	35,  // 155: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	37,  // 156: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	40,  // 157: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	44,  // 158: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	47,  // 159: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	49,  // 160: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	51,  // 161: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	54,  // 162: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	56,  // 163: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	59,  // 164: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	61,  // 165: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	63,  // 166: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	66,  // 167: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	68,  // 168: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	71,  // 169: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	73,  // 170: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	78,  // 171: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	80,  // 172: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	82,  // 173: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	84,  // 174: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	86,  // 175: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	88,  // 176: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	90,  // 177: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	92,  // 178: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	94,  // 179: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	98,  // 180: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	100, // 181: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	102, // 182: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	144, // [144:183] is the sub-list for method output_type
+	105, // [105:144] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -7585,13 +9456,43 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*TerminalResponse_ExitCode)(nil),
 	}
 	file_wick_agent_v1_agent_proto_msgTypes[89].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[105].OneofWrappers = []any{
+		(*RunEventData_OnRunStart)(nil),
+		(*RunEventData_OnChatModelStream)(nil),
+		(*RunEventData_OnThoughtStream)(nil),
+		(*RunEventData_OnToolStart)(nil),
+		(*RunEventData_OnToolEnd)(nil),
+		(*RunEventData_OnTodos)(nil),
+		(*RunEventData_OnInterrupt)(nil),
+		(*RunEventData_OnKnowledgeRetrieval)(nil),
+		(*RunEventData_OnUsage)(nil),
+		(*RunEventData_OnSubagentStart)(nil),
+		(*RunEventData_OnSubagentEvent)(nil),
+		(*RunEventData_OnSubagentEnd)(nil),
+		(*RunEventData_OnTaskStart)(nil),
+		(*RunEventData_OnTaskUpdate)(nil),
+		(*RunEventData_OnTaskEnd)(nil),
+		(*RunEventData_Done)(nil),
+		(*RunEventData_Error)(nil),
+	}
+	file_wick_agent_v1_agent_proto_msgTypes[109].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[113].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[114].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[115].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[117].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[118].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[119].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[121].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[122].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   116,
+			NumMessages:   134,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

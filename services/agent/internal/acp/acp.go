@@ -158,7 +158,7 @@ func (r *Runner) Run(ctx context.Context, runID string, state *loop.AgentState, 
 	safeEmit := func(ev loop.StreamEvent) {
 		emitMu.Lock()
 		defer emitMu.Unlock()
-		if ev.Event == loop.EventDone || ev.Event == loop.EventError {
+		if ev.Data.GetDone() != nil || ev.Data.GetError() != nil {
 			ev.ThreadID = state.ThreadID
 		}
 		emit(ev)
@@ -480,13 +480,13 @@ func (s *session) finish(ctx context.Context, err error) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		s.emit(loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": "run cancelled", "stop_reason": loop.StopCancelled}})
+		s.emit(loop.StreamEvent{Data: loop.ErrorData("run cancelled", "", loop.StopCancelled)})
 		return ctx.Err()
 	case err != nil:
-		s.emit(loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": err.Error(), "stop_reason": loop.StopError}})
+		s.emit(loop.StreamEvent{Data: loop.ErrorData(err.Error(), "", loop.StopError)})
 		return err
 	}
-	s.emit(loop.StreamEvent{Event: loop.EventDone, Data: map[string]any{"stop_reason": stopReason(s.stop)}})
+	s.emit(loop.StreamEvent{Data: loop.DoneData(stopReason(s.stop))})
 	return nil
 }
 

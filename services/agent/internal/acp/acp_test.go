@@ -26,7 +26,11 @@ import (
 func TestTurnMapping(t *testing.T) {
 	t.Parallel()
 	completed, failed := acpsdk.ToolCallStatusCompleted, acpsdk.ToolCallStatusFailed
-	type ev = loop.StreamEvent
+	// ev is an event as clients see it.
+	type ev struct {
+		Event, Name string
+		Data        map[string]any
+	}
 	for _, tc := range []struct {
 		name    string
 		updates []acpsdk.SessionUpdate
@@ -34,32 +38,32 @@ func TestTurnMapping(t *testing.T) {
 		shown   bool
 	}{
 		{"message chunk", []acpsdk.SessionUpdate{acpsdk.UpdateAgentMessageText("hi")},
-			[]ev{{Event: loop.EventChatModelStream, Data: map[string]any{"delta": "hi"}}}, true},
+			[]ev{{Event: "on_chat_model_stream", Data: map[string]any{"delta": "hi"}}}, true},
 		{"thought chunk", []acpsdk.SessionUpdate{acpsdk.UpdateAgentThoughtText("hmm")},
-			[]ev{{Event: loop.EventThoughtStream, Data: map[string]any{"delta": "hmm"}}}, true},
+			[]ev{{Event: "on_thought_stream", Data: map[string]any{"delta": "hmm"}}}, true},
 		{"tool call and its end", []acpsdk.SessionUpdate{
 			acpsdk.StartToolCall("t1", "Read a.txt", acpsdk.WithStartKind(acpsdk.ToolKindRead), acpsdk.WithStartRawInput(map[string]any{"path": "a.txt"})),
 			acpsdk.UpdateToolCall("t1", acpsdk.WithUpdateStatus(completed), acpsdk.WithUpdateContent([]acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock("abc"))})),
 		}, []ev{
-			{Event: loop.EventToolStart, Name: "Read a.txt", Data: map[string]any{"args": map[string]any{"path": "a.txt"}, "tool_call_id": "t1"}},
-			{Event: loop.EventToolEnd, Name: "Read a.txt", Data: map[string]any{"output": "abc", "error": "", "tool_call_id": "t1"}},
+			{Event: "on_tool_start", Name: "Read a.txt", Data: map[string]any{"args": map[string]any{"path": "a.txt"}, "tool_call_id": "t1"}},
+			{Event: "on_tool_end", Name: "Read a.txt", Data: map[string]any{"output": "abc", "error": "", "tool_call_id": "t1"}},
 		}, true},
 		{"failed call, raw output, no title", []acpsdk.SessionUpdate{
 			acpsdk.StartToolCall("t2", "", acpsdk.WithStartKind(acpsdk.ToolKindExecute), acpsdk.WithStartStatus(failed), acpsdk.WithStartRawOutput(map[string]any{"code": 1})),
 		}, []ev{
-			{Event: loop.EventToolStart, Name: "execute", Data: map[string]any{"args": nil, "tool_call_id": "t2"}},
-			{Event: loop.EventToolEnd, Name: "execute", Data: map[string]any{"output": "", "error": `{"code":1}`, "tool_call_id": "t2"}},
+			{Event: "on_tool_start", Name: "execute", Data: map[string]any{"tool_call_id": "t2"}},
+			{Event: "on_tool_end", Name: "execute", Data: map[string]any{"output": "", "error": `{"code":1}`, "tool_call_id": "t2"}},
 		}, true},
 		{"update of a call never announced", []acpsdk.SessionUpdate{
 			acpsdk.UpdateToolCall("t3", acpsdk.WithUpdateTitle("Fetch"), acpsdk.WithUpdateStatus(completed)),
 		}, []ev{
-			{Event: loop.EventToolStart, Name: "Fetch", Data: map[string]any{"args": nil, "tool_call_id": "t3"}},
-			{Event: loop.EventToolEnd, Name: "Fetch", Data: map[string]any{"output": "", "error": "", "tool_call_id": "t3"}},
+			{Event: "on_tool_start", Name: "Fetch", Data: map[string]any{"tool_call_id": "t3"}},
+			{Event: "on_tool_end", Name: "Fetch", Data: map[string]any{"output": "", "error": "", "tool_call_id": "t3"}},
 		}, true},
 		{"plan", []acpsdk.SessionUpdate{acpsdk.UpdatePlan(
 			acpsdk.PlanEntry{Content: "a", Status: acpsdk.PlanEntryStatusInProgress, Priority: acpsdk.PlanEntryPriorityHigh},
 			acpsdk.PlanEntry{Content: "b", Status: acpsdk.PlanEntryStatusCompleted, Priority: acpsdk.PlanEntryPriorityLow},
-		)}, []ev{{Event: loop.EventTodos, Name: PlanToolName, Data: map[string]any{"todos": []any{
+		)}, []ev{{Event: "on_todos", Name: PlanToolName, Data: map[string]any{"todos": []any{
 			map[string]any{"id": "plan-1", "title": "(high priority) a", "status": "in_progress"},
 			map[string]any{"id": "plan-2", "title": "b", "status": "done"},
 		}}}}, true},
@@ -73,7 +77,9 @@ func TestTurnMapping(t *testing.T) {
 			for _, u := range tc.updates {
 				evs, ok := tr.apply(u)
 				shown = shown && ok
-				got = append(got, evs...)
+				for _, e := range evs {
+					got = append(got, ev{e.Event(), e.Name, e.DataMap()})
+				}
 			}
 			if shown != tc.shown || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("events %#v (shown %v)\nwant   %#v (shown %v)", got, shown, tc.want, tc.shown)
@@ -90,7 +96,7 @@ func TestOpenCallsClosed(t *testing.T) {
 	tr.apply(acpsdk.StartToolCall("t1", "Run", acpsdk.WithStartStatus(acpsdk.ToolCallStatusInProgress)))
 	tr.apply(acpsdk.UpdateAgentMessageText("partial"))
 	ends := tr.closeOpen(loop.CancelledToolResult)
-	if len(ends) != 1 || ends[0].Event != loop.EventToolEnd || ends[0].Data.(map[string]any)["error"] != loop.CancelledToolResult {
+	if len(ends) != 1 || ends[0].Event() != "on_tool_end" || ends[0].DataMap()["error"] != loop.CancelledToolResult {
 		t.Fatalf("ends %v", ends)
 	}
 	if again := tr.closeOpen("x"); len(again) != 0 {
@@ -349,7 +355,7 @@ func TestRecoveryOrder(t *testing.T) {
 				t.Fatalf("stored session %q, want %q", st.ACPSessionID, tc.wantSession)
 			}
 			b, _ := json.Marshal(events)
-			if strings.Contains(string(b), "replayed") || !strings.Contains(string(b), `"delta":"answer"`) || events[len(events)-1].Event != loop.EventDone {
+			if strings.Contains(string(b), "replayed") || !strings.Contains(string(b), `"delta":"answer"`) || events[len(events)-1].Event() != "done" {
 				t.Fatalf("events %s", b)
 			}
 			if got := st.Messages[len(st.Messages)-1]; got.Content != "answer" {
@@ -397,7 +403,7 @@ func TestBadInputLogged(t *testing.T) {
 	if err := r.Run(context.Background(), "run1", st, []llm.Message{loop.Human("go")}, func(ev loop.StreamEvent) { events = append(events, ev) }, nil); err != nil {
 		t.Fatal(err)
 	}
-	if last := events[len(events)-1]; last.Event != loop.EventDone {
+	if last := events[len(events)-1]; last.Event() != "done" {
 		t.Fatalf("last event %v", last)
 	}
 	got := logs.String()
@@ -490,9 +496,9 @@ func TestPermissionOptions(t *testing.T) {
 				t.Fatalf("chose %q, asked %d, remembered %q, events %v; want %q, %d, %q", got, asked, c.always["edit"], events, tc.want, tc.asked, tc.remember)
 			}
 			if asked > 0 {
-				data := events[0].Data.(map[string]any)
+				data := events[0].DataMap()
 				tcs := data["tool_calls"].([]any)
-				if call := tcs[0].(map[string]any); events[0].Event != loop.EventInterrupt || call["id"] != "t1" || call["name"] != "Edit a.txt" || data["always"] != true {
+				if call := tcs[0].(map[string]any); events[0].Event() != "on_interrupt" || call["id"] != "t1" || call["name"] != "Edit a.txt" || data["always"] != true {
 					t.Fatalf("interrupt %v", events[0])
 				}
 			}

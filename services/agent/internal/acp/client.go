@@ -216,7 +216,7 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			// always tells the client it may offer an "always" decision.
-			c.emit(loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{"tool_calls": loop.JSONValue([]llm.ToolCall{call}), "always": true}})
+			c.emit(loop.StreamEvent{Data: loop.ApprovalData([]llm.ToolCall{call})})
 		})
 		if err != nil {
 			c.logger.Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)

@@ -7,6 +7,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -47,13 +48,13 @@ func (t *turn) apply(u acpsdk.SessionUpdate) (events []loop.StreamEvent, ok bool
 			return nil, true
 		}
 		t.text.WriteString(s)
-		return []loop.StreamEvent{{Event: loop.EventChatModelStream, Data: map[string]any{"delta": s}}}, true
+		return []loop.StreamEvent{{Data: loop.DeltaData(s)}}, true
 	case u.AgentThoughtChunk != nil:
 		s := blockText(u.AgentThoughtChunk.Content)
 		if s == "" {
 			return nil, true
 		}
-		return []loop.StreamEvent{{Event: loop.EventThoughtStream, Data: map[string]any{"delta": s}}}, true
+		return []loop.StreamEvent{{Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnThoughtStream{OnThoughtStream: &agentv1.DeltaData{Delta: s}}}}}, true
 	case u.ToolCall != nil:
 		c := u.ToolCall
 		call := t.start(string(c.ToolCallId), c.Title, string(c.Kind), c.RawInput, &events)
@@ -83,7 +84,7 @@ func (t *turn) apply(u acpsdk.SessionUpdate) (events []loop.StreamEvent, ok bool
 		return events, true
 	case u.Plan != nil:
 		t.todos = planTodos(u.Plan.Entries)
-		return []loop.StreamEvent{{Event: loop.EventTodos, Name: PlanToolName, Data: map[string]any{"todos": loop.JSONValue(t.todos)}}}, true
+		return []loop.StreamEvent{{Name: PlanToolName, Data: loop.TodosData(t.todos)}}, true
 	}
 	return nil, false
 }
@@ -97,9 +98,7 @@ func (t *turn) start(id, title, kind string, rawInput any, events *[]loop.Stream
 	c := &toolCall{id: id, name: toolName(title, kind), kind: kind, args: argsOf(rawInput)}
 	t.calls = append(t.calls, c)
 	t.byID[id] = c
-	*events = append(*events, loop.StreamEvent{Event: loop.EventToolStart, Name: c.name, Data: map[string]any{
-		"args": loop.JSONValue(c.args), "tool_call_id": c.id,
-	}})
+	*events = append(*events, loop.StreamEvent{Name: c.name, Data: loop.ToolStartData(llm.ToolCall{ID: c.id, Args: c.args})})
 	return c
 }
 
@@ -165,9 +164,7 @@ func (t *turn) messages() []llm.Message {
 }
 
 func endEvent(c *toolCall) loop.StreamEvent {
-	return loop.StreamEvent{Event: loop.EventToolEnd, Name: c.name, Data: map[string]any{
-		"output": c.output, "error": c.err, "tool_call_id": c.id,
-	}}
+	return loop.StreamEvent{Name: c.name, Data: loop.ToolEndData(c.id, c.output, c.err)}
 }
 
 // toolName is what a call's card is titled: the agent's title, else its

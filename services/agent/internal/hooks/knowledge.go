@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
@@ -113,11 +116,11 @@ func (h *KnowledgeHook) ModifyRequest(ctx context.Context, msgs []llm.Message) (
 		hits, err := h.search(ctx, query, h.k)
 		if err != nil {
 			// The run goes on without knowledge; the client sees why.
-			loop.Emit(ctx, loop.StreamEvent{Event: loop.EventKnowledge, Name: NameKnowledge, Data: map[string]any{"query": query, "sources": []any{}, "error": err.Error()}})
+			loop.Emit(ctx, loop.StreamEvent{Name: NameKnowledge, Data: knowledgeData(&agentv1.KnowledgeRetrievalData{Query: query, Error: proto.String(err.Error())})})
 			return msgs, nil
 		}
 		h.lastQuery, h.lastHits = query, hits
-		loop.Emit(ctx, loop.StreamEvent{Event: loop.EventKnowledge, Name: NameKnowledge, Data: map[string]any{"query": query, "sources": sources(hits)}})
+		loop.Emit(ctx, loop.StreamEvent{Name: NameKnowledge, Data: knowledgeData(&agentv1.KnowledgeRetrievalData{Query: query, Sources: sources(hits)})})
 	}
 	if len(h.lastHits) == 0 {
 		return msgs, nil
@@ -180,14 +183,19 @@ func formatHits(hits []knowledge.Hit) string {
 
 // sources is the event's view of the hits: KnowledgeHit's JSON names, the
 // text cut to a snippet, and n as cited in the prompt.
-func sources(hits []knowledge.Hit) []any {
-	out := make([]any, len(hits))
+func sources(hits []knowledge.Hit) []*agentv1.KnowledgeSource {
+	out := make([]*agentv1.KnowledgeSource, len(hits))
 	for i, hit := range hits {
-		out[i] = map[string]any{
-			"n": i + 1, "chunk_id": hit.ChunkID(), "collection": hit.Collection.ID(), "document": hit.Document,
-			"title": hit.Title, "heading": hit.Chunk.Heading, "source": hit.Source, "score": hit.Score,
-			"text": Clip(hit.Chunk.Text, snippetBytes, false),
+		out[i] = &agentv1.KnowledgeSource{
+			N: int32(i + 1), ChunkId: hit.ChunkID(), Collection: proto.String(hit.Collection.ID()), Document: proto.String(hit.Document),
+			Title: proto.String(hit.Title), Heading: proto.String(hit.Chunk.Heading), Source: proto.String(hit.Source), Score: hit.Score,
+			Text: proto.String(Clip(hit.Chunk.Text, snippetBytes, false)),
 		}
 	}
 	return out
+}
+
+// knowledgeData is an on_knowledge_retrieval event's data.
+func knowledgeData(d *agentv1.KnowledgeRetrievalData) *agentv1.RunEventData {
+	return &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnKnowledgeRetrieval{OnKnowledgeRetrieval: d}}
 }

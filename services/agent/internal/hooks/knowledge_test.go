@@ -71,8 +71,8 @@ func TestKnowledgeHookInjectsSourcesAndReportsThem(t *testing.T) {
 	}
 	var got []string
 	for _, ev := range events {
-		if ev.Event == loop.EventKnowledge {
-			for _, s := range ev.Data.(map[string]any)["sources"].([]any) {
+		if ev.Event() == "on_knowledge_retrieval" {
+			for _, s := range ev.DataMap()["sources"].([]any) {
 				src := s.(map[string]any)
 				got = append(got, fmt.Sprintf("%v:%v", src["n"], src["document"]))
 			}

@@ -90,7 +90,7 @@ func (h *TodoListHook) BeforeAgent(_ context.Context, state *loop.AgentState) er
 			if !loop.MutateState(ctx, state, func(s *loop.AgentState) { s.Todos = todos }) {
 				return "", context.Canceled
 			}
-			loop.Emit(ctx, loop.StreamEvent{Event: loop.EventTodos, Name: ToolWriteTodos, Data: map[string]any{"todos": loop.JSONValue(todos)}})
+			loop.Emit(ctx, loop.StreamEvent{Name: ToolWriteTodos, Data: loop.TodosData(todos)})
 			b, _ := json.Marshal(todos)
 			return "Updated todo list to " + string(b), nil
 		},

@@ -100,9 +100,9 @@ func TestTodoListInLoopEmitsAndSaves(t *testing.T) {
 	}
 	var todoEvents int
 	for _, ev := range events {
-		if ev.Event == loop.EventTodos {
+		if ev.Event() == "on_todos" {
 			todoEvents++
-			list := ev.Data.(map[string]any)["todos"].([]any)
+			list := ev.DataMap()["todos"].([]any)
 			if list[0].(map[string]any)["status"] != "in_progress" {
 				t.Fatalf("event data %+v", ev.Data)
 			}

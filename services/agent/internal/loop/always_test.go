@@ -172,13 +172,13 @@ func TestRunApprovalAlways(t *testing.T) {
 			starts, ends := map[string]int{}, map[string]int{}
 			interrupts := 0
 			for _, ev := range rec.Events() {
-				data, _ := ev.Data.(map[string]any)
-				switch ev.Event {
-				case loop.EventToolStart:
+				data := ev.DataMap()
+				switch ev.Event() {
+				case "on_tool_start":
 					starts[fmt.Sprint(data["tool_call_id"])]++
-				case loop.EventToolEnd:
+				case "on_tool_end":
 					ends[fmt.Sprint(data["tool_call_id"])]++
-				case loop.EventInterrupt:
+				case "on_interrupt":
 					interrupts++
 					if data["always"] != true {
 						t.Fatalf("interrupt without always: %v", data)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 )
 
 // runScope is what the loop hands to tools and hooks through the context of
@@ -96,33 +95,6 @@ func JSONValue(v any) any {
 		return nil
 	}
 	return out
-}
-
-// IsJSONValue reports whether v is already made of plain JSON values
-// (what JSONValue returns) with valid UTF-8 strings, so that converting it
-// would only copy it.
-func IsJSONValue(v any) bool {
-	switch t := v.(type) {
-	case nil, bool, float64:
-		return true
-	case string:
-		return utf8.ValidString(t)
-	case map[string]any:
-		for k, e := range t {
-			if !utf8.ValidString(k) || !IsJSONValue(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		for _, e := range t {
-			if !IsJSONValue(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }
 
 // CallInfo identifies the tool call a tool is executing, for tools that pass

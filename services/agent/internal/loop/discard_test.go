@@ -155,7 +155,7 @@ func TestStopAtStepBoundary(t *testing.T) {
 	if err != loop.ErrStopped {
 		t.Fatalf("Run = %v, want ErrStopped", err)
 	}
-	if last := rec.last(); last.Event != loop.EventDone || last.Data.(map[string]any)["stop_reason"] != loop.StopStopped {
+	if last := rec.last(); last.Event() != "done" || last.DataMap()["stop_reason"] != loop.StopStopped {
 		t.Fatalf("last event %+v", last)
 	}
 	saves := rec.Saves()

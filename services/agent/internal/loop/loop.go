@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/errcode"
 )
@@ -270,7 +272,7 @@ func (r *Runner) run(ctx context.Context, runID string, state *AgentState, input
 				r.logger.WarnContext(ctx, "save after error failed", "err", saveErr)
 			}
 		}
-		rn.emit(StreamEvent{Event: EventError, ThreadID: state.ThreadID, Data: map[string]any{"message": err.Error(), "stop_reason": stopReason(err)}})
+		rn.emit(StreamEvent{ThreadID: state.ThreadID, Data: ErrorData(err.Error(), "", stopReason(err))})
 		return err
 	}
 }
@@ -335,7 +337,7 @@ func (r *run) loop(ctx context.Context) error {
 				}
 				return fmt.Errorf("%w: %w", errSave, err)
 			}
-			r.emit(StreamEvent{Event: EventDone, ThreadID: r.state.ThreadID, Data: map[string]any{"stop_reason": StopCompleted}})
+			r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: DoneData(StopCompleted)})
 			return nil
 		}
 		if err := r.toolRound(ctx, toolFn, ai.ToolCalls); err != nil {
@@ -348,7 +350,7 @@ func (r *run) loop(ctx context.Context) error {
 			return fmt.Errorf("%w: %w", errSave, err)
 		}
 		if r.stopRequested != nil && r.stopRequested(ctx) {
-			r.emit(StreamEvent{Event: EventDone, ThreadID: r.state.ThreadID, Data: map[string]any{"stop_reason": StopStopped}})
+			r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: DoneData(StopStopped)})
 			return ErrStopped
 		}
 	}
@@ -364,7 +366,7 @@ func (r *run) finishCancelled(ctx context.Context) error {
 	if err := r.save(saveCtx, r.state); err != nil {
 		r.logger.WarnContext(saveCtx, "save after cancellation failed", "err", err)
 	}
-	r.emit(StreamEvent{Event: EventError, ThreadID: r.state.ThreadID, Data: map[string]any{"message": "run cancelled", "stop_reason": StopCancelled}})
+	r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: ErrorData("run cancelled", "", StopCancelled)})
 	return ctx.Err()
 }
 
@@ -452,9 +454,9 @@ func (r *run) callModel(ctx context.Context, msgs []llm.Message) (*llm.Result, e
 			}
 		}
 		if resp.Usage != (llm.Usage{}) {
-			r.emit(StreamEvent{Event: EventUsage, ThreadID: r.state.ThreadID, Data: map[string]any{
-				"input_tokens": resp.Usage.InputTokens, "output_tokens": resp.Usage.OutputTokens,
-			}})
+			r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnUsage{OnUsage: &agentv1.UsageData{
+				InputTokens: proto.Int32(int32(resp.Usage.InputTokens)), OutputTokens: proto.Int32(int32(resp.Usage.OutputTokens)),
+			}}}})
 		}
 		return resp, nil
 	case <-ctx.Done():
@@ -476,7 +478,7 @@ func (r *run) emitDelta(ctx context.Context, delta string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.emitFn(StreamEvent{Event: EventChatModelStream, RunID: r.id, Data: map[string]any{"delta": delta}})
+	r.emitFn(StreamEvent{RunID: r.id, Data: DeltaData(delta)})
 	return nil
 }
 
@@ -644,12 +646,12 @@ func (r *run) answerNotNeeded(calls []llm.ToolCall, toRun []int, results []*Tool
 
 // emitToolStart announces a call the loop has decided on.
 func (r *run) emitToolStart(call llm.ToolCall) {
-	r.emit(StreamEvent{Event: EventToolStart, Name: call.Name, Data: map[string]any{"args": JSONValue(call.Args), "tool_call_id": call.ID}})
+	r.emit(StreamEvent{Name: call.Name, Data: ToolStartData(call)})
 }
 
 // emitToolEnd reports how a started call ended; errText is empty on success.
 func (r *run) emitToolEnd(call llm.ToolCall, output, errText string) {
-	r.emit(StreamEvent{Event: EventToolEnd, Name: call.Name, Data: map[string]any{"output": output, "error": errText, "tool_call_id": call.ID}})
+	r.emit(StreamEvent{Name: call.Name, Data: ToolEndData(call.ID, output, errText)})
 }
 
 // panicResult logs a panic of a tool or of a hook around it and turns it
@@ -711,7 +713,7 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 	}
 	decisions, err := r.approver.Approve(ctx, r.id, ask, func() {
 		// always tells the client it may offer an "always" decision.
-		r.emit(StreamEvent{Event: EventInterrupt, ThreadID: r.state.ThreadID, Data: map[string]any{"tool_calls": JSONValue(ask), "always": true}})
+		r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: ApprovalData(ask)})
 	})
 	if err != nil {
 		text := FailedToolResult

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/llm/llmtest"
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -62,7 +63,7 @@ func (r *recorder) Saves() []loop.AgentState {
 func (r *recorder) names() []string {
 	var out []string
 	for _, e := range r.Events() {
-		out = append(out, e.Event)
+		out = append(out, e.Event())
 	}
 	return out
 }
@@ -129,10 +130,10 @@ func TestRunStreamsAndFinishes(t *testing.T) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 	ev := rec.Events()
-	if ev[0].Data.(map[string]any)["delta"] != "Hel" || ev[0].RunID != "run_1" {
+	if ev[0].DataMap()["delta"] != "Hel" || ev[0].RunID != "run_1" {
 		t.Fatalf("first delta %+v", ev[0])
 	}
-	if u := ev[2].Data.(map[string]any); u["input_tokens"] != int64(7) || u["output_tokens"] != int64(2) {
+	if u := ev[2].DataMap(); u["input_tokens"] != 7.0 || u["output_tokens"] != 2.0 {
 		t.Fatalf("usage %+v", u)
 	}
 	if done := rec.last(); done.ThreadID != "th_1" {
@@ -243,13 +244,13 @@ func TestRunToolErrorsBecomeResults(t *testing.T) {
 	if len(want) != 0 {
 		t.Fatalf("missing results %v", want)
 	}
-	if state.Messages[len(state.Messages)-1].Content != "recovered" || rec.last().Event != loop.EventDone {
+	if state.Messages[len(state.Messages)-1].Content != "recovered" || rec.last().Event() != "done" {
 		t.Fatal("loop did not go on after tool errors")
 	}
 	var endErrors []any
 	for _, e := range rec.Events() {
-		if e.Event == loop.EventToolEnd {
-			endErrors = append(endErrors, e.Data.(map[string]any)["error"])
+		if e.Event() == "on_tool_end" {
+			endErrors = append(endErrors, e.DataMap()["error"])
 		}
 	}
 	if !slices.Contains(endErrors, any("disk on fire")) {
@@ -285,8 +286,8 @@ func TestRunMaxTurns(t *testing.T) {
 				t.Fatalf("model called %d times, want %d", n, tt.want)
 			}
 			last := rec.last()
-			data, _ := last.Data.(map[string]any)
-			if last.Event != loop.EventError || data["stop_reason"] != loop.StopMaxTurns || !strings.Contains(fmt.Sprint(data["message"]), "maximum number of turns") {
+			data := last.DataMap()
+			if last.Event() != "error" || data["stop_reason"] != loop.StopMaxTurns || !strings.Contains(fmt.Sprint(data["message"]), "maximum number of turns") {
 				t.Fatalf("final event %+v", last)
 			}
 			saves := rec.Saves()
@@ -364,7 +365,7 @@ func TestRunCancelMidTool(t *testing.T) {
 	if got["q"] != "quick result" || got["s"] != loop.CancelledToolResult || !strings.HasPrefix(got["p"], "Error: context canceled") && got["p"] != loop.CancelledToolResult {
 		t.Fatalf("results %v", got)
 	}
-	if last := rec.last(); last.Event != loop.EventError || last.Data.(map[string]any)["stop_reason"] != loop.StopCancelled {
+	if last := rec.last(); last.Event() != "error" || last.DataMap()["stop_reason"] != loop.StopCancelled {
 		t.Fatalf("final event %+v", last)
 	}
 	// The stubborn tool finishing late must not touch the state.
@@ -412,7 +413,7 @@ func TestRunCancelWithClientIgnoringContext(t *testing.T) {
 	rec := &recorder{}
 	emit := func(ev loop.StreamEvent) {
 		rec.emit(ev)
-		if ev.Event == loop.EventChatModelStream {
+		if ev.Event() == "on_chat_model_stream" {
 			cancel()
 		}
 	}
@@ -432,7 +433,7 @@ func TestRunModelError(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	last := rec.last()
-	if last.Event != loop.EventError || !strings.Contains(fmt.Sprint(last.Data.(map[string]any)["message"]), "provider down") {
+	if last.Event() != "error" || !strings.Contains(fmt.Sprint(last.DataMap()["message"]), "provider down") {
 		t.Fatalf("final event %+v", last)
 	}
 	if len(rec.Saves()) != 1 {
@@ -523,7 +524,7 @@ func TestRunInteractiveApproval(t *testing.T) {
 	if args := state.Messages[1].ToolCalls[2].Args; args["v"] != "edited" {
 		t.Fatalf("thread does not record the edited args: %v", args)
 	}
-	if !slices.Contains(events.names(), loop.EventInterrupt) {
+	if !slices.Contains(events.names(), "on_interrupt") {
 		t.Fatalf("no interrupt event: %v", events.names())
 	}
 
@@ -550,7 +551,7 @@ func (h stateHook) Phases() []string {
 }
 func (h stateHook) BeforeAgent(_ context.Context, s *loop.AgentState) error {
 	loop.RegisterToolOnState(s, tool("hook_tool", func(ctx context.Context, _ map[string]any) (string, error) {
-		loop.Emit(ctx, loop.StreamEvent{Event: loop.EventTodos, Data: map[string]any{"todos": []any{}}})
+		loop.Emit(ctx, loop.StreamEvent{Data: runevent.MustFromJSON("on_todos", map[string]any{"todos": []any{}})})
 		info, _ := loop.CallInfoFromContext(ctx)
 		return "from hook " + info.ToolCallID + " " + info.ThreadID, nil
 	}))
@@ -588,7 +589,7 @@ func TestRunHookPhases(t *testing.T) {
 	if c := state.Messages[2].Content; c != "from hook c1 th9" {
 		t.Fatalf("tool result %q", c)
 	}
-	if !slices.Contains(rec.names(), loop.EventTodos) {
+	if !slices.Contains(rec.names(), "on_todos") {
 		t.Fatalf("tool event not emitted: %v", rec.names())
 	}
 	// The system prompt is not stored in the thread.
@@ -599,7 +600,7 @@ func TestRunHookPhases(t *testing.T) {
 	bad := loop.NewRunner(nil, llmtest.New(), []loop.Hook{failingHook{}}, nil)
 	rec = &recorder{}
 	err := bad.Run(testCtx(t), "r", &loop.AgentState{}, []llm.Message{loop.Human("go")}, rec.emit, rec.save)
-	if err == nil || !strings.Contains(err.Error(), "cannot start") || rec.last().Event != loop.EventError {
+	if err == nil || !strings.Contains(err.Error(), "cannot start") || rec.last().Event() != "error" {
 		t.Fatalf("err %v, last %+v", err, rec.last())
 	}
 	if saves := rec.Saves(); len(saves) != 1 || len(saves[0].Messages) != 1 {
@@ -684,8 +685,8 @@ func TestRunCollectsChunkedToolCalls(t *testing.T) {
 		t.Fatalf("assistant %+v", ai)
 	}
 	for _, e := range rec.Events() {
-		if e.Event == loop.EventUsage {
-			if u := e.Data.(map[string]any); u["input_tokens"] != int64(10) || u["output_tokens"] != int64(5) {
+		if e.Event() == "on_usage" {
+			if u := e.DataMap(); u["input_tokens"] != 10.0 || u["output_tokens"] != 5.0 {
 				t.Fatalf("usage %+v", u)
 			}
 			return

@@ -232,16 +232,16 @@ func assertToolEventsPaired(t *testing.T, events []loop.StreamEvent, wantEndErr 
 	endErr := map[string]string{}
 	var log []string
 	for _, e := range events {
-		if e.Event != loop.EventToolStart && e.Event != loop.EventToolEnd {
+		if e.Event() != "on_tool_start" && e.Event() != "on_tool_end" {
 			continue
 		}
-		data, _ := e.Data.(map[string]any)
+		data := e.DataMap()
 		id := fmt.Sprint(data["tool_call_id"])
-		log = append(log, e.Event+" "+id)
+		log = append(log, e.Event()+" "+id)
 		if _, ok := wantEndErr[id]; !ok {
-			t.Errorf("%s for unexpected tool_call_id %q", e.Event, id)
+			t.Errorf("%s for unexpected tool_call_id %q", e.Event(), id)
 		}
-		if e.Event == loop.EventToolStart {
+		if e.Event() == "on_tool_start" {
 			if ends[id] > 0 {
 				t.Errorf("%s: on_tool_start after its on_tool_end", id)
 			}

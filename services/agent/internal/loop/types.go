@@ -4,9 +4,12 @@
 package loop
 
 import (
+	"encoding/json"
 	"time"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/runevent"
 )
 
 // ToolResult is the outcome of executing a tool; it becomes a "tool" message.
@@ -64,30 +67,52 @@ type AgentState struct {
 	toolRegistry *toolRegistry
 }
 
-// StreamEvent is an event of a run, sent to the client.
+// StreamEvent is an event of a run, sent to the client. Its kind is the
+// field set in Data (runevent.Kind), so a kind and its data never disagree.
 type StreamEvent struct {
-	Event    string `json:"event"`
-	Name     string `json:"name,omitempty"` // tool name or model name
-	RunID    string `json:"run_id,omitempty"`
-	Data     any    `json:"data,omitempty"`
-	ThreadID string `json:"thread_id,omitempty"` // set on "done"
+	Name     string // tool name or model name
+	RunID    string
+	Data     *agentv1.RunEventData // its kind is the event's
+	ThreadID string                // set on "done"
 	// ID is the event's position in the run's log (SSE id), set by the run log.
-	ID string `json:"id,omitempty"`
+	ID string
 }
 
-// Event names. Clients switch on them, so a name is added, never renamed.
-const (
-	EventChatModelStream = "on_chat_model_stream"
-	// EventThoughtStream is a piece of the agent's reasoning, shown apart
-	// from its answer (an ACP agent's thought chunks).
-	EventThoughtStream = "on_thought_stream"
-	EventToolStart     = "on_tool_start"
-	EventToolEnd       = "on_tool_end"
-	EventDone          = "done"
-	EventError         = "error"
-	EventTodos         = "on_todos"
-	// EventKnowledge reports the knowledge chunks injected before a model call.
-	EventKnowledge = "on_knowledge_retrieval"
-	EventInterrupt = "on_interrupt"
-	EventUsage     = "on_usage"
-)
+// Event is the event's kind: the name of the field set in Data.
+func (e StreamEvent) Event() string { return runevent.Kind(e.Data) }
+
+// MarshalJSON writes the event as JSON clients get it, which is also how
+// the run log stores it: {event, name, run_id, data, thread_id, id}.
+func (e StreamEvent) MarshalJSON() ([]byte, error) {
+	return runevent.AppendEvent(nil, &agentv1.StreamEvent{
+		Event: e.Event(), Name: e.Name, RunId: e.RunID, Payload: e.Data, ThreadId: e.ThreadID, Id: e.ID,
+	})
+}
+
+// UnmarshalJSON reads an event MarshalJSON wrote, or one an earlier version
+// logged with the same JSON.
+func (e *StreamEvent) UnmarshalJSON(b []byte) error {
+	ev, err := runevent.UnmarshalEvent(b)
+	if err != nil {
+		return err
+	}
+	*e = StreamEvent{Name: ev.GetName(), RunID: ev.GetRunId(), Data: ev.GetPayload(), ThreadID: ev.GetThreadId(), ID: ev.GetId()}
+	return nil
+}
+
+// DataMap is the event's data as plain JSON values (numbers are float64),
+// as JSON clients see it; nil when there is none.
+func (e StreamEvent) DataMap() map[string]any {
+	if e.Data.GetKind() == nil {
+		return nil
+	}
+	b, err := runevent.MarshalData(e.Data)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
@@ -58,7 +59,7 @@ func TestAgentStateJSON(t *testing.T) {
 		t.Fatalf("tool call JSON %v (RawArgs and the registry must not be serialized)", call)
 	}
 
-	ev, _ := json.Marshal(loop.StreamEvent{Event: loop.EventDone, ThreadID: "th"})
+	ev, _ := json.Marshal(loop.StreamEvent{ThreadID: "th", Data: runevent.MustFromJSON("done", nil)})
 	if string(ev) != `{"event":"done","thread_id":"th"}` {
 		t.Fatalf("event JSON %s", ev)
 	}

@@ -5,6 +5,10 @@ package redact
 import (
 	"regexp"
 	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Mask replaces a secret value.
@@ -84,4 +88,71 @@ func Headers(h map[string]string) map[string]string {
 		out[k] = Mask
 	}
 	return out
+}
+
+// Message returns a copy of m with secret-looking strings masked, the
+// values of secret keys in its free-form JSON (google.protobuf.Struct)
+// masked, and invalid UTF-8 replaced, as protobuf strings must be UTF-8.
+func Message[M proto.Message](m M) M {
+	c := proto.Clone(m).(M)
+	message(c.ProtoReflect())
+	return c
+}
+
+var structName = (&structpb.Struct{}).ProtoReflect().Descriptor().FullName()
+
+func message(m protoreflect.Message) {
+	isStruct := m.Descriptor().FullName() == structName
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				if s, ok := text(fd.Kind(), l.Get(i)); ok {
+					l.Set(i, protoreflect.ValueOfString(s))
+				} else if fd.Message() != nil {
+					message(l.Get(i).Message())
+				}
+			}
+		case fd.IsMap():
+			mp := v.Map()
+			mp.Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
+				if isStruct && SecretKey(k.String()) {
+					// As Value: a null or empty value says nothing.
+					sv := e.Message().Interface().(*structpb.Value)
+					switch k := sv.GetKind().(type) {
+					case nil, *structpb.Value_NullValue:
+					case *structpb.Value_StringValue:
+						if k.StringValue != "" {
+							sv.Kind = &structpb.Value_StringValue{StringValue: Mask}
+						}
+					default:
+						sv.Kind = &structpb.Value_StringValue{StringValue: Mask}
+					}
+					return true
+				}
+				if s, ok := text(fd.MapValue().Kind(), e); ok {
+					mp.Set(k, protoreflect.ValueOfString(s))
+				} else if fd.MapValue().Message() != nil {
+					message(e.Message())
+				}
+				return true
+			})
+		default:
+			if s, ok := text(fd.Kind(), v); ok {
+				m.Set(fd, protoreflect.ValueOfString(s))
+			} else if fd.Message() != nil {
+				message(v.Message())
+			}
+		}
+		return true
+	})
+}
+
+// text is a string value masked and made valid UTF-8.
+func text(k protoreflect.Kind, v protoreflect.Value) (string, bool) {
+	if k != protoreflect.StringKind {
+		return "", false
+	}
+	return String(strings.ToValidUTF8(v.String(), "\uFFFD")), true
 }

@@ -283,7 +283,7 @@ func (e *Executor) follow(ctx context.Context, user, runID, after string, send f
 
 // endsRun reports whether ev is a run's last event (done or error).
 func endsRun(ev *loop.StreamEvent) bool {
-	return ev != nil && (ev.Event == loop.EventDone || ev.Event == loop.EventError)
+	return ev != nil && (ev.Data.GetDone() != nil || ev.Data.GetError() != nil)
 }
 
 // sendMissingEnd gives a follower the last event of a run that is over but
@@ -314,15 +314,13 @@ func (e *Executor) sendMissingEnd(ctx context.Context, runID string, last *loop.
 
 // endOf is the last event a run's record tells.
 func endOf(rec *runs.Run) loop.StreamEvent {
-	ev := loop.StreamEvent{Event: loop.EventError, RunID: rec.ID, ThreadID: rec.ThreadID}
+	ev := loop.StreamEvent{RunID: rec.ID, ThreadID: rec.ThreadID}
 	switch rec.Status {
 	case runs.StatusDone:
-		ev.Event = loop.EventDone
-		ev.Data = map[string]any{"stop_reason": loop.StopCompleted}
+		ev.Data = loop.DoneData(loop.StopCompleted)
 		return ev
 	case runs.StatusStopped:
-		ev.Event = loop.EventDone
-		ev.Data = map[string]any{"stop_reason": loop.StopStopped}
+		ev.Data = loop.DoneData(loop.StopStopped)
 		return ev
 	}
 	msg, code := rec.Error, rec.Code
@@ -335,7 +333,7 @@ func endOf(rec *runs.Run) loop.StreamEvent {
 			code = "cancelled"
 		}
 	}
-	ev.Data = map[string]any{"message": msg, "code": code}
+	ev.Data = loop.ErrorData(msg, code, "")
 	return ev
 }
 
@@ -362,10 +360,7 @@ func (e *Executor) reapIfDead(ctx context.Context, user, runID string) (bool, er
 		return false, err
 	}
 	e.logger.Warn("run lost its replica", "run_id", runID, "thread_id", rec.ThreadID)
-	if _, err := e.log.AppendClosing(ctx, runID, loop.StreamEvent{Event: loop.EventError, RunID: runID, ThreadID: rec.ThreadID, Data: map[string]any{
-		"message": lostMessage,
-		"code":    codeLost,
-	}}); err != nil {
+	if _, err := e.log.AppendClosing(ctx, runID, loop.StreamEvent{RunID: runID, ThreadID: rec.ThreadID, Data: loop.ErrorData(lostMessage, codeLost, "")}); err != nil {
 		return false, err
 	}
 	return false, e.log.End(ctx, runID)

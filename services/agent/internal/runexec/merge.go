@@ -56,25 +56,20 @@ func mergeDeltas(evs []loop.StreamEvent) []loop.StreamEvent {
 			continue
 		}
 		merged := evs[j-1]
-		merged.Data = map[string]any{"delta": b.String()}
+		merged.Data = loop.DeltaData(b.String())
 		out = append(out, merged)
 		i = j
 	}
 	return out
 }
 
-// delta is the text of a text-delta event whose data is exactly
-// {"delta": text}; no other event merges.
+// delta is the text of a text-delta event; no other event merges.
 func delta(ev loop.StreamEvent) (string, bool) {
-	if ev.Event != loop.EventChatModelStream {
+	d := ev.Data.GetOnChatModelStream()
+	if d == nil {
 		return "", false
 	}
-	m, ok := ev.Data.(map[string]any)
-	if !ok || len(m) != 1 {
-		return "", false
-	}
-	s, ok := m["delta"].(string)
-	return s, ok
+	return d.GetDelta(), true
 }
 
 // sameSource reports whether two deltas come from the same run and model.

@@ -1,20 +1,36 @@
 package runexec
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
 func textEv(id, text string) loop.StreamEvent {
-	return loop.StreamEvent{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: id, Data: map[string]any{"delta": text}}
+	return loop.StreamEvent{RunID: "r", ThreadID: "t", ID: id, Data: runevent.MustFromJSON("on_chat_model_stream", map[string]any{"delta": text})}
 }
 
 func otherEv(id, kind string) loop.StreamEvent {
-	return loop.StreamEvent{Event: kind, RunID: "r", ThreadID: "t", ID: id, Data: map[string]any{"x": "y"}}
+	return loop.StreamEvent{RunID: "r", ThreadID: "t", ID: id, Data: runevent.MustFromJSON(kind, map[string]any{"x": "y"})}
+}
+
+// render is events as the run log writes them.
+func render(t *testing.T, evs []loop.StreamEvent) []string {
+	t.Helper()
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(b)
+	}
+	return out
 }
 
 // deltas is n text events "0 ", "1 ", … with ids "<from+i>-0".
@@ -47,18 +63,13 @@ func TestMergeDeltas(t *testing.T) {
 		{"a backlog merges into one event with the last id", deltas(1, mergeBehind), []loop.StreamEvent{textEv(fmt.Sprintf("%d-0", mergeBehind), "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 ")}},
 		{
 			"never across another kind of event",
-			join(deltas(1, 8), []loop.StreamEvent{otherEv("9-0", loop.EventToolStart)}, deltas(10, 8)),
-			[]loop.StreamEvent{textEv("8-0", "1 2 3 4 5 6 7 8 "), otherEv("9-0", loop.EventToolStart), textEv("17-0", "10 11 12 13 14 15 16 17 ")},
+			join(deltas(1, 8), []loop.StreamEvent{otherEv("9-0", "on_tool_start")}, deltas(10, 8)),
+			[]loop.StreamEvent{textEv("8-0", "1 2 3 4 5 6 7 8 "), otherEv("9-0", "on_tool_start"), textEv("17-0", "10 11 12 13 14 15 16 17 ")},
 		},
 		{
 			"never across sources",
 			join(deltas(1, 16), []loop.StreamEvent{other}),
 			[]loop.StreamEvent{textEv("16-0", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 "), other},
-		},
-		{
-			"data other than a lone delta stays apart",
-			join(deltas(1, 15), []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "16-0", Data: map[string]any{"delta": "16 ", "extra": "1"}}}),
-			join([]loop.StreamEvent{textEv("15-0", "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 ")}, []loop.StreamEvent{{Event: loop.EventChatModelStream, RunID: "r", ThreadID: "t", ID: "16-0", Data: map[string]any{"delta": "16 ", "extra": "1"}}}),
 		},
 		{
 			"a merged event stops growing at maxMergedDelta",
@@ -68,11 +79,12 @@ func TestMergeDeltas(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]loop.StreamEvent(nil), tc.in...)
+			before := render(t, tc.in)
 			got := mergeDeltas(in)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("merged:\n%v\nwant:\n%v", got, tc.want)
+			if g, w := render(t, got), render(t, tc.want); !reflect.DeepEqual(g, w) {
+				t.Fatalf("merged:\n%v\nwant:\n%v", g, w)
 			}
-			if !reflect.DeepEqual(in, tc.in) {
+			if !reflect.DeepEqual(render(t, in), before) {
 				t.Fatal("the events read were modified")
 			}
 		})

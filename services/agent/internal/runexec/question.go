@@ -8,6 +8,10 @@ import (
 	"sync"
 	"time"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+
+	"google.golang.org/protobuf/proto"
+
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -110,10 +114,10 @@ func (a *asker) Execute(ctx context.Context, args map[string]any) (string, error
 	// Waiting first: a client that answers the event at once finds the run
 	// waiting for it.
 	r.awaitUser(ctx, runs.AwaitAnswer, []llm.ToolCall{call})
-	loop.Emit(ctx, loop.StreamEvent{Event: loop.EventInterrupt, Data: map[string]any{
-		"kind": InterruptQuestion, "question": q, "choices": choices, "tool_call_id": call.ID,
-		"tool_calls": loop.JSONValue([]llm.ToolCall{call}),
-	}})
+	loop.Emit(ctx, loop.StreamEvent{Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnInterrupt{OnInterrupt: &agentv1.InterruptData{
+		Kind: proto.String(InterruptQuestion), Question: proto.String(q), Choices: choices, ToolCallId: proto.String(call.ID),
+		ToolCalls: loop.ToolCalls([]llm.ToolCall{call}),
+	}}}})
 	defer func() {
 		// The question may end while its run goes on (answered, timed out,
 		// or cancelled as not needed by tool_wait): the run runs again.

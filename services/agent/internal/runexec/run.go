@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -131,20 +133,19 @@ func (r *Run) emit(ev loop.StreamEvent) {
 		// needs masking. (Invalid UTF-8 goes the long way, which replaces
 		// it, as protobuf strings must be UTF-8.)
 		if masked := redact.String(d); masked != d {
-			ev.Data = map[string]any{"delta": masked}
+			ev.Data = loop.DeltaData(masked)
 		}
 	} else if ev.Data != nil {
-		data := ev.Data
-		if !loop.IsJSONValue(data) {
-			// Data that is JSON already skips the encoding round trip.
-			data = loop.JSONValue(data)
+		ev.Data = redact.Message(ev.Data) // a copy
+	}
+	if e := ev.Data.GetError(); e != nil && e.GetCode() == "" {
+		// The code the API documents, taken from the loop's stop_reason.
+		e.Code = "failed"
+		if sr := e.GetStopReason(); sr != "" {
+			e.Code = sr
 		}
-		ev.Data = redact.Value(data) // a copy
 	}
-	if ev.Event == loop.EventError {
-		ev.Data = withErrorCode(ev.Data)
-	}
-	if (ev.Event == loop.EventDone || ev.Event == loop.EventError) && !r.closing {
+	if (ev.Data.GetDone() != nil || ev.Data.GetError() != nil) && !r.closing {
 		// The run's last event goes out only after the thread lock is
 		// released (see execute), so a client that sends its next message as
 		// soon as it sees "done" never finds the thread busy.
@@ -177,23 +178,6 @@ func (r *Run) emit(ev loop.StreamEvent) {
 			r.logger.Warn("append local run event", "run_id", rec.ID, "error", err)
 		}
 	}
-}
-
-// withErrorCode gives an error event the data.code the API documents,
-// taken from the loop's stop_reason when it has none.
-func withErrorCode(data any) any {
-	m, ok := data.(map[string]any)
-	if !ok {
-		m = map[string]any{}
-	}
-	if _, has := m["code"]; !has {
-		code := "failed"
-		if sr, ok := m["stop_reason"].(string); ok && sr != "" {
-			code = sr
-		}
-		m["code"] = code
-	}
-	return m
 }
 
 // save is the loop's save callback: a versioned save that stops once the
@@ -281,26 +265,27 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 	r.taskMu.Unlock()
 	if r.storeFailure() == nil {
 		r.closing = true
-		last := loop.StreamEvent{Event: loop.EventDone}
+		last := loop.StreamEvent{Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_Done{Done: &agentv1.DoneData{}}}}
 		switch {
 		case r.final != nil:
-			if m, ok := r.final.Data.(map[string]any); ok && r.final.Event == loop.EventError {
+			if e := r.final.Data.GetError(); e != nil {
+				// r.final's data is the run's own copy (emit redacted it).
 				switch {
 				case errors.Is(err, quota.ErrExceeded):
-					m["code"] = CodeLimit
+					e.Code = CodeLimit
 				case status.Code(err) == codes.Unavailable:
 					// A dependency that is down (the LLM gateway, the
 					// model's provider) is worth a retry later.
-					m["code"] = CodeUnavailable
+					e.Code = CodeUnavailable
 				}
 			}
 			last = *r.final
 		case endStatus != runs.StatusDone:
-			last = loop.StreamEvent{Event: loop.EventError, Data: map[string]any{"message": msg, "code": code}}
+			last = loop.StreamEvent{Data: loop.ErrorData(msg, code, "")}
 		}
 		r.emit(last)
-		if m, ok := last.Data.(map[string]any); ok && last.Event == loop.EventError {
-			code, _ = m["code"].(string)
+		if e := last.Data.GetError(); e != nil {
+			code = e.GetCode()
 		}
 	}
 	if logFail := r.storeFailure(); logFail != nil {

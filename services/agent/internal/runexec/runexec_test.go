@@ -12,6 +12,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/llm/llmtest"
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
@@ -123,7 +124,7 @@ func (f *fixture) events(t *testing.T, r *runexec.Run) []loop.StreamEvent {
 func names(evs []loop.StreamEvent) []string {
 	out := make([]string, len(evs))
 	for i, ev := range evs {
-		out[i] = ev.Event
+		out[i] = ev.Event()
 	}
 	return out
 }
@@ -135,7 +136,7 @@ func TestRunToolRoundThenAnswer(t *testing.T) {
 	r := f.start(ctx, runexec.Request{AgentID: "calc", Input: human("2+3?")})
 	evs := f.events(t, r)
 	got := names(evs)
-	if got[0] != runexec.EventRunStart || got[len(got)-1] != loop.EventDone {
+	if got[0] != "on_run_start" || got[len(got)-1] != "done" {
 		t.Fatalf("events = %v, want on_run_start first and done last", got)
 	}
 	for i, ev := range evs {
@@ -221,7 +222,7 @@ func TestCancelEndsRunAndFreesThread(t *testing.T) {
 	}
 	evs := f.events(t, r)
 	last := evs[len(evs)-1]
-	if data, _ := last.Data.(map[string]any); last.Event != loop.EventError || data["code"] != "cancelled" {
+	if data := last.DataMap(); last.Event() != "error" || data["code"] != "cancelled" {
 		t.Fatalf("last event = %+v, want an error with code cancelled", last)
 	}
 	next := f.start(ctx, runexec.Request{AgentID: "calc", ThreadID: r.Record().ThreadID, Input: human("go on")})
@@ -321,7 +322,7 @@ func TestInterruptAfterWaiting(t *testing.T) {
 			ctx := testCtx(t)
 			r := f.start(ctx, runexec.Request{AgentID: tc.agent, Input: human("go")})
 			err := f.exec.Follow(ctx, r, func(ev loop.StreamEvent) error {
-				if ev.Event != loop.EventInterrupt {
+				if ev.Event() != "on_interrupt" {
 					return nil
 				}
 				_, err := f.exec.Resume(ctx, user, r.ID(), []loop.Decision{tc.decision})
@@ -333,7 +334,7 @@ func TestInterruptAfterWaiting(t *testing.T) {
 			if st := r.Record().Status; st != runs.StatusDone {
 				t.Fatalf("run ended %s", st)
 			}
-			waiting, interrupt := order.index("status "+runs.StatusWaiting), order.index("event "+loop.EventInterrupt)
+			waiting, interrupt := order.index("status "+runs.StatusWaiting), order.index("event "+"on_interrupt")
 			if waiting < 0 || interrupt < 0 || waiting > interrupt {
 				t.Fatalf("order of writes %v: the run must be recorded waiting before its interrupt is logged", order.all())
 			}
@@ -377,7 +378,7 @@ type orderedLog struct {
 }
 
 func (l orderedLog) Append(ctx context.Context, runID string, ev loop.StreamEvent) (string, error) {
-	l.order.add("event " + ev.Event)
+	l.order.add("event " + ev.Event())
 	return l.Log.Append(ctx, runID, ev)
 }
 
@@ -425,7 +426,7 @@ func TestApprovalTimeoutAbortsRun(t *testing.T) {
 	f := newFixture(t, llmtest.New(llmtest.Call(calc("c1", "2+3"))), runexec.WithApprovalTimeout(50*time.Millisecond))
 	r := f.start(testCtx(t), runexec.Request{AgentID: "careful", Input: human("2+3?")})
 	evs := f.events(t, r)
-	if last := evs[len(evs)-1]; last.Event != loop.EventError {
+	if last := evs[len(evs)-1]; last.Event() != "error" {
 		t.Fatalf("last event = %+v, want an error", last)
 	}
 	if rec := r.Record(); rec.Status != runs.StatusFailed || rec.Error != "no approval decision came in time" {
@@ -475,7 +476,7 @@ func TestDeadRunIsReaped(t *testing.T) {
 	if err := f.runs.Put(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.runs.Append(ctx, rec.ID, loop.StreamEvent{Event: runexec.EventRunStart, RunID: rec.ID}); err != nil {
+	if _, err := f.runs.Append(ctx, rec.ID, loop.StreamEvent{RunID: rec.ID, Data: runevent.MustFromJSON("on_run_start", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	var evs []loop.StreamEvent
@@ -486,7 +487,7 @@ func TestDeadRunIsReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := evs[len(evs)-1]
-	if data, _ := last.Data.(map[string]any); len(evs) != 2 || last.Event != loop.EventError || data["code"] != "lost" {
+	if data := last.DataMap(); len(evs) != 2 || last.Event() != "error" || data["code"] != "lost" {
 		t.Fatalf("events = %+v, want the start and an error with code lost", evs)
 	}
 	snap, err := f.exec.Get(ctx, user, rec.ID)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wick-agent/wick/llm"
@@ -25,10 +27,6 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 	"github.com/wick-agent/wick/wickfs"
 )
-
-// EventRunStart is the first event of every run, sent at once so that a
-// streaming client gets its response headers before the model answers.
-const EventRunStart = "on_run_start"
 
 // Request asks for a run of an agent on a thread.
 type Request struct {
@@ -363,9 +361,11 @@ func (e *Executor) register(ctx context.Context, user string, req Request, runID
 	e.active[rec.ID] = r
 	e.wg.Add(1)
 	e.mu.Unlock()
-	r.emit(loop.StreamEvent{Event: EventRunStart, Name: req.AgentID, Data: map[string]any{
-		"run_id": rec.ID, "thread_id": req.ThreadID, "agent_id": req.AgentID,
-	}})
+	// The first event goes out at once, so that a streaming client gets its
+	// response headers before the model answers.
+	r.emit(loop.StreamEvent{Name: req.AgentID, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnRunStart{OnRunStart: &agentv1.RunStartData{
+		RunId: rec.ID, ThreadId: req.ThreadID, AgentId: req.AgentID,
+	}}}})
 	return r, nil
 }
 

@@ -42,8 +42,7 @@ func (r *Run) storeFailure() error {
 
 // unloggedEvent is the last event of a run stopped by its store.
 func (r *Run) unloggedEvent() loop.StreamEvent {
-	return loop.StreamEvent{Event: loop.EventError, RunID: r.rec.ID, ThreadID: r.rec.ThreadID,
-		Data: map[string]any{"message": unloggedMessage, "code": CodeUnavailable}}
+	return loop.StreamEvent{RunID: r.rec.ID, ThreadID: r.rec.ThreadID, Data: loop.ErrorData(unloggedMessage, CodeUnavailable, "")}
 }
 
 // endUnlogged ends a run stopped by its store on this replica: the record

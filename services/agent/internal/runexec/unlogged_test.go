@@ -40,7 +40,7 @@ func (o *outage) check(write bool, ev *loop.StreamEvent) error {
 	if o.down || (write && o.logsDown) {
 		return errDown
 	}
-	if ev != nil && ev.Event == loop.EventToolEnd {
+	if ev != nil && ev.Event() == "on_tool_end" {
 		o.toolEnd = true
 	}
 	return nil
@@ -126,12 +126,12 @@ func checkStoreError(t *testing.T, what string, evs []loop.StreamEvent) {
 		t.Fatalf("%s: no events", what)
 	}
 	last := evs[len(evs)-1]
-	data, _ := last.Data.(map[string]any)
-	if last.Event != loop.EventError || data["message"] != storeMessage || data["code"] != runexec.CodeUnavailable {
+	data := last.DataMap()
+	if last.Event() != "error" || data["message"] != storeMessage || data["code"] != runexec.CodeUnavailable {
 		t.Fatalf("%s ends with %+v, want an error event with code unavailable and %q", what, last, storeMessage)
 	}
 	for _, ev := range evs[:len(evs)-1] {
-		if ev.Event == loop.EventDone || ev.Event == loop.EventError {
+		if ev.Event() == "done" || ev.Event() == "error" {
 			t.Fatalf("%s: a last event before the last: %v", what, names(evs))
 		}
 	}
@@ -223,7 +223,7 @@ func TestStoreLostMidRun(t *testing.T) {
 			}
 			if tc.wantLogged {
 				checkStoreError(t, "the shared log", logged)
-			} else if n := len(logged); n == 0 || logged[n-1].Event == loop.EventError {
+			} else if n := len(logged); n == 0 || logged[n-1].Event() == "error" {
 				t.Fatalf("shared log %v: the case wants it without its error event", names(logged))
 			}
 			other := newReplica(t, f, shared, o)

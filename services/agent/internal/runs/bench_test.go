@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -22,7 +23,7 @@ func BenchmarkRedisAppend(b *testing.B) {
 	if err := r.Put(ctx, &Run{ID: "bench", Status: StatusRunning}); err != nil {
 		b.Fatal(err)
 	}
-	ev := loop.StreamEvent{Event: "on_chat_model_stream", RunID: "bench", ThreadID: "th", Data: map[string]any{"delta": "token "}}
+	ev := loop.StreamEvent{RunID: "bench", ThreadID: "th", Data: runevent.MustFromJSON("on_chat_model_stream", map[string]any{"delta": "token "})}
 	lat := make([]time.Duration, 0, b.N)
 	for b.Loop() {
 		start := time.Now()

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -39,7 +40,7 @@ func TestLogContract(t *testing.T) {
 			l := mk(t)
 			var ids []string
 			for i := range 5 {
-				id, err := l.Append(ctx, "r1", loop.StreamEvent{Event: "on_chat_model_stream", RunID: "r1", Data: map[string]any{"delta": fmt.Sprint(i)}})
+				id, err := l.Append(ctx, "r1", loop.StreamEvent{RunID: "r1", Data: runevent.MustFromJSON("on_chat_model_stream", map[string]any{"delta": fmt.Sprint(i)})})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -53,7 +54,7 @@ func TestLogContract(t *testing.T) {
 				}
 			}
 			evs, ended, err := l.Read(ctx, "r1", "", 100, 0)
-			if err != nil || ended || len(evs) != 5 || evs[4].Data.(map[string]any)["delta"] != "4" || evs[2].ID != ids[2] {
+			if err != nil || ended || len(evs) != 5 || evs[4].DataMap()["delta"] != "4" || evs[2].ID != ids[2] {
 				t.Fatalf("Read all = %v, %v, %v", evs, ended, err)
 			}
 			evs, _, _ = l.Read(ctx, "r1", ids[1], 2, 0)
@@ -69,7 +70,7 @@ func TestLogContract(t *testing.T) {
 				}
 				got <- evs
 			}()
-			id6, err := l.Append(ctx, "r1", loop.StreamEvent{Event: "done"})
+			id6, err := l.Append(ctx, "r1", loop.StreamEvent{Data: runevent.MustFromJSON("done", nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func TestLogContract(t *testing.T) {
 			if evs := <-got; len(evs) != 1 || evs[0].ID != id6 {
 				t.Fatalf("blocked read = %v", evs)
 			}
-			if last, _ := l.Last(ctx, "r1"); last == nil || last.ID != id6 || last.Event != "done" {
+			if last, _ := l.Last(ctx, "r1"); last == nil || last.ID != id6 || last.Event() != "done" {
 				t.Fatalf("Last = %+v, want done %s", last, id6)
 			}
 			if err := l.End(ctx, "r1"); err != nil {
@@ -91,7 +92,7 @@ func TestLogContract(t *testing.T) {
 			if !ended || len(evs) != 2 {
 				t.Fatalf("read of the tail = %v, ended %v", evs, ended)
 			}
-			if last, _ := l.Last(ctx, "r1"); last == nil || last.ID != id6 || last.Event != "done" {
+			if last, _ := l.Last(ctx, "r1"); last == nil || last.ID != id6 || last.Event() != "done" {
 				t.Fatalf("Last after End = %+v", last)
 			}
 			if _, _, err := l.Read(ctx, "r1", "not-an-id", 10, 0); !errors.Is(err, ErrBadEventID) {
@@ -178,11 +179,11 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	m := NewMemory()
 	ctx := context.Background()
 	for _, id := range []string{"1700000000000-0", "1700000000000-1", "1700000000001-0"} {
-		if _, err := m.Append(ctx, "r", loop.StreamEvent{Event: "x", ID: id}); err != nil {
+		if _, err := m.Append(ctx, "r", loop.StreamEvent{ID: id, Data: runevent.MustFromJSON("on_usage", nil)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := m.Append(ctx, "r", loop.StreamEvent{Event: "x", ID: "1700000000000-5"}); err == nil {
+	if _, err := m.Append(ctx, "r", loop.StreamEvent{ID: "1700000000000-5", Data: runevent.MustFromJSON("on_usage", nil)}); err == nil {
 		t.Fatal("an id going backwards was accepted")
 	}
 	evs, _, _ := m.Read(ctx, "r", "1700000000000-0", 10, 0)
@@ -191,11 +192,11 @@ func TestMemoryLocalCopyKeepsSharedIDs(t *testing.T) {
 	}
 	// An event of the copy's own (one the shared log refused) goes after
 	// the last, where a reader after that one finds it.
-	id, err := m.Append(ctx, "r", loop.StreamEvent{Event: "error"})
+	id, err := m.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("error", nil)})
 	if err != nil || id != "1700000000001-1" {
 		t.Fatalf("own event's id = %q, %v; want 1700000000001-1", id, err)
 	}
-	if evs, _, _ := m.Read(ctx, "r", "1700000000001-0", 10, 0); len(evs) != 1 || evs[0].Event != "error" {
+	if evs, _, _ := m.Read(ctx, "r", "1700000000001-0", 10, 0); len(evs) != 1 || evs[0].Event() != "error" {
 		t.Fatalf("Read after the last shared id = %v", evs)
 	}
 }
@@ -209,10 +210,10 @@ func TestMemoryKeepsStoppedRuns(t *testing.T) {
 	m.now = func() time.Time { return now }
 	ctx := context.Background()
 	m.Put(ctx, &Run{ID: "stopped", Status: StatusStopped})
-	m.Append(ctx, "stopped", loop.StreamEvent{Event: "x"})
+	m.Append(ctx, "stopped", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	m.End(ctx, "stopped")
 	now = now.Add(2 * time.Minute)
-	m.Append(ctx, "new", loop.StreamEvent{Event: "x"})
+	m.Append(ctx, "new", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	if got, err := m.Get(ctx, "stopped"); err != nil || got.Status != StatusStopped {
 		t.Fatalf("stopped run after the retention = %v, %v", got, err)
 	}
@@ -220,7 +221,7 @@ func TestMemoryKeepsStoppedRuns(t *testing.T) {
 		t.Fatalf("stopped run's log after the retention = %v, %v, %v", evs, ended, err)
 	}
 	now = now.Add(DefaultStoppedRetention)
-	m.Append(ctx, "newer", loop.StreamEvent{Event: "x"})
+	m.Append(ctx, "newer", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	if _, err := m.Get(ctx, "stopped"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("stopped run after its own retention = %v", err)
 	}
@@ -232,11 +233,11 @@ func TestMemoryEvictsFinishedRuns(t *testing.T) {
 	now := time.Unix(1000, 0)
 	m.now = func() time.Time { return now }
 	ctx := context.Background()
-	m.Append(ctx, "old", loop.StreamEvent{Event: "x"})
+	m.Append(ctx, "old", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	m.End(ctx, "old")
-	m.Append(ctx, "live", loop.StreamEvent{Event: "x"})
+	m.Append(ctx, "live", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	now = now.Add(2 * time.Minute)
-	m.Append(ctx, "new", loop.StreamEvent{Event: "x"})
+	m.Append(ctx, "new", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)})
 	if _, _, err := m.Read(ctx, "old", "", 1, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("finished run kept: %v", err)
 	}
@@ -252,21 +253,21 @@ func TestRedisFencesFinishedRun(t *testing.T) {
 	if err := r.Put(ctx, &Run{ID: "r", Status: StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "x"}); err != nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("on_usage", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	if won, err := r.Finish(ctx, "r", StatusFailed, "lost", "lost"); err != nil || !won {
 		t.Fatalf("Finish = %v, %v", won, err)
 	}
-	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "late"}); err == nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: loop.DeltaData("late")}); err == nil {
 		t.Fatal("an event was appended to a run another replica closed")
 	}
-	if _, err := r.AppendClosing(ctx, "r", loop.StreamEvent{Event: "error"}); err != nil {
+	if _, err := r.AppendClosing(ctx, "r", loop.StreamEvent{Data: runevent.MustFromJSON("error", nil)}); err != nil {
 		t.Fatal(err)
 	}
 	r.End(ctx, "r")
 	evs, ended, _ := r.Read(ctx, "r", "", 10, 0)
-	if !ended || len(evs) != 2 || evs[1].Event != "error" {
+	if !ended || len(evs) != 2 || evs[1].Event() != "error" {
 		t.Fatalf("log = %v, ended %v", evs, ended)
 	}
 }
@@ -301,7 +302,7 @@ func TestStoppedIsFinal(t *testing.T) {
 	if err := r.Put(ctx, &Run{ID: "r", Status: StatusStopped}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: "late"}); err == nil {
+	if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: loop.DeltaData("late")}); err == nil {
 		t.Fatal("an event was appended to a stopped run")
 	}
 }
@@ -335,7 +336,7 @@ func TestRedisReadersBeyondBlockingSlotsPoll(t *testing.T) {
 		}()
 	}
 	for i := range 3 {
-		if _, err := r.Append(ctx, "r", loop.StreamEvent{Event: fmt.Sprint(i)}); err != nil {
+		if _, err := r.Append(ctx, "r", loop.StreamEvent{Data: loop.DeltaData(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}

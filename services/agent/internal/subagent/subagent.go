@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -50,17 +53,7 @@ const GeneralPurpose = tools.TaskGeneralPurpose
 // these out, as the user did not start them; GetThread reads them.
 const ThreadPrefix = "th_sub_"
 
-// Events of sub-agents in the parent's stream.
-const (
-	// EventStart: a sub-agent starts.
-	EventStart = "on_subagent_start"
-	// EventWrapped carries one event of a sub-agent in data.event.
-	EventWrapped = "on_subagent_event"
-	// EventEnd: a sub-agent ended; data.status says how.
-	EventEnd = "on_subagent_end"
-)
-
-// Statuses of EventEnd.
+// Statuses of an on_subagent_end event.
 const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
@@ -287,20 +280,23 @@ func (t *Tool) RunTask(ctx context.Context, task *tasks.Task, emit func(loop.Str
 // run runs child c to its end, bounded by timeout, announcing it to emit
 // (tagged with the parent's run and call) and wrapping its events.
 func (t *Tool) run(ctx context.Context, c Child, timeout time.Duration, parentRunID, toolCallID string, emit func(loop.StreamEvent)) (string, error) {
-	meta := map[string]any{
-		"name": c.Name, "run_id": c.RunID, "thread_id": c.ThreadID,
-		"parent_run_id": parentRunID, "tool_call_id": toolCallID, "depth": c.Depth,
-	}
-	emit(loop.StreamEvent{Event: EventStart, Name: c.Name, Data: with(meta, map[string]any{"description": c.Goal})})
+	meta := tags{name: c.Name, runID: c.RunID, threadID: c.ThreadID, parentRunID: parentRunID, toolCallID: toolCallID, depth: int32(c.Depth)}
+	emit(loop.StreamEvent{Name: c.Name, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnSubagentStart{OnSubagentStart: &agentv1.SubagentStartData{
+		Name: meta.name, RunId: meta.runID, ThreadId: meta.threadID, ParentRunId: meta.parentRunID, ToolCallId: meta.toolCallID, Depth: meta.depth,
+		Description: proto.String(c.Goal),
+	}}}})
 	cctx, cancel := context.WithTimeoutCause(withDepth(ctx, c.Depth), timeout, ErrTimeout)
 	defer cancel()
 	state, err := t.spawn.Spawn(cctx, c, func(ev loop.StreamEvent) { emit(wrap(meta, ev)) })
 	answer, status, err := outcome(ctx, cctx, c, timeout, state, err)
-	end := map[string]any{"status": status}
-	if err != nil {
-		end["error"] = err.Error()
+	end := &agentv1.SubagentEndData{
+		Name: meta.name, RunId: meta.runID, ThreadId: meta.threadID, ParentRunId: meta.parentRunID, ToolCallId: meta.toolCallID, Depth: meta.depth,
+		Status: status,
 	}
-	emit(loop.StreamEvent{Event: EventEnd, Name: c.Name, Data: with(meta, end)})
+	if err != nil {
+		end.Error = proto.String(err.Error())
+	}
+	emit(loop.StreamEvent{Name: c.Name, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnSubagentEnd{OnSubagentEnd: end}}})
 	return answer, err
 }
 
@@ -404,28 +400,24 @@ func Answer(state *loop.AgentState) string {
 		fmt.Sprintf("\n…[cut: the sub-agent's answer has %d bytes; its thread %s holds it whole]", len(text), state.ThreadID)
 }
 
+// tags place a sub-agent in the tree of runs, on each of its events.
+type tags struct {
+	name, runID, threadID, parentRunID, toolCallID string
+	depth                                          int32
+}
+
 // wrap tags one event of a child for the parent's stream. Events of a
 // deeper sub-agent are already tagged (with their own parent run) and
 // pass through as they are.
-func wrap(meta map[string]any, ev loop.StreamEvent) loop.StreamEvent {
-	switch ev.Event {
-	case EventStart, EventWrapped, EventEnd:
+func wrap(meta tags, ev loop.StreamEvent) loop.StreamEvent {
+	switch ev.Data.GetKind().(type) {
+	case *agentv1.RunEventData_OnSubagentStart, *agentv1.RunEventData_OnSubagentEvent, *agentv1.RunEventData_OnSubagentEnd:
 		return ev
 	}
-	inner := map[string]any{"event": ev.Event, "name": ev.Name, "data": ev.Data}
-	return loop.StreamEvent{Event: EventWrapped, Name: meta["name"].(string), Data: with(meta, map[string]any{"event": inner})}
-}
-
-// with returns meta with extra's keys added, in a new map.
-func with(meta, extra map[string]any) map[string]any {
-	out := make(map[string]any, len(meta)+len(extra))
-	for k, v := range meta {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
-	}
-	return out
+	return loop.StreamEvent{Name: meta.name, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnSubagentEvent{OnSubagentEvent: &agentv1.SubagentEventData{
+		Name: meta.name, RunId: meta.runID, ThreadId: meta.threadID, ParentRunId: meta.parentRunID, ToolCallId: meta.toolCallID, Depth: meta.depth,
+		Event: &agentv1.ChildEvent{Event: ev.Event(), Name: proto.String(ev.Name), Data: ev.Data},
+	}}}}
 }
 
 type depthKey struct{}

@@ -9,19 +9,29 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
-// Events of a task, sent to the run that started it while that run lasts
-// on this replica (later, clients read the task through the API).
-const (
-	EventTaskStart  = "on_task_start"
-	EventTaskUpdate = "on_task_update"
-	EventTaskEnd    = "on_task_end"
-)
+// The events of a task, sent to the run that started it while that run
+// lasts on this replica (later, clients read the task through the API).
+func startEvent(d *agentv1.TaskEventData) *agentv1.RunEventData {
+	return &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnTaskStart{OnTaskStart: d}}
+}
+
+func updateEvent(d *agentv1.TaskEventData) *agentv1.RunEventData {
+	return &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnTaskUpdate{OnTaskUpdate: d}}
+}
+
+func endEvent(d *agentv1.TaskEventData) *agentv1.RunEventData {
+	return &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnTaskEnd{OnTaskEnd: d}}
+}
 
 // claimBatch is how many expired tasks one sweep takes over.
 const claimBatch = 64
@@ -35,7 +45,7 @@ type ToolDefs interface {
 // Listener hears about tasks: Event for each of the three events (the run
 // may be over), Finished once a task's result waits for its thread.
 type Listener interface {
-	Event(t *Task, event string)
+	Event(t *Task, data *agentv1.RunEventData)
 	Finished(t *Task)
 }
 
@@ -222,7 +232,7 @@ func (m *Manager) Begin(ctx context.Context, spec Spec) (*Task, error) {
 		return nil, err
 	}
 	t.UpdatedAt = t.CreatedAt
-	m.event(t, EventTaskStart)
+	m.event(t, startEvent)
 	m.launch(t)
 	return t, nil
 }
@@ -311,30 +321,30 @@ func (m *Manager) carry(ctx context.Context, t *Task) (out string, err error) {
 }
 
 func (m *Manager) finished(t *Task) {
-	m.event(t, EventTaskEnd)
+	m.event(t, endEvent)
 	if m.listener != nil {
 		m.listener.Finished(t)
 	}
 }
 
-func (m *Manager) event(t *Task, name string) {
+func (m *Manager) event(t *Task, kind func(*agentv1.TaskEventData) *agentv1.RunEventData) {
 	if m.listener != nil {
-		m.listener.Event(t, name)
+		m.listener.Event(t, kind(EventData(t)))
 	}
 }
 
 // EventData is a task as the data of its events and of the model's tools.
-func EventData(t *Task) map[string]any {
-	d := map[string]any{
-		"task_id": t.ID, "tool": t.Tool, "kind": t.Kind, "status": t.Status, "thread_id": t.ThreadID,
-		"run_id": t.RunID, "tool_call_id": t.ToolCallID, "attempts": t.Attempts,
+func EventData(t *Task) *agentv1.TaskEventData {
+	d := &agentv1.TaskEventData{
+		TaskId: t.ID, Tool: t.Tool, Kind: proto.String(t.Kind), Status: t.Status, ThreadId: proto.String(t.ThreadID),
+		RunId: proto.String(t.RunID), ToolCallId: proto.String(t.ToolCallID), Attempts: proto.Int32(int32(t.Attempts)),
 	}
 	if t.Finished() {
-		d["result"] = t.Result
+		d.Result = proto.String(t.Result)
 	}
 	if c := t.Subagent; c != nil {
 		// The child's thread is readable with GetThread while and after it runs.
-		d["subagent"] = map[string]any{"name": c.Name, "thread_id": c.ThreadID, "run_id": c.RunID, "depth": c.Depth}
+		d.Subagent = &agentv1.TaskSubagent{Name: c.Name, ThreadId: c.ThreadID, RunId: c.RunID, Depth: int32(c.Depth)}
 	}
 	return d
 }

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/runevent"
+
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
@@ -24,9 +27,9 @@ type ends struct {
 
 func newEnds() *ends { return &ends{done: make(chan *Task, 8), seen: map[string][]string{}} }
 
-func (e *ends) Event(t *Task, event string) {
+func (e *ends) Event(t *Task, data *agentv1.RunEventData) {
 	e.mu.Lock()
-	e.seen[t.ID] = append(e.seen[t.ID], event)
+	e.seen[t.ID] = append(e.seen[t.ID], runevent.Kind(data))
 	e.mu.Unlock()
 }
 func (e *ends) Finished(t *Task) { e.done <- t }
@@ -103,7 +106,7 @@ func TestManagerFinishes(t *testing.T) {
 			e.mu.Lock()
 			evs := e.seen[started.ID]
 			e.mu.Unlock()
-			if len(evs) != tc.events || evs[0] != EventTaskStart || evs[len(evs)-1] != EventTaskEnd {
+			if len(evs) != tc.events || evs[0] != "on_task_start" || evs[len(evs)-1] != "on_task_end" {
 				t.Fatalf("events %v", evs)
 			}
 		})

@@ -53,7 +53,7 @@ func (m *Manager) poll(ctx context.Context, t *Task) (string, error) {
 			progress = r.Progress
 			u := t.clone()
 			u.Result = progress
-			m.event(u, EventTaskUpdate)
+			m.event(u, updateEvent)
 		}
 		wait = min(2*wait, m.pollMax)
 		timer.Reset(wait)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wick-agent/wick/platform/runevent"
+
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
@@ -175,7 +177,7 @@ func (m *Manager) byID(ctx context.Context, args map[string]any, get func(contex
 	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(EventData(t))
+	b, err := runevent.AppendMessage(nil, EventData(t))
 	if err != nil {
 		return "", err
 	}

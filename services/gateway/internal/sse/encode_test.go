@@ -8,55 +8,80 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 )
 
-// TestFastEncodingMatchesProtojson: the events encoded without protojson
-// decode to what protojson gives (its output has random spaces, so JSON
-// values are compared), and the others are left to protojson.
-func TestFastEncodingMatchesProtojson(t *testing.T) {
-	str := func(s string) *structpb.Value { return structpb.NewStringValue(s) }
-	obj := func(m map[string]any) *structpb.Value {
-		v, err := structpb.NewValue(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+// TestEventEncoding: a typed event's SSE data line and JSON line are the
+// bytes earlier versions sent for the same event, when its data was a
+// google.protobuf.Struct encoded by protojson (keys sorted); protojson's
+// own output has random spaces, so its JSON value is compared, and the
+// bytes are compared with the compact form the fast path always wrote.
+func TestEventEncoding(t *testing.T) {
+	m := &Marshaler{JSON: EventJSON{JSONPb: &runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{UseProtoNames: true}}}}
 	for _, tc := range []struct {
 		name string
 		ev   *agentv1.StreamEvent
-		fast bool
+		old  map[string]any // the data earlier versions sent; nil for none
+		want string         // the exact data line
 	}{
-		{"text delta", &agentv1.StreamEvent{Event: "on_chat_model_stream", RunId: "run_1", ThreadId: "th_1", Id: "12-0", Data: obj(map[string]any{"delta": "Hello "})}, true},
-		{"no data, no ids", &agentv1.StreamEvent{Event: "done"}, true},
-		{"every field", &agentv1.StreamEvent{Event: "on_tool_end", Name: "ls", RunId: "r", ThreadId: "t", Id: "1-0", Data: obj(map[string]any{"output": "a", "error": "", "tool_call_id": "c"})}, true},
-		{"string data", &agentv1.StreamEvent{Event: "x", Data: str("plain")}, true},
-		{"escapes", &agentv1.StreamEvent{Event: "on_chat_model_stream", Data: obj(map[string]any{"delta": "q\" b\\ \n\r\t\b\f \x01\x1f <&> é 😀 \u2028"})}, true},
-		{"keys sorted and escaped", &agentv1.StreamEvent{Event: "e", Data: obj(map[string]any{"z": "1", "a\"k": "2", "m": "3"})}, true},
-		{"number data: protojson", &agentv1.StreamEvent{Event: "on_usage", Data: obj(map[string]any{"input_tokens": 3.0})}, false},
-		{"nested data: protojson", &agentv1.StreamEvent{Event: "on_tool_start", Data: obj(map[string]any{"args": map[string]any{"a": "b"}})}, false},
-		{"null data: protojson", &agentv1.StreamEvent{Event: "e", Data: structpb.NewNullValue()}, false},
+		{"text delta",
+			&agentv1.StreamEvent{Event: "on_chat_model_stream", RunId: "run_1", ThreadId: "th_1", Id: "12-0",
+				Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "Hello "}}}},
+			map[string]any{"delta": "Hello "},
+			`{"event":"on_chat_model_stream","run_id":"run_1","data":{"delta":"Hello "},"thread_id":"th_1","id":"12-0"}`},
+		{"no data, no ids", &agentv1.StreamEvent{Event: "done"}, nil, `{"event":"done"}`},
+		{"every field",
+			&agentv1.StreamEvent{Event: "on_tool_end", Name: "ls", RunId: "r", ThreadId: "t", Id: "1-0",
+				Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnToolEnd{OnToolEnd: &agentv1.ToolEndData{Output: proto.String("a"), Error: proto.String(""), ToolCallId: "c"}}}},
+			map[string]any{"output": "a", "error": "", "tool_call_id": "c"},
+			`{"event":"on_tool_end","name":"ls","run_id":"r","data":{"error":"","output":"a","tool_call_id":"c"},"thread_id":"t","id":"1-0"}`},
+		{"escapes",
+			&agentv1.StreamEvent{Event: "on_chat_model_stream",
+				Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "q\" b\\ \n\r\t\b\f \x01\x1f <&> é 😀 \u2028"}}}},
+			map[string]any{"delta": "q\" b\\ \n\r\t\b\f \x01\x1f <&> é 😀 \u2028"},
+			`{"event":"on_chat_model_stream","data":{"delta":"q\" b\\ \n\r\t\b\f \u0001\u001f <&> é 😀 ` + "\u2028" + `"}}`},
+		{"numbers",
+			&agentv1.StreamEvent{Event: "on_usage",
+				Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnUsage{OnUsage: &agentv1.UsageData{InputTokens: proto.Int32(3), OutputTokens: proto.Int32(0)}}}},
+			map[string]any{"input_tokens": 3.0, "output_tokens": 0.0},
+			`{"event":"on_usage","data":{"input_tokens":3,"output_tokens":0}}`},
+		{"nested data",
+			&agentv1.StreamEvent{Event: "on_tool_start",
+				Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnToolStart{OnToolStart: &agentv1.ToolStartData{
+					Args: &structpb.Struct{Fields: map[string]*structpb.Value{"b": structpb.NewStringValue("x"), "a": structpb.NewNumberValue(1)}}, ToolCallId: "c"}}}},
+			map[string]any{"args": map[string]any{"a": 1.0, "b": "x"}, "tool_call_id": "c"},
+			`{"event":"on_tool_start","data":{"args":{"a":1,"b":"x"},"tool_call_id":"c"}}`},
+		{"an empty required list is written",
+			&agentv1.StreamEvent{Event: "on_todos", Name: "write_todos",
+				Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnTodos{OnTodos: &agentv1.TodosData{}}}},
+			map[string]any{"todos": []any{}},
+			`{"event":"on_todos","name":"write_todos","data":{"todos":[]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, fast := appendEvent(nil, tc.ev)
-			if fast != tc.fast {
-				t.Fatalf("fast = %v, want %v", fast, tc.fast)
-			}
-			want, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(tc.ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &Marshaler{JSON: &runtime.JSONPb{MarshalOptions: protojson.MarshalOptions{UseProtoNames: true}}}
 			frame, err := m.frame(tc.ev)
 			if err != nil {
 				t.Fatal(err)
 			}
 			data := string(frame[strings.Index(string(frame), "data: ")+len("data: ") : len(frame)-1])
-			if strings.Contains(data, "\n") {
-				t.Fatalf("data line %q holds a line break", data)
+			if data != tc.want {
+				t.Fatalf("frame data\n%s\nwant\n%s", data, tc.want)
+			}
+			// What earlier versions sent: the data as a Struct, by protojson.
+			old := proto.Clone(tc.ev).(*agentv1.StreamEvent)
+			old.Payload = nil
+			if tc.old != nil {
+				v, err := structpb.NewValue(tc.old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				old.Data = v
+			}
+			want, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(old)
+			if err != nil {
+				t.Fatal(err)
 			}
 			var got, exp any
 			if err := json.Unmarshal([]byte(data), &got); err != nil {
@@ -66,15 +91,21 @@ func TestFastEncodingMatchesProtojson(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, exp) {
-				t.Fatalf("encoded %s, protojson %s", data, want)
+				t.Fatalf("encoded %s, earlier versions %s", data, want)
 			}
-			if fast && string(b) != data {
-				t.Fatalf("frame data %s, appendEvent %s", data, b)
+			line, err := m.JSON.Marshal(map[string]any{"result": tc.ev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(line) != `{"result":`+tc.want+`}` {
+				t.Fatalf("JSON line %s", line)
 			}
 		})
 	}
-	t.Run("invalid UTF-8 is protojson's to refuse", func(t *testing.T) {
-		if _, fast := appendEvent(nil, &agentv1.StreamEvent{Event: "e", Data: str("\xff")}); fast {
+	t.Run("invalid UTF-8 is refused", func(t *testing.T) {
+		ev := &agentv1.StreamEvent{Event: "on_chat_model_stream",
+			Payload: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "\xff"}}}}
+		if _, err := m.frame(ev); err == nil {
 			t.Fatal("encoded invalid UTF-8")
 		}
 	})

@@ -81,9 +81,7 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 
 func (m *Marshaler) frame(v any) ([]byte, error) {
 	if ev, ok := v.(*agentv1.StreamEvent); ok {
-		if b, ok := fastFrame(ev); ok {
-			return b, nil
-		}
+		return eventFrame(ev)
 	}
 	data, err := m.JSON.Marshal(v)
 	if err != nil {
@@ -103,29 +101,6 @@ func (m *Marshaler) frame(v any) ([]byte, error) {
 		}
 	}
 	return appendData(b, data), nil
-}
-
-// fastFrame is frame for the events appendEvent encodes.
-func fastFrame(ev *agentv1.StreamEvent) ([]byte, bool) {
-	id, name := field(ev.GetId()), field(ev.GetEvent())
-	// A text delta's frame (ids, names and a few words) fits in one buffer.
-	b := make([]byte, 0, 256)
-	if id != "" {
-		b = append(b, "id: "...)
-		b = append(b, id...)
-		b = append(b, '\n')
-	}
-	if name != "" {
-		b = append(b, "event: "...)
-		b = append(b, name...)
-		b = append(b, '\n')
-	}
-	b = append(b, "data: "...)
-	b, ok := appendEvent(b, ev)
-	if !ok {
-		return nil, false
-	}
-	return append(b, '\n'), true
 }
 
 func (m *Marshaler) errorFrame(v proto.Message) ([]byte, error) {
