@@ -1,4 +1,4 @@
-import type { WickEvent } from "@wick-agent/sdk";
+import type { SubagentInnerEvent, WickEvent } from "@wick-agent/sdk";
 import { describe, expect, it } from "vitest";
 
 import {
@@ -365,7 +365,7 @@ describe("sub-agents", () => {
     tool_call_id: call,
     depth,
   });
-  const wrapped = (n: number, t: ReturnType<typeof tags>, event: string, data: unknown, name?: string): WickEvent => ({
+  const wrapped = (n: number, t: ReturnType<typeof tags>, event: string, data: SubagentInnerEvent["data"], name?: string): WickEvent => ({
     ...base,
     id: id(n),
     name: t.name,

@@ -888,10 +888,7 @@ export interface components {
         RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_thought_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
-            data?: {
-                /** @description Why it stopped: completed, or stopped (POST /runs/{run_id}/stop; continue it with POST /runs/{run_id}/continue). */
-                stop_reason?: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.DoneData"];
             /** @constant */
             event: "done";
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
@@ -903,14 +900,7 @@ export interface components {
         });
         /** @description The run failed or was cancelled; the last event. */
         "RunEvent.error": {
-            data?: {
-                /** @description What ended the run: cancelled, aborted, failed, lost (its replica stopped), max_turns, error (the model or a hook failed), resource_exhausted (a per-user or per-thread limit) or unavailable (a dependency did not answer; worth a retry later). */
-                code: string;
-                /** @description What went wrong. */
-                message: string;
-                /** @description The loop's reason, when the loop ended the run: error, max_turns or cancelled. */
-                stop_reason?: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.ErrorData"];
             /** @constant */
             event: "error";
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
@@ -922,10 +912,7 @@ export interface components {
         });
         /** @description A piece of the model's answer text. */
         "RunEvent.on_chat_model_stream": {
-            data?: {
-                /** @description The text to append. */
-                delta: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.DeltaData"];
             /** @constant */
             event: "on_chat_model_stream";
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
@@ -937,20 +924,7 @@ export interface components {
         });
         /** @description The run waits for the user: approval of tool calls (interactive agents), or, with data.kind "question", an answer to the model's ask_user question; decide or answer with POST /runs/{run_id}/resume. */
         "RunEvent.on_interrupt": {
-            data?: {
-                /** @description True on an approval: a decision may carry always, which the thread remembers for later calls of the same kind (tool name, or an ACP agent's tool kind). Absent on a question. */
-                always?: boolean;
-                /** @description The answers offered, when kind is question and the model gave some; any text is accepted. */
-                choices?: string[];
-                /** @description approval (the default when absent) or question. */
-                kind?: string;
-                /** @description The question, when kind is question. */
-                question?: string;
-                /** @description The ask_user call to answer (action "answer"), when kind is question. */
-                tool_call_id?: string;
-                /** @description The calls awaiting a decision (for a question, the ask_user call). */
-                tool_calls: components["schemas"]["wick.agent.v1.ToolCall"][];
-            };
+            data?: components["schemas"]["wick.agent.v1.InterruptData"];
             /** @constant */
             event: "on_interrupt";
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
@@ -960,39 +934,11 @@ export interface components {
              */
             event: "on_interrupt";
         });
-        /** @description The knowledge hook searched the agent's collections before a model call; the sources were put into the prompt's <knowledge> section, numbered as cited. */
+        /** @description The knowledge hook searched the agent's collections before a model call; the sources were put into the prompt's <knowledge> section, numbered as cited. The event's name is the hook (knowledge). */
         "RunEvent.on_knowledge_retrieval": {
-            data?: {
-                /** @description Why the search failed, when it did; the run goes on without knowledge. */
-                error?: string;
-                /** @description What was searched for: the latest user message and a little context. */
-                query: string;
-                /** @description The chunks injected, best first. */
-                sources: {
-                    /** @description The chunk: collection/document#index. */
-                    chunk_id: string;
-                    /** @description The collection's id. */
-                    collection?: string;
-                    /** @description The document's id. */
-                    document?: string;
-                    /** @description The Markdown headings above the chunk. */
-                    heading?: string;
-                    /** @description The source's number, as the prompt cites it ([n]). */
-                    n: number;
-                    /** @description Cosine similarity of query and chunk. */
-                    score: number;
-                    /** @description Where the document came from: a workspace path or text. */
-                    source?: string;
-                    /** @description The start of the chunk's text. */
-                    text?: string;
-                    /** @description The document's title. */
-                    title?: string;
-                }[];
-            };
+            data?: components["schemas"]["wick.agent.v1.KnowledgeRetrievalData"];
             /** @constant */
             event: "on_knowledge_retrieval";
-            /** @description The hook (knowledge). */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1000,20 +946,11 @@ export interface components {
              */
             event: "on_knowledge_retrieval";
         });
-        /** @description The run started; sent at once, so the stream's headers go out before the model answers. */
+        /** @description The run started; sent at once, so the stream's headers go out before the model answers. The event's name is the agent's id. */
         "RunEvent.on_run_start": {
-            data?: {
-                /** @description The agent. */
-                agent_id?: string;
-                /** @description The run. */
-                run_id?: string;
-                /** @description The thread the run works on. */
-                thread_id?: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.RunStartData"];
             /** @constant */
             event: "on_run_start";
-            /** @description The agent's id. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1021,30 +958,11 @@ export interface components {
              */
             event: "on_run_start";
         });
-        /** @description A sub-agent ended; its final answer is the output of the parent's task call (on_tool_end). */
+        /** @description A sub-agent ended; its final answer is the output of the parent's task call (on_tool_end). The event's name is the sub-agent's name. */
         "RunEvent.on_subagent_end": {
-            data?: {
-                /** @description How deep the child runs: 1 for a child of the streamed run. */
-                depth: number;
-                /** @description Why it did not complete; the parent's task call fails with it. */
-                error?: string;
-                /** @description The sub-agent's name (general-purpose or one the agent declares). */
-                name: string;
-                /** @description The run whose task call started the child: the streamed run, or a sub-agent of it. */
-                parent_run_id: string;
-                /** @description The child run's id. */
-                run_id: string;
-                /** @description completed, failed, timeout, stopped (its parent is stopping) or cancelled (with its parent). */
-                status: string;
-                /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
-                thread_id: string;
-                /** @description The parent's task call. */
-                tool_call_id: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.SubagentEndData"];
             /** @constant */
             event: "on_subagent_end";
-            /** @description The sub-agent's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1052,35 +970,11 @@ export interface components {
              */
             event: "on_subagent_end";
         });
-        /** @description One event of a sub-agent, wrapped so that a client never takes a child's done or error for the run's own. Events of deeper sub-agents come as their own on_subagent_* events, tagged with their parent_run_id. */
+        /** @description One event of a sub-agent, wrapped so that a client never takes a child's done or error for the run's own. Events of deeper sub-agents come as their own on_subagent_* events, tagged with their parent_run_id. The event's name is the sub-agent's name. */
         "RunEvent.on_subagent_event": {
-            data?: {
-                /** @description How deep the child runs: 1 for a child of the streamed run. */
-                depth: number;
-                /** @description The child's event: its kind, name and data, as a run's event has them. */
-                event: {
-                    /** @description The child event's data, shaped as for that kind. */
-                    data?: unknown;
-                    /** @description The child event's kind (on_chat_model_stream, on_tool_start, done …). */
-                    event: string;
-                    /** @description The child event's name. */
-                    name?: string;
-                };
-                /** @description The sub-agent's name (general-purpose or one the agent declares). */
-                name: string;
-                /** @description The run whose task call started the child: the streamed run, or a sub-agent of it. */
-                parent_run_id: string;
-                /** @description The child run's id. */
-                run_id: string;
-                /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
-                thread_id: string;
-                /** @description The parent's task call. */
-                tool_call_id: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.SubagentEventData"];
             /** @constant */
             event: "on_subagent_event";
-            /** @description The sub-agent's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1088,28 +982,11 @@ export interface components {
              */
             event: "on_subagent_event";
         });
-        /** @description A task call started a sub-agent: a child run on a thread of its own, in the same sandbox. Its events follow as on_subagent_event, then on_subagent_end. */
+        /** @description A task call started a sub-agent: a child run on a thread of its own, in the same sandbox. Its events follow as on_subagent_event, then on_subagent_end. The event's name is the sub-agent's name. */
         "RunEvent.on_subagent_start": {
-            data?: {
-                /** @description How deep the child runs: 1 for a child of the streamed run. */
-                depth: number;
-                /** @description The task the parent handed it. */
-                description?: string;
-                /** @description The sub-agent's name (general-purpose or one the agent declares). */
-                name: string;
-                /** @description The run whose task call started the child: the streamed run, or a sub-agent of it. */
-                parent_run_id: string;
-                /** @description The child run's id. */
-                run_id: string;
-                /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
-                thread_id: string;
-                /** @description The parent's task call. */
-                tool_call_id: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.SubagentStartData"];
             /** @constant */
             event: "on_subagent_start";
-            /** @description The sub-agent's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1117,43 +994,11 @@ export interface components {
              */
             event: "on_subagent_start";
         });
-        /** @description A background task finished: done, failed or cancelled. */
+        /** @description A background task finished: done, failed or cancelled. The event's name is the tool's name. */
         "RunEvent.on_task_end": {
-            data?: {
-                /** @description Starts so far: 1, then one per take-over by another replica. */
-                attempts?: number;
-                /** @description native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call). */
-                kind?: string;
-                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
-                result?: string;
-                /** @description The run that started it. */
-                run_id?: string;
-                /** @description running, done, failed or cancelled. */
-                status: string;
-                /** @description The child of a subagent task; its thread is read with GET /threads/{thread_id}. */
-                subagent?: {
-                    /** @description How deep the child runs (1). */
-                    depth: number;
-                    /** @description The sub-agent type. */
-                    name: string;
-                    /** @description The child's run id, as in its on_subagent_* events. */
-                    run_id: string;
-                    /** @description The child's thread. */
-                    thread_id: string;
-                };
-                /** @description The task (GET /tasks/{task_id}). */
-                task_id: string;
-                /** @description The thread the task's result joins. */
-                thread_id?: string;
-                /** @description The tool it runs. */
-                tool: string;
-                /** @description The model's call that started it. */
-                tool_call_id?: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.TaskEventData"];
             /** @constant */
             event: "on_task_end";
-            /** @description The tool's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1161,43 +1006,11 @@ export interface components {
              */
             event: "on_task_end";
         });
-        /** @description A tool call started a background task (its result says so at once). Task events reach the run that started the task while it lasts; read the task with GET /tasks/{task_id} after. */
+        /** @description A tool call started a background task (its result says so at once). Task events reach the run that started the task while it lasts; read the task with GET /tasks/{task_id} after. The event's name is the tool's name. */
         "RunEvent.on_task_start": {
-            data?: {
-                /** @description Starts so far: 1, then one per take-over by another replica. */
-                attempts?: number;
-                /** @description native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call). */
-                kind?: string;
-                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
-                result?: string;
-                /** @description The run that started it. */
-                run_id?: string;
-                /** @description running, done, failed or cancelled. */
-                status: string;
-                /** @description The child of a subagent task; its thread is read with GET /threads/{thread_id}. */
-                subagent?: {
-                    /** @description How deep the child runs (1). */
-                    depth: number;
-                    /** @description The sub-agent type. */
-                    name: string;
-                    /** @description The child's run id, as in its on_subagent_* events. */
-                    run_id: string;
-                    /** @description The child's thread. */
-                    thread_id: string;
-                };
-                /** @description The task (GET /tasks/{task_id}). */
-                task_id: string;
-                /** @description The thread the task's result joins. */
-                thread_id?: string;
-                /** @description The tool it runs. */
-                tool: string;
-                /** @description The model's call that started it. */
-                tool_call_id?: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.TaskEventData"];
             /** @constant */
             event: "on_task_start";
-            /** @description The tool's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1205,43 +1018,11 @@ export interface components {
              */
             event: "on_task_start";
         });
-        /** @description A background task reported progress (data.result holds it). */
+        /** @description A background task reported progress (data.result holds it). The event's name is the tool's name. */
         "RunEvent.on_task_update": {
-            data?: {
-                /** @description Starts so far: 1, then one per take-over by another replica. */
-                attempts?: number;
-                /** @description native (a Go tool of the server), http (an async callback tool) or subagent (a background task tool call). */
-                kind?: string;
-                /** @description The output, or why it failed or was cancelled, once finished; the progress, in on_task_update. */
-                result?: string;
-                /** @description The run that started it. */
-                run_id?: string;
-                /** @description running, done, failed or cancelled. */
-                status: string;
-                /** @description The child of a subagent task; its thread is read with GET /threads/{thread_id}. */
-                subagent?: {
-                    /** @description How deep the child runs (1). */
-                    depth: number;
-                    /** @description The sub-agent type. */
-                    name: string;
-                    /** @description The child's run id, as in its on_subagent_* events. */
-                    run_id: string;
-                    /** @description The child's thread. */
-                    thread_id: string;
-                };
-                /** @description The task (GET /tasks/{task_id}). */
-                task_id: string;
-                /** @description The thread the task's result joins. */
-                thread_id?: string;
-                /** @description The tool it runs. */
-                tool: string;
-                /** @description The model's call that started it. */
-                tool_call_id?: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.TaskEventData"];
             /** @constant */
             event: "on_task_update";
-            /** @description The tool's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1251,10 +1032,7 @@ export interface components {
         });
         /** @description A piece of the agent's reasoning, shown apart from its answer (agents backed by an external ACP agent send its thought chunks as these). Not part of the answer; never sent back to the model. */
         "RunEvent.on_thought_stream": {
-            data?: {
-                /** @description The text to append to the current thought. */
-                delta: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.DeltaData"];
             /** @constant */
             event: "on_thought_stream";
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
@@ -1264,16 +1042,11 @@ export interface components {
              */
             event: "on_thought_stream";
         });
-        /** @description The agent's todo list changed. */
+        /** @description The agent's todo list changed. The event's name is the tool that changed it (write_todos). */
         "RunEvent.on_todos": {
-            data?: {
-                /** @description The whole list. */
-                todos: components["schemas"]["wick.agent.v1.Todo"][];
-            };
+            data?: components["schemas"]["wick.agent.v1.TodosData"];
             /** @constant */
             event: "on_todos";
-            /** @description The tool that changed it (write_todos). */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1281,20 +1054,11 @@ export interface components {
              */
             event: "on_todos";
         });
-        /** @description A tool call ended; every on_tool_start has one, also when the run is cancelled. */
+        /** @description A tool call ended; every on_tool_start has one, also when the run is cancelled. The event's name is the tool's name. */
         "RunEvent.on_tool_end": {
-            data?: {
-                /** @description Why the tool failed; empty when it did not. */
-                error?: string;
-                /** @description The tool's output, as the model sees it. */
-                output?: string;
-                /** @description The call's id. */
-                tool_call_id: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.ToolEndData"];
             /** @constant */
             event: "on_tool_end";
-            /** @description The tool's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1302,20 +1066,11 @@ export interface components {
              */
             event: "on_tool_end";
         });
-        /** @description A tool call starts. */
+        /** @description A tool call starts. The event's name is the tool's name. */
         "RunEvent.on_tool_start": {
-            data?: {
-                /** @description The call's arguments. */
-                args?: {
-                    [key: string]: unknown;
-                };
-                /** @description The call's id, repeated in its on_tool_end. */
-                tool_call_id: string;
-            };
+            data?: components["schemas"]["wick.agent.v1.ToolStartData"];
             /** @constant */
             event: "on_tool_start";
-            /** @description The tool's name. */
-            name?: string;
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1325,12 +1080,7 @@ export interface components {
         });
         /** @description Tokens a model call used. */
         "RunEvent.on_usage": {
-            data?: {
-                /** @description Prompt tokens. */
-                input_tokens?: number;
-                /** @description Completion tokens. */
-                output_tokens?: number;
-            };
+            data?: components["schemas"]["wick.agent.v1.UsageData"];
             /** @constant */
             event: "on_usage";
         } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
@@ -1805,6 +1555,18 @@ export interface components {
             /** @description task is the task; its status is "cancelled" unless it had finished before. */
             task?: components["schemas"]["wick.agent.v1.Task"];
         };
+        /** @description ChildEvent is one event of a sub-agent, as on_subagent_event carries it. */
+        "wick.agent.v1.ChildEvent": {
+            /**
+             * @description The child event's data, shaped as for that kind; in JSON, the set
+             *     field's message itself, as a StreamEvent's data.
+             */
+            data?: components["schemas"]["wick.agent.v1.RunEventData"];
+            /** @description The child event's kind (on_chat_model_stream, on_tool_start, done …). */
+            event: string;
+            /** @description The child event's name. */
+            name?: string;
+        };
         /**
          * @description Collection is a knowledge collection: documents split into chunks, each
          *     embedded by one embedding model so that they can be searched by meaning.
@@ -1939,6 +1701,39 @@ export interface components {
         "wick.agent.v1.DeleteThreadResponse": Record<string, unknown>;
         /** @description DeleteToolResponse confirms a deletion. */
         "wick.agent.v1.DeleteToolResponse": Record<string, unknown>;
+        /**
+         * @description DeltaData is a piece of text: the data of on_chat_model_stream and
+         *     on_thought_stream.
+         */
+        "wick.agent.v1.DeltaData": {
+            /** @description The text to append. */
+            delta: string;
+        };
+        /** @description DoneData is the data of done. */
+        "wick.agent.v1.DoneData": {
+            /**
+             * @description Why it stopped: completed, or stopped (POST /runs/{run_id}/stop;
+             *     continue it with POST /runs/{run_id}/continue).
+             */
+            stop_reason?: string;
+        };
+        /** @description ErrorData is the data of error. */
+        "wick.agent.v1.ErrorData": {
+            /**
+             * @description What ended the run: cancelled, aborted, failed, lost (its replica
+             *     stopped), max_turns, error (the model or a hook failed),
+             *     resource_exhausted (a per-user or per-thread limit) or unavailable (a
+             *     dependency did not answer; worth a retry later).
+             */
+            code: string;
+            /** @description What went wrong. */
+            message: string;
+            /**
+             * @description The loop's reason, when the loop ended the run: error, max_turns or
+             *     cancelled.
+             */
+            stop_reason?: string;
+        };
         /** @description FileEntry is one entry of a workspace listing. */
         "wick.agent.v1.FileEntry": {
             /** @description name is the base name. */
@@ -1982,6 +1777,28 @@ export interface components {
             name?: string;
             /** @description phases are the phases the hook implements. */
             phases?: string[];
+        };
+        /** @description InterruptData is the data of on_interrupt. */
+        "wick.agent.v1.InterruptData": {
+            /**
+             * @description True on an approval: a decision may carry always, which the thread
+             *     remembers for later calls of the same kind (tool name, or an ACP
+             *     agent's tool kind). Absent on a question.
+             */
+            always?: boolean;
+            /**
+             * @description The answers offered, when kind is question and the model gave some; any
+             *     text is accepted.
+             */
+            choices?: string[];
+            /** @description approval (the default when absent) or question. */
+            kind?: string;
+            /** @description The question, when kind is question. */
+            question?: string;
+            /** @description The ask_user call to answer (action "answer"), when kind is question. */
+            tool_call_id?: string;
+            /** @description The calls awaiting a decision (for a question, the ask_user call). */
+            tool_calls: components["schemas"]["wick.agent.v1.ToolCall"][];
         };
         /** @description InvokeResponse is a finished run. */
         "wick.agent.v1.InvokeResponse": {
@@ -2070,6 +1887,42 @@ export interface components {
             /** @description text is the chunk's text. */
             text?: string;
             /** @description title is the document's title. */
+            title?: string;
+        };
+        /** @description KnowledgeRetrievalData is the data of on_knowledge_retrieval. */
+        "wick.agent.v1.KnowledgeRetrievalData": {
+            /** @description Why the search failed, when it did; the run goes on without knowledge. */
+            error?: string;
+            /** @description What was searched for: the latest user message and a little context. */
+            query: string;
+            /** @description The chunks injected, best first. */
+            sources: components["schemas"]["wick.agent.v1.KnowledgeSource"][];
+        };
+        /** @description KnowledgeSource is one chunk put into the prompt's <knowledge> section. */
+        "wick.agent.v1.KnowledgeSource": {
+            /** @description The chunk: collection/document#index. */
+            chunk_id: string;
+            /** @description The collection's id. */
+            collection?: string;
+            /** @description The document's id. */
+            document?: string;
+            /** @description The Markdown headings above the chunk. */
+            heading?: string;
+            /**
+             * Format: int32
+             * @description The source's number, as the prompt cites it ([n]).
+             */
+            n: number;
+            /**
+             * Format: double
+             * @description Cosine similarity of query and chunk.
+             */
+            score: number;
+            /** @description Where the document came from: a workspace path or text. */
+            source?: string;
+            /** @description The start of the chunk's text. */
+            text?: string;
+            /** @description The document's title. */
             title?: string;
         };
         /** @description ListAgentsResponse lists agents. */
@@ -2221,6 +2074,25 @@ export interface components {
             /** @description thread_id is the run's thread. */
             thread_id?: string;
         };
+        /**
+         * @description RunEventData is the data of one run event, typed by the event's kind: the
+         *     name of the field that is set is the event's kind (StreamEvent.event). In
+         *     JSON (Server-Sent Events, JSON lines, the run log) a StreamEvent's data is
+         *     the set field's message, e.g. {"delta": "Hel"} for on_chat_model_stream.
+         *     A run's first event is on_run_start and its last is done or error. Kinds
+         *     may be added in a minor version; a client should skip kinds it does not
+         *     know.
+         */
+        "wick.agent.v1.RunEventData": components["schemas"]["wick.agent.v1.RunStartData"] | components["schemas"]["wick.agent.v1.DeltaData"] | components["schemas"]["wick.agent.v1.ToolStartData"] | components["schemas"]["wick.agent.v1.ToolEndData"] | components["schemas"]["wick.agent.v1.TodosData"] | components["schemas"]["wick.agent.v1.InterruptData"] | components["schemas"]["wick.agent.v1.KnowledgeRetrievalData"] | components["schemas"]["wick.agent.v1.UsageData"] | components["schemas"]["wick.agent.v1.SubagentStartData"] | components["schemas"]["wick.agent.v1.SubagentEventData"] | components["schemas"]["wick.agent.v1.SubagentEndData"] | components["schemas"]["wick.agent.v1.TaskEventData"] | components["schemas"]["wick.agent.v1.DoneData"] | components["schemas"]["wick.agent.v1.ErrorData"];
+        /** @description RunStartData is the data of on_run_start. */
+        "wick.agent.v1.RunStartData": {
+            /** @description The agent. */
+            agent_id?: string;
+            /** @description The run. */
+            run_id?: string;
+            /** @description The thread the run works on. */
+            thread_id?: string;
+        };
         /** @description SearchKnowledgeResponse returns the hits of a search. */
         "wick.agent.v1.SearchKnowledgeResponse": {
             /** @description hits are the chunks found, best first. */
@@ -2249,31 +2121,25 @@ export interface components {
             run?: components["schemas"]["wick.agent.v1.Run"];
         };
         /**
-         * @description StreamEvent is one event of a run (the seed's StreamEvent). Events are
-         *     "on_chat_model_stream" (data.delta), "on_tool_start" (data.args),
-         *     "on_tool_end" (data.output, data.error), "on_todos" (data.todos),
-         *     "on_interrupt" (data.tool_calls awaiting approval, or data.kind
-         *     "question" with data.question and data.choices from ask_user), "on_usage"
-         *     (data.input_tokens, data.output_tokens), "on_knowledge_retrieval"
-         *     (data.query, and data.sources: the chunks put into the prompt before a
-         *     model call, each a KnowledgeHit in its JSON form plus "n", its number as
-         *     cited in the prompt's <knowledge> section), "on_run_start", "done" and
-         *     "error" (data.message, data.code). Sub-agents (the task tool) add
-         *     "on_subagent_start", "on_subagent_event" (one child event in data.event)
-         *     and "on_subagent_end" (data.status), each with data.name, run_id,
-         *     thread_id, parent_run_id, tool_call_id and depth.
+         * @description StreamEvent is one event of a run. Its kind (event) is the name of the
+         *     field set in payload (RunEventData), which types its data; JSON clients
+         *     (Server-Sent Events, JSON lines) get that data as `data`.
          */
         "wick.agent.v1.StreamEvent": {
-            /** @description data is the event's payload; its shape depends on the event. */
+            /**
+             * @description data is the event's data as JSON: what JSON clients (Server-Sent Events,
+             *     JSON lines) get, rendered from payload. The service leaves it unset over
+             *     gRPC, where payload carries the data typed; read payload instead.
+             */
             data?: unknown;
-            /** @description event is the event's kind. */
+            /** @description event is the event's kind: the name of the field set in payload. */
             event?: string;
             /**
              * @description id is the event's position in the run's log, for resuming after it
              *     (the SSE `id:` and `Last-Event-ID`).
              */
             id?: string;
-            /** @description name is the tool or model name the event concerns. */
+            /** @description name is the tool, sub-agent or agent the event concerns, when there is one. */
             name?: string;
             /** @description run_id identifies the run. */
             run_id?: string;
@@ -2304,6 +2170,80 @@ export interface components {
             timeout?: string;
             /** @description tools names the sub-agent's tools, as Agent.tools. */
             tools?: string[];
+        };
+        /** @description SubagentEndData is the data of on_subagent_end. */
+        "wick.agent.v1.SubagentEndData": {
+            /**
+             * Format: int32
+             * @description How deep the child runs: 1 for a child of the streamed run.
+             */
+            depth: number;
+            /** @description Why it did not complete; the parent's task call fails with it. */
+            error?: string;
+            /** @description The sub-agent's name (general-purpose or one the agent declares). */
+            name: string;
+            /**
+             * @description The run whose task call started the child: the streamed run, or a
+             *     sub-agent of it.
+             */
+            parent_run_id: string;
+            /** @description The child run's id. */
+            run_id: string;
+            /**
+             * @description completed, failed, timeout, stopped (its parent is stopping) or
+             *     cancelled (with its parent).
+             */
+            status: string;
+            /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
+            thread_id: string;
+            /** @description The parent's task call. */
+            tool_call_id: string;
+        };
+        /** @description SubagentEventData is the data of on_subagent_event. */
+        "wick.agent.v1.SubagentEventData": {
+            /**
+             * Format: int32
+             * @description How deep the child runs: 1 for a child of the streamed run.
+             */
+            depth: number;
+            /** @description The child's event: its kind, name and data, as a run's event has them. */
+            event: components["schemas"]["wick.agent.v1.ChildEvent"];
+            /** @description The sub-agent's name (general-purpose or one the agent declares). */
+            name: string;
+            /**
+             * @description The run whose task call started the child: the streamed run, or a
+             *     sub-agent of it.
+             */
+            parent_run_id: string;
+            /** @description The child run's id. */
+            run_id: string;
+            /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
+            thread_id: string;
+            /** @description The parent's task call. */
+            tool_call_id: string;
+        };
+        /** @description SubagentStartData is the data of on_subagent_start. */
+        "wick.agent.v1.SubagentStartData": {
+            /**
+             * Format: int32
+             * @description How deep the child runs: 1 for a child of the streamed run.
+             */
+            depth: number;
+            /** @description The task the parent handed it. */
+            description?: string;
+            /** @description The sub-agent's name (general-purpose or one the agent declares). */
+            name: string;
+            /**
+             * @description The run whose task call started the child: the streamed run, or a
+             *     sub-agent of it.
+             */
+            parent_run_id: string;
+            /** @description The child run's id. */
+            run_id: string;
+            /** @description The child's thread (GET /threads/{thread_id}); thread lists leave it out. */
+            thread_id: string;
+            /** @description The parent's task call. */
+            tool_call_id: string;
         };
         /** @description SwitchBackendResponse returns the updated agent. */
         "wick.agent.v1.SwitchBackendResponse": {
@@ -2351,6 +2291,58 @@ export interface components {
              */
             updated_at?: string;
         };
+        /**
+         * @description TaskEventData is a background task: the data of on_task_start,
+         *     on_task_update and on_task_end.
+         */
+        "wick.agent.v1.TaskEventData": {
+            /**
+             * Format: int32
+             * @description Starts so far: 1, then one per take-over by another replica.
+             */
+            attempts?: number;
+            /**
+             * @description native (a Go tool of the server), http (an async callback tool) or
+             *     subagent (a background task tool call).
+             */
+            kind?: string;
+            /**
+             * @description The output, or why it failed or was cancelled, once finished; the
+             *     progress, in on_task_update.
+             */
+            result?: string;
+            /** @description The run that started it. */
+            run_id?: string;
+            /** @description running, done, failed or cancelled. */
+            status: string;
+            /**
+             * @description The child of a subagent task; its thread is read with
+             *     GET /threads/{thread_id}.
+             */
+            subagent?: components["schemas"]["wick.agent.v1.TaskSubagent"];
+            /** @description The task (GET /tasks/{task_id}). */
+            task_id: string;
+            /** @description The thread the task's result joins. */
+            thread_id?: string;
+            /** @description The tool it runs. */
+            tool: string;
+            /** @description The model's call that started it. */
+            tool_call_id?: string;
+        };
+        /** @description TaskSubagent is the child of a subagent task. */
+        "wick.agent.v1.TaskSubagent": {
+            /**
+             * Format: int32
+             * @description How deep the child runs (1).
+             */
+            depth: number;
+            /** @description The sub-agent type. */
+            name: string;
+            /** @description The child's run id, as in its on_subagent_* events. */
+            run_id: string;
+            /** @description The child's thread. */
+            thread_id: string;
+        };
         /** @description ThreadSummary describes a thread without its messages. */
         "wick.agent.v1.ThreadSummary": {
             /** @description agent_id is the thread's agent. */
@@ -2391,6 +2383,11 @@ export interface components {
             status?: string;
             /** @description title says what the task is. */
             title?: string;
+        };
+        /** @description TodosData is the data of on_todos. */
+        "wick.agent.v1.TodosData": {
+            /** @description The whole list. */
+            todos: components["schemas"]["wick.agent.v1.Todo"][];
         };
         /** @description ToolCall is the model's request to invoke a tool. */
         "wick.agent.v1.ToolCall": {
@@ -2437,6 +2434,22 @@ export interface components {
             /** @description url is the http or https callback URL. */
             url?: string;
         };
+        /** @description ToolEndData is the data of on_tool_end. */
+        "wick.agent.v1.ToolEndData": {
+            /** @description Why the tool failed; empty when it did not. */
+            error?: string;
+            /** @description The tool's output, as the model sees it. */
+            output?: string;
+            /** @description The call's id. */
+            tool_call_id: string;
+        };
+        /** @description ToolStartData is the data of on_tool_start. */
+        "wick.agent.v1.ToolStartData": {
+            /** @description The call's arguments. */
+            args?: Record<string, unknown>;
+            /** @description The call's id, repeated in its on_tool_end. */
+            tool_call_id: string;
+        };
         /** @description UpdateHooksResponse lists the agent's hooks after the change. */
         "wick.agent.v1.UpdateHooksResponse": {
             /** @description hooks are the agent's hooks in registration order. */
@@ -2451,6 +2464,19 @@ export interface components {
             bytes_written?: string;
             /** @description path is the file written. */
             path?: string;
+        };
+        /** @description UsageData is the data of on_usage. */
+        "wick.agent.v1.UsageData": {
+            /**
+             * Format: int32
+             * @description Prompt tokens.
+             */
+            input_tokens?: number;
+            /**
+             * Format: int32
+             * @description Completion tokens.
+             */
+            output_tokens?: number;
         };
         /** @description WriteFileResponse reports a write. */
         "wick.agent.v1.WriteFileResponse": {
