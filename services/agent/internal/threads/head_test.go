@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,7 +9,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
 
-// TestHeadTellsChangedMessages: a note's head matches its message only
+// TestHeadTellsChangedMessages: a note's copy matches its message only
 // while every field the store writes is the one stored, whether the
 // message was replaced or edited in place, over the same memory.
 func TestHeadTellsChangedMessages(t *testing.T) {
@@ -42,17 +43,69 @@ func TestHeadTellsChangedMessages(t *testing.T) {
 		{"a call's args given a key", loop.AI("", calls()...), func(m *llm.Message) { m.ToolCalls[0].Args["all"] = true }, false},
 		{"calls cut over the same memory", loop.AI("", calls()...), func(m *llm.Message) { m.ToolCalls = m.ToolCalls[:1] }, false},
 		{"calls dropped", loop.AI("", calls()...), func(m *llm.Message) { m.ToolCalls = nil }, false},
+		{"same text elsewhere, a call renamed in place", loop.AI(body, calls()...), func(m *llm.Message) {
+			m.Content = strings.Clone(body)
+			m.ToolCalls[1].Name = "rm"
+		}, false},
+		{"new calls, one renamed", loop.AI("", calls()...), func(m *llm.Message) {
+			m.ToolCalls = append([]llm.ToolCall(nil), m.ToolCalls...)
+			m.ToolCalls[0].Name = "rm"
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := tt.stored
-			h := headOf(&m)
-			tt.change(&m)
-			if got := h.is(&m); got != tt.same {
-				t.Fatalf("is = %v, want %v", got, tt.same)
+			msgs := []llm.Message{tt.stored}
+			c := copiesOf(msgs)
+			tt.change(&msgs[0])
+			if got := c.heldBy(msgs); got != tt.same {
+				t.Fatalf("heldBy = %v, want %v", got, tt.same)
 			}
-			if hm := headOf(&m); !hm.is(&m) {
-				t.Fatal("a head built from the changed message does not match it")
+			if cm := copiesOf(msgs); !cm.heldBy(msgs) {
+				t.Fatal("copies of the changed message do not match it")
+			}
+		})
+	}
+}
+
+// TestCopiesTellChangedCallsInAHistory: in a history of many messages, a
+// call edited in place is seen wherever it is, whether the other messages
+// are the very ones copied or hold the same text elsewhere.
+func TestCopiesTellChangedCallsInAHistory(t *testing.T) {
+	t.Parallel()
+	moveText := func(msgs []llm.Message) { msgs[0].Content = strings.Clone(msgs[0].Content) }
+	tests := []struct {
+		name   string
+		change func(msgs []llm.Message)
+		same   bool
+	}{
+		{"unchanged", func([]llm.Message) {}, true},
+		{"same text elsewhere", moveText, true},
+		{"every message given new calls, same values", func(msgs []llm.Message) {
+			for i := range msgs {
+				msgs[i].ToolCalls = slices.Clone(msgs[i].ToolCalls)
+			}
+		}, true},
+		{"the last call renamed", func(msgs []llm.Message) { msgs[37].ToolCalls[0].Name = "rm" }, false},
+		{"the last call renamed, text elsewhere", func(msgs []llm.Message) {
+			moveText(msgs)
+			msgs[37].ToolCalls[0].Name = "rm"
+		}, false},
+		{"a middle call's args given a key, text elsewhere", func(msgs []llm.Message) {
+			moveText(msgs)
+			msgs[21].ToolCalls[0].Args["all"] = true
+		}, false},
+		{"a result's call id rewritten", func(msgs []llm.Message) { msgs[38].ToolCallID = "z" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msgs := threadOf("th", 40).Messages
+			c := copiesOf(msgs)
+			tt.change(msgs)
+			if got := c.heldBy(msgs); got != tt.same {
+				t.Fatalf("heldBy = %v, want %v", got, tt.same)
+			}
+			if got := c.heldBy(msgs[:39]); got {
+				t.Fatal("a history shorter than the copies is held")
 			}
 		})
 	}

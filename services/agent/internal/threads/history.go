@@ -1,10 +1,9 @@
 package threads
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"unsafe"
 
 	"github.com/wick-agent/wick/llm"
@@ -31,8 +30,8 @@ type stored struct {
 	gen string
 	// size is the stored array's length in bytes, brackets included.
 	size int64
-	// heads describe the stored messages, in order.
-	heads []head
+	// copies are the stored messages, as the writer had them.
+	copies copies
 }
 
 // noteLoaded gives a state just loaded from an array of size bytes its
@@ -43,7 +42,7 @@ func noteLoaded(st *loop.AgentState, gen string, size int64, complete bool) {
 	if !complete || gen == "" {
 		return
 	}
-	st.Stored = &stored{version: st.Version, gen: gen, size: size, heads: appendHeads(nil, st.Messages)}
+	st.Stored = &stored{version: st.Version, gen: gen, size: size, copies: copiesOf(st.Messages)}
 }
 
 // base returns the state's note when it describes version prev and the
@@ -51,128 +50,134 @@ func noteLoaded(st *loop.AgentState, gen string, size int64, complete bool) {
 // may append; nil otherwise.
 func base(state *loop.AgentState, prev int64) *stored {
 	n, _ := state.Stored.(*stored)
-	if n == nil || n.version != prev || len(state.Messages) < len(n.heads) {
+	if n == nil || n.version != prev || !n.copies.heldBy(state.Messages) {
 		return nil
-	}
-	heads := n.heads
-	msgs := state.Messages[:len(heads)]
-	for i := range heads {
-		if !heads[i].is(&msgs[i]) {
-			return nil
-		}
 	}
 	return n
 }
 
-// head is what a note keeps of a stored message to tell whether a writer
-// still has it unchanged: a copy of every field the store writes, its tool
-// calls copied too, so that a message edited in place (a call renamed in the
-// stored array, a role or call id rewritten) differs from its copy just as
-// a message replaced does. The copy shares the message's strings, and
-// comparing a string with itself stops at its address; fields that are
-// empty or a known role are compared without a call. It still costs several
-// times what comparing addresses alone did (BenchmarkUnchangedCheck2000),
-// which missed every edit made in place.
-// A call's Args map is compared by identity and size, not by content: a
-// writer that changes a call's arguments gives it a new map, as the loop's
-// approval edit does.
-type head struct {
-	content, toolCallID, name string
-	// role is roleCode of the message's role; other is the role itself
-	// when it is none of the known ones.
-	role  uint8
-	other string
-	calls []callHead
+// copies is what a note keeps of the stored messages to tell whether a
+// writer still begins its history with them unchanged: a copy of each
+// message's struct, and of each of its tool calls, so that a message edited
+// in place (a call renamed in the stored array, a role or call id
+// rewritten) differs from its copy just as a message replaced does.
+//
+// The copies share the messages' strings, and keep them alive: a string
+// still at the address and of the length it had holds the same text, as
+// strings are immutable. A writer that left its messages alone thus holds
+// structs bit for bit equal to the copies, which one comparison of the two
+// arrays' memory tells, as fast as the runtime compares bytes; the calls,
+// which live apart from their messages, are then compared one by one.
+// Copying each message's fields into a head of its own and comparing them
+// field by field cost several times as much (BenchmarkUnchangedCheck2000).
+// Messages that differ in memory are compared field by field, so a field
+// holding the same text at another address is still the same.
+type copies struct {
+	msgs []llm.Message
+	// calls are the tool calls of msgs, in order.
+	calls []callCopy
 }
 
-// callHead is a head's copy of one tool call's stored fields (RawArgs and
-// ArgsErr are not stored).
-type callHead struct {
+// callCopy is a copy of a tool call's stored fields (RawArgs and ArgsErr
+// are not stored), and where the call is: while its message still has the
+// very slice of calls it had, the writer's call is there. The Args map is
+// compared by identity and size, not by content: a writer that changes a
+// call's arguments gives it a new map, as the loop's approval edit does.
+type callCopy struct {
+	at       *llm.ToolCall
 	id, name string
-	// args is the call's map itself, which keeps its memory from being
-	// reused by another map while the note lives; nargs is its size then.
-	args  map[string]any
-	nargs int
+	args     map[string]any
+	nargs    int
 }
 
-// sameArgs reports whether args is the very map h copied, at the size it had.
-func (h *callHead) sameArgs(args map[string]any) bool {
-	return len(args) == h.nargs && reflect.ValueOf(args).Pointer() == reflect.ValueOf(h.args).Pointer()
-}
-
-// roleCode numbers the known roles, 0 for any other; comparing with a
-// constant compiles to a few instructions, not a call.
-func roleCode(role string) uint8 {
-	switch role {
-	case llm.RoleUser:
-		return 1
-	case llm.RoleAssistant:
-		return 2
-	case llm.RoleTool:
-		return 3
-	case llm.RoleSystem:
-		return 4
-	}
-	return 0
-}
-
-// same reports a == b. Strings are immutable, so one that still starts at
-// the address it had holds the same text: that test is inline, while a == b
-// is a call into the runtime that would dominate a check of a long history.
-// Text that moved is compared byte by byte.
-func same(a, b string) bool {
-	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-func headOf(m *llm.Message) head {
-	h := head{content: m.Content, toolCallID: m.ToolCallID, name: m.Name, role: roleCode(m.Role)}
-	if h.role == 0 {
-		h.other = m.Role
-	}
-	if len(m.ToolCalls) > 0 {
-		h.calls = make([]callHead, len(m.ToolCalls))
-		for i := range m.ToolCalls {
-			c := &m.ToolCalls[i]
-			h.calls[i] = callHead{id: c.ID, name: c.Name, args: c.Args, nargs: len(c.Args)}
+// with returns c with msgs copied after its messages. It grows c's arrays
+// in place: a note sharing them reads only up to its own lengths.
+func (c copies) with(msgs []llm.Message) copies {
+	c.msgs = append(c.msgs, msgs...)
+	for i := range msgs {
+		for j := range msgs[i].ToolCalls {
+			tc := &msgs[i].ToolCalls[j]
+			c.calls = append(c.calls, callCopy{at: tc, id: tc.ID, name: tc.Name, args: tc.Args, nargs: len(tc.Args)})
 		}
 	}
-	return h
+	return c
 }
 
-// is reports whether m still has every field h copied; the common message,
-// without calls or a call id, needs no more than its first test.
-func (h *head) is(m *llm.Message) bool {
-	if len(m.ToolCalls) != len(h.calls) || roleCode(m.Role) != h.role || !same(m.Content, h.content) {
-		return false
+// copiesOf copies msgs, with room for a quarter more, so that the saves
+// that follow do not copy a long history again at once.
+func copiesOf(msgs []llm.Message) copies {
+	var ncalls int
+	for i := range msgs {
+		ncalls += len(msgs[i].ToolCalls)
 	}
-	if len(h.calls) == 0 && len(h.toolCallID)|len(h.name)|len(h.other)|len(m.ToolCallID)|len(m.Name) == 0 {
-		return true
+	c := copies{
+		msgs:  make([]llm.Message, 0, len(msgs)+len(msgs)/4),
+		calls: make([]callCopy, 0, ncalls+ncalls/4),
 	}
-	return h.isRest(m)
+	return c.with(msgs)
 }
 
-// isRest is is for the fields most messages leave empty.
-func (h *head) isRest(m *llm.Message) bool {
-	if !same(m.ToolCallID, h.toolCallID) || !same(m.Name, h.name) || (h.role == 0 && m.Role != h.other) {
+// heldBy reports whether msgs begins with the copied messages, every stored
+// field unchanged.
+func (c *copies) heldBy(msgs []llm.Message) bool {
+	if len(msgs) < len(c.msgs) {
 		return false
 	}
-	for i := range h.calls {
-		c, hc := &m.ToolCalls[i], &h.calls[i]
-		if !same(c.ID, hc.id) || !same(c.Name, hc.name) || !hc.sameArgs(c.Args) {
+	msgs = msgs[:len(c.msgs)]
+	if !bytes.Equal(memory(msgs), memory(c.msgs)) {
+		return c.heldApart(msgs)
+	}
+	// Every message has the very calls it had: each copy's call is the
+	// writer's.
+	for i := range c.calls {
+		if cc := &c.calls[i]; !cc.is(cc.at) {
 			return false
 		}
 	}
 	return true
 }
 
-// appendHeads appends the heads of msgs to hs.
-func appendHeads(hs []head, msgs []llm.Message) []head {
-	hs = slices.Grow(hs, len(msgs))
+// heldApart is heldBy for messages that differ from their copies in
+// memory: they are compared field by field, and their calls wherever they
+// are now.
+func (c *copies) heldApart(msgs []llm.Message) bool {
+	calls := c.calls
 	for i := range msgs {
-		hs = append(hs, headOf(&msgs[i]))
+		m, cm := &msgs[i], &c.msgs[i]
+		if m.Role != cm.Role || m.Content != cm.Content || m.ToolCallID != cm.ToolCallID || m.Name != cm.Name ||
+			len(m.ToolCalls) != len(cm.ToolCalls) {
+			return false
+		}
+		for j := range m.ToolCalls {
+			if !calls[j].is(&m.ToolCalls[j]) {
+				return false
+			}
+		}
+		calls = calls[len(m.ToolCalls):]
 	}
-	return hs
+	return true
 }
+
+// memory is the bytes msgs occupy.
+func memory(msgs []llm.Message) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(msgs))), len(msgs)*int(unsafe.Sizeof(llm.Message{})))
+}
+
+// is reports whether tc still has every field c copied. The map's size is
+// read through c, which is the same map when tc's is: the load does not
+// wait for tc's, so a check of many calls has both in flight at once.
+func (c *callCopy) is(tc *llm.ToolCall) bool {
+	return mapAt(tc.Args) == mapAt(c.args) && len(c.args) == c.nargs && same(tc.ID, c.id) && same(tc.Name, c.name)
+}
+
+// same reports a == b; a string still at its address is told inline,
+// without the runtime's call that compares text.
+func same(a, b string) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// mapAt is where m is: a map value is a pointer to the map.
+func mapAt(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 
 // encoded is one save, encoded.
 type encoded struct {
@@ -226,8 +231,8 @@ func encodeSave(state *loop.AgentState, prev int64, b Bounds) (*encoded, error) 
 		}
 		e.size, e.gen = int64(len(e.msgs)), ids.New("g_")
 	} else {
-		added := state.Messages[len(from.heads):]
-		if err := validateSave(state.ThreadID, added, len(from.heads)); err != nil {
+		added := state.Messages[len(from.copies.msgs):]
+		if err := validateSave(state.ThreadID, added, len(from.copies.msgs)); err != nil {
 			return nil, err
 		}
 		e.size, e.gen = from.size, from.gen
@@ -238,7 +243,7 @@ func encodeSave(state *loop.AgentState, prev int64, b Bounds) (*encoded, error) 
 			}
 			// arr is "[m,…]": its opening bracket becomes the comma that
 			// follows the stored messages, or goes when there are none.
-			if len(from.heads) > 0 {
+			if len(from.copies.msgs) > 0 {
 				arr[0] = ','
 			} else {
 				arr = arr[1:]
@@ -268,13 +273,9 @@ func validateSave(threadID string, msgs []llm.Message, at int) error {
 func (e *encoded) note(version int64, msgs []llm.Message) *stored {
 	n := &stored{version: version, gen: e.gen, size: e.size}
 	if e.from == nil {
-		// Room for the rounds that follow, so that they do not copy
-		// the heads of a long history again at once.
-		n.heads = appendHeads(make([]head, 0, len(msgs)+len(msgs)/4), msgs)
+		n.copies = copiesOf(msgs)
 	} else {
-		// Grows the note's array in place: an older note sharing it reads
-		// only up to its own length.
-		n.heads = appendHeads(e.from.heads, msgs[len(e.from.heads):])
+		n.copies = e.from.copies.with(msgs[len(e.from.copies.msgs):])
 	}
 	return n
 }
