@@ -37,7 +37,9 @@ func init() {
 // edgeClient is an external gRPC client of the suite's gateway.
 func edgeClient(t *testing.T, env *wickEnv) agentv1.AgentServiceClient {
 	t.Helper()
-	conn, err := grpc.NewClient(env.suite.Addrs["gateway"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Events read as the harness reads them from the agent service: with
+	// data filled, so the two can be compared field for field.
+	conn, err := grpc.NewClient(env.suite.Addrs["gateway"], grpc.WithTransportCredentials(insecure.NewCredentials()), testenv.EventData())
 	if err != nil {
 		t.Fatal(err)
 	}
