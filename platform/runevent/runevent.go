@@ -7,6 +7,7 @@ package runevent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -178,19 +179,9 @@ func fieldsOf(md protoreflect.MessageDescriptor) []field {
 		req := slices.Contains(proto.GetExtension(fd.Options(), annotations.E_FieldBehavior).([]annotations.FieldBehavior), annotations.FieldBehavior_REQUIRED)
 		out = append(out, field{fd: fd, key: strconv.Quote(string(fd.Name())) + ":", required: req})
 	}
-	slices.SortFunc(out, func(a, b field) int { return bytesCompare(a.fd.Name(), b.fd.Name()) })
+	slices.SortFunc(out, func(a, b field) int { return cmp.Compare(a.fd.Name(), b.fd.Name()) })
 	fieldsCache.Store(md.FullName(), out)
 	return out
-}
-
-func bytesCompare(a, b protoreflect.Name) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 var (

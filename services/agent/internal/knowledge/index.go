@@ -1,6 +1,7 @@
 package knowledge
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"maps"
@@ -119,18 +120,8 @@ func (x *Index) collections(owners []Owner) []Collection {
 			out = append(out, cs.described())
 		}
 	}
-	slices.SortFunc(out, func(a, b Collection) int { return cmpString(a.Key.ID(), b.Key.ID()) })
+	slices.SortFunc(out, func(a, b Collection) int { return cmp.Compare(a.Key.ID(), b.Key.ID()) })
 	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // putDocument replaces a document and its chunks (vectors set). It fails
@@ -209,7 +200,7 @@ func (x *Index) documents(k Key) ([]Document, bool) {
 	for _, ds := range cs.docs {
 		out = append(out, ds.doc)
 	}
-	slices.SortFunc(out, func(a, b Document) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b Document) int { return cmp.Compare(a.ID, b.ID) })
 	return out, true
 }
 
