@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -32,7 +31,7 @@ type Proc struct {
 	env   []string // nil: the test's own environment
 	ready Ready
 
-	out *lockedBuffer // stdout and stderr of every start
+	out *LogBuffer // stdout and stderr of every start
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -50,7 +49,7 @@ func WithEnv(env []string) ProcOption {
 
 // NewProc describes a process; Start runs it.
 func NewProc(t testing.TB, name, bin string, args []string, ready Ready, opts ...ProcOption) *Proc {
-	p := &Proc{t: t, name: name, bin: bin, args: args, ready: ready, out: &lockedBuffer{}}
+	p := &Proc{t: t, name: name, bin: bin, args: args, ready: ready, out: &LogBuffer{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -131,24 +130,6 @@ func (p *Proc) Kill() {
 
 // Output is what the process wrote to stdout and stderr, over every start.
 func (p *Proc) Output() string { return p.out.String() }
-
-// lockedBuffer collects a process's output, written from its own goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(b)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // issuedPorts are the ports FreePort handed out in this process: the kernel
 // may offer a port again once its probe listener closed, and two processes

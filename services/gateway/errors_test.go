@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -15,27 +13,13 @@ import (
 
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/logging"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway"
 )
 
 // logBuffer collects a gateway's JSON log records, with trace ids as in
 // production (logging.TraceHandler).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ testenv.LogBuffer }
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(logging.TraceHandler{Handler: slog.NewJSONHandler(l, nil)})

@@ -18,6 +18,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/wickfs"
 )
@@ -365,30 +366,12 @@ func TestRecoveryOrder(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink for a test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestBadInputLogged: a line that is not JSON-RPC and an update of an
 // unknown kind are logged, with the session id, and skipped; the turn goes
 // on to its answer.
 func TestBadInputLogged(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	fa := &fakeAgent{load: true}
 	cfg := &loop.AgentConfig{ACP: &loop.ACPCfg{Command: "agent"}, Backend: &loop.BackendCfg{Type: "docker"}}
 	fs, err := wickfs.NewLocalFS(t.TempDir())
