@@ -3,10 +3,14 @@ package runevent_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/runevent"
 )
 
@@ -80,5 +84,33 @@ func TestKindsAndErrors(t *testing.T) {
 	}
 	if runevent.Kind(nil) != "" {
 		t.Error("nil data has a kind")
+	}
+}
+
+// TestBadData: what cannot be written as the JSON clients read, or read
+// back, is a named error, never a panic or silently wrong JSON.
+func TestBadData(t *testing.T) {
+	t.Parallel()
+	nan := math.NaN()
+	for name, d := range map[string]*agentv1.RunEventData{
+		"a token that is not UTF-8": {Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "a\xffb"}}},
+		"a score that is NaN": {Kind: &agentv1.RunEventData_OnKnowledgeRetrieval{OnKnowledgeRetrieval: &agentv1.KnowledgeRetrievalData{
+			Query: "q", Sources: []*agentv1.KnowledgeSource{{N: 1, ChunkId: "c/d#0", Score: nan}}}}},
+		"a stop reason that is not UTF-8": {Kind: &agentv1.RunEventData_Done{Done: &agentv1.DoneData{StopReason: proto.String("\xc3")}}},
+	} {
+		if b, err := runevent.MarshalData(d); err == nil {
+			t.Errorf("%s: written as %s", name, b)
+		}
+		if b, err := runevent.AppendEvent(nil, &agentv1.StreamEvent{Event: runevent.Kind(d), Payload: d}); err == nil {
+			t.Errorf("%s: event written as %s", name, b)
+		}
+	}
+	if _, err := runevent.New("on_tool_end", &agentv1.DeltaData{}); err == nil {
+		t.Error("New put a DeltaData under on_tool_end")
+	}
+	for _, line := range []string{`not json`, `{"event":"done","data":{"stop_reason":7}}`, `{"event":"on_usage","data":[1]}`} {
+		if ev, err := runevent.UnmarshalEvent([]byte(line)); err == nil {
+			t.Errorf("%s: read as %v", line, ev)
+		}
 	}
 }
