@@ -341,7 +341,8 @@ func RemoveStaleProbes(ctx context.Context, e Engine, age time.Duration) error {
 		if time.Since(time.Unix(c.Created, 0)) < age {
 			continue
 		}
-		if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !IsNotFound(err) {
+		if err := e.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !IsNotFound(err) && !errdefs.IsConflict(err) {
+			// A conflict is another process removing the same probe.
 			errs = append(errs, fmt.Errorf("remove probe container %s: %w", c.ID, err))
 		}
 	}
