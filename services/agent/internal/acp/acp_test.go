@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -46,8 +47,8 @@ func TestTurnMapping(t *testing.T) {
 			acpsdk.StartToolCall("t1", "Read a.txt", acpsdk.WithStartKind(acpsdk.ToolKindRead), acpsdk.WithStartRawInput(map[string]any{"path": "a.txt"})),
 			acpsdk.UpdateToolCall("t1", acpsdk.WithUpdateStatus(completed), acpsdk.WithUpdateContent([]acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock("abc"))})),
 		}, []ev{
-			{Event: "on_tool_start", Name: "Read a.txt", Data: map[string]any{"args": map[string]any{"path": "a.txt"}, "tool_call_id": "t1"}},
-			{Event: "on_tool_end", Name: "Read a.txt", Data: map[string]any{"output": "abc", "error": "", "tool_call_id": "t1"}},
+			{Event: "on_tool_start", Name: "read", Data: map[string]any{"args": map[string]any{"path": "a.txt"}, "title": "Read a.txt", "tool_call_id": "t1"}},
+			{Event: "on_tool_end", Name: "read", Data: map[string]any{"output": "abc", "error": "", "tool_call_id": "t1"}},
 		}, true},
 		{"failed call, raw output, no title", []acpsdk.SessionUpdate{
 			acpsdk.StartToolCall("t2", "", acpsdk.WithStartKind(acpsdk.ToolKindExecute), acpsdk.WithStartStatus(failed), acpsdk.WithStartRawOutput(map[string]any{"code": 1})),
@@ -58,7 +59,7 @@ func TestTurnMapping(t *testing.T) {
 		{"update of a call never announced", []acpsdk.SessionUpdate{
 			acpsdk.UpdateToolCall("t3", acpsdk.WithUpdateTitle("Fetch"), acpsdk.WithUpdateStatus(completed)),
 		}, []ev{
-			{Event: "on_tool_start", Name: "Fetch", Data: map[string]any{"tool_call_id": "t3"}},
+			{Event: "on_tool_start", Name: "Fetch", Data: map[string]any{"title": "Fetch", "tool_call_id": "t3"}},
 			{Event: "on_tool_end", Name: "Fetch", Data: map[string]any{"output": "", "error": "", "tool_call_id": "t3"}},
 		}, true},
 		{"plan", []acpsdk.SessionUpdate{acpsdk.UpdatePlan(
@@ -279,23 +280,33 @@ func (f *fakeAgent) SetSessionConfigOption(context.Context, acpsdk.SetSessionCon
 	return acpsdk.SetSessionConfigOptionResponse{}, nil
 }
 
-// pipeConn is the client's end of an in-process connection.
+// pipeConn is the client's end of an in-process connection, as an agent
+// process: closing or stopping it ends both directions.
 type pipeConn struct {
 	io.Reader
 	io.Writer
 	close func()
+	once  *sync.Once
+	done  chan struct{}
 }
 
-func (p pipeConn) Close() error { p.close(); return nil }
+func (p pipeConn) Close() error {
+	p.once.Do(func() { p.close(); close(p.done) })
+	return nil
+}
+func (p pipeConn) Stop(time.Duration)    { _ = p.Close() }
+func (p pipeConn) Done() <-chan struct{} { return p.done }
+func (p pipeConn) StderrTail() string    { return "" }
+func (p pipeConn) HostWorkdir() string   { return "" }
 
 // start connects the runner to the agent over in-process pipes, as
 // Runner.start starts a process.
-func (f *fakeAgent) start(context.Context, context.Context) (io.ReadWriteCloser, error) {
+func (f *fakeAgent) start(context.Context, context.Context) (agentProc, error) {
 	toAgentR, toAgentW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
 	f.raw = toClientW
 	f.conn = acpsdk.NewAgentSideConnection(f, toClientW, toAgentR)
-	return pipeConn{Reader: toClientR, Writer: toAgentW, close: func() {
+	return pipeConn{Reader: toClientR, Writer: toAgentW, once: &sync.Once{}, done: make(chan struct{}), close: func() {
 		toAgentW.Close()
 		toClientW.Close()
 	}}, nil
