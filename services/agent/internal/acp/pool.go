@@ -161,7 +161,16 @@ func (p *Pool) expire(key string, k *kept) {
 // stop stops a process the pool lets go of, in the background: nobody
 // waits for it but Close.
 func (p *Pool) stop(k *kept) {
+	p.mu.Lock()
+	if p.closed {
+		// Close waits only for the stops it knows of: this one is waited
+		// for by its caller.
+		p.mu.Unlock()
+		k.l.proc.Stop(p.grace)
+		return
+	}
 	p.stopping.Add(1)
+	p.mu.Unlock()
 	go func() {
 		defer p.stopping.Done()
 		k.l.proc.Stop(p.grace)
@@ -180,9 +189,11 @@ func (p *Pool) Close() {
 		delete(p.kept, key)
 	}
 	p.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, k := range all {
-		p.stop(k)
+		wg.Go(func() { k.l.proc.Stop(p.grace) })
 	}
+	wg.Wait()
 	p.stopping.Wait()
 }
 
