@@ -5,6 +5,8 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -193,8 +195,26 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		}
 		calls := a.calls()
 		if !strings.Contains(calls, "initialize fs=true terminal=true") || !strings.Contains(calls, "session/new") ||
-			!strings.Contains(calls, "cwd=/workspace mcp=files") {
+			!strings.Contains(calls, " mcp=files") {
 			t.Fatalf("calls.log:\n%s", calls)
+		}
+		// The local backend runs the agent on the host: its cwd is the
+		// workspace's host directory, which must exist there. In a
+		// container it is /workspace.
+		cwd := regexp.MustCompile(`session/new \S+ cwd=(\S+) mcp=files`).FindStringSubmatch(calls)
+		switch {
+		case cwd == nil:
+			t.Fatalf("no session/new cwd in calls.log:\n%s", calls)
+		case local["type"] != "local":
+			if cwd[1] != "/workspace" {
+				t.Fatalf("session/new cwd %s in a container", cwd[1])
+			}
+		case !filepath.IsAbs(cwd[1]) || cwd[1] == "/workspace":
+			t.Fatalf("session/new cwd %s on the local backend", cwd[1])
+		default:
+			if fi, err := os.Stat(cwd[1]); err != nil || !fi.IsDir() {
+				t.Fatalf("session/new cwd %s is not a host directory: %v", cwd[1], err)
+			}
 		}
 
 		run = a.send("write /workspace/a.txt hi there")
