@@ -13,7 +13,9 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
 
+	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
@@ -386,4 +388,46 @@ func TestMessagesIdentity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestThinkingLeftOutWithoutAPlace: the APIs with no place for thinking
+// (Chat Completions, the gRPC stream) send the text alone, and no empty
+// pieces for the thinking they skip.
+func TestThinkingLeftOutWithoutAPlace(t *testing.T) {
+	t.Parallel()
+	const model = `script:[{"thinking":"one two three four five","text":"Hello."}]`
+	t.Run("chat completions", func(t *testing.T) {
+		t.Parallel()
+		client := sdkClient(t, service(t, config(), nil), "")
+		st := client.Chat.Completions.NewStreaming(context.Background(), openai.ChatCompletionNewParams{
+			Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+		})
+		var text []string
+		for st.Next() {
+			for _, c := range st.Current().Choices {
+				if c.FinishReason == "" {
+					text = append(text, c.Delta.Content)
+				}
+			}
+		}
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(text, "|") != "Hello." {
+			t.Fatalf("content chunks %q, want just the text", text)
+		}
+	})
+	t.Run("grpc", func(t *testing.T) {
+		t.Parallel()
+		gw := newGateway(t, config(), nil)
+		got := stream(t, gw.client, &llmv1.StreamRequest{Models: models(model), Messages: userHi})
+		if got.err != nil || got.text != "Hello." {
+			t.Fatalf("text %q err %v", got.text, got.err)
+		}
+		for _, m := range got.msgs[:len(got.msgs)-1] {
+			if m.GetDelta() == "" && m.GetToolCallDelta() == nil {
+				t.Fatalf("an empty message before the final one: %v", m)
+			}
+		}
+	})
 }
