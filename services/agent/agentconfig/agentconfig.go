@@ -150,6 +150,10 @@ type BackendCfg struct {
 	// workspace is made; 0 takes the sandbox service's default, and more
 	// than its maximum is refused.
 	WorkspaceBytes int64 `yaml:"workspace_bytes" json:"workspace_bytes,omitempty"`
+	// ModelEndpoint offers the LLM gateway's model API inside the sandbox
+	// (ANTHROPIC_BASE_URL/OPENAI_BASE_URL and a token made for the sandbox),
+	// for a coding agent that calls its provider itself; nil is false.
+	ModelEndpoint *bool `yaml:"model_endpoint" json:"model_endpoint,omitempty"`
 }
 
 // SkillsCfg lists the directories searched for SKILL.md files.
