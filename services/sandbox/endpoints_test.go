@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // fakeLLM stands for the LLM gateway's HTTP API: it answers every request
@@ -167,6 +170,56 @@ func TestModelEndpointDocker(t *testing.T) {
 		}
 		if r, err := h.exec(ctx, "plain", "wget -q -O - -T 5 "+base+"/v1/models"); err != nil || r.exit.GetExitCode() == 0 {
 			t.Fatalf("endpoint reachable without model_endpoint: %v %+v", err, r)
+		}
+	})
+
+	t.Run("streaming arrives in pieces", func(t *testing.T) {
+		p := procs{t: t, ctx: ctx, cli: h.cli, agent: "coder"}
+		argv := []string{"wget", "-q", "-O", "-", "--header", "x-api-key: " + own, "--post-data", `{"stream":true}`, base + "/v1/messages"}
+		released := false
+		out, err := p.stream(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_Start{Start: &sandboxv1.StartProcessRequest{
+			AgentId: "coder", Argv: argv}}}, 0, nil, true, func(o *procOut) bool {
+			// Only once the first piece is out of the sandbox may the second be written.
+			if !released && strings.Contains(o.stdout.String(), "event: first") {
+				released = true
+				close(llm.release)
+			}
+			return false
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := out.stdout.String(); got != "event: first\n\nevent: second\n\n" || out.exit.GetExitCode() != 0 {
+			t.Fatalf("stream: stdout %q, stderr %q, exit %v", got, out.stderr.String(), out.exit)
+		}
+	})
+
+	t.Run("a replaced socket is bound again when the daemon comes back", func(t *testing.T) {
+		sb := h.ensure(ctx, "coder", nil)
+		h.svc.mu.Lock()
+		b := h.svc.boxes[sandboxKey(h.manager, "alice", "coder")]
+		h.svc.mu.Unlock()
+		sock := filepath.Join(b.hostDir, "model.sock")
+		// What the sandbox could do while a re-injection hands it the
+		// directory: replace the service's socket.
+		h.killDaemon(ctx, sb.GetContainerId())
+		if err := os.Remove(sock); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(sock, []byte("not a socket"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h.mustExec(ctx, "coder", "true") // meets the dead daemon: fallback and re-injection
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			g, err := h.cli.GetSandbox(ctx, &sandboxv1.GetSandboxRequest{AgentId: "coder"})
+			return err == nil && g.GetSandbox().GetTransport() == transportDaemon
+		}, "daemon back")
+		if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("model.sock after re-injection: %v %v", fi, err)
+		}
+		c := endpointCase{header: "x-api-key: " + own, path: "/v1/models"}
+		if out := h.mustExec(ctx, "coder", c.wget(base)); !strings.Contains(out, `"user":"alice"`) {
+			t.Fatalf("after re-injection: %q", out)
 		}
 	})
 
