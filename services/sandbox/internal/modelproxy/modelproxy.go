@@ -56,8 +56,8 @@ func Handler(upstream http.Handler, sign Signer, user, token string) http.Handle
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("x-api-key")
-		if got == "" {
-			got, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); got == "" && ok {
+			got = bearer
 		}
 		if token == "" || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			writeError(w, http.StatusUnauthorized, "authentication_error", "this sandbox's model endpoint needs its token (ANTHROPIC_API_KEY / OPENAI_API_KEY in the sandbox)")
