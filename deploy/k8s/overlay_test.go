@@ -160,7 +160,8 @@ var paths = []netPath{
 	{"llmgw", "agent", corev1.ProtocolTCP, 7001, false},
 	{"llmgw", "sandbox", corev1.ProtocolTCP, 7002, false},
 	{"sandbox", "agent", corev1.ProtocolTCP, 7001, false},
-	{"sandbox", "llmgw", corev1.ProtocolTCP, 7013, false},
+	// The sandboxes' model endpoints forward to llmgw's HTTP API, nothing else of it.
+	{"sandbox", "llmgw", corev1.ProtocolTCP, 7013, true},
 	{"sandbox", "llmgw", corev1.ProtocolTCP, 7003, false},
 	{"sandbox", redisPod, corev1.ProtocolTCP, 6379, false},
 	{"sandbox", private, corev1.ProtocolTCP, 443, false},
