@@ -160,7 +160,8 @@ func Start(ctx context.Context, cfg Config) (_ *Suite, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sbImage, err := b.startSandbox(llmSvc.HTTPHandler())
+	// The sandbox's model endpoint signs its user into each call.
+	sbImage, err := b.startSandbox(llmSvc.HTTPHandler(llmgw.WithHTTPIdentity(b.key), llmgw.WithHTTPUserRequired()))
 	if err != nil {
 		return nil, err
 	}
