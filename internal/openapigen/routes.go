@@ -122,6 +122,7 @@ func addGatewayRoutes(doc object) error {
 		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
+		"/v1/responses":                       {"post": responsesOp()},
 	}
 	for _, p := range sortedKeys(routes) {
 		if _, dup := paths[p]; dup {
@@ -138,6 +139,9 @@ func addGatewayRoutes(doc object) error {
 		}),
 	}
 	for name, s := range openAISchemas() {
+		components[name] = s
+	}
+	for name, s := range responsesSchemas() {
 		components[name] = s
 	}
 	for _, name := range sortedKeys(components) {

@@ -26,7 +26,8 @@ import (
 )
 
 // HTTPHandler serves the OpenAI-compatible API: POST /v1/chat/completions
-// (streaming or not, with tools) and GET /v1/models, so that any OpenAI SDK
+// (streaming or not, with tools), POST /v1/responses (the Responses API,
+// stateless; responses.go) and GET /v1/models, so that any OpenAI SDK
 // can use the gateway's models, fallback chains and keys. The same paths
 // without the /v1 prefix are served too, for a mount that strips it. When
 // token is not empty, requests must carry "Authorization: Bearer <token>";
@@ -61,6 +62,7 @@ func (s *Service) httpRoutes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"POST /v1/chat/completions": s.chatCompletions,
 		"GET /v1/models":            s.listModels,
+		"POST /v1/responses":        s.responses,
 	}
 }
 
