@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -255,4 +256,38 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkHTTPStreamPerToken streams a scripted 256-token reply through the
+// OpenAI-compatible handler in this process (no network) and reports the
+// handler's cost per streamed token for each wire format: Chat Completions
+// chunks beside Responses events, which carry more per delta.
+func BenchmarkHTTPStreamPerToken(b *testing.B) {
+	const tokens = 256
+	// A configured id: chat chunks repeat the model's name, which for an
+	// inline script would be the whole script.
+	cfg := llmgw.DefaultConfig()
+	cfg.Models = []llmgw.ModelConfig{{ID: "bench", Provider: "script", Model: `[{"text":"` + strings.Repeat("word ", tokens) + `"}]`}}
+	model := `"bench"`
+	svc, err := llmgw.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := svc.HTTPHandler()
+	for _, tc := range []struct{ name, path, body string }{
+		{"chat-completions", "/v1/chat/completions", `{"model":` + model + `,"stream":true,"messages":[{"role":"user","content":"go"}]}`},
+		{"responses", "/v1/responses", `{"model":` + model + `,"stream":true,"input":"go"}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body)))
+				if w.Code != 200 {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/token")
+		})
+	}
 }
