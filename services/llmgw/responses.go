@@ -64,11 +64,11 @@ type responsesRequest struct {
 // since no provider behind the gateway runs them.
 type responsesTool struct {
 	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  map[string]any  `json:"parameters"`
-	Strict      *bool           `json:"strict"`
-	Tools       []responsesTool `json:"tools"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Parameters  map[string]any  `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+	Tools       []responsesTool `json:"tools,omitempty"`
 }
 
 // responsesItem is an input item: a message (also without a type, as
