@@ -223,6 +223,25 @@ func TestOpenAPIDescribesRealTraffic(t *testing.T) {
 	c.exchange("GET", "/agents/tools", aliceToken, "", "", 200)
 	c.exchange("GET", "/v1/models", aliceToken, "", "", 200)
 	c.exchange("POST", "/v1/chat/completions", aliceToken, js, `{"model":"script:[{\"text\":\"hi\"}]","messages":[{"role":"user","content":"hi"}]}`, 200)
+	c.exchange("POST", "/v1/responses", aliceToken, js, `{"model":"script:[{\"text\":\"hi\",\"tool_calls\":[{\"name\":\"ls\",\"arguments\":{}}]}]","input":"hi","tools":[{"type":"function","name":"ls"}]}`, 200)
+	c.exchange("POST", "/v1/responses", aliceToken, js, `{"model":"no-such-model","input":"hi"}`, 404)
+	// A streamed response: every event is a ResponsesStreamEvent named by its type.
+	streamed := readEvents(t, openSSE(t, t.Context(), "POST", env.url+"/v1/responses", aliceToken,
+		strings.NewReader(`{"model":"script:[{\"text\":\"hi there\",\"tool_calls\":[{\"name\":\"ls\",\"arguments\":{\"path\":\"/w\"}}]}]","input":"hi","stream":true}`)).Body)
+	for _, ev := range streamed {
+		var v struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal([]byte(ev.Data), &v); err != nil || v.Type != ev.Event {
+			t.Errorf("responses frame event %q, data %s", ev.Event, ev.Data)
+		}
+		if ok, errs := c.sv.ValidateSchemaString(c.schemas("openai.ResponsesStreamEvent"), ev.Data); !ok {
+			t.Errorf("the %s event is no openai.ResponsesStreamEvent: %s:%s", ev.Event, ev.Data, describe(errs))
+		}
+	}
+	if n := len(streamed); n < 12 || streamed[n-1].Event != "response.completed" {
+		t.Errorf("the streamed response sent %d events, the last %+v", n, streamed[max(n-1, 0)])
+	}
 	c.exchange("POST", "/knowledge/collections", aliceToken, js, `{"name":"oa","description":"OpenAPI"}`, 200)
 	c.exchange("POST", "/knowledge/collections/oa/documents", aliceToken, js, `{"document":"d","content":"# Title\n\nSome text.","metadata":{"team":"v"}}`, 200)
 	c.exchange("GET", "/knowledge/collections", aliceToken, "", "", 200)

@@ -40,6 +40,14 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
+# The ACP adapters the tests run for real (codex-acp, claude-code-acp),
+# pinned by deploy/acp-agents/package-lock.json.
+acp_agents="$(dirname "$0")/../deploy/acp-agents"
+if [ ! -x "$acp_agents/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp" ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
+  log "installing the ACP adapters (npm ci in deploy/acp-agents)"
+  (cd "$acp_agents" && npm ci --omit=dev --no-audit --no-fund >/dev/null)
+fi
+
 docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
 
 if ! docker_up; then

@@ -125,6 +125,7 @@ func addGatewayRoutes(doc object) error {
 		"/v1/models":                          {"get": modelsOp()},
 		"/v1/messages":                        {"post": messagesOp()},
 		"/v1/messages/count_tokens":           {"post": countTokensOp()},
+		"/v1/responses":                       {"post": responsesOp()},
 	}
 	for _, p := range sortedKeys(routes) {
 		if _, dup := paths[p]; dup {
@@ -144,6 +145,9 @@ func addGatewayRoutes(doc object) error {
 		components[name] = s
 	}
 	for name, s := range anthropicSchemas() {
+		components[name] = s
+	}
+	for name, s := range responsesSchemas() {
 		components[name] = s
 	}
 	for _, name := range sortedKeys(components) {

@@ -284,6 +284,7 @@ func BenchmarkHTTPStreamPerToken(b *testing.B) {
 	}{
 		{"chat-completions", "/v1/chat/completions", `{"model":` + strconv.Quote(model) + `,"stream":true,"messages":` + user + `}`},
 		{"messages", "/v1/messages", `{"model":` + strconv.Quote(model) + `,"max_tokens":1024,"stream":true,"messages":` + user + `}`},
+		{"responses", "/v1/responses", `{"model":` + strconv.Quote(model) + `,"stream":true,"input":"Say it."}`},
 	}
 	// The reply from the provider itself, without HTTP, JSON or SSE.
 	directPerToken := func() (wall, cpu time.Duration) {

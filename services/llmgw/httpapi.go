@@ -28,7 +28,8 @@ import (
 
 // HTTPHandler serves the gateway's HTTP model APIs over its model specs:
 // OpenAI's Chat Completions (POST /v1/chat/completions, GET /v1/models) and
-// Anthropic's Messages (POST /v1/messages, POST /v1/messages/count_tokens),
+// Responses (POST /v1/responses, stateless; responses.go), and Anthropic's
+// Messages (POST /v1/messages, POST /v1/messages/count_tokens),
 // so that any OpenAI or Anthropic SDK, and the coding agents built on them,
 // can use the gateway's models, fallback chains and keys. The same paths
 // without the /v1 prefix are served too, for a mount that strips it. The
@@ -132,6 +133,7 @@ func (s *Service) httpRoutes() map[string]route {
 		"GET /v1/models":                 {s.listModels, refuseOpenAI},
 		"POST /v1/messages":              {s.messages, refuseAnthropic},
 		"POST /v1/messages/count_tokens": {s.countTokens, refuseAnthropic},
+		"POST /v1/responses":             {s.responses, refuseOpenAI},
 	}
 }
 

@@ -763,6 +763,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Creates a model response, streamed or not, with tools (OpenAI's Responses API, as Codex speaks it).
+         * @description The model is a Wick model spec, as for chat completions; a name that is neither configured nor provider:model is a 404 with code model_not_found. The gateway stores nothing: every request carries the whole conversation in input (store is answered false), and previous_response_id, conversation and item_reference are refused (400). Function tools are offered as they are; a custom tool as a function with one string parameter input, its calls answered as custom_tool_call items; a namespace's functions under their own names; hosted tools (web_search, local_shell, file_search, …) are dropped. Reasoning input items are dropped; images and files are refused. With stream true the answer is Server-Sent Events, `event: <type>` and `data: <ResponsesStreamEvent>`: response.created, response.in_progress, then per output item output_item.added, its deltas (content_part.added, output_text.delta…, output_text.done, content_part.done; or function_call_arguments.delta…, function_call_arguments.done) and output_item.done, then response.completed, or response.incomplete (max_output_tokens, content_filter) or response.failed. Nothing is sent before the model's first output, so an early failure is an HTTP error.
+         */
+        post: operations["OpenAI_CreateResponse"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1457,6 +1477,261 @@ export interface components {
             }[];
             /** @constant */
             object: "list";
+        };
+        /** @description A response: the answer, or the response of a stream's lifecycle events. */
+        "openai.Response": {
+            /** @description Unix seconds. */
+            created_at: number;
+            /** @description Set when failed: code (rate_limit_exceeded, invalid_request, server_error) and message. */
+            error?: {
+                code: string;
+                message: string;
+            } | null;
+            /** @description resp_… */
+            id: string;
+            /** @description Set when incomplete: reason max_output_tokens or content_filter. */
+            incomplete_details?: {
+                /** @enum {string} */
+                reason: "max_output_tokens" | "content_filter";
+            } | null;
+            /** @description The request's instructions. */
+            instructions?: string | null;
+            /** @description The request's bound. */
+            max_output_tokens?: number | null;
+            /** @description Always empty. */
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @description The model spec requested. */
+            model: string;
+            /** @constant */
+            object: "response";
+            /** @description The output items, in order. */
+            output: (components["schemas"]["openai.ResponsesMessage"] | components["schemas"]["openai.ResponsesFunctionCall"] | components["schemas"]["openai.ResponsesCustomToolCall"])[];
+            /** @description The request's, true when not given. */
+            parallel_tool_calls?: boolean;
+            /** @description Always null. */
+            previous_response_id?: null;
+            /**
+             * @description What became of it.
+             * @enum {string}
+             */
+            status: "in_progress" | "completed" | "incomplete" | "failed";
+            /**
+             * @description Always false: the gateway stores nothing.
+             * @constant
+             */
+            store?: false;
+            /** @description The request's. */
+            temperature?: number | null;
+            /** @description The request's; auto when not given. */
+            tool_choice?: unknown;
+            /** @description The request's tools. */
+            tools?: components["schemas"]["openai.ResponsesTool"][];
+            /** @description The request's. */
+            top_p?: number | null;
+            /** @description Set once finished. */
+            usage?: components["schemas"]["openai.ResponsesUsage"] | null;
+        };
+        /** @description A call of a custom tool. */
+        "openai.ResponsesCustomToolCall": {
+            /** @description The id a custom_tool_call_output answers. */
+            call_id: string;
+            /** @description fc_… */
+            id: string;
+            /** @description The tool's input (empty while it opens). */
+            input: string;
+            /** @description The tool. */
+            name: string;
+            /**
+             * @description in_progress while streamed, then completed.
+             * @enum {string}
+             */
+            status: "in_progress" | "completed";
+            /** @constant */
+            type: "custom_tool_call";
+        };
+        /** @description An error in OpenAI's shape. */
+        "openai.ResponsesError": {
+            error: {
+                /** @description model_not_found (404), rate_limit_exceeded (429), else null. */
+                code: string | null;
+                /** @description What went wrong. */
+                message: string;
+                /** @description The request field at fault, when one is. */
+                param: string | null;
+                /**
+                 * @description The kind of error.
+                 * @enum {string}
+                 */
+                type: "invalid_request_error" | "permission_error" | "rate_limit_error" | "server_error" | "invalid_api_key";
+            };
+        };
+        /** @description One Server-Sent Event of a streamed response. */
+        "openai.ResponsesFrame": {
+            /** @description The event as JSON. */
+            data: string;
+            /** @description The event's type. */
+            event: string;
+        };
+        /** @description A call of a function tool. */
+        "openai.ResponsesFunctionCall": {
+            /** @description The arguments as JSON text (empty while it opens). */
+            arguments: string;
+            /** @description The id a function_call_output answers. */
+            call_id: string;
+            /** @description fc_… */
+            id: string;
+            /** @description The function. */
+            name: string;
+            /** @description The namespace tool the function came from, if any. */
+            namespace?: string;
+            /**
+             * @description in_progress while streamed, then completed.
+             * @enum {string}
+             */
+            status: "in_progress" | "completed";
+            /** @constant */
+            type: "function_call";
+        };
+        /** @description An input item: a message (type may be omitted), function_call, function_call_output, custom_tool_call, custom_tool_call_output, local_shell_call; reasoning and hosted-tool items are dropped. */
+        "openai.ResponsesInputItem": {
+            /** @description A local shell call's action, passed to the model as the arguments of a call of local_shell. */
+            action?: unknown;
+            /** @description A function call's arguments as JSON text. */
+            arguments?: string;
+            /** @description The call a tool call or its output belongs to. */
+            call_id?: string;
+            /** @description A message's text: a string or parts input_text, output_text, refusal (images and files are refused). */
+            content?: unknown;
+            /** @description A custom tool call's input. */
+            input?: string;
+            /** @description A tool call's tool. */
+            name?: string;
+            /** @description A tool call's output: a string or input_text parts. */
+            output?: unknown;
+            /**
+             * @description A message's role; developer is taken as system.
+             * @enum {string}
+             */
+            role?: "user" | "assistant" | "system" | "developer";
+            /** @description The item's type; message when omitted. */
+            type?: string;
+        };
+        /** @description The assistant's text. */
+        "openai.ResponsesMessage": {
+            /** @description One output_text part (none while it opens). */
+            content: {
+                /** @description Always empty. */
+                annotations: unknown[];
+                /** @description The text. */
+                text: string;
+                /** @constant */
+                type: "output_text";
+            }[];
+            /** @description msg_… */
+            id: string;
+            /** @constant */
+            role: "assistant";
+            /**
+             * @description in_progress while streamed, then completed.
+             * @enum {string}
+             */
+            status: "in_progress" | "completed";
+            /** @constant */
+            type: "message";
+        };
+        /** @description A Responses request. Unknown fields (include, prompt_cache_key, text, metadata, reasoning, truncation, store, …) are ignored. */
+        "openai.ResponsesRequest": {
+            /** @description Refused: the gateway stores no conversations. */
+            conversation?: unknown;
+            /** @description A user message as a string, or the conversation's items. */
+            input: string | components["schemas"]["openai.ResponsesInputItem"][];
+            /** @description The system prompt. */
+            instructions?: string;
+            /** @description Bound on the reply's tokens; a reply cut by it is incomplete. */
+            max_output_tokens?: number;
+            /** @description A Wick model spec; empty uses the LLM gateway's default model. */
+            model?: string;
+            /** @description Echoed; not honoured. */
+            parallel_tool_calls?: boolean;
+            /** @description Refused: the gateway stores no responses. */
+            previous_response_id?: string;
+            /** @description Stream the answer as Server-Sent Events. */
+            stream?: boolean;
+            /** @description Sampling temperature. */
+            temperature?: number;
+            /** @description Echoed; not honoured (the model chooses). */
+            tool_choice?: unknown;
+            /** @description Tools the model may call. */
+            tools?: components["schemas"]["openai.ResponsesTool"][];
+            /** @description Echoed; not honoured. */
+            top_p?: number;
+        };
+        /** @description One event of a streamed response; which fields are set depends on type. */
+        "openai.ResponsesStreamEvent": {
+            /** @description The whole arguments, in function_call_arguments.done. */
+            arguments?: string;
+            /** @description The content part the event is about (0). */
+            content_index?: number;
+            /** @description Text or arguments to append. */
+            delta?: string;
+            /** @description The item of output_item.added and .done. */
+            item?: components["schemas"]["openai.ResponsesMessage"] | components["schemas"]["openai.ResponsesFunctionCall"] | components["schemas"]["openai.ResponsesCustomToolCall"];
+            /** @description The id of the output item the event is about. */
+            item_id?: string;
+            /** @description The output item the event is about. */
+            output_index?: number;
+            /** @description An output_text part. */
+            part?: {
+                /** @description Always empty. */
+                annotations: unknown[];
+                /** @description The text. */
+                text: string;
+                /** @constant */
+                type: "output_text";
+            };
+            response?: components["schemas"]["openai.Response"];
+            /** @description 0, 1, 2, … in the order sent. */
+            sequence_number: number;
+            /** @description The whole text, in output_text.done. */
+            text?: string;
+            /** @description response.created, response.in_progress, response.output_item.added, … */
+            type: string;
+        };
+        /** @description A tool: function, custom (offered as a function with one string parameter input), namespace (its functions offered under their own names); other types are dropped. */
+        "openai.ResponsesTool": {
+            /** @description What the tool does. */
+            description?: string;
+            /** @description The tool's name; required for function and custom tools. */
+            name?: string;
+            /** @description The JSON Schema of a function's arguments. */
+            parameters?: {
+                [key: string]: unknown;
+            };
+            /** @description Ignored. */
+            strict?: boolean;
+            /** @description A namespace's tools. */
+            tools?: components["schemas"]["openai.ResponsesTool"][];
+            /** @description function, custom, namespace, or a hosted tool's type (dropped). */
+            type?: string;
+        };
+        /** @description Tokens the call used. */
+        "openai.ResponsesUsage": {
+            /** @description Prompt tokens. */
+            input_tokens: number;
+            input_tokens_details: {
+                /** @description Always 0. */
+                cached_tokens: number;
+            };
+            /** @description Reply tokens. */
+            output_tokens: number;
+            output_tokens_details: {
+                /** @description Always 0. */
+                reasoning_tokens: number;
+            };
+            /** @description Their sum. */
+            total_tokens: number;
         };
         /** @description A tool the model may call. */
         "openai.Tool": {
@@ -4127,6 +4402,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["openai.Error"];
+                };
+            };
+        };
+    };
+    OpenAI_CreateResponse: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["openai.ResponsesRequest"];
+            };
+        };
+        responses: {
+            /** @description The response, or its stream when stream is true. */
+            200: {
+                headers: {
+                    /** @description Prompt tokens the call used (a trailer of a stream). */
+                    "x-wick-input-tokens"?: number;
+                    /** @description Completion tokens the call used (a trailer of a stream). */
+                    "x-wick-output-tokens"?: number;
+                    /** @description Microseconds the LLM gateway itself added (a trailer of a stream). */
+                    "x-wick-overhead-us"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Response"];
+                    "text/event-stream": components["schemas"]["openai.ResponsesFrame"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            413: components["responses"]["Error"];
+            /** @description The LLM gateway refused or failed the call, in OpenAI's error shape. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.ResponsesError"];
                 };
             };
         };
