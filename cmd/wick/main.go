@@ -93,6 +93,7 @@ type options struct {
 	diag                                    diag.Flags
 	tokensFile, tokens, origins, agentsFile string
 	logLevel, logFormat, warmImages         string
+	egressAllow                             string
 	secretsDir, grantsFile                  string
 	questionTimeout, subagentTimeout        time.Duration
 	subagentDepth                           int
@@ -125,6 +126,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
 	fs.IntVar(&o.cfg.Sandbox.WarmPool, "warm-pool", 0, fmt.Sprintf("ready Docker containers kept per image of -warm-pool-images, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 	fs.StringVar(&o.warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
+	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated host:port patterns that agents may let their sandboxes reach through the egress proxy (\"*.npmjs.org:443\" matches one more label; the port is required); empty: none")
 	fs.BoolVar(&o.cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.IntVar(&o.cfg.Sandbox.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup")
 	fs.Int64Var(&o.cfg.Sandbox.WorkspaceBytes, "workspace-bytes", sandbox.DefaultWorkspaceBytes, "size of a sandbox's workspace whose agent names none, in bytes: writes past it fail with \"No space left on device\"")
@@ -174,6 +176,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	}
 	cfg.Gateway.CORSOrigins = gateway.SplitList(o.origins)
 	cfg.Sandbox.WarmPoolImages = gateway.SplitList(o.warmImages)
+	cfg.Sandbox.EgressAllow = gateway.SplitList(o.egressAllow)
 	if o.agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(o.agentsFile))
 	}

@@ -117,7 +117,7 @@ func backendToProto(b *loop.BackendCfg) *agentv1.BackendConfig {
 	out := &agentv1.BackendConfig{
 		Type: b.Type, Image: b.Image, Workdir: b.Workdir, SandboxUrl: redact.String(b.SandboxURL),
 		MaxOutputBytes: b.MaxOutputBytes, Network: b.Network, MemoryBytes: b.MemoryBytes, NanoCpus: b.NanoCPUs,
-		WorkspaceBytes: b.WorkspaceBytes,
+		WorkspaceBytes: b.WorkspaceBytes, Egress: b.Egress,
 	}
 	if b.Timeout > 0 {
 		out.Timeout = durationpb.New(b.Timeout)
@@ -132,7 +132,7 @@ func backendFromProto(b *agentv1.BackendConfig) *loop.BackendCfg {
 	out := &loop.BackendCfg{
 		Type: b.GetType(), Image: b.GetImage(), Workdir: b.GetWorkdir(), SandboxURL: b.GetSandboxUrl(),
 		MaxOutputBytes: b.GetMaxOutputBytes(), Network: b.GetNetwork(), MemoryBytes: b.GetMemoryBytes(), NanoCPUs: b.GetNanoCpus(),
-		WorkspaceBytes: b.GetWorkspaceBytes(),
+		WorkspaceBytes: b.GetWorkspaceBytes(), Egress: b.GetEgress(),
 	}
 	if b.GetTimeout() != nil {
 		out.Timeout = b.GetTimeout().AsDuration()

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -10,13 +11,14 @@ import (
 )
 
 // TestBackendRoundTrip checks that every field of an agent's backend,
-// the workspace size among them, survives the agent API both ways.
+// the workspace size and the egress patterns among them, survives the agent API both ways.
 func TestBackendRoundTrip(t *testing.T) {
 	t.Parallel()
 	in := &loop.BackendCfg{Type: "docker", Image: "img", Workdir: "/w", Timeout: time.Minute, MaxOutputBytes: 1,
-		Network: "none", MemoryBytes: 2, NanoCPUs: 3, WorkspaceBytes: 64 << 20}
+		Network: "none", MemoryBytes: 2, NanoCPUs: 3, WorkspaceBytes: 64 << 20,
+		Egress: []string{"registry.npmjs.org:443", "*.npmjs.org:443"}}
 	out := backendFromProto(backendToProto(in))
-	if *out != *in {
+	if !reflect.DeepEqual(out, in) {
 		t.Fatalf("round trip = %+v, want %+v", out, in)
 	}
 	if p := backendToProto(in); !proto.Equal(p, backendToProto(out)) || p.GetWorkspaceBytes() != 64<<20 {

@@ -150,6 +150,11 @@ type BackendCfg struct {
 	// workspace is made; 0 takes the sandbox service's default, and more
 	// than its maximum is refused.
 	WorkspaceBytes int64 `yaml:"workspace_bytes" json:"workspace_bytes,omitempty"`
+	// Egress names the destinations ("registry.npmjs.org:443",
+	// "*.npmjs.org:443") the sandbox may reach through the sandbox
+	// service's egress proxy; each must lie within the bound its operator
+	// set (-egress-allow), else the sandbox is refused.
+	Egress []string `yaml:"egress" json:"egress,omitempty"`
 }
 
 // SkillsCfg lists the directories searched for SKILL.md files.

@@ -632,8 +632,13 @@ type BackendConfig struct {
 	// with "No space left on device". Zero takes the sandbox service's default;
 	// more than its maximum is refused. It applies when the workspace is made.
 	WorkspaceBytes int64 `protobuf:"varint,10,opt,name=workspace_bytes,json=workspaceBytes,proto3" json:"workspace_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// egress names the destinations the agent's sandbox may reach through the
+	// sandbox service's egress proxy, as "host:port" ("registry.npmjs.org:443",
+	// "*.npmjs.org:443"; see wick.sandbox.v1.SandboxSpec.egress_allow). Each must
+	// lie within what the sandbox service's operator allows.
+	Egress        []string `protobuf:"bytes,11,rep,name=egress,proto3" json:"egress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BackendConfig) Reset() {
@@ -734,6 +739,13 @@ func (x *BackendConfig) GetWorkspaceBytes() int64 {
 		return x.WorkspaceBytes
 	}
 	return 0
+}
+
+func (x *BackendConfig) GetEgress() []string {
+	if x != nil {
+		return x.Egress
+	}
+	return nil
 }
 
 // PathsConfig lists paths for the skills or memory hook.
@@ -8451,7 +8463,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12*\n" +
 	"\x04data\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04data\x12\x0e\n" +
 	"\x02id\x18\x05 \x01(\tR\x02id\x12.\n" +
-	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd6\x02\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xee\x02\n" +
 	"\rBackendConfig\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -8464,7 +8476,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\x12'\n" +
 	"\x0fworkspace_bytes\x18\n" +
-	" \x01(\x03R\x0eworkspaceBytes\"#\n" +
+	" \x01(\x03R\x0eworkspaceBytes\x12\x16\n" +
+	"\x06egress\x18\v \x03(\tR\x06egress\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xc8\a\n" +
 	"\x05Agent\x12\x19\n" +

@@ -143,8 +143,15 @@ type SandboxSpec struct {
 	// not exceed the service's maximum. It applies when the workspace is made:
 	// an existing workspace keeps its size.
 	WorkspaceBytes int64 `protobuf:"varint,15,opt,name=workspace_bytes,json=workspaceBytes,proto3" json:"workspace_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// egress_allow names the destinations the sandbox may reach through the
+	// sandbox service's egress proxy, as "host:port" with a numeric port; a host
+	// "*.example.com" matches exactly one more label ("a.example.com", not
+	// "example.com" or "a.b.example.com"). Each pattern must lie within the
+	// operator's bound (-egress-allow), else the sandbox is refused with
+	// PermissionDenied naming it. Empty allows nothing.
+	EgressAllow   []string `protobuf:"bytes,16,rep,name=egress_allow,json=egressAllow,proto3" json:"egress_allow,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SandboxSpec) Reset() {
@@ -280,6 +287,13 @@ func (x *SandboxSpec) GetWorkspaceBytes() int64 {
 		return x.WorkspaceBytes
 	}
 	return 0
+}
+
+func (x *SandboxSpec) GetEgressAllow() []string {
+	if x != nil {
+		return x.EgressAllow
+	}
+	return nil
 }
 
 // Sandbox describes one sandbox.
@@ -3359,7 +3373,7 @@ var File_wick_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd8\x04\n" +
+	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfb\x04\n" +
 	"\vSandboxSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x1f\n" +
@@ -3378,7 +3392,8 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x03env\x18\f \x03(\v2%.wick.sandbox.v1.SandboxSpec.EnvEntryR\x03env\x12+\n" +
 	"\x03ttl\x18\r \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x12\n" +
 	"\x04user\x18\x0e \x01(\tR\x04user\x12'\n" +
-	"\x0fworkspace_bytes\x18\x0f \x01(\x03R\x0eworkspaceBytes\x1a6\n" +
+	"\x0fworkspace_bytes\x18\x0f \x01(\x03R\x0eworkspaceBytes\x12!\n" +
+	"\fegress_allow\x18\x10 \x03(\tR\vegressAllow\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x04\n" +
