@@ -14,7 +14,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count=1 -timeout 30m
 BIN := $(CURDIR)/bin
 
-.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts test-ui bench bench-ui build ui images run clean
+.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts test-ui bench bench-ui build ui images image-runtime image-claude-code run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -119,13 +119,25 @@ build: ## build every binary into bin/ (wick-daemon and wickfs static)
 # Images of every binary (docs/deploy.md), built by the local engine with
 # nothing pulled: static binaries FROM scratch, tagged with git describe and
 # latest. The UI goes into the gateway and wick images when Node.js builds it.
-images: ## build a Docker image of every binary (wick-<name>:<git describe> and :latest) with the local engine
+# Then the sandbox images built from Debian packages (docs/sandbox.md), each
+# skipped when the tag of its recipe is already on the engine.
+images: ## build a Docker image of every binary (wick-<name>:<git describe> and :latest), then the sandbox runtime images, with the local engine
 	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
 	  $(MAKE) --no-print-directory ui || echo "make images: the web UI did not build (above); the gateway and wick images carry none" >&2; \
 	else \
 	  echo "make images: Node.js and npm are not installed, so the gateway and wick images carry no web UI" >&2; \
 	fi
 	go run ./deploy/images/cmd/wick-images $$([ -f ui/dist/index.html ] && echo -ui-dir ui/dist) $(ARGS)
+	$(MAKE) --no-print-directory image-claude-code
+
+# mmdebstrap from the Debian mirror, imported into the engine; FORCE=1
+# rebuilds an unchanged recipe (to take Debian's updates).
+image-runtime: ## build wick-sandbox-runtime (Debian: python3, pandas, git, Node.js, ripgrep) with mmdebstrap
+	./deploy/images/runtime.sh $(if $(FORCE),-f)
+
+# npm ci of deploy/acp-agents on this host, COPYed onto the runtime image.
+image-claude-code: image-runtime ## build wick-sandbox-claude-code: the runtime image with the ACP adapters of deploy/acp-agents
+	./deploy/images/acp-agents.sh $(if $(FORCE),-f)
 
 run: ## run the whole suite in one process with embedded defaults (and the web UI when Node.js is installed)
 	@mkdir -p $(BIN)

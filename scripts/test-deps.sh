@@ -2,9 +2,11 @@
 # Installs and starts what Wick's tests need, when it is missing: a Docker
 # engine, redis-server, a static busybox (for test images built FROM
 # scratch), e2fsprogs (mkfs.ext4 for the workspaces' disk images), Node.js
-# with npm (the TypeScript SDK's and the UI's tests), and
+# with npm (the TypeScript SDK's and the UI's tests),
 # Debian's Chromium with a font (the UI's browser tests drive it; they never
-# download a browser). Idempotent, and quick when everything is already there.
+# download a browser), and mmdebstrap, with which it then builds the sandbox
+# runtime images (wick-sandbox-runtime and wick-sandbox-claude-code) when the
+# engine lacks them. Idempotent, and quick when everything is already there.
 # Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
 set -euo pipefail
 
@@ -17,6 +19,8 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 # Workspaces are bounded by an ext4 image each (docs/sandbox.md).
 [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ] || command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs)
+# The runtime image is built from Debian packages with mmdebstrap.
+command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
 # CHROMIUM_PATH names another Chromium for the browser tests.
 [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || need+=(chromium)
 # Test images are built FROM scratch, so busybox must be the static build.
@@ -76,4 +80,9 @@ if ! docker_up; then
     exit 1
   fi
 fi
-log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")"
+# The sandbox images the runtime and ACP tests use; each script returns at
+# once when the tag of its current recipe is on the engine.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/deploy/images/runtime.sh"
+"$root/deploy/images/acp-agents.sh"
+log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")", images $(docker image inspect wick-sandbox-runtime:latest wick-sandbox-claude-code:latest --format '{{index .RepoTags 0}}' | tr '\n' ' ')

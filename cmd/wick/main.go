@@ -93,6 +93,7 @@ type options struct {
 	diag                                    diag.Flags
 	tokensFile, tokens, origins, agentsFile string
 	logLevel, logFormat, warmImages         string
+	egressAllow                             string
 	secretsDir, grantsFile                  string
 	questionTimeout, subagentTimeout        time.Duration
 	acpKeepIdle                             time.Duration
@@ -128,6 +129,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
 	fs.BoolVar(&o.cfg.Sandbox.AllowBridge, "allow-bridge", false, "let agents' sandboxes ask for network \"bridge\" (the engine's network, unfiltered); operators only")
 	fs.DurationVar(&o.acpKeepIdle, "acp-keep-idle", agent.DefaultACPKeepIdle, "how long an ACP agent's process stays alive after a run for the thread's next message (0: stopped after every run)")
+	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated host:port patterns that agents may let their sandboxes reach through the egress proxy (\"*.npmjs.org:443\" matches one more label; the port is required); empty: none")
 	fs.BoolVar(&o.cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.IntVar(&o.cfg.Sandbox.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup")
 	fs.Int64Var(&o.cfg.Sandbox.WorkspaceBytes, "workspace-bytes", sandbox.DefaultWorkspaceBytes, "size of a sandbox's workspace whose agent names none, in bytes: writes past it fail with \"No space left on device\"")
@@ -177,6 +179,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	}
 	cfg.Gateway.CORSOrigins = gateway.SplitList(o.origins)
 	cfg.Sandbox.WarmPoolImages = gateway.SplitList(o.warmImages)
+	cfg.Sandbox.EgressAllow = gateway.SplitList(o.egressAllow)
 	if o.agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(o.agentsFile))
 	}

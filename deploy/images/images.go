@@ -34,13 +34,24 @@ const (
 	StateDir = "/var/lib/wick"
 )
 
-// RuntimeName is the sandbox image: busybox for the agent's commands (the
-// platform's backend.DefaultImage names it).
-const RuntimeName = "wick-sandbox-runtime"
+// BusyboxName is the small sandbox image: Debian's static busybox FROM
+// scratch, the fast image tests use and the fallback where RuntimeName is
+// not on the engine.
+const BusyboxName = "wick-sandbox-busybox"
+
+// RuntimeName is the sandbox image people work in (the platform's
+// backend.DefaultImage): Debian packages with python3, git, Node.js and more,
+// built by runtime.sh with mmdebstrap rather than by Build, and
+// ClaudeCodeName is it with the ACP adapters (acp-agents.sh); `make images`
+// runs both.
+const (
+	RuntimeName    = "wick-sandbox-runtime"
+	ClaudeCodeName = "wick-sandbox-claude-code"
+)
 
 // Image says what one image carries.
 type Image struct {
-	// Name is the image's repository and, except for the runtime image,
+	// Name is the image's repository and, except for the busybox image,
 	// the binary it runs.
 	Name string
 	// Extra binaries carried next to the entrypoint.
@@ -64,7 +75,7 @@ var All = []Image{
 	{Name: "wick-llmgw", Ports: []string{"7003", "8003"}},
 	// The all-in-one command finds wick-daemon and wickfs next to itself.
 	{Name: "wick", Extra: []string{"wick-daemon", "wickfs"}, UI: true, Ports: []string{"7000", "8080"}},
-	{Name: RuntimeName},
+	{Name: BusyboxName},
 }
 
 // packages maps each binary to its main package, relative to the repository.
@@ -95,7 +106,7 @@ type Config struct {
 	BinDir string
 	// CACerts is the host's certificate bundle; default CACerts.
 	CACerts string
-	// Busybox is the static busybox of the runtime image; default
+	// Busybox is the static busybox of the busybox image; default
 	// imagebuild.BusyboxPath.
 	Busybox string
 	// Only, when not empty, names the images to build.
@@ -204,7 +215,7 @@ func buildBinaries(ctx context.Context, root, dir string, want []Image) error {
 
 // binaries lists the binaries img carries, its entrypoint first.
 func (img Image) binaries() []string {
-	if img.Name == RuntimeName {
+	if img.Name == BusyboxName {
 		return nil
 	}
 	return append([]string{img.Name}, img.Extra...)
@@ -214,7 +225,7 @@ func (img Image) binaries() []string {
 // ADD unpacks with the owners and modes it holds; with no shell in the image
 // no RUN could set them.
 func contextFiles(img Image, cfg Config) ([]imagebuild.File, error) {
-	if img.Name == RuntimeName {
+	if img.Name == BusyboxName {
 		bb, err := os.ReadFile(cfg.Busybox)
 		if err != nil {
 			return nil, fmt.Errorf("static busybox (Debian: apt-get install busybox-static): %w", err)

@@ -64,7 +64,7 @@ func TestImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantUser := fmt.Sprintf("%d:%d", images.UID, images.GID)
-			if b.Name == images.RuntimeName {
+			if b.Name == images.BusyboxName {
 				wantUser = fmt.Sprintf("%d:%d", imagebuild.BusyboxUID, imagebuild.BusyboxGID)
 			}
 			if ii.Config.User != wantUser {
@@ -78,11 +78,11 @@ func TestImages(t *testing.T) {
 					t.Errorf("label %s = %q, want %q", k, got, want)
 				}
 			}
-			if b.Name == images.RuntimeName {
+			if b.Name == images.BusyboxName {
 				// The agent's commands run in busybox's shell as the user.
 				out, code := run(ctx, t, cli, ref, nil, "sh", "-c", "id -u; test -w /tmp && test -w /workspace && echo writable")
 				if code != 0 || out != fmt.Sprintf("%d\nwritable\n", imagebuild.BusyboxUID) {
-					t.Errorf("sh in the runtime image: exit %d, output %q", code, out)
+					t.Errorf("sh in the busybox image: exit %d, output %q", code, out)
 				}
 				return
 			}

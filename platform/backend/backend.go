@@ -19,10 +19,11 @@ const (
 	Auto = "auto"
 )
 
-// DefaultImage is the sandbox image when a spec names none: `make images`
-// builds it (busybox FROM scratch). It is not "wick-sandbox", the image of
-// the sandbox service itself. It must be on the engine: no registry may be
-// reachable, so nothing pulls it. Where it is missing, the all-in-one `wick`
-// command builds the same busybox image under a content tag instead
-// (services/sandbox/sandboximage).
+// DefaultImage is the sandbox image when a spec names none: the runtime
+// image people work in (Debian with python3, git, Node.js, ripgrep), which
+// `make images` builds from Debian packages (deploy/images/runtime.sh). It
+// is not "wick-sandbox", the image of the sandbox service itself. It must be
+// on the engine: no registry may be reachable, so nothing pulls it. Where it
+// is missing, the all-in-one `wick` command builds the small busybox image
+// under a content tag instead (services/sandbox/sandboximage) and says so.
 const DefaultImage = "wick-sandbox-runtime:latest"

@@ -118,6 +118,7 @@ func backendToProto(b *loop.BackendCfg) *agentv1.BackendConfig {
 		Type: b.Type, Image: b.Image, Workdir: b.Workdir, SandboxUrl: redact.String(b.SandboxURL),
 		MaxOutputBytes: b.MaxOutputBytes, Network: b.Network, MemoryBytes: b.MemoryBytes, NanoCpus: b.NanoCPUs,
 		WorkspaceBytes: b.WorkspaceBytes, ModelEndpoint: copyBool(b.ModelEndpoint),
+		Egress: b.Egress,
 	}
 	if b.Timeout > 0 {
 		out.Timeout = durationpb.New(b.Timeout)
@@ -142,6 +143,7 @@ func backendFromProto(b *agentv1.BackendConfig) *loop.BackendCfg {
 		Type: b.GetType(), Image: b.GetImage(), Workdir: b.GetWorkdir(), SandboxURL: b.GetSandboxUrl(),
 		MaxOutputBytes: b.GetMaxOutputBytes(), Network: b.GetNetwork(), MemoryBytes: b.GetMemoryBytes(), NanoCPUs: b.GetNanoCpus(),
 		WorkspaceBytes: b.GetWorkspaceBytes(), ModelEndpoint: copyBool(b.ModelEndpoint),
+		Egress: b.GetEgress(),
 	}
 	if b.GetTimeout() != nil {
 		out.Timeout = b.GetTimeout().AsDuration()

@@ -236,7 +236,7 @@ func (s *Service) SwitchBackend(ctx context.Context, req *agentv1.SwitchBackendR
 	if prev != nil {
 		next.Workdir, next.Timeout, next.MaxOutputBytes = prev.Workdir, prev.Timeout, prev.MaxOutputBytes
 		next.Network, next.MemoryBytes, next.NanoCPUs = prev.Network, prev.MemoryBytes, prev.NanoCPUs
-		next.WorkspaceBytes = prev.WorkspaceBytes
+		next.WorkspaceBytes, next.Egress = prev.WorkspaceBytes, prev.Egress
 		// The old sandbox is stopped (its workspace kept) so the next use
 		// builds one from the new backend.
 		if _, err := s.sandbox.StopSandbox(ctx, &sandboxv1.StopSandboxRequest{AgentId: e.ID}); err != nil && status.Code(err) != codes.NotFound {

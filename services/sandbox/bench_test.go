@@ -14,6 +14,7 @@ import (
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
 
@@ -186,5 +187,39 @@ func BenchmarkEnsureWarmPool(b *testing.B) {
 				b.ReportMetric(warmMiB, "warm-container-MiB")
 			}
 		})
+	}
+}
+
+// BenchmarkEnsureImage times a new sandbox until its daemon answers, on the
+// busybox image and on the Debian runtime image, with no warm pool (cold)
+// and with a warm container of the image ready (warm); the image's size is
+// reported beside.
+func BenchmarkEnsureImage(b *testing.B) {
+	for _, img := range []struct{ name, ref string }{{"busybox", ""}, {"runtime", backend.DefaultImage}} {
+		for _, size := range []int{0, 1} {
+			name := img.name + "/cold"
+			if size > 0 {
+				name = img.name + "/warm"
+			}
+			b.Run(name, func(b *testing.B) {
+				cli, ref := dockerEnv(b)
+				if img.ref != "" {
+					ref = img.ref
+				}
+				ii, err := cli.ImageInspect(context.Background(), ref)
+				if err != nil {
+					testenv.Missing(b, "sandbox image %s (make image-runtime builds it)", ref)
+				}
+				h := newHarness(b, func(c *Config) { c.DefaultImage, c.WarmPool = ref, size })
+				h.image = ref // the image waitWarm counts
+				var refill func()
+				if size > 0 {
+					refill = func() { h.waitWarm(size) }
+					h.waitWarm(size)
+				}
+				percentiles(b, ensureNew(b, h, refill), time.Millisecond, "")
+				b.ReportMetric(float64(ii.Size)/1e6, "image-MB")
+			})
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/services/sandbox/internal/egress"
 	"github.com/wick-agent/wick/wickfs"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
@@ -49,9 +50,12 @@ type settings struct {
 	ExecTimeout time.Duration    `json:"exec_timeout"`
 	MaxOutput   int64            `json:"max_output"`
 	TTL         time.Duration    `json:"ttl,omitempty"`
-	User        string           `json:"user"`
-	Agent       string           `json:"agent"`
-	Created     time.Time        `json:"created"`
+	// Egress are the destinations the sandbox may reach through the egress
+	// proxy, as canonical patterns, already checked against the bound.
+	Egress  []string  `json:"egress,omitempty"`
+	User    string    `json:"user"`
+	Agent   string    `json:"agent"`
+	Created time.Time `json:"created"`
 	// ModelEndpoint offers the model endpoint inside the sandbox.
 	ModelEndpoint bool `json:"model_endpoint,omitempty"`
 	// EndpointToken is what the sandbox's endpoints require: made anew at
@@ -310,7 +314,32 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 			return st, fmt.Errorf("%w: model_endpoint is not available on a remote engine: the service cannot listen in its socket directory there", errInvalid)
 		}
 	}
+	eg, err := s.egressAllow(spec.GetEgressAllow())
+	if err != nil {
+		return st, err
+	}
+	st.Egress = eg
 	return st, nil
+}
+
+// egressAllow checks a spec's egress patterns against the operator's bound
+// and returns them in canonical form.
+func (s *Service) egressAllow(requested []string) ([]string, error) {
+	if len(requested) == 0 {
+		return nil, nil
+	}
+	ps, err := egress.ParsePatterns(requested)
+	if err != nil {
+		return nil, fmt.Errorf("%w: egress_allow: %v", errInvalid, err)
+	}
+	if _, err := egress.NewPolicy(ps, s.egressBound); err != nil {
+		return nil, fmt.Errorf("%w: %v", errDenied, err)
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out, nil
 }
 
 // lookup finds the caller's box; another user's box is simply not found.

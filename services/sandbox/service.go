@@ -27,6 +27,7 @@ import (
 	"github.com/wick-agent/wick/platform/errcode"
 	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/services/sandbox/internal/egress"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
 
@@ -112,6 +113,10 @@ type Config struct {
 	AllowedDockerHosts []string
 	// AllowBridge lets specs ask for network "bridge".
 	AllowBridge bool
+	// EgressAllow bounds the destinations a spec's egress_allow may name:
+	// "host:port" patterns (internal/egress.Pattern); each requested pattern
+	// must lie within one of these. Empty allows no egress at all.
+	EgressAllow []string
 	// IdleTimeout stops a sandbox unused for this long; negative disables it.
 	IdleTimeout time.Duration
 	// ReapInterval is how often idle and expired sandboxes are looked for.
@@ -238,6 +243,8 @@ type Service struct {
 	pool   *dockerbox.Pool
 	users  *dockerbox.Users
 	binDir string // host copies of the wick binaries, mounted read-only
+	// egressBound is EgressAllow parsed.
+	egressBound []egress.Pattern
 
 	mu     sync.Mutex
 	boxes  map[string]*box // by key hash
@@ -310,8 +317,12 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if cfg.MultiUser && !cfg.AllowLocal && (cfg.DefaultType == backend.Local || cfg.LocalFallback) {
 		return nil, fmt.Errorf("sandbox: several users share this service and its sandboxes would run locally, on this host: that needs AllowLocal (-allow-local) set explicitly, or a Docker engine")
 	}
+	bound, err := egress.ParsePatterns(cfg.EgressAllow)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: egress bound (-egress-allow): %w", err)
+	}
 	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{},
-		landlockABI: confine.ABI, diskProbe: diskimage.Probe}
+		landlockABI: confine.ABI, diskProbe: diskimage.Probe, egressBound: bound}
 	for _, o := range opts {
 		o(s)
 	}

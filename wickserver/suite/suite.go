@@ -542,9 +542,11 @@ func chooseBackend(ctx context.Context, want string, cfg *sandbox.Config, log *s
 			log.Info("sandbox: image not present and the busybox image could not be built; using the local backend", "image", cfg.DefaultImage, "error", err)
 			return backend.Local
 		}
-		log.Info("sandbox: default image not present; using the busybox image built from this machine's static busybox", "missing", cfg.DefaultImage, "image", img)
+		log.Info("sandbox: default image not present; using the busybox image built from this machine's static busybox (make image-runtime builds the runtime image)", "missing", cfg.DefaultImage, "image", img)
 		cfg.DefaultImage = img
+		return backend.Docker
 	}
+	log.Info("sandbox: Docker sandboxes use the default image", "image", cfg.DefaultImage)
 	return backend.Docker
 }
 

@@ -155,6 +155,11 @@ type BackendCfg struct {
 	// for a coding agent that calls its provider itself. Nil: true for an
 	// agent backed by ACP, false otherwise (AgentConfig.SandboxBackend).
 	ModelEndpoint *bool `yaml:"model_endpoint" json:"model_endpoint,omitempty"`
+	// Egress names the destinations ("registry.npmjs.org:443",
+	// "*.npmjs.org:443") the sandbox may reach through the sandbox
+	// service's egress proxy; each must lie within the bound its operator
+	// set (-egress-allow), else the sandbox is refused.
+	Egress []string `yaml:"egress" json:"egress,omitempty"`
 }
 
 // SandboxBackend is Backend with ModelEndpoint decided: as set, else on

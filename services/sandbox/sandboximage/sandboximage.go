@@ -1,9 +1,9 @@
 // Package sandboximage builds a sandbox image without a registry: FROM
 // scratch, Debian's static busybox and an ordinary user (platform/imagebuild's
-// BusyboxFiles, the content `make images` tags as wick-sandbox-runtime).
-// Tests use it, and so does `make run` on a machine whose Docker engine has
-// no other image; it also builds the static wick-daemon and wickfs binaries
-// from this repository.
+// BusyboxFiles, the content `make images` also tags wick-sandbox-busybox:latest).
+// Tests use it for speed, and so does `make run` on a machine whose Docker
+// engine lacks the runtime image; it also builds the static wick-daemon and
+// wickfs binaries from this repository.
 package sandboximage
 
 import (

@@ -1,5 +1,7 @@
-// Command wick-images builds the Docker image of every Wick binary with the
-// local engine (`make images`); see docs/deploy.md.
+// Command wick-images builds the Docker image of every Wick binary, and the
+// busybox sandbox image, with the local engine (`make images`, which then
+// builds the Debian runtime images with deploy/images/runtime.sh and
+// acp-agents.sh); see docs/deploy.md.
 package main
 
 import (
@@ -36,7 +38,7 @@ func run() error {
 	flag.StringVar(&cfg.UIDir, "ui-dir", "", "UI build copied into the gateway and wick images (ui/dist); empty: no UI")
 	flag.StringVar(&cfg.BinDir, "bin-dir", "", "directory the static binaries are built into (default: a temporary one)")
 	flag.StringVar(&cfg.CACerts, "ca-certs", images.CACerts, "CA certificate bundle copied into the images")
-	flag.StringVar(&cfg.Busybox, "busybox", "", "static busybox of "+images.RuntimeName+" (default /bin/busybox)")
+	flag.StringVar(&cfg.Busybox, "busybox", "", "static busybox of "+images.BusyboxName+" (default /bin/busybox)")
 	flag.StringVar(&only, "only", "", "comma-separated images to build (default: all)")
 	flag.Parse()
 

@@ -637,6 +637,11 @@ type BackendConfig struct {
 	// nothing outside it), for an external agent that calls its model itself.
 	// Unset: true for an agent backed by acp, false otherwise.
 	ModelEndpoint *bool `protobuf:"varint,11,opt,name=model_endpoint,json=modelEndpoint,proto3,oneof" json:"model_endpoint,omitempty"`
+	// egress names the destinations the agent's sandbox may reach through the
+	// sandbox service's egress proxy, as "host:port" ("registry.npmjs.org:443",
+	// "*.npmjs.org:443"; see wick.sandbox.v1.SandboxSpec.egress_allow). Each must
+	// lie within what the sandbox service's operator allows.
+	Egress        []string `protobuf:"bytes,12,rep,name=egress,proto3" json:"egress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +751,13 @@ func (x *BackendConfig) GetModelEndpoint() bool {
 		return *x.ModelEndpoint
 	}
 	return false
+}
+
+func (x *BackendConfig) GetEgress() []string {
+	if x != nil {
+		return x.Egress
+	}
+	return nil
 }
 
 // PathsConfig lists paths for the skills or memory hook.
@@ -8473,7 +8485,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12*\n" +
 	"\x04data\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04data\x12\x0e\n" +
 	"\x02id\x18\x05 \x01(\tR\x02id\x12.\n" +
-	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x95\x03\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xad\x03\n" +
 	"\rBackendConfig\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -8487,7 +8499,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\x12'\n" +
 	"\x0fworkspace_bytes\x18\n" +
 	" \x01(\x03R\x0eworkspaceBytes\x12*\n" +
-	"\x0emodel_endpoint\x18\v \x01(\bH\x00R\rmodelEndpoint\x88\x01\x01B\x11\n" +
+	"\x0emodel_endpoint\x18\v \x01(\bH\x00R\rmodelEndpoint\x88\x01\x01\x12\x16\n" +
+	"\x06egress\x18\f \x03(\tR\x06egressB\x11\n" +
 	"\x0f_model_endpoint\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xc8\a\n" +

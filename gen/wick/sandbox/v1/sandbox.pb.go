@@ -150,6 +150,13 @@ type SandboxSpec struct {
 	// It needs no network. Refused on a remote engine and where the service has
 	// no LLM gateway.
 	ModelEndpoint bool `protobuf:"varint,16,opt,name=model_endpoint,json=modelEndpoint,proto3" json:"model_endpoint,omitempty"`
+	// egress_allow names the destinations the sandbox may reach through the
+	// sandbox service's egress proxy, as "host:port" with a numeric port; a host
+	// "*.example.com" matches exactly one more label ("a.example.com", not
+	// "example.com" or "a.b.example.com"). Each pattern must lie within the
+	// operator's bound (-egress-allow), else the sandbox is refused with
+	// PermissionDenied naming it. Empty allows nothing.
+	EgressAllow   []string `protobuf:"bytes,17,rep,name=egress_allow,json=egressAllow,proto3" json:"egress_allow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -294,6 +301,13 @@ func (x *SandboxSpec) GetModelEndpoint() bool {
 		return x.ModelEndpoint
 	}
 	return false
+}
+
+func (x *SandboxSpec) GetEgressAllow() []string {
+	if x != nil {
+		return x.EgressAllow
+	}
+	return nil
 }
 
 // Sandbox describes one sandbox.
@@ -3384,7 +3398,7 @@ var File_wick_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x04\n" +
+	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x05\n" +
 	"\vSandboxSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x1f\n" +
@@ -3404,7 +3418,8 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x03ttl\x18\r \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x12\n" +
 	"\x04user\x18\x0e \x01(\tR\x04user\x12'\n" +
 	"\x0fworkspace_bytes\x18\x0f \x01(\x03R\x0eworkspaceBytes\x12%\n" +
-	"\x0emodel_endpoint\x18\x10 \x01(\bR\rmodelEndpoint\x1a6\n" +
+	"\x0emodel_endpoint\x18\x10 \x01(\bR\rmodelEndpoint\x12!\n" +
+	"\fegress_allow\x18\x11 \x03(\tR\vegressAllow\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x04\n" +

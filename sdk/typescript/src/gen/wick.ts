@@ -1967,6 +1967,13 @@ export interface components {
         };
         /** @description BackendConfig says where an agent's tools run. */
         "wick.agent.v1.BackendConfig": {
+            /**
+             * @description egress names the destinations the agent's sandbox may reach through the
+             *     sandbox service's egress proxy, as "host:port" ("registry.npmjs.org:443",
+             *     "*.npmjs.org:443"; see wick.sandbox.v1.SandboxSpec.egress_allow). Each must
+             *     lie within what the sandbox service's operator allows.
+             */
+            egress?: string[];
             /** @description image is the container image for "docker". */
             image?: string;
             /**

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	var cfg sandbox.Config
-	var hosts, warmImages, llmHTTP, llmToken string
+	var hosts, warmImages, llmHTTP, llmToken, egressAllow string
 	var singleUser bool
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", "", sandbox.ManagerIDUsage)
@@ -30,6 +30,7 @@ func main() {
 		fs.IntVar(&cfg.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup; a spec's pids_limit may set fewer")
 		fs.BoolVar(&singleUser, "single-user", false, "only one user reaches this service: -default-type local and -local-fallback imply -allow-local, and local sandboxes run unconfined where the kernel has no Landlock")
 		fs.BoolVar(&cfg.AllowBridge, "allow-bridge", true, "let specs ask for network bridge")
+		fs.StringVar(&egressAllow, "egress-allow", "", "comma-separated host:port patterns that agents may let their sandboxes reach through the egress proxy (\"*.npmjs.org:443\" matches one more label; the port is required); empty: none")
 		fs.StringVar(&hosts, "allowed-docker-hosts", "", "comma-separated remote engines specs may name (tcp://host:port), or *")
 		fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", sandbox.DefaultIdleTimeout, "stop sandboxes unused this long (negative: never)")
 		fs.DurationVar(&cfg.ReapInterval, "reap-interval", sandbox.DefaultReapInterval, "how often idle and expired sandboxes are looked for")
@@ -56,6 +57,9 @@ func main() {
 		}
 		if warmImages != "" {
 			cfg.WarmPoolImages = strings.Split(warmImages, ",")
+		}
+		if egressAllow != "" {
+			cfg.EgressAllow = strings.Split(egressAllow, ",")
 		}
 		opts := []sandbox.Option{sandbox.WithLogger(env.Logger), sandbox.WithMetrics(env.Metrics)}
 		if llmHTTP != "" {
