@@ -2,9 +2,10 @@
 # Installs and starts what Wick's tests need, when it is missing: a Docker
 # engine, redis-server, a static busybox (for test images built FROM
 # scratch), e2fsprogs (mkfs.ext4 for the workspaces' disk images), Node.js
-# with npm (the TypeScript SDK's and the UI's tests), and
-# Debian's Chromium with a font (the UI's browser tests drive it; they never
-# download a browser). Idempotent, and quick when everything is already there.
+# with npm (the TypeScript SDK's and the UI's tests), the ACP adapters of
+# deploy/acp-agents from their lockfile (the real-adapter tests run them),
+# and Debian's Chromium with a font (the UI's browser tests drive it; they
+# never download a browser). Idempotent, and quick when everything is already there.
 # Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
 set -euo pipefail
 
@@ -40,6 +41,17 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
+# The ACP adapters (Claude Code's and Codex's) at the versions of the
+# lockfile; npm's own record of the install (node_modules/.package-lock.json)
+# older than the lockfile means a stale install. Tests run them offline.
+acp_dir="$(cd "$(dirname "$0")/.." && pwd)/deploy/acp-agents"
+if [ ! -f "$acp_dir/node_modules/.package-lock.json" ] ||
+   [ "$acp_dir/package-lock.json" -nt "$acp_dir/node_modules/.package-lock.json" ]; then
+  log "installing the ACP adapters of deploy/acp-agents (npm ci)"
+  (cd "$acp_dir" && npm ci --omit=dev --no-audit --no-fund --loglevel=error >&2)
+  touch "$acp_dir/node_modules/.package-lock.json"
+fi
+
 docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
 
 if ! docker_up; then
@@ -68,4 +80,4 @@ if ! docker_up; then
     exit 1
   fi
 fi
-log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")"
+log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), claude-code-acp $(node -p "require('$acp_dir/node_modules/@zed-industries/claude-code-acp/package.json').version"), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")"
