@@ -86,16 +86,16 @@ func run(args []string, out io.Writer) error {
 
 // options are wick's flags as parsed, before they become a suite.Config.
 type options struct {
-	cfg                                     suite.Config
-	llm                                     llmgw.Config
-	limits                                  agent.Limits
-	kb                                      agent.KnowledgeConfig
-	diag                                    diag.Flags
-	tokensFile, tokens, origins, agentsFile string
-	logLevel, logFormat, warmImages         string
-	secretsDir, grantsFile                  string
-	questionTimeout, subagentTimeout        time.Duration
-	subagentDepth                           int
+	cfg                                      suite.Config
+	llm                                      llmgw.Config
+	limits                                   agent.Limits
+	kb                                       agent.KnowledgeConfig
+	diag                                     diag.Flags
+	tokensFile, tokens, origins, agentsFile  string
+	logLevel, logFormat, warmImages, localRO string
+	secretsDir, grantsFile                   string
+	questionTimeout, subagentTimeout         time.Duration
+	subagentDepth                            int
 }
 
 // parseFlags registers wick's flags, with their defaults, and parses args
@@ -126,6 +126,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.cfg.Sandbox.WarmPool, "warm-pool", 0, fmt.Sprintf("ready Docker containers kept per image of -warm-pool-images, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 	fs.StringVar(&o.warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
 	fs.BoolVar(&o.cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
+	fs.StringVar(&o.localRO, "local-read-only", "", "comma-separated host paths local sandboxes' commands may read besides the system's (e.g. installed ACP adapters)")
 	fs.IntVar(&o.cfg.Sandbox.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup")
 	fs.Int64Var(&o.cfg.Sandbox.WorkspaceBytes, "workspace-bytes", sandbox.DefaultWorkspaceBytes, "size of a sandbox's workspace whose agent names none, in bytes: writes past it fail with \"No space left on device\"")
 	fs.Int64Var(&o.cfg.Sandbox.MaxWorkspaceBytes, "max-workspace-bytes", sandbox.DefaultMaxWorkspaceBytes, "largest workspace an agent may ask for, in bytes")
@@ -174,6 +175,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	}
 	cfg.Gateway.CORSOrigins = gateway.SplitList(o.origins)
 	cfg.Sandbox.WarmPoolImages = gateway.SplitList(o.warmImages)
+	cfg.Sandbox.LocalReadOnly = gateway.SplitList(o.localRO)
 	if o.agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(o.agentsFile))
 	}
