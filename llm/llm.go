@@ -84,10 +84,13 @@ type ToolCallDelta struct {
 	ArgumentsDelta string
 }
 
-// Event is one streamed piece of a reply: a text delta or a tool-call fragment.
+// Event is one streamed piece of a reply: a text delta, a tool-call
+// fragment, or a piece of the model's thinking (its reasoning, which a model
+// streams before its answer). An event carries one of them.
 type Event struct {
 	Delta         string
 	ToolCallDelta *ToolCallDelta
+	Thinking      string
 }
 
 // Result is the whole reply, known once the stream has ended.
@@ -96,6 +99,9 @@ type Result struct {
 	ToolCalls    []ToolCall
 	FinishReason string
 	Usage        Usage
+	// Thinking is the model's reasoning before its answer, when the model
+	// shows it; APIs without a place for it leave it out.
+	Thinking string
 }
 
 // Emit receives the events of a stream in order. An error stops the stream and

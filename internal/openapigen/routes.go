@@ -30,6 +30,7 @@ const (
 	uploadSchema      = "wick.agent.v1.UploadFileResponse"
 	gatewayTag        = "Gateway"
 	openAITag         = "OpenAI"
+	anthropicTag      = "Anthropic"
 	agentTag          = "AgentService"
 	maxBytesExtension = "x-wick-max-bytes"
 )
@@ -122,6 +123,8 @@ func addGatewayRoutes(doc object) error {
 		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
+		"/v1/messages":                        {"post": messagesOp()},
+		"/v1/messages/count_tokens":           {"post": countTokensOp()},
 	}
 	for _, p := range sortedKeys(routes) {
 		if _, dup := paths[p]; dup {
@@ -140,6 +143,9 @@ func addGatewayRoutes(doc object) error {
 	for name, s := range openAISchemas() {
 		components[name] = s
 	}
+	for name, s := range anthropicSchemas() {
+		components[name] = s
+	}
 	for _, name := range sortedKeys(components) {
 		if err := addComponent(doc, "schemas", name, components[name]); err != nil {
 			return err
@@ -151,6 +157,9 @@ func addGatewayRoutes(doc object) error {
 		object{"name": openAITag, "description": "The LLM gateway's OpenAI-compatible API, proxied at /v1 for " +
 			"authenticated users: any OpenAI SDK can use Wick's models, fallback chains and keys. Present when the " +
 			"gateway is connected to an LLM gateway (always in the single-process suite)."},
+		object{"name": anthropicTag, "description": "The LLM gateway's Anthropic Messages API, proxied at /v1 for " +
+			"authenticated users (the token as a bearer token or as x-api-key): Anthropic's SDKs and Claude Code can " +
+			"use Wick's models, fallback chains and keys. Present when the gateway is connected to an LLM gateway."},
 	)
 	return nil
 }

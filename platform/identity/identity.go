@@ -2,7 +2,9 @@
 // authenticates it, to every service behind it. The user travels in gRPC
 // metadata with an HMAC signature made with a key that only the suite's own
 // processes hold, so a client that reaches a service directly cannot claim to
-// be someone else.
+// be someone else. Over plain HTTP (the LLM gateway's model APIs) the same
+// assertion travels in X-Wick-User, X-Wick-User-Ts, X-Wick-User-Sig and
+// X-Wick-Orgs headers (Key.SetHTTP, Key.FromHTTP).
 package identity
 
 import (

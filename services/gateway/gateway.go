@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/files"
 	"github.com/wick-agent/wick/services/gateway/internal/protoutf8"
@@ -123,6 +124,7 @@ type options struct {
 	registry       *prometheus.Registry
 	verifierClient *http.Client
 	agentClient    grpc.ClientConnInterface
+	identityKey    *identity.Key
 }
 
 // WithLogger sets the logger.
@@ -152,6 +154,12 @@ func WithRegistry(r *prometheus.Registry) Option { return func(o *options) { o.r
 func WithAgentClient(cc grpc.ClientConnInterface) Option {
 	return func(o *options) { o.agentClient = cc }
 }
+
+// WithIdentityKey sets the suite's identity key, with which the proxy to a
+// separate LLM gateway (Config.LLMURL) signs each request's user into its
+// headers (identity.Key.SetHTTP), so the LLM gateway knows whom it serves.
+// Without it the proxied requests carry no user.
+func WithIdentityKey(k *identity.Key) Option { return func(o *options) { o.identityKey = k } }
 
 // WithVerifierClient sets the HTTP client used to reach the token verifier.
 func WithVerifierClient(c *http.Client) Option { return func(o *options) { o.verifierClient = c } }
@@ -242,7 +250,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("gateway: LLM URL %q is not an http URL", cfg.LLMURL)
 		}
-		llm = newLLMProxy(u, cfg.LLMToken)
+		llm = newLLMProxy(u, cfg.LLMToken, o.identityKey)
 	}
 
 	mux := newRouteMux()
@@ -253,7 +261,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	mux.Handle("/agents/{agent_id}/terminal", authed(terminal.New(g.agent, cfg.CORSOrigins, cfg.TerminalReadLimit, g.log)))
 	mux.Handle("/agents/{agent_id}/files/raw/{path...}", authed(files.New(g.agent, cfg.MaxUploadBytes, cfg.UploadChunkBytes, g.log)))
 	if llm != nil {
-		mux.Handle(llmMount, authed(g.limitBody(llm)))
+		mux.Handle(llmMount, authed(g.limitBody(withoutClientIdentity(llm))))
 	}
 	apiHandler := authed(g.limitBody(g.sseAware(api)))
 	for _, prefix := range apiPrefixes {
@@ -335,18 +343,33 @@ func Serve(ctx context.Context, lis net.Listener, h http.Handler, logger *slog.L
 }
 
 // newLLMProxy forwards /v1/ to the LLM gateway's HTTP endpoint, flushing
-// every write so that streamed completions are not buffered.
-func newLLMProxy(target *url.URL, token string) http.Handler {
+// every write so that streamed completions are not buffered. With key, the
+// user the gateway authenticated is signed into the request's headers.
+func newLLMProxy(target *url.URL, token string, key *identity.Key) http.Handler {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
 			// The caller's token is for the gateway, not the LLM gateway.
 			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Del(apiKeyHeader)
 			if token != "" {
 				pr.Out.Header.Set("Authorization", "Bearer "+token)
+			}
+			if user, ok := identity.User(pr.In.Context()); ok && key != nil {
+				key.SetHTTP(pr.Out.Header, user, identity.Orgs(pr.In.Context()))
 			}
 		},
 		FlushInterval: -1,
 	}
+}
+
+// withoutClientIdentity drops identity headers a client sent: only the
+// gateway asserts who the caller is, after authenticating it.
+func withoutClientIdentity(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		identity.DelHTTP(r.Header)
+		next.ServeHTTP(w, r)
+	})
 }

@@ -866,6 +866,51 @@ func TestLLMReverseProxy(t *testing.T) {
 	}
 }
 
+// TestLLMProxySignsUser: the proxy to a separate LLM gateway signs the user
+// it authenticated into the request (the LLM gateway verifies it with the
+// suite's key), drops an identity the client made up, and takes the token
+// from X-Api-Key, where Anthropic's clients send it.
+func TestLLMProxySignsUser(t *testing.T) {
+	t.Parallel()
+	key := identity.RandomKey()
+	seen := make(chan string, 4)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, err := key.FromHTTP(r)
+		if err != nil {
+			seen <- "error: " + err.Error()
+			w.WriteHeader(401)
+			return
+		}
+		user, _ := identity.User(ctx)
+		seen <- user + " key=" + r.Header.Get("X-Api-Key")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(upstream.Close)
+	env := startGateway(t, gateway.Config{LLMURL: upstream.URL}, gateway.WithIdentityKey(key))
+	tests := []struct {
+		name  string
+		token string
+		hdr   []string
+		want  string
+	}{
+		{name: "bearer", token: aliceToken, want: "alice key="},
+		{name: "x-api-key", hdr: []string{"X-Api-Key", bobToken}, want: "bob key="},
+		{name: "client-made identity dropped", token: aliceToken, hdr: []string{"X-Wick-User", "bob", "X-Wick-User-Sig", "00"}, want: "alice key="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, env.url, tt.token, "POST", "/v1/messages", `{"model":"x"}`, tt.hdr...)
+			if r.code != 200 {
+				t.Fatalf("proxy = %d %q", r.code, r.body)
+			}
+			if got := <-seen; got != tt.want {
+				t.Fatalf("upstream saw %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestSpanNamesAreRoutes(t *testing.T) {
 	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()

@@ -42,9 +42,16 @@ func tokenFromQuery(next http.Handler) http.Handler {
 	})
 }
 
+// apiKeyHeader is where Anthropic's clients send their key; a Wick token
+// set as ANTHROPIC_API_KEY arrives there.
+const apiKeyHeader = "X-Api-Key"
+
 func bearerToken(r *http.Request) (string, bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		return parseBearer(h)
+	}
+	if k := strings.TrimSpace(r.Header.Get(apiKeyHeader)); k != "" {
+		return k, true
 	}
 	if tok, ok := r.Context().Value(queryTokenKey{}).(string); ok {
 		return tok, true

@@ -3,10 +3,12 @@ package llmgw_test
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,6 +24,7 @@ import (
 	"github.com/wick-agent/wick/services/llmgw"
 	"github.com/wick-agent/wick/services/llmgw/internal/fakellm"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
+	"github.com/wick-agent/wick/services/llmgw/internal/script"
 )
 
 // benchLatency is the fake provider's fixed latency before it answers.
@@ -255,4 +258,71 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchTokens is the length of the scripted reply of the HTTP streaming
+// benchmark: long enough that per-token costs dominate per-request ones.
+const benchTokens = 200
+
+// BenchmarkHTTPStreamPerToken measures a streamed reply of the scripted
+// model (no delay) through each HTTP model API, client and server on
+// loopback in this process, against the same reply taken from the provider
+// directly: the wall time and the process's CPU per token the API adds.
+func BenchmarkHTTPStreamPerToken(b *testing.B) {
+	words := strings.Repeat("token ", benchTokens)
+	model := `script:[{"text":"` + strings.TrimSpace(words) + `"}]`
+	svc, err := llmgw.New(config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.HTTPHandler())
+	b.Cleanup(srv.Close)
+	direct := script.New(&script.Script{Turns: []script.Turn{{Text: strings.TrimSpace(words)}}}, 0)
+	user := `[{"role":"user","content":"Say it."}]`
+	apis := []struct {
+		name, path, body string
+	}{
+		{"chat-completions", "/v1/chat/completions", `{"model":` + strconv.Quote(model) + `,"stream":true,"messages":` + user + `}`},
+		{"messages", "/v1/messages", `{"model":` + strconv.Quote(model) + `,"max_tokens":1024,"stream":true,"messages":` + user + `}`},
+	}
+	// The reply from the provider itself, without HTTP, JSON or SSE.
+	directPerToken := func() (wall, cpu time.Duration) {
+		const n = 200
+		c0, t0 := cpuTime(b), time.Now()
+		for range n {
+			if _, err := direct.Stream(context.Background(), llm.Request{Messages: []llm.Message{{Role: "user", Content: "Say it."}}}, func(llm.Event) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(t0) / (n * benchTokens), (cpuTime(b) - c0) / (n * benchTokens)
+	}
+	for _, api := range apis {
+		b.Run(api.name, func(b *testing.B) {
+			call := func() {
+				resp, err := http.Post(srv.URL+api.path, "application/json", strings.NewReader(api.body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK || n < benchTokens*10 {
+					b.Fatalf("= %d, %d bytes, %v", resp.StatusCode, n, err)
+				}
+			}
+			for range 20 {
+				call()
+			}
+			dWall, dCPU := directPerToken()
+			b.ResetTimer()
+			c0, t0 := cpuTime(b), time.Now()
+			for i := 0; i < b.N; i++ {
+				call()
+			}
+			wall, cpu := time.Since(t0), cpuTime(b)-c0
+			b.StopTimer()
+			tokens := time.Duration(b.N * benchTokens)
+			b.ReportMetric(us(wall/tokens-dWall), "added-wall-µs/token")
+			b.ReportMetric(us(cpu/tokens-dCPU), "added-cpu-µs/token")
+		})
+	}
 }

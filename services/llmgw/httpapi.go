@@ -19,54 +19,187 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
-// HTTPHandler serves the OpenAI-compatible API: POST /v1/chat/completions
-// (streaming or not, with tools) and GET /v1/models, so that any OpenAI SDK
+// HTTPHandler serves the gateway's HTTP model APIs over its model specs:
+// OpenAI's Chat Completions (POST /v1/chat/completions, GET /v1/models) and
+// Anthropic's Messages (POST /v1/messages, POST /v1/messages/count_tokens),
+// so that any OpenAI or Anthropic SDK, and the coding agents built on them,
 // can use the gateway's models, fallback chains and keys. The same paths
-// without the /v1 prefix are served too, for a mount that strips it. When
-// token is not empty, requests must carry "Authorization: Bearer <token>";
-// the REST gateway, which authenticates users itself, mounts it without one.
-func (s *Service) HTTPHandler() http.Handler { return s.HTTPHandlerWithToken("") }
+// without the /v1 prefix are served too, for a mount that strips it. The
+// REST gateway, which authenticates users itself, mounts it in-process
+// without options; a separate process takes a token and the identity key
+// (WithHTTPToken, WithHTTPIdentity).
+func (s *Service) HTTPHandler(opts ...HTTPOption) http.Handler {
+	var o httpOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	mux := http.NewServeMux()
+	for pattern, rt := range s.httpRoutes() {
+		method, path, _ := strings.Cut(pattern, " ")
+		h := o.guard(rt)
+		mux.Handle(pattern, h)
+		mux.Handle(method+" "+strings.TrimPrefix(path, "/v1"), h)
+	}
+	return mux
+}
 
 // HTTPHandlerWithToken is HTTPHandler with a bearer token required.
 func (s *Service) HTTPHandlerWithToken(token string) http.Handler {
-	mux := http.NewServeMux()
-	for pattern, h := range s.httpRoutes() {
-		method, path, _ := strings.Cut(pattern, " ")
-		mux.HandleFunc(pattern, h)
-		mux.HandleFunc(method+" "+strings.TrimPrefix(path, "/v1"), h)
-	}
-	if token == "" {
-		return mux
-	}
-	want := []byte("Bearer " + token)
+	return s.HTTPHandler(WithHTTPToken(token))
+}
+
+// HTTPOption configures HTTPHandler.
+type HTTPOption func(*httpOptions)
+
+type httpOptions struct {
+	token       string
+	key         *identity.Key
+	requireUser bool
+}
+
+// WithHTTPToken requires every request to carry token, as
+// "Authorization: Bearer <token>" (OpenAI's clients) or "x-api-key: <token>"
+// (Anthropic's). Empty requires none.
+func WithHTTPToken(token string) HTTPOption { return func(o *httpOptions) { o.token = token } }
+
+// WithHTTPIdentity verifies the user that a request's identity headers
+// assert (identity.Key.FromHTTP: the REST gateway's proxy and a sandbox's
+// model endpoint sign them with the suite's key) and serves the request as
+// that user; a forged or stale assertion is refused with 401.
+func WithHTTPIdentity(key *identity.Key) HTTPOption { return func(o *httpOptions) { o.key = key } }
+
+// WithHTTPUserRequired refuses (401) a request that carries no user, neither
+// in its context (an in-process mount behind the REST gateway) nor in signed
+// headers: without it, the token alone is enough.
+func WithHTTPUserRequired() HTTPOption { return func(o *httpOptions) { o.requireUser = true } }
+
+// route is one endpoint with the error shape of its API, in which the
+// checks in front of it answer too.
+type route struct {
+	serve  http.HandlerFunc
+	refuse func(w http.ResponseWriter, status int, msg string)
+}
+
+func (o httpOptions) guard(rt route) http.Handler {
+	want := []byte(o.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			writeHTTPError(w, http.StatusUnauthorized, "invalid_api_key", "a valid bearer token is required")
+		if o.token != "" && subtle.ConstantTimeCompare([]byte(requestToken(r)), want) != 1 {
+			rt.refuse(w, http.StatusUnauthorized, "a valid bearer token (or x-api-key) is required")
 			return
 		}
-		mux.ServeHTTP(w, r)
+		if o.key != nil {
+			ctx, err := o.key.FromHTTP(r)
+			if err != nil {
+				rt.refuse(w, http.StatusUnauthorized, "identity: "+err.Error())
+				return
+			}
+			r = r.WithContext(ctx)
+		}
+		if _, ok := identity.User(r.Context()); o.requireUser && !ok {
+			rt.refuse(w, http.StatusUnauthorized, "a signed user identity is required")
+			return
+		}
+		rt.serve(w, r)
 	})
 }
 
-// httpRoutes are the endpoints of the OpenAI-compatible API; each is also
-// served without the /v1 prefix. The OpenAPI document describes them
-// (internal/openapigen), and a test holds the two together.
-func (s *Service) httpRoutes() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{
-		"POST /v1/chat/completions": s.chatCompletions,
-		"GET /v1/models":            s.listModels,
+// requestToken is the token of "Authorization: Bearer <token>", or else of
+// "x-api-key: <token>".
+func requestToken(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			return ""
+		}
+		return strings.TrimSpace(tok)
 	}
+	return r.Header.Get("X-Api-Key")
+}
+
+// httpRoutes are the endpoints of the HTTP APIs; each is also served
+// without the /v1 prefix. The OpenAPI document describes them
+// (internal/openapigen), and a test holds the two together.
+func (s *Service) httpRoutes() map[string]route {
+	return map[string]route{
+		"POST /v1/chat/completions":      {s.chatCompletions, refuseOpenAI},
+		"GET /v1/models":                 {s.listModels, refuseOpenAI},
+		"POST /v1/messages":              {s.messages, refuseAnthropic},
+		"POST /v1/messages/count_tokens": {s.countTokens, refuseAnthropic},
+	}
+}
+
+// decodeJSON reads a request body of at most limit bytes into v, or answers
+// the failure in the route's shape and returns false.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, refuse func(http.ResponseWriter, int, string)) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", limit))
+			return false
+		}
+		refuse(w, http.StatusBadRequest, "request body is not valid JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// sseWriter writes Server-Sent Events. The status and headers go out with
+// the first event, so a call that fails before its first event can still
+// answer with an error status.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+}
+
+// write sends one event: "event: <name>" (none when name is empty), then
+// "data: <v as JSON>".
+func (sw *sseWriter) write(name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !sw.started {
+		h := sw.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		sw.w.WriteHeader(http.StatusOK)
+		sw.started = true
+	}
+	if name != "" {
+		if _, err := fmt.Fprintf(sw.w, "event: %s\n", name); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(sw.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return sw.rc.Flush()
+}
+
+// modelName is the model an answer names: the one requested, or the default.
+func (s *Service) modelName(requested string) string {
+	if requested == "" {
+		return s.reg.def
+	}
+	return requested
 }
 
 // ErrHTTPTokenRequired refuses an HTTP API that would listen beyond loopback
 // without a token: anyone who reached it would spend the gateway's keys.
-var ErrHTTPTokenRequired = errors.New("the OpenAI-compatible HTTP API would listen beyond loopback without a token: set -http-token (WICK_HTTP_TOKEN) or listen on loopback only (127.0.0.1, [::1], localhost)")
+var ErrHTTPTokenRequired = errors.New("the HTTP model APIs would listen beyond loopback without a token: set -http-token (WICK_HTTP_TOKEN) or listen on loopback only (127.0.0.1, [::1], localhost)")
 
 // CheckHTTPListen reports whether the HTTP API may listen on addr with token:
 // a token is required unless addr accepts connections from this machine only.
@@ -271,26 +404,16 @@ func (cr *chatRequest) toCall() (call, error) {
 }
 
 func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxHTTPBodyBytes)
 	var cr chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&cr); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
-			return
-		}
-		writeHTTPError(w, http.StatusBadRequest, "invalid_request_error", "request body is not valid JSON: "+err.Error())
+	if !decodeJSON(w, r, s.cfg.MaxHTTPBodyBytes, &cr, refuseOpenAI) {
 		return
 	}
 	c, err := cr.toCall()
 	if err != nil {
-		writeHTTPError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+		refuseOpenAI(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	model := cr.Model
-	if model == "" {
-		model = s.reg.def
-	}
+	model := s.modelName(cr.Model)
 	id := "chatcmpl-" + randomID()
 	created := time.Now().Unix()
 	if cr.Stream {
@@ -326,27 +449,14 @@ func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
 func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c call, id, model string, created int64, includeUsage bool) {
 	h := w.Header()
 	h.Set("Trailer", TrailerInputTokens+", "+TrailerOutputTokens+", "+TrailerOverheadUS)
-	rc := http.NewResponseController(w)
-	started := false
+	sw := newSSEWriter(w)
 	base := chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model}
-	write := func(ch any) error {
-		b, err := json.Marshal(ch)
-		if err != nil {
-			return err
-		}
-		if !started {
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-cache")
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return err
-		}
-		return rc.Flush()
-	}
+	write := func(ch any) error { return sw.write("", ch) }
 	first := true
 	out, acct, err := s.run(ctx, "ChatCompletions", c, func(_ *router.Target, ev llm.Event) error {
+		if thinkingOnly(ev) {
+			return nil // Chat Completions has no place for thinking
+		}
 		ch := base
 		d := chunkDelta{Content: ev.Delta}
 		if first {
@@ -367,7 +477,7 @@ func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c
 	})
 	setAccountingHeaders(h, acct)
 	if err != nil {
-		if !started {
+		if !sw.started {
 			writeStatusError(ctx, w, err)
 			return
 		}
@@ -395,7 +505,7 @@ func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c
 		}
 	}
 	if _, err := fmt.Fprint(w, "data: [DONE]\n\n"); err == nil {
-		_ = rc.Flush()
+		_ = sw.rc.Flush()
 	}
 }
 
@@ -448,6 +558,20 @@ func setAccountingHeaders(h http.Header, a accounting) {
 	h.Set(TrailerInputTokens, strconv.FormatInt(a.usage.InputTokens, 10))
 	h.Set(TrailerOutputTokens, strconv.FormatInt(a.usage.OutputTokens, 10))
 	h.Set(TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10))
+}
+
+// refuseOpenAI answers a failure before the call in OpenAI's error shape.
+func refuseOpenAI(w http.ResponseWriter, status int, msg string) {
+	typ := "invalid_request_error"
+	switch status {
+	case http.StatusUnauthorized:
+		typ = "invalid_api_key"
+	case http.StatusForbidden:
+		typ = "permission_error"
+	case http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	}
+	writeHTTPError(w, status, typ, msg)
 }
 
 func writeStatusError(ctx context.Context, w http.ResponseWriter, err error) {

@@ -116,6 +116,11 @@ func TestOpenAPIShapes(t *testing.T) {
 		{"openai.ChatCompletion", completion{}},
 		{"openai.ChatCompletionChunk", chunk{}},
 		{"openai.Usage", chatUsage{}},
+		{"anthropic.MessagesRequest", messagesRequest{}},
+		{"anthropic.ContentBlock", contentBlock{}},
+		{"anthropic.Tool", anthropicTool{}},
+		{"anthropic.Message", message{}},
+		{"anthropic.Usage", messageUsage{}},
 	} {
 		if got, want := props(t, schemas, tc.schema), jsonFields(tc.value); !slices.Equal(got, want) {
 			t.Errorf("schema %s has properties %v; %T has %v", tc.schema, got, tc.value, want)
@@ -176,4 +181,42 @@ func TestOpenAPIShapes(t *testing.T) {
 		t.Fatalf("no messages = %d", w.Code)
 	}
 	keysWithin("an error", "openai.Error", w.Body.Bytes())
+
+	const mreq = `{"model":"script:[{\"thinking\":\"hm\",\"text\":\"hello\"}]","max_tokens":10,"messages":[{"role":"user","content":"hi"}]`
+	w = call("POST", "/v1/messages", mreq+`}`)
+	if w.Code != http.StatusOK {
+		t.Fatalf("message = %d %s", w.Code, w.Body)
+	}
+	keysWithin("a message", "anthropic.Message", w.Body.Bytes())
+	w = call("POST", "/v1/messages/count_tokens", mreq+`}`)
+	keysWithin("a token count", "anthropic.TokenCount", w.Body.Bytes())
+	w = call("POST", "/v1/messages", `{"messages":[]}`)
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("no messages = %d", w.Code)
+	}
+	keysWithin("an error", "anthropic.Error", w.Body.Bytes())
+	w = call("POST", "/v1/messages", mreq+`,"stream":true}`)
+	events := 0
+	sc = bufio.NewScanner(w.Body)
+	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			events++
+			if !slices.Contains(frameEvents(t, schemas), name) {
+				t.Errorf("event %q is not described", name)
+			}
+		}
+	}
+	if events < 8 {
+		t.Errorf("the stream had %d events", events)
+	}
+}
+
+func frameEvents(t *testing.T, schemas map[string]map[string]any) []string {
+	t.Helper()
+	ev, _ := schemas["anthropic.MessageStreamFrame"]["properties"].(map[string]any)["event"].(map[string]any)
+	var out []string
+	for _, v := range ev["enum"].([]any) {
+		out = append(out, v.(string))
+	}
+	return out
 }

@@ -226,6 +226,9 @@ func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingSe
 	}
 	first := true
 	out, acct, err := s.run(stream.Context(), "Stream", c, func(t *router.Target, ev llm.Event) error {
+		if thinkingOnly(ev) {
+			return nil // the gRPC API has no place for thinking
+		}
 		// A new message per delta: a sent message is not the sender's to
 		// change any more (grpc.ServerStream.SendMsg), and in one process
 		// (wickserver/suite) the agent service receives this very one.
@@ -252,6 +255,12 @@ func (s *Service) Stream(req *llmv1.StreamRequest, stream grpc.ServerStreamingSe
 		final.Model, final.Provider = out.Target.Model, out.Target.Provider
 	}
 	return stream.Send(final)
+}
+
+// thinkingOnly reports whether ev carries only the model's thinking, which
+// the APIs without a place for it skip.
+func thinkingOnly(ev llm.Event) bool {
+	return ev.Thinking != "" && ev.Delta == "" && ev.ToolCallDelta == nil
 }
 
 // ListModels implements llmv1.LLMServiceServer.

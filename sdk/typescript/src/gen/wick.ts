@@ -706,6 +706,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Creates a message, streamed or not, with tools and thinking (Anthropic's Messages API).
+         * @description The model is a Wick model spec or a configured model's id (an operator can name models after Anthropic's, e.g. claude-sonnet-4-5 → script:… in tests); an empty model uses the LLM gateway's default. anthropic-version, anthropic-beta and ?beta=true are accepted; fields the gateway cannot honour on every provider (tool_choice, stop_sequences, top_p, top_k, metadata, thinking, cache_control, server tools) are accepted and ignored. Image and document blocks are refused (400): the gateway's models take text. With stream true the answer is Server-Sent Events in Anthropic's order: message_start, ping, then per content block content_block_start, content_block_delta (text_delta, thinking_delta then signature_delta, input_json_delta) and content_block_stop, then message_delta (stop_reason, usage) and message_stop; a failure after message_start is an `event: error`. message_start's input_tokens is the count_tokens estimate; message_delta's usage is the provider's count.
+         */
+        post: operations["Anthropic_CreateMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/messages/count_tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Estimates the input tokens of a Messages request without calling a model.
+         * @description The estimate the gateway makes for providers that count no tokens: about four bytes a token over the system prompt, the messages' text, tool calls and tool definitions. max_tokens is not needed.
+         */
+        post: operations["Anthropic_CountTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -1123,6 +1163,148 @@ export interface components {
              * @enum {string}
              */
             type: "resize" | "input" | "exit";
+        };
+        /** @description A content block of a request. Thinking blocks sent back are accepted and dropped. */
+        "anthropic.ContentBlock": {
+            /** @description A tool_result's output. */
+            content?: string | {
+                text: string;
+                /** @constant */
+                type: "text";
+            }[];
+            /** @description A tool_use block's id. */
+            id?: string;
+            /** @description A tool_use block's arguments. */
+            input?: {
+                [key: string]: unknown;
+            };
+            /** @description The tool failed; the output reaches the model prefixed with "Error: ". */
+            is_error?: boolean;
+            /** @description A tool_use block's tool. */
+            name?: string;
+            /** @description A text block's text. */
+            text?: string;
+            /** @description The tool_use a tool_result answers. */
+            tool_use_id?: string;
+            /**
+             * @description image and document are refused.
+             * @enum {string}
+             */
+            type: "text" | "tool_use" | "tool_result" | "thinking" | "redacted_thinking";
+        };
+        /** @description An error in Anthropic's shape. */
+        "anthropic.Error": {
+            error: {
+                /** @description What went wrong. */
+                message: string;
+                /**
+                 * @description The kind of error.
+                 * @enum {string}
+                 */
+                type: "invalid_request_error" | "authentication_error" | "permission_error" | "not_found_error" | "request_too_large" | "rate_limit_error" | "api_error" | "overloaded_error";
+            };
+            /** @constant */
+            type: "error";
+        };
+        /** @description A whole answer, and the message of a stream's message_start (content empty there). */
+        "anthropic.Message": {
+            /** @description thinking (with an opaque signature), text and tool_use blocks, in that order. */
+            content: {
+                [key: string]: unknown;
+            }[];
+            /** @description msg_… */
+            id: string;
+            /** @description The model requested. */
+            model: string;
+            /** @constant */
+            role: "assistant";
+            /**
+             * @description Why the model stopped; null in message_start.
+             * @enum {string|null}
+             */
+            stop_reason: "end_turn" | "max_tokens" | "tool_use" | "refusal" | null;
+            /** @description Always null. */
+            stop_sequence: null;
+            /** @constant */
+            type: "message";
+            usage: components["schemas"]["anthropic.Usage"];
+        };
+        /** @description One Server-Sent Event of a streamed message: `event: <type>` and `data: <JSON with the same type>`. */
+        "anthropic.MessageStreamFrame": {
+            /** @description The event as JSON; an Error for event error. */
+            data: string;
+            /**
+             * @description The event's type.
+             * @enum {string}
+             */
+            event: "message_start" | "ping" | "content_block_start" | "content_block_delta" | "content_block_stop" | "message_delta" | "message_stop" | "error";
+        };
+        /** @description A Messages request. Unknown fields are ignored. */
+        "anthropic.MessagesRequest": {
+            /** @description Bound on the answer's tokens; required (not for count_tokens). */
+            max_tokens?: number;
+            /** @description The conversation: user and assistant turns. */
+            messages: {
+                /** @description A string or an array of blocks. */
+                content: string | components["schemas"]["anthropic.ContentBlock"][];
+                /** @enum {string} */
+                role: "user" | "assistant";
+            }[];
+            /** @description Request metadata. Accepted and ignored. */
+            metadata?: unknown;
+            /** @description A Wick model spec or configured model; empty uses the LLM gateway's default. */
+            model?: string;
+            /** @description Stop sequences. Accepted and ignored. */
+            stop_sequences?: unknown;
+            /** @description Stream the answer as Server-Sent Events. */
+            stream?: boolean;
+            /** @description The system prompt: a string or text blocks (joined as paragraphs). */
+            system?: string | {
+                text: string;
+                /** @constant */
+                type: "text";
+            }[];
+            /** @description Sampling temperature. */
+            temperature?: number;
+            /** @description {type: enabled, budget_tokens}: the model thinks when it does, whatever this says. Accepted and ignored. */
+            thinking?: unknown;
+            /** @description auto, any, tool (with name) or none. Accepted and ignored. */
+            tool_choice?: unknown;
+            /** @description Tools the model may call; server tools (with a type other than custom) are left out. */
+            tools?: components["schemas"]["anthropic.Tool"][];
+            /** @description Top-k sampling. Accepted and ignored. */
+            top_k?: unknown;
+            /** @description Nucleus sampling. Accepted and ignored. */
+            top_p?: unknown;
+        };
+        /** @description The estimate of a request's input tokens. */
+        "anthropic.TokenCount": {
+            /** @description Input tokens. */
+            input_tokens: number;
+        };
+        /** @description A tool the model may call. */
+        "anthropic.Tool": {
+            /** @description What the tool does. */
+            description?: string;
+            /** @description The JSON Schema of the input. */
+            input_schema?: {
+                [key: string]: unknown;
+            };
+            /** @description The tool's name. */
+            name: string;
+            /** @description Empty or custom; other types are Anthropic's server tools, left out. */
+            type?: string;
+        };
+        /** @description Tokens the call used. */
+        "anthropic.Usage": {
+            /** @description Always 0. */
+            cache_creation_input_tokens?: number;
+            /** @description Always 0. */
+            cache_read_input_tokens?: number;
+            /** @description Input tokens. */
+            input_tokens: number;
+            /** @description Output tokens. */
+            output_tokens: number;
         };
         /** @description The Status type defines a logical error model suitable for different programming environments. */
         "google.rpc.Status": {
@@ -3825,6 +4007,84 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["openai.Error"];
+                };
+            };
+        };
+    };
+    Anthropic_CreateMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Accepted and not checked (2023-06-01). */
+                "anthropic-version"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["anthropic.MessagesRequest"];
+            };
+        };
+        responses: {
+            /** @description The message, or its stream when stream is true. */
+            200: {
+                headers: {
+                    /** @description Prompt tokens the call used (a trailer of a stream). */
+                    "x-wick-input-tokens"?: number;
+                    /** @description Completion tokens the call used (a trailer of a stream). */
+                    "x-wick-output-tokens"?: number;
+                    /** @description Microseconds the LLM gateway itself added (a trailer of a stream). */
+                    "x-wick-overhead-us"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["anthropic.Message"];
+                    "text/event-stream": components["schemas"]["anthropic.MessageStreamFrame"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description The LLM gateway refused or failed the call, in Anthropic's error shape: 400 invalid_request_error, 401 authentication_error, 403 permission_error, 404 not_found_error (a model that is neither configured nor a spec), 413 request_too_large, 429 rate_limit_error, 529 overloaded_error (a provider unavailable), 5xx api_error. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["anthropic.Error"];
+                };
+            };
+        };
+    };
+    Anthropic_CountTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["anthropic.MessagesRequest"];
+            };
+        };
+        responses: {
+            /** @description The estimate. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["anthropic.TokenCount"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description The request was refused, in Anthropic's error shape. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["anthropic.Error"];
                 };
             };
         };

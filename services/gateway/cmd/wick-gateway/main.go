@@ -73,7 +73,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		opts := []gateway.Option{gateway.WithLogger(env.Logger), gateway.WithHealthCheck("agent", agentConn), gateway.WithRegistry(env.Metrics)}
+		opts := []gateway.Option{gateway.WithLogger(env.Logger), gateway.WithHealthCheck("agent", agentConn), gateway.WithRegistry(env.Metrics), gateway.WithIdentityKey(env.Key)}
 		for name, target := range map[string]string{"sandbox": sandbox, "llmgw": llm} {
 			if target == "" {
 				continue

@@ -1,5 +1,6 @@
 // Command wick-llmgw serves the LLM gateway: the gRPC LLMService and, on its
-// own address, the OpenAI-compatible HTTP API.
+// own address, the HTTP model APIs (OpenAI's Chat Completions, Anthropic's
+// Messages).
 package main
 
 import (
@@ -16,7 +17,7 @@ import (
 	"github.com/wick-agent/wick/services/llmgw"
 )
 
-// DefaultHTTPAddr is where the OpenAI-compatible API listens by default.
+// DefaultHTTPAddr is where the HTTP model APIs listen by default.
 const DefaultHTTPAddr = "127.0.0.1:7013"
 
 func main() {
@@ -25,10 +26,12 @@ func main() {
 	}
 	cfg := llmgw.DefaultConfig()
 	var httpAddr, httpToken string
+	var requireUser bool
 	app.Main("wick-llmgw", "127.0.0.1:7003", func(fs *flag.FlagSet) {
 		cfg.RegisterFlags(fs)
-		fs.StringVar(&httpAddr, "http-addr", DefaultHTTPAddr, "address of the OpenAI-compatible HTTP API; empty disables it")
-		fs.StringVar(&httpToken, "http-token", "", "bearer token the HTTP API requires (WICK_HTTP_TOKEN); may be empty only when -http-addr is loopback")
+		fs.StringVar(&httpAddr, "http-addr", DefaultHTTPAddr, "address of the HTTP model APIs (/v1/chat/completions, /v1/messages); empty disables it")
+		fs.StringVar(&httpToken, "http-token", "", "bearer token (or x-api-key) the HTTP APIs require (WICK_HTTP_TOKEN); may be empty only when -http-addr is loopback")
+		fs.BoolVar(&requireUser, "http-require-user", false, "refuse HTTP requests without a user identity signed with the identity key (X-Wick-User…), as the gateway's proxy and sandbox model endpoints send")
 	}, func(ctx context.Context, env app.Env) error {
 		if httpAddr != "" {
 			if err := llmgw.CheckHTTPListen(httpAddr, httpToken); err != nil {
@@ -49,7 +52,11 @@ func main() {
 			return err
 		}
 		// No WriteTimeout: it would cut long streams; each call has its own timeout.
-		srv := &http.Server{Handler: svc.HTTPHandlerWithToken(httpToken), ReadHeaderTimeout: 10 * time.Second}
+		hopts := []llmgw.HTTPOption{llmgw.WithHTTPToken(httpToken), llmgw.WithHTTPIdentity(env.Key)}
+		if requireUser {
+			hopts = append(hopts, llmgw.WithHTTPUserRequired())
+		}
+		srv := &http.Server{Handler: svc.HTTPHandler(hopts...), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				env.Logger.Error("http api stopped", "error", err)
@@ -61,7 +68,7 @@ func main() {
 			defer cancel()
 			_ = srv.Shutdown(sctx)
 		}()
-		env.Logger.Info("serving OpenAI-compatible API", "addr", lis.Addr().String())
+		env.Logger.Info("serving the HTTP model APIs", "addr", lis.Addr().String())
 		return nil
 	})
 }

@@ -1,5 +1,5 @@
 // Package script is the scripted model provider: it replays a file of turns
-// (text and tool calls), streamed token by token, so that agents can be tested
+// (thinking, text and tool calls), streamed token by token, so that agents can be tested
 // and demonstrated without a hosted model. It is stateless: the turn to play is
 // the number of assistant messages already in the conversation, so any replica
 // answers the same conversation the same way.
@@ -47,6 +47,9 @@ type Script struct {
 
 // Turn is one reply of the model.
 type Turn struct {
+	// Thinking is streamed as the model's reasoning before Text. APIs that
+	// have no place for it (the gRPC API, Chat Completions) leave it out.
+	Thinking     string     `json:"thinking"`
 	Text         string     `json:"text"`
 	ToolCalls    []ToolCall `json:"tool_calls"`
 	FinishReason string     `json:"finish_reason"`
@@ -175,6 +178,18 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 	acc := upstream.NewAccumulator(0)
 	var out int64
 	pace := schedule{next: time.Now(), delay: p.delay}
+	for _, tok := range tokens(turn.Thinking) {
+		if err := pace.wait(ctx); err != nil {
+			return llm.Result{}, ctxError(err)
+		}
+		if err := acc.Thinking(tok); err != nil {
+			return llm.Result{}, err
+		}
+		if err := emit(llm.Event{Thinking: tok}); err != nil {
+			return llm.Result{}, err
+		}
+	}
+	out += upstream.EstimateTokens(turn.Thinking)
 	for _, tok := range tokens(turn.Text) {
 		if err := pace.wait(ctx); err != nil {
 			return llm.Result{}, ctxError(err)

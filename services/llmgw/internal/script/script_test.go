@@ -143,3 +143,48 @@ func TestSplitName(t *testing.T) {
 		t.Fatalf("delay without option = %v", d)
 	}
 }
+
+// TestThinking: a turn's thinking streams before its text, as thinking
+// events, and is in the result beside the text; a turn without thinking
+// streams none.
+func TestThinking(t *testing.T) {
+	t.Parallel()
+	s, err := script.Parse([]byte(`[{"thinking":"The user greets me.","text":"Hello there."},{"text":"Bye."}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := script.New(s, 0)
+	tests := []struct {
+		name         string
+		assistants   int
+		wantThinking string
+		wantText     string
+	}{
+		{name: "with thinking", assistants: 0, wantThinking: "The user greets me.", wantText: "Hello there."},
+		{name: "without", assistants: 1, wantText: "Bye."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, evs := play(t, p, tt.assistants)
+			var thinking, text strings.Builder
+			for i, ev := range evs {
+				if ev.Thinking != "" {
+					if text.Len() > 0 {
+						t.Fatalf("event %d is thinking after text", i)
+					}
+					if ev.Delta != "" || ev.ToolCallDelta != nil {
+						t.Fatalf("event %d carries thinking and more: %+v", i, ev)
+					}
+				}
+				thinking.WriteString(ev.Thinking)
+				text.WriteString(ev.Delta)
+			}
+			if thinking.String() != tt.wantThinking || res.Thinking != tt.wantThinking {
+				t.Errorf("thinking streamed %q, result %q; want %q", thinking.String(), res.Thinking, tt.wantThinking)
+			}
+			if text.String() != tt.wantText || res.Content != tt.wantText {
+				t.Errorf("text streamed %q, result %q; want %q", text.String(), res.Content, tt.wantText)
+			}
+		})
+	}
+}

@@ -20,8 +20,10 @@ type Accumulator struct {
 	limit   int
 	size    int
 	content strings.Builder
-	calls   map[int]*partialCall
-	order   []int
+	// thinking is the model's reasoning, streamed before content.
+	thinking strings.Builder
+	calls    map[int]*partialCall
+	order    []int
 }
 
 type partialCall struct {
@@ -52,6 +54,15 @@ func (a *Accumulator) Text(s string) error {
 		return err
 	}
 	a.content.WriteString(s)
+	return nil
+}
+
+// Thinking adds a piece of the model's thinking.
+func (a *Accumulator) Thinking(s string) error {
+	if err := a.grow(len(s)); err != nil {
+		return err
+	}
+	a.thinking.WriteString(s)
 	return nil
 }
 
@@ -110,7 +121,7 @@ func (a *Accumulator) ToolCalls() []llm.ToolCall {
 
 // Result returns the assembled reply.
 func (a *Accumulator) Result(finish string, usage llm.Usage) llm.Result {
-	return llm.Result{Content: a.Content(), ToolCalls: a.ToolCalls(), FinishReason: finish, Usage: usage}
+	return llm.Result{Content: a.Content(), ToolCalls: a.ToolCalls(), FinishReason: finish, Usage: usage, Thinking: a.thinking.String()}
 }
 
 // ParseArguments parses a tool call's arguments text into an object. Empty
