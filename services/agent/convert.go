@@ -117,12 +117,21 @@ func backendToProto(b *loop.BackendCfg) *agentv1.BackendConfig {
 	out := &agentv1.BackendConfig{
 		Type: b.Type, Image: b.Image, Workdir: b.Workdir, SandboxUrl: redact.String(b.SandboxURL),
 		MaxOutputBytes: b.MaxOutputBytes, Network: b.Network, MemoryBytes: b.MemoryBytes, NanoCpus: b.NanoCPUs,
-		WorkspaceBytes: b.WorkspaceBytes,
+		WorkspaceBytes: b.WorkspaceBytes, ModelEndpoint: copyBool(b.ModelEndpoint),
 	}
 	if b.Timeout > 0 {
 		out.Timeout = durationpb.New(b.Timeout)
 	}
 	return out
+}
+
+// copyBool copies an optional flag, so a config and its proto never share one.
+func copyBool(p *bool) *bool {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 func backendFromProto(b *agentv1.BackendConfig) *loop.BackendCfg {
@@ -132,7 +141,7 @@ func backendFromProto(b *agentv1.BackendConfig) *loop.BackendCfg {
 	out := &loop.BackendCfg{
 		Type: b.GetType(), Image: b.GetImage(), Workdir: b.GetWorkdir(), SandboxURL: b.GetSandboxUrl(),
 		MaxOutputBytes: b.GetMaxOutputBytes(), Network: b.GetNetwork(), MemoryBytes: b.GetMemoryBytes(), NanoCPUs: b.GetNanoCpus(),
-		WorkspaceBytes: b.GetWorkspaceBytes(),
+		WorkspaceBytes: b.GetWorkspaceBytes(), ModelEndpoint: copyBool(b.ModelEndpoint),
 	}
 	if b.GetTimeout() != nil {
 		out.Timeout = b.GetTimeout().AsDuration()

@@ -278,7 +278,7 @@ func (s *Service) ControlContainer(ctx context.Context, req *agentv1.ControlCont
 	case "restart":
 		resp, err := s.sandbox.RestartSandbox(ctx, &sandboxv1.RestartSandboxRequest{AgentId: e.ID})
 		if status.Code(err) == codes.NotFound {
-			er, err2 := s.sandbox.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: e.ID, Spec: sandboxfs.Spec(e.Config.Backend)})
+			er, err2 := s.sandbox.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: e.ID, Spec: sandboxfs.Spec(e.Config.SandboxBackend())})
 			if err2 != nil {
 				return nil, rpcErr(ctx, fmt.Errorf("start sandbox: %w", err2))
 			}
@@ -430,7 +430,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 			out.NotRunningAgentIds = append(out.NotRunningAgentIds, e.ID)
 			continue
 		}
-		fs := sandboxfs.New(runningSandbox{s.sandbox, box.GetSandbox()}, e.ID, sandboxfs.Spec(c.Backend))
+		fs := sandboxfs.New(runningSandbox{s.sandbox, box.GetSandbox()}, e.ID, sandboxfs.Spec(c.SandboxBackend()))
 		found, err := hooks.DiscoverSkills(ctx, fs, c.Skills.Paths)
 		if err != nil {
 			if req.GetAgentId() != "" {

@@ -31,7 +31,7 @@ func (s *Service) fsForReads(ctx context.Context, agentID string, maxRead int64)
 	if e.Config.Backend == nil {
 		return nil, nil, status.Errorf(codes.FailedPrecondition, "agent %s has no backend, so no files", e.ID)
 	}
-	fs := sandboxfs.New(s.sandbox, e.ID, sandboxfs.Spec(e.Config.Backend), sandboxfs.WithMaxReadBytes(maxRead))
+	fs := sandboxfs.New(s.sandbox, e.ID, sandboxfs.Spec(e.Config.SandboxBackend()), sandboxfs.WithMaxReadBytes(maxRead))
 	if err := fs.Ensure(ctx); err != nil {
 		return nil, nil, rpcErr(ctx, err)
 	}

@@ -52,6 +52,13 @@ type settings struct {
 	User        string           `json:"user"`
 	Agent       string           `json:"agent"`
 	Created     time.Time        `json:"created"`
+	// ModelEndpoint offers the model endpoint inside the sandbox.
+	ModelEndpoint bool `json:"model_endpoint,omitempty"`
+	// EndpointToken is what the sandbox's endpoints require: made anew at
+	// every start of the sandbox, kept in the container's label so that a
+	// restarted service serves the running container with the token its
+	// processes have.
+	EndpointToken string `json:"endpoint_token,omitempty"`
 }
 
 // box is one sandbox. life serialises lifecycle changes (ensure, stop,
@@ -90,6 +97,9 @@ type box struct {
 	procs *process.Table
 	// cgroup holds every process of a local sandbox; nil without one.
 	cgroup *confine.Cgroup
+	// endpoints are the sandbox service's endpoints served to this
+	// sandbox while it runs, by name (endpoints.go).
+	endpoints map[string]*boxEndpoint
 }
 
 // view is a consistent snapshot of a box for one call.
@@ -144,9 +154,12 @@ func (b *box) proto() *sandboxv1.Sandbox {
 // however they detached, are killed.
 func (b *box) disconnect() error {
 	b.mu.Lock()
-	conn, local, procs, cg := b.conn, b.local, b.procs, b.cgroup
-	b.conn, b.daemon, b.local, b.procs, b.cgroup = nil, nil, nil, nil, nil
+	conn, local, procs, cg, eps := b.conn, b.local, b.procs, b.cgroup, b.endpoints
+	b.conn, b.daemon, b.local, b.procs, b.cgroup, b.endpoints = nil, nil, nil, nil, nil, nil
 	b.mu.Unlock()
+	for _, ep := range eps {
+		_ = ep.srv.Close()
+	}
 	if procs != nil {
 		procs.Close() // a local sandbox's processes die with it
 	}
@@ -285,6 +298,14 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 	}
 	if st.TTL < 0 {
 		return st, fmt.Errorf("%w: ttl must not be negative", errInvalid)
+	}
+	if st.ModelEndpoint = spec.GetModelEndpoint(); st.ModelEndpoint {
+		if _, ok := s.endpointFor("model"); !ok {
+			return st, fmt.Errorf("%w: model_endpoint: this sandbox service has no LLM gateway to offer (-llm-http-addr)", errPrecondition)
+		}
+		if st.DockerHost != "" {
+			return st, fmt.Errorf("%w: model_endpoint is not available on a remote engine: the service cannot listen in its socket directory there", errInvalid)
+		}
 	}
 	return st, nil
 }

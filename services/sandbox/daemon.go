@@ -26,10 +26,10 @@ const daemonPollInterval = 5 * time.Millisecond
 
 // daemonCommand is the wick-daemon command line of a sandbox.
 func (s *Service) daemonCommand(set settings) []string {
-	return dockerbox.DaemonCommand(set.Params.Workdir,
+	return dockerbox.DaemonCommand(set.Params.Workdir, append([]string{
 		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10),
 		"-max-processes", strconv.Itoa(s.cfg.MaxProcesses),
-		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10))
+		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10)}, s.forwardArgs(set)...)...)
 }
 
 // injectAndConnect starts the daemon in the running container and waits
@@ -64,6 +64,10 @@ func (s *Service) connect(ctx context.Context, b *box, sock string) error {
 			cancel()
 			if err == nil {
 				if err := s.lockHostDir(b); err != nil {
+					conn.Close()
+					return err
+				}
+				if err := s.serveEndpoints(b); err != nil {
 					conn.Close()
 					return err
 				}

@@ -126,6 +126,12 @@ type harnessOpt func(*Config)
 // its manager id is removed when the test ends.
 func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, opts...)
+}
+
+// newHarnessWith is newHarness with options of the service.
+func newHarnessWith(t testing.TB, svcOpts []Option, opts ...harnessOpt) *harness {
+	t.Helper()
 	docker, image := dockerEnv(t)
 	d, w := binaries(t)
 	cfg := Config{
@@ -138,7 +144,7 @@ func newHarness(t testing.TB, opts ...harnessOpt) *harness {
 	}
 	h := &harness{t: t, docker: docker, image: image, cfg: cfg, manager: cfg.ManagerID}
 	t.Cleanup(h.purge)
-	h.start()
+	h.start(svcOpts...)
 	return h
 }
 

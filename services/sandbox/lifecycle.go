@@ -16,6 +16,7 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/services/sandbox/internal/modelproxy"
 )
 
 // ensure creates or starts the sandbox, or returns it when it runs.
@@ -79,6 +80,12 @@ func (s *Service) start(ctx context.Context, b *box, set settings, fresh bool) e
 	if set.Created.IsZero() {
 		set.Created = now
 	}
+	// A new container gets a new token: one a previous container's
+	// processes knew is worth nothing now.
+	set.EndpointToken = ""
+	if s.wantsEndpoints(set) {
+		set.EndpointToken = modelproxy.NewToken()
+	}
 	b.set, b.state, b.lastUsed, b.expires, b.held = set, stateCreating, now, time.Time{}, false
 	if set.TTL > 0 {
 		b.expires = now.Add(set.TTL)
@@ -139,11 +146,14 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 		b.mu.Lock()
 		b.volume = ws
 		b.mu.Unlock()
-		if fresh && !exists && s.claimWarm(ctx, b, e, set) {
+		// A warm container was made without endpoints (its command and
+		// environment are fixed), so a sandbox that wants them starts cold.
+		if fresh && !exists && !s.wantsEndpoints(set) && s.claimWarm(ctx, b, e, set) {
 			return nil
 		}
 	}
 	spec := dockerbox.Spec{Name: b.name, Volume: b.volume, Labels: s.labels(b, set), Params: set.Params, User: cu}
+	spec.Params.Env = s.sandboxEnv(set, nil)
 	if !remote {
 		// The engine binds the mounted directory at every start of the
 		// container, its own restarts included, so the mount stays until

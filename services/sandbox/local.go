@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -126,18 +127,26 @@ func (s *Service) startLocal(b *box) error {
 	b.mu.Lock()
 	set := b.set
 	b.mu.Unlock()
+	ports, err := s.serveLocalEndpoints(b, set)
+	if err != nil {
+		_ = b.disconnect()
+		s.releaseLocal(b.key)
+		return err
+	}
 	cg, err := s.localCgroup(b, set)
 	if err != nil {
+		_ = b.disconnect()
 		s.releaseLocal(b.key)
 		return err
 	}
 	fs, err := wickfs.NewLocalFS(ws, wickfs.WithPrefix(set.Params.Workdir),
 		wickfs.WithExecTimeout(set.ExecTimeout), wickfs.WithMaxOutputBytes(set.MaxOutput),
-		wickfs.WithConfinement(s.localConfinement(ws, tmp, set)), wickfs.WithCgroup(cg))
+		wickfs.WithConfinement(s.localConfinement(ws, tmp, set, ports)), wickfs.WithCgroup(cg))
 	if err != nil {
 		if cg != nil {
 			_ = cg.Remove()
 		}
+		_ = b.disconnect()
 		s.releaseLocal(b.key)
 		return fmt.Errorf("local workdir: %w", err)
 	}
@@ -154,19 +163,18 @@ func (s *Service) startLocal(b *box) error {
 
 // localConfinement is what a local sandbox's commands start with: PATH,
 // HOME (the workspace), TMPDIR (its private temp dir), the locale and time
-// zone, then the spec's own variables; and the Landlock policy when the
-// kernel has Landlock. Network "bridge" allows TCP, as it gives a Docker
-// sandbox a network; "none" denies it where the kernel can.
-func (s *Service) localConfinement(ws, tmp string, set settings) wickfs.Confinement {
+// zone, the variables of its endpoints (on ports), then the spec's own
+// variables; and the Landlock policy when the kernel has Landlock. Network
+// "bridge" allows TCP, as it gives a Docker sandbox a network; "none" denies
+// it where the kernel can, but for the endpoints' ports.
+func (s *Service) localConfinement(ws, tmp string, set settings, ports map[string]int) wickfs.Confinement {
 	env := map[string]string{"PATH": DefaultLocalPath, "HOME": ws, "TMPDIR": tmp}
 	for _, k := range localHostEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 		}
 	}
-	for k, v := range set.Params.Env {
-		env[k] = v
-	}
+	maps.Copy(env, s.sandboxEnv(set, ports))
 	c := wickfs.Confinement{Env: env}
 	if s.confined {
 		c.Policy = &confine.Policy{
@@ -175,6 +183,9 @@ func (s *Service) localConfinement(ws, tmp string, set settings) wickfs.Confinem
 			ReadOnly:  append(slices.Clone(confine.SystemReadOnly), s.cfg.LocalReadOnly...),
 			Devices:   confine.SystemDevices,
 			Network:   set.Params.Network == "bridge",
+		}
+		for _, p := range ports {
+			c.Policy.ConnectTCP = append(c.Policy.ConnectTCP, uint16(p))
 		}
 	}
 	return c

@@ -273,6 +273,10 @@ type Service struct {
 	// (diskimage.Probe; tests inject a failure); bounded records it.
 	diskProbe func(ctx context.Context, dir string) error
 	bounded   bool
+
+	// endpoints are the HTTP services offered inside sandboxes that want
+	// them (endpoints.go).
+	endpoints []sandboxEndpoint
 }
 
 // withLandlockProbe replaces the kernel's Landlock probe, so tests can take

@@ -52,6 +52,10 @@ type Policy struct {
 	// Network allows TCP (and, where the kernel controls it, UDP); false
 	// denies binding and connecting where the kernel can (ABI 4 and later).
 	Network bool `json:"net,omitempty"`
+	// ConnectTCP are TCP ports the command may connect to when Network is
+	// false: the sandbox service's own endpoints on loopback. Landlock
+	// matches the port, not the address.
+	ConnectTCP []uint16 `json:"tcp,omitempty"`
 }
 
 // SystemReadOnly are the host paths a confined command may read (and execute)

@@ -264,3 +264,52 @@ func TestWrapRefuses(t *testing.T) {
 		t.Error("missing program accepted")
 	}
 }
+
+// TestConnectTCPPort opens one port to a command without a network: it
+// reaches a listener on that port and no other.
+func TestConnectTCPPort(t *testing.T) {
+	requireLandlock(t)
+	if ABI() < 4 {
+		t.Skipf("skipping: Landlock ABI %d has no TCP rules", ABI())
+	}
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func() net.Listener {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lis.Close() })
+		go func() {
+			for {
+				c, err := lis.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+		return lis
+	}
+	allowed, other := listen(), listen()
+	ws := t.TempDir()
+	p := Policy{ReadWrite: []string{ws}, ReadOnly: append([]string{filepath.Dir(self)}, SystemReadOnly...), Devices: SystemDevices,
+		ConnectTCP: []uint16{uint16(allowed.Addr().(*net.TCPAddr).Port)}}
+	for _, tc := range []struct {
+		name string
+		addr string
+		code int
+	}{
+		{"the allowed port", allowed.Addr().String(), 0},
+		{"another port", other.Addr().String(), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := run(t, p, ws, []string{helperEnv + "=dial " + tc.addr}, self); r.code != tc.code {
+				t.Fatalf("dial %s: %+v; want exit %d", tc.addr, r, tc.code)
+			}
+		})
+	}
+}

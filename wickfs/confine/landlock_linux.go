@@ -93,6 +93,13 @@ func enforce(p Policy) error {
 			return err
 		}
 	}
+	if attr.Handled_access_net != 0 {
+		for _, port := range p.ConnectTCP {
+			if err := addPortRule(ruleset, port); err != nil {
+				return err
+			}
+		}
+	}
 	// Capabilities go only now: opening the paths above may need them.
 	if err := dropCapabilities(); err != nil {
 		return err
@@ -128,6 +135,26 @@ func addRule(ruleset int, path string, access uint64, required bool) error {
 	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
 		uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
 		return fmt.Errorf("landlock_add_rule %s: %w", path, errno)
+	}
+	return nil
+}
+
+// landlockRuleNetPort and netPortAttr are the kernel's
+// LANDLOCK_RULE_NET_PORT and struct landlock_net_port_attr (ABI 4), which
+// golang.org/x/sys does not define.
+const landlockRuleNetPort = 2
+
+type netPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+// addPortRule allows connecting to TCP port.
+func addPortRule(ruleset int, port uint16) error {
+	rule := netPortAttr{allowedAccess: unix.LANDLOCK_ACCESS_NET_CONNECT_TCP, port: uint64(port)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), landlockRuleNetPort,
+		uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_add_rule tcp port %d: %w", port, errno)
 	}
 	return nil
 }

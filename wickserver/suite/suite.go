@@ -160,7 +160,7 @@ func Start(ctx context.Context, cfg Config) (_ *Suite, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sbImage, err := b.startSandbox()
+	sbImage, err := b.startSandbox(llmSvc.HTTPHandler())
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +328,7 @@ func (b *starter) startLLM() (*llmgw.Service, error) {
 
 // startSandbox starts the sandbox service on the backend chosen, and
 // returns its default image.
-func (b *starter) startSandbox() (string, error) {
+func (b *starter) startSandbox(llmHTTP http.Handler) (string, error) {
 	cfg := b.cfg
 	sbCfg := cfg.Sandbox
 	if sbCfg.DefaultImage == "" {
@@ -353,7 +353,11 @@ func (b *starter) startSandbox() (string, error) {
 		sbCfg.Ephemeral = sbCfg.Ephemeral || sbCfg.ManagerID == ""
 		b.closers = append(b.closers, func() { _ = sandbox.RemoveStateDir(dir) })
 	}
-	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(b.log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics))
+	// Sandboxes that ask for a model endpoint reach the LLM gateway in this
+	// process, as their user, signed with the suite's key.
+	key := b.key
+	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(b.log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics),
+		sandbox.WithModelEndpoint(llmHTTP, func(h http.Header, user string) { key.SetHTTP(h, user, nil) }))
 	if err != nil {
 		return "", fmt.Errorf("sandbox: %w", err)
 	}

@@ -15,12 +15,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/wick-agent/wick/daemon"
+	"github.com/wick-agent/wick/daemon/internal/forward"
 	"github.com/wick-agent/wick/daemon/internal/initproc"
 	"github.com/wick-agent/wick/daemon/process"
 	"github.com/wick-agent/wick/daemon/server"
@@ -65,6 +67,30 @@ type flags struct {
 	logLevel, logFormat                string
 	shutdownTimeout                    time.Duration
 	version                            bool
+	forwards                           forwardList
+}
+
+// forwardList is the repeatable -forward flag.
+type forwardList []forward.Rule
+
+func (l *forwardList) String() string {
+	var s []string
+	for _, r := range *l {
+		s = append(s, strconv.Itoa(r.Port)+"="+r.Socket)
+	}
+	return strings.Join(s, ",")
+}
+
+// Set takes one rule, or several separated by commas (the environment form).
+func (l *forwardList) Set(v string) error {
+	for _, one := range strings.Split(v, ",") {
+		r, err := forward.ParseRule(one)
+		if err != nil {
+			return err
+		}
+		*l = append(*l, r)
+	}
+	return nil
 }
 
 func parse(args []string) (*flags, error) {
@@ -85,6 +111,7 @@ func parse(args []string) (*flags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound on the graceful stop")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	fs.Var(&f.forwards, "forward", "port=/unix/socket: listen on 127.0.0.1:port and copy each connection to the socket (repeatable); how the sandbox service offers its endpoints inside a sandbox without a network")
 	if err := config.Parse(fs, args); err != nil {
 		return nil, err
 	}
@@ -170,6 +197,15 @@ func run(ctx context.Context, args []string) error {
 		tsrv := newServer(platformserver.WithUnaryInterceptor(unary), platformserver.WithStreamInterceptor(stream))
 		n++
 		go func() { errc <- served{"tcp", tsrv.Serve(ctx, tlis)} }()
+	}
+	for _, r := range f.forwards {
+		// A port that cannot be bound (a previous daemon still holding it)
+		// costs that endpoint, not the daemon's file and command calls.
+		go func() {
+			if err := forward.Serve(ctx, r, logger); err != nil {
+				logger.Error("forward", "port", r.Port, "socket", r.Socket, "err", err)
+			}
+		}()
 	}
 	logger.Info("wick-daemon started", "socket", f.socket, "tcp", f.tcpAddr, "root", wfs.Dir(), "pid", os.Getpid())
 	var first error

@@ -150,6 +150,34 @@ type BackendCfg struct {
 	// workspace is made; 0 takes the sandbox service's default, and more
 	// than its maximum is refused.
 	WorkspaceBytes int64 `yaml:"workspace_bytes" json:"workspace_bytes,omitempty"`
+	// ModelEndpoint offers the LLM gateway's model API inside the sandbox
+	// (ANTHROPIC_BASE_URL/OPENAI_BASE_URL and a token made for the sandbox),
+	// for a coding agent that calls its provider itself. Nil: true for an
+	// agent backed by ACP, false otherwise (AgentConfig.SandboxBackend).
+	ModelEndpoint *bool `yaml:"model_endpoint" json:"model_endpoint,omitempty"`
+}
+
+// SandboxBackend is Backend with ModelEndpoint decided: as set, else on
+// for an agent backed by ACP, whose external agent calls its model itself
+// (but on a remote engine, sandbox_url, where no endpoint can be offered),
+// and off for Wick's own loop, which calls the LLM gateway directly. Every
+// request for the agent's sandbox is built from it, so they all ask for the
+// same sandbox. Nil without a backend.
+func (c *AgentConfig) SandboxBackend() *BackendCfg {
+	if c == nil || c.Backend == nil || c.Backend.ModelEndpoint != nil {
+		return c.backend()
+	}
+	b := *c.Backend
+	on := c.ACP != nil && b.SandboxURL == ""
+	b.ModelEndpoint = &on
+	return &b
+}
+
+func (c *AgentConfig) backend() *BackendCfg {
+	if c == nil {
+		return nil
+	}
+	return c.Backend
 }
 
 // SkillsCfg lists the directories searched for SKILL.md files.

@@ -120,3 +120,40 @@ acp: {command: claude-code-acp, env: {ANTHROPIC_API_KEY: "${secret:anthropic-key
 		})
 	}
 }
+
+// TestSandboxBackend: the model endpoint is on for an agent backed by ACP
+// unless its backend turns it off, off for Wick's own loop unless turned on.
+func TestSandboxBackend(t *testing.T) {
+	t.Parallel()
+	on, off := true, false
+	acp := &agentconfig.ACPCfg{Command: "claude-code-acp"}
+	for _, tc := range []struct {
+		name string
+		cfg  *agentconfig.AgentConfig
+		want *bool
+	}{
+		{"no config", nil, nil},
+		{"no backend", &agentconfig.AgentConfig{ACP: acp}, nil},
+		{"loop, unset", &agentconfig.AgentConfig{Backend: &agentconfig.BackendCfg{}}, &off},
+		{"loop, on", &agentconfig.AgentConfig{Backend: &agentconfig.BackendCfg{ModelEndpoint: &on}}, &on},
+		{"acp, unset", &agentconfig.AgentConfig{ACP: acp, Backend: &agentconfig.BackendCfg{Image: "img"}}, &on},
+		{"acp on a remote engine, unset", &agentconfig.AgentConfig{ACP: acp, Backend: &agentconfig.BackendCfg{SandboxURL: "tcp://e:2376"}}, &off},
+		{"acp, off", &agentconfig.AgentConfig{ACP: acp, Backend: &agentconfig.BackendCfg{ModelEndpoint: &off}}, &off},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.cfg.SandboxBackend()
+			if tc.want == nil {
+				if b != nil {
+					t.Fatalf("backend %+v, want none", b)
+				}
+				return
+			}
+			if b == nil || b.ModelEndpoint == nil || *b.ModelEndpoint != *tc.want {
+				t.Fatalf("backend %+v, want model endpoint %v", b, *tc.want)
+			}
+			if tc.cfg.Backend.ModelEndpoint == nil && b == tc.cfg.Backend {
+				t.Fatal("the default was written into the agent's own config")
+			}
+		})
+	}
+}

@@ -632,8 +632,13 @@ type BackendConfig struct {
 	// with "No space left on device". Zero takes the sandbox service's default;
 	// more than its maximum is refused. It applies when the workspace is made.
 	WorkspaceBytes int64 `protobuf:"varint,10,opt,name=workspace_bytes,json=workspaceBytes,proto3" json:"workspace_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// model_endpoint offers the LLM gateway's model API inside the sandbox
+	// (ANTHROPIC_BASE_URL / OPENAI_BASE_URL on 127.0.0.1 and a token worth
+	// nothing outside it), for an external agent that calls its model itself.
+	// Unset: true for an agent backed by acp, false otherwise.
+	ModelEndpoint *bool `protobuf:"varint,11,opt,name=model_endpoint,json=modelEndpoint,proto3,oneof" json:"model_endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BackendConfig) Reset() {
@@ -734,6 +739,13 @@ func (x *BackendConfig) GetWorkspaceBytes() int64 {
 		return x.WorkspaceBytes
 	}
 	return 0
+}
+
+func (x *BackendConfig) GetModelEndpoint() bool {
+	if x != nil && x.ModelEndpoint != nil {
+		return *x.ModelEndpoint
+	}
+	return false
 }
 
 // PathsConfig lists paths for the skills or memory hook.
@@ -8451,7 +8463,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12*\n" +
 	"\x04data\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x04data\x12\x0e\n" +
 	"\x02id\x18\x05 \x01(\tR\x02id\x12.\n" +
-	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xd6\x02\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x95\x03\n" +
 	"\rBackendConfig\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -8464,7 +8476,9 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\fmemory_bytes\x18\b \x01(\x03R\vmemoryBytes\x12\x1b\n" +
 	"\tnano_cpus\x18\t \x01(\x03R\bnanoCpus\x12'\n" +
 	"\x0fworkspace_bytes\x18\n" +
-	" \x01(\x03R\x0eworkspaceBytes\"#\n" +
+	" \x01(\x03R\x0eworkspaceBytes\x12*\n" +
+	"\x0emodel_endpoint\x18\v \x01(\bH\x00R\rmodelEndpoint\x88\x01\x01B\x11\n" +
+	"\x0f_model_endpoint\"#\n" +
 	"\vPathsConfig\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\"\xc8\a\n" +
 	"\x05Agent\x12\x19\n" +
@@ -9441,6 +9455,7 @@ func file_wick_agent_v1_agent_proto_init() {
 	if File_wick_agent_v1_agent_proto != nil {
 		return
 	}
+	file_wick_agent_v1_agent_proto_msgTypes[7].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[9].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[38].OneofWrappers = []any{
 		(*UploadFileRequest_Header)(nil),

@@ -143,8 +143,15 @@ type SandboxSpec struct {
 	// not exceed the service's maximum. It applies when the workspace is made:
 	// an existing workspace keeps its size.
 	WorkspaceBytes int64 `protobuf:"varint,15,opt,name=workspace_bytes,json=workspaceBytes,proto3" json:"workspace_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// model_endpoint offers the LLM gateway's model API inside the sandbox at
+	// 127.0.0.1:<port>, for the sandbox's user, with a token made for this
+	// sandbox and worth nothing elsewhere; its processes get ANTHROPIC_BASE_URL,
+	// ANTHROPIC_API_KEY, OPENAI_BASE_URL and OPENAI_API_KEY (the spec's env wins).
+	// It needs no network. Refused on a remote engine and where the service has
+	// no LLM gateway.
+	ModelEndpoint bool `protobuf:"varint,16,opt,name=model_endpoint,json=modelEndpoint,proto3" json:"model_endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SandboxSpec) Reset() {
@@ -280,6 +287,13 @@ func (x *SandboxSpec) GetWorkspaceBytes() int64 {
 		return x.WorkspaceBytes
 	}
 	return 0
+}
+
+func (x *SandboxSpec) GetModelEndpoint() bool {
+	if x != nil {
+		return x.ModelEndpoint
+	}
+	return false
 }
 
 // Sandbox describes one sandbox.
@@ -3359,7 +3373,7 @@ var File_wick_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd8\x04\n" +
+	"\x1dwick/sandbox/v1/sandbox.proto\x12\x0fwick.sandbox.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x04\n" +
 	"\vSandboxSpec\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x1f\n" +
@@ -3378,7 +3392,8 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x03env\x18\f \x03(\v2%.wick.sandbox.v1.SandboxSpec.EnvEntryR\x03env\x12+\n" +
 	"\x03ttl\x18\r \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x12\n" +
 	"\x04user\x18\x0e \x01(\tR\x04user\x12'\n" +
-	"\x0fworkspace_bytes\x18\x0f \x01(\x03R\x0eworkspaceBytes\x1a6\n" +
+	"\x0fworkspace_bytes\x18\x0f \x01(\x03R\x0eworkspaceBytes\x12%\n" +
+	"\x0emodel_endpoint\x18\x10 \x01(\bR\rmodelEndpoint\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x04\n" +

@@ -1705,6 +1705,13 @@ export interface components {
              */
             memory_bytes?: string;
             /**
+             * @description model_endpoint offers the LLM gateway's model API inside the sandbox
+             *     (ANTHROPIC_BASE_URL / OPENAI_BASE_URL on 127.0.0.1 and a token worth
+             *     nothing outside it), for an external agent that calls its model itself.
+             *     Unset: true for an agent backed by acp, false otherwise.
+             */
+            model_endpoint?: boolean;
+            /**
              * Format: int64
              * @description nano_cpus is the container's CPU limit in billionths of a CPU.
              */

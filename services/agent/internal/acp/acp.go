@@ -126,7 +126,7 @@ func New(agentID string, cfg *loop.AgentConfig, sandbox sandboxproc.Sandbox, fil
 // process API; ctx bounds the start, the process lives in long.
 func (r *Runner) startProcess(ctx, long context.Context) (io.ReadWriteCloser, error) {
 	cmd := sandboxproc.Command{Argv: append([]string{r.cfg.ACP.Command}, r.cfg.ACP.Args...), Env: r.env(), Tag: ProcessTagPrefix + r.agentID}
-	return sandboxproc.Start(ctx, long, r.sandbox, r.agentID, r.cfg.Backend, cmd, r.opts.maxMessage)
+	return sandboxproc.Start(ctx, long, r.sandbox, r.agentID, r.cfg.SandboxBackend(), cmd, r.opts.maxMessage)
 }
 
 // Continue implements the run executor's runner: there is nothing to

@@ -236,7 +236,7 @@ func (e *Executor) buildACP(ctx context.Context, user string, entry *registry.En
 	if err != nil {
 		return nil, err
 	}
-	files := e.sandboxes(entry.ID, cfg.Backend)
+	files := e.sandboxes(entry.ID, cfg.SandboxBackend())
 	return func(r *Run) runner {
 		var ap acp.Approver
 		if cfg.Approval == loop.ApprovalInteractive {
@@ -267,7 +267,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 	model := e.models(specs)
 	var fs wickfs.FileSystem
 	if cfg.Backend != nil {
-		fs = e.sandboxes(entry.ID, cfg.Backend)
+		fs = e.sandboxes(entry.ID, cfg.SandboxBackend())
 	}
 	var hopts []hooks.BuildOption
 	if e.knowledge != nil {
@@ -319,7 +319,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 		if err != nil {
 			return nil, err
 		}
-		agentTools = append(agentTools, e.mcp.Tools(ctx, user, entry.ID, cfg.Backend, servers)...)
+		agentTools = append(agentTools, e.mcp.Tools(ctx, user, entry.ID, cfg.SandboxBackend(), servers)...)
 	}
 	if e.tasks != nil && slices.ContainsFunc(agentTools, tasks.IsBackground) {
 		agentTools = append(agentTools, e.tasks.ModelTools()...)

@@ -48,7 +48,7 @@ func Spec(b *loop.BackendCfg) *sandboxv1.SandboxSpec {
 	s := &sandboxv1.SandboxSpec{
 		Type: b.Type, Image: b.Image, DockerHost: b.SandboxURL, Workdir: b.Workdir,
 		MemoryBytes: b.MemoryBytes, NanoCpus: b.NanoCPUs, Network: b.Network, MaxOutputBytes: b.MaxOutputBytes,
-		WorkspaceBytes: b.WorkspaceBytes,
+		WorkspaceBytes: b.WorkspaceBytes, ModelEndpoint: b.ModelEndpoint != nil && *b.ModelEndpoint,
 	}
 	if b.Timeout > 0 {
 		s.ExecTimeout = durationpb.New(b.Timeout)

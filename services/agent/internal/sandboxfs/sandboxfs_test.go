@@ -225,3 +225,18 @@ func TestLimits(t *testing.T) {
 		t.Fatal("Spec(nil) != nil")
 	}
 }
+
+// TestSpecModelEndpoint: the backend's model_endpoint reaches the sandbox
+// spec; unset is off (AgentConfig.SandboxBackend decides the default).
+func TestSpecModelEndpoint(t *testing.T) {
+	t.Parallel()
+	on, off := true, false
+	for _, tc := range []struct {
+		in   *bool
+		want bool
+	}{{nil, false}, {&off, false}, {&on, true}} {
+		if got := Spec(&loop.BackendCfg{ModelEndpoint: tc.in}).GetModelEndpoint(); got != tc.want {
+			t.Errorf("model_endpoint %v: spec says %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 func main() {
 	var cfg sandbox.Config
-	var hosts, warmImages, localRO string
+	var hosts, warmImages, localRO, llmHTTP, llmToken string
 	var singleUser bool
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", "", sandbox.ManagerIDUsage)
@@ -46,6 +47,8 @@ func main() {
 		fs.DurationVar(&cfg.DaemonStartTimeout, "daemon-start-timeout", sandbox.DefaultDaemonStart, "bound on the wait for wick-daemon to answer")
 		fs.IntVar(&cfg.WarmPool, "warm-pool", 0, fmt.Sprintf("ready containers kept per image of -warm-pool-images on the local engine, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 		fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -default-image)")
+		fs.StringVar(&llmHTTP, "llm-http-addr", "", "LLM gateway's HTTP API base URL (e.g. http://llmgw:8080), offered inside sandboxes whose spec sets model_endpoint; empty: such specs are refused")
+		fs.StringVar(&llmToken, "llm-http-token", "", "bearer token the LLM gateway's HTTP API requires, if any")
 	}
 	app.Main("wick-sandbox", "127.0.0.1:7002", define, func(ctx context.Context, env app.Env) error {
 		cfg.MultiUser = !singleUser
@@ -58,7 +61,16 @@ func main() {
 		if warmImages != "" {
 			cfg.WarmPoolImages = strings.Split(warmImages, ",")
 		}
-		svc, err := sandbox.New(cfg, sandbox.WithLogger(env.Logger), sandbox.WithMetrics(env.Metrics))
+		opts := []sandbox.Option{sandbox.WithLogger(env.Logger), sandbox.WithMetrics(env.Metrics)}
+		if llmHTTP != "" {
+			upstream, err := sandbox.RemoteLLM(llmHTTP, llmToken)
+			if err != nil {
+				return err
+			}
+			key := env.Key
+			opts = append(opts, sandbox.WithModelEndpoint(upstream, func(h http.Header, user string) { key.SetHTTP(h, user, nil) }))
+		}
+		svc, err := sandbox.New(cfg, opts...)
 		if err != nil {
 			return err
 		}

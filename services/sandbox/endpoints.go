@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"path"
+	"path/filepath"
+	"strconv"
+
+	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/services/sandbox/internal/endpoint"
+	"github.com/wick-agent/wick/services/sandbox/internal/modelproxy"
+)
+
+// ModelEndpointPort is the model endpoint's port on a Docker sandbox's own
+// loopback (each container has its own network namespace, so every
+// sandbox uses the same one). A local sandbox gets a free host port.
+const ModelEndpointPort = 47100
+
+// sandboxEndpoint is an HTTP service of the sandbox service offered inside
+// the sandboxes that want it, at 127.0.0.1:port: in a Docker sandbox the
+// service listens on <socket dir>/<name>.sock and wick-daemon forwards the
+// port to it; for a local sandbox the service listens on a host loopback
+// port its Landlock policy opens.
+type sandboxEndpoint struct {
+	name string
+	// port is the port inside a Docker sandbox.
+	port int
+	// wanted says whether a sandbox built with set offers it.
+	wanted func(set settings) bool
+	// handler serves one sandbox's requests.
+	handler func(user string, set settings) http.Handler
+	// env is what the sandbox's processes get to find it at port.
+	env func(port int, set settings) map[string]string
+}
+
+// WithModelEndpoint gives sandboxes whose spec sets model_endpoint the LLM
+// gateway's HTTP API (upstream) inside them; sign puts the sandbox user's
+// signed identity into each forwarded request's headers
+// (identity.Key.SetHTTP). Without it such specs are refused.
+func WithModelEndpoint(upstream http.Handler, sign func(h http.Header, user string)) Option {
+	return func(s *Service) {
+		s.endpoints = append(s.endpoints, sandboxEndpoint{
+			name: "model", port: ModelEndpointPort,
+			wanted: func(set settings) bool { return set.ModelEndpoint },
+			handler: func(user string, set settings) http.Handler {
+				return modelproxy.Handler(upstream, sign, user, set.EndpointToken)
+			},
+			env: func(port int, set settings) map[string]string { return modelproxy.Env(port, set.EndpointToken) },
+		})
+	}
+}
+
+// RemoteLLM is the LLM gateway's HTTP API at baseURL (e.g.
+// http://llmgw:8080), reached with token when it requires one: the
+// upstream of WithModelEndpoint when the gateway runs in another process.
+func RemoteLLM(baseURL, token string) (http.Handler, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("sandbox: LLM gateway URL %q is not an http(s) URL", baseURL)
+	}
+	return modelproxy.Remote(u, token), nil
+}
+
+func (s *Service) endpointFor(name string) (sandboxEndpoint, bool) {
+	for _, ep := range s.endpoints {
+		if ep.name == name {
+			return ep, true
+		}
+	}
+	return sandboxEndpoint{}, false
+}
+
+// wantsEndpoints reports whether a sandbox built with set offers any endpoint.
+func (s *Service) wantsEndpoints(set settings) bool {
+	for _, ep := range s.endpoints {
+		if ep.wanted(set) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardArgs are wick-daemon's -forward flags for a Docker sandbox.
+func (s *Service) forwardArgs(set settings) []string {
+	var args []string
+	for _, ep := range s.endpoints {
+		if ep.wanted(set) {
+			args = append(args, "-forward", strconv.Itoa(ep.port)+"="+path.Join(dockerbox.RunDir, ep.name+".sock"))
+		}
+	}
+	return args
+}
+
+// sandboxEnv is the environment of a sandbox's processes: the endpoints'
+// variables (ports maps an endpoint to its port where it is not the Docker
+// one), then the spec's own env, which wins.
+func (s *Service) sandboxEnv(set settings, ports map[string]int) map[string]string {
+	env := map[string]string{}
+	for _, ep := range s.endpoints {
+		if !ep.wanted(set) {
+			continue
+		}
+		port := ep.port
+		if p, ok := ports[ep.name]; ok {
+			port = p
+		}
+		maps.Copy(env, ep.env(port, set))
+	}
+	maps.Copy(env, set.Params.Env)
+	if len(env) == 0 {
+		return nil
+	}
+	return env
+}
+
+// serveEndpoints makes sure the service listens on a Docker sandbox's
+// endpoint sockets. Runs after the daemon answered and the socket directory
+// was taken back from the sandbox (lockHostDir), so nothing in the sandbox
+// can replace them afterwards; one removed or replaced while the directory
+// was the sandbox's (a re-injection hands it over for a moment) is bound
+// anew. A replaced socket could only ever make the daemon talk to something
+// the sandbox made itself. b.life is held.
+func (s *Service) serveEndpoints(b *box) error {
+	b.mu.Lock()
+	set, user := b.set, b.user
+	b.mu.Unlock()
+	if set.Type != backend.Docker || set.DockerHost != "" {
+		return nil
+	}
+	for _, ep := range s.endpoints {
+		if !ep.wanted(set) {
+			continue
+		}
+		b.mu.Lock()
+		cur := b.endpoints[ep.name]
+		b.mu.Unlock()
+		if cur != nil && cur.token == set.EndpointToken && cur.srv.Intact() {
+			continue
+		}
+		if cur != nil {
+			_ = cur.srv.Close()
+		}
+		srv, err := endpoint.ListenUnix(filepath.Join(b.hostDir, ep.name+".sock"), ep.handler(user, set))
+		if err != nil {
+			return fmt.Errorf("%s endpoint: %w", ep.name, err)
+		}
+		b.mu.Lock()
+		if b.endpoints == nil {
+			b.endpoints = map[string]*boxEndpoint{}
+		}
+		b.endpoints[ep.name] = &boxEndpoint{srv: srv, token: set.EndpointToken}
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// serveLocalEndpoints listens on a host loopback port for each endpoint of a
+// local sandbox and returns the ports by endpoint name. b.life is held.
+func (s *Service) serveLocalEndpoints(b *box, set settings) (map[string]int, error) {
+	ports := map[string]int{}
+	for _, ep := range s.endpoints {
+		if !ep.wanted(set) {
+			continue
+		}
+		srv, err := endpoint.ListenLoopback(ep.handler(b.user, set))
+		if err != nil {
+			return nil, fmt.Errorf("%s endpoint: %w", ep.name, err)
+		}
+		b.mu.Lock()
+		if b.endpoints == nil {
+			b.endpoints = map[string]*boxEndpoint{}
+		}
+		b.endpoints[ep.name] = &boxEndpoint{srv: srv, token: set.EndpointToken}
+		b.mu.Unlock()
+		ports[ep.name] = srv.Port()
+	}
+	return ports, nil
+}
+
+// boxEndpoint is one endpoint a sandbox is served, and the token it was
+// built with.
+type boxEndpoint struct {
+	srv   *endpoint.Server
+	token string
+}
