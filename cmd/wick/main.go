@@ -95,6 +95,7 @@ type options struct {
 	logLevel, logFormat, warmImages, localRO string
 	secretsDir, grantsFile                   string
 	questionTimeout, subagentTimeout         time.Duration
+	acpKeepIdle                              time.Duration
 	subagentDepth                            int
 }
 
@@ -125,6 +126,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
 	fs.IntVar(&o.cfg.Sandbox.WarmPool, "warm-pool", 0, fmt.Sprintf("ready Docker containers kept per image of -warm-pool-images, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 	fs.StringVar(&o.warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
+	fs.BoolVar(&o.cfg.Sandbox.AllowBridge, "allow-bridge", false, "let agents' sandboxes ask for network \"bridge\" (the engine's network, unfiltered); operators only")
+	fs.DurationVar(&o.acpKeepIdle, "acp-keep-idle", agent.DefaultACPKeepIdle, "how long an ACP agent's process stays alive after a run for the thread's next message (0: stopped after every run)")
 	fs.BoolVar(&o.cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
 	fs.StringVar(&o.localRO, "local-read-only", "", "comma-separated host paths local sandboxes' commands may read besides the system's (e.g. installed ACP adapters)")
 	fs.IntVar(&o.cfg.Sandbox.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup")
@@ -181,7 +184,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(o.limits), agent.WithQuestionTimeout(o.questionTimeout),
 		agent.WithSubagents(o.subagentDepth, o.subagentTimeout), agent.WithSecretsDir(o.secretsDir),
-		agent.WithSecretGrantsFile(o.grantsFile))
+		agent.WithSecretGrantsFile(o.grantsFile), agent.WithACPKeepIdle(o.acpKeepIdle, 0))
 	kbOpts, err := o.kb.Options()
 	if err != nil {
 		return cfg, err

@@ -22,6 +22,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/agent/internal/acp"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
@@ -57,6 +58,9 @@ const (
 	// DefaultQuestionTimeout is how long a run waits for the answer to an
 	// ask_user question.
 	DefaultQuestionTimeout = runexec.DefaultQuestionTimeout
+	// DefaultACPKeepIdle is how long cmd/wick keeps an ACP agent's process
+	// alive after a run for the thread's next message.
+	DefaultACPKeepIdle = acp.DefaultPoolIdle
 	// DefaultSubagentMaxDepth is how deep sub-agents nest.
 	DefaultSubagentMaxDepth = subagent.DefaultMaxDepth
 	// DefaultSubagentTimeout bounds one sub-agent run.
@@ -263,6 +267,13 @@ func WithMaxInputMessages(n int) Option { return runOption(runexec.WithMaxInputM
 
 // WithMaxRunDuration bounds a run's wall time.
 func WithMaxRunDuration(d time.Duration) Option { return runOption(runexec.WithMaxRunDuration(d)) }
+
+// WithACPKeepIdle keeps an ACP agent's process alive between the runs of
+// a thread for at most idle (at most size processes); 0 stops it after
+// every run.
+func WithACPKeepIdle(idle time.Duration, size int) Option {
+	return runOption(runexec.WithACPKeepIdle(idle, size))
+}
 
 // WithStoreRetry bounds how long a replica keeps writing the end of a run
 // stopped because its store did not answer, once the store is back

@@ -134,6 +134,9 @@ func (b *box) proto() *sandboxv1.Sandbox {
 	}
 	if b.set.Type == backend.Local {
 		p.ContainerName, p.Image, p.Network = "", "", ""
+		if b.local != nil {
+			p.HostWorkdir = b.local.Dir()
+		}
 	}
 	if b.state != stateRunning {
 		p.Transport, p.DaemonVersion = "", ""
@@ -253,7 +256,7 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 	case "none":
 	case "bridge":
 		if !s.cfg.AllowBridge {
-			return st, fmt.Errorf("%w: network \"bridge\" is not allowed on this service", errDenied)
+			return st, fmt.Errorf("%w: network \"bridge\" is not allowed on this service (its operator enables it with -allow-bridge)", errDenied)
 		}
 	default:
 		return st, fmt.Errorf("%w: network %q must be \"none\" or \"bridge\"", errInvalid, p.Network)

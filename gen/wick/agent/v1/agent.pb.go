@@ -7220,7 +7220,10 @@ type ToolStartData struct {
 	// The call's arguments.
 	Args *structpb.Struct `protobuf:"bytes,1,opt,name=args,proto3" json:"args,omitempty"`
 	// The call's id, repeated in its on_tool_end.
-	ToolCallId    string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// What a client shows as the call's title, when the tool gives one
+	// (an external ACP agent's display text, e.g. the command it runs).
+	Title         *string `protobuf:"bytes,3,opt,name=title,proto3,oneof" json:"title,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7265,6 +7268,13 @@ func (x *ToolStartData) GetArgs() *structpb.Struct {
 func (x *ToolStartData) GetToolCallId() string {
 	if x != nil {
 		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ToolStartData) GetTitle() string {
+	if x != nil && x.Title != nil {
+		return *x.Title
 	}
 	return ""
 }
@@ -8932,11 +8942,13 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x19\n" +
 	"\bagent_id\x18\x03 \x01(\tR\aagentId\"&\n" +
 	"\tDeltaData\x12\x19\n" +
-	"\x05delta\x18\x01 \x01(\tB\x03\xe0A\x02R\x05delta\"c\n" +
+	"\x05delta\x18\x01 \x01(\tB\x03\xe0A\x02R\x05delta\"\x88\x01\n" +
 	"\rToolStartData\x12+\n" +
 	"\x04args\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x04args\x12%\n" +
 	"\ftool_call_id\x18\x02 \x01(\tB\x03\xe0A\x02R\n" +
-	"toolCallId\"\x81\x01\n" +
+	"toolCallId\x12\x19\n" +
+	"\x05title\x18\x03 \x01(\tH\x00R\x05title\x88\x01\x01B\b\n" +
+	"\x06_title\"\x81\x01\n" +
 	"\vToolEndData\x12\x1b\n" +
 	"\x06output\x18\x01 \x01(\tH\x00R\x06output\x88\x01\x01\x12\x19\n" +
 	"\x05error\x18\x02 \x01(\tH\x01R\x05error\x88\x01\x01\x12%\n" +
@@ -9490,6 +9502,7 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*RunEventData_Done)(nil),
 		(*RunEventData_Error)(nil),
 	}
+	file_wick_agent_v1_agent_proto_msgTypes[108].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[109].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}

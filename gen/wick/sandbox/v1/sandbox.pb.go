@@ -329,6 +329,10 @@ type Sandbox struct {
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// daemon_version is the version wick-daemon reported; empty on the fallback path.
 	DaemonVersion string `protobuf:"bytes,15,opt,name=daemon_version,json=daemonVersion,proto3" json:"daemon_version,omitempty"`
+	// host_workdir is, for a local sandbox, the workspace's directory on the
+	// sandbox service's host: where its processes run, so the paths they see
+	// and print are under it rather than under workdir. Empty for Docker.
+	HostWorkdir   string `protobuf:"bytes,16,opt,name=host_workdir,json=hostWorkdir,proto3" json:"host_workdir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +468,13 @@ func (x *Sandbox) GetExpiresAt() *timestamppb.Timestamp {
 func (x *Sandbox) GetDaemonVersion() string {
 	if x != nil {
 		return x.DaemonVersion
+	}
+	return ""
+}
+
+func (x *Sandbox) GetHostWorkdir() string {
+	if x != nil {
+		return x.HostWorkdir
 	}
 	return ""
 }
@@ -3396,7 +3407,7 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0emodel_endpoint\x18\x10 \x01(\bR\rmodelEndpoint\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x95\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x04\n" +
 	"\aSandbox\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
@@ -3417,7 +3428,8 @@ const file_wick_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"lastUsedAt\x129\n" +
 	"\n" +
 	"expires_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12%\n" +
-	"\x0edaemon_version\x18\x0f \x01(\tR\rdaemonVersion\"c\n" +
+	"\x0edaemon_version\x18\x0f \x01(\tR\rdaemonVersion\x12!\n" +
+	"\fhost_workdir\x18\x10 \x01(\tR\vhostWorkdir\"c\n" +
 	"\x14EnsureSandboxRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x120\n" +
 	"\x04spec\x18\x02 \x01(\v2\x1c.wick.sandbox.v1.SandboxSpecR\x04spec\"K\n" +

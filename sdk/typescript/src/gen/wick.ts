@@ -2636,6 +2636,11 @@ export interface components {
         "wick.agent.v1.ToolStartData": {
             /** @description The call's arguments. */
             args?: Record<string, unknown>;
+            /**
+             * @description What a client shows as the call's title, when the tool gives one
+             *     (an external ACP agent's display text, e.g. the command it runs).
+             */
+            title?: string;
             /** @description The call's id, repeated in its on_tool_end. */
             tool_call_id: string;
         };

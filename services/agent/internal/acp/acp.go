@@ -11,6 +11,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,11 @@ const (
 	// DefaultWorkspace is the sandbox's workspace when the backend names
 	// no workdir.
 	DefaultWorkspace = wickfs.DefaultPrefix
+	// DefaultStopGrace is how long the agent may take to exit after its
+	// stdin is closed, and again after SIGTERM, before it is killed: a
+	// coding agent writes its session file on the way out, and the next
+	// message loads it.
+	DefaultStopGrace = 5 * time.Second
 )
 
 // Errors of a run.
@@ -84,14 +90,33 @@ type Runner struct {
 	logger   *slog.Logger
 	opts     options
 	// start starts the agent's process; tests give a peer of their own.
-	start func(ctx, long context.Context) (io.ReadWriteCloser, error)
+	start func(ctx, long context.Context) (agentProc, error)
+}
+
+// agentProc is the agent's running process as the bridge drives it
+// (sandboxproc.Process): its stdout and stdin, a graceful stop, and what
+// it left on its standard error.
+type agentProc interface {
+	io.ReadWriteCloser
+	// Stop closes stdin, then sends SIGTERM, then SIGKILL, each after
+	// waiting grace for the process to exit.
+	Stop(grace time.Duration)
+	// Done is closed when the process has exited.
+	Done() <-chan struct{}
+	// StderrTail is the end of its standard error so far.
+	StderrTail() string
+	// HostWorkdir is the workspace's host directory on the local backend.
+	HostWorkdir() string
 }
 
 type options struct {
 	cancelGrace  time.Duration
 	startTimeout time.Duration
+	stopGrace    time.Duration
 	summaryChars int
 	maxMessage   int
+	pool         *Pool
+	poolKey      string
 }
 
 // Option configures a Runner.
@@ -106,11 +131,22 @@ func WithStartTimeout(d time.Duration) Option { return func(o *options) { o.star
 // WithSummaryChars bounds the transcript that primes a new session.
 func WithSummaryChars(n int) Option { return func(o *options) { o.summaryChars = n } }
 
+// WithStopGrace sets how long the agent may take to exit at each step of
+// a graceful stop.
+func WithStopGrace(d time.Duration) Option { return func(o *options) { o.stopGrace = d } }
+
+// WithPool keeps the agent's process alive between the runs of a thread
+// in pool; key names the owner (the user and the agent), the thread is
+// added to it.
+func WithPool(pool *Pool, key string) Option {
+	return func(o *options) { o.pool, o.poolKey = pool, key }
+}
+
 // New returns the runner of the agent agentID, whose configuration has
 // ACP and Backend set. files is the agent's sandbox file system; approver
 // is nil for an autonomous agent (permission requests are allowed once).
 func New(agentID string, cfg *loop.AgentConfig, sandbox sandboxproc.Sandbox, files wickfs.FileSystem, approver Approver, logger *slog.Logger, opts ...Option) *Runner {
-	o := options{cancelGrace: DefaultCancelGrace, startTimeout: DefaultStartTimeout, summaryChars: DefaultSummaryChars, maxMessage: DefaultMaxMessageBytes}
+	o := options{cancelGrace: DefaultCancelGrace, startTimeout: DefaultStartTimeout, stopGrace: DefaultStopGrace, summaryChars: DefaultSummaryChars, maxMessage: DefaultMaxMessageBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -124,8 +160,9 @@ func New(agentID string, cfg *loop.AgentConfig, sandbox sandboxproc.Sandbox, fil
 
 // startProcess starts the agent's command in its sandbox through the
 // process API; ctx bounds the start, the process lives in long.
-func (r *Runner) startProcess(ctx, long context.Context) (io.ReadWriteCloser, error) {
-	cmd := sandboxproc.Command{Argv: append([]string{r.cfg.ACP.Command}, r.cfg.ACP.Args...), Env: r.env(), Tag: ProcessTagPrefix + r.agentID}
+func (r *Runner) startProcess(ctx, long context.Context) (agentProc, error) {
+	cmd := sandboxproc.Command{Argv: append([]string{r.cfg.ACP.Command}, r.cfg.ACP.Args...), Env: r.env(), Tag: ProcessTagPrefix + r.agentID,
+		Stderr: &stderrLog{logger: r.logger.With("agent_id", r.agentID)}}
 	return sandboxproc.Start(ctx, long, r.sandbox, r.agentID, r.cfg.SandboxBackend(), cmd, r.opts.maxMessage)
 }
 
@@ -168,19 +205,42 @@ func (r *Runner) Run(ctx context.Context, runID string, state *loop.AgentState, 
 	return s.finish(ctx, err)
 }
 
-// session is one run's connection to the agent.
+// session is one run's use of the agent's connection.
 type session struct {
-	r      *Runner
-	runID  string
-	state  *loop.AgentState
-	emit   func(loop.StreamEvent)
-	save   func(context.Context, *loop.AgentState) error
+	r     *Runner
+	runID string
+	state *loop.AgentState
+	emit  func(loop.StreamEvent)
+	save  func(context.Context, *loop.AgentState) error
+	// live is the agent's process and connection, started by this run or
+	// kept from the thread's last one.
+	live *live
+	// client is live's client, bound to this run.
 	client *client
-	proc   io.ReadWriteCloser
+	stop   acpsdk.StopReason
+}
+
+// live is an agent process and its connection, which the pool keeps
+// between the runs of a thread.
+type live struct {
+	proc   agentProc
 	out    *exitReader
+	conn   *acpsdk.ClientSideConnection
+	client *client
 	// session is the session id the log shows.
 	session *atomic.Pointer[string]
-	stop    acpsdk.StopReason
+}
+
+// alive reports whether the process still runs and its stream is open.
+func (l *live) alive() bool {
+	select {
+	case <-l.conn.Done():
+		return false
+	case <-l.proc.Done():
+		return false
+	default:
+		return true
+	}
 }
 
 // root is the workspace the agent works in and its files are confined to.
@@ -222,43 +282,67 @@ func (r *Runner) env() map[string]string {
 	return env
 }
 
-// run starts the agent, recovers the session and runs the prompt turn.
+// run starts the agent (or takes the thread's kept process), recovers
+// the session and runs the prompt turn.
 func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	r := s.r
 	startCtx, cancelStart := context.WithTimeout(ctx, r.opts.startTimeout)
 	defer cancelStart()
+	if l := r.opts.pool.take(r.poolKey(s.state), r.fingerprint(), len(history), s.state.ACPSessionID); l != nil {
+		s.live, s.client = l, l.client
+		s.bind(ctx)
+		s.client.logger.Info("ACP agent process kept from the thread's last run")
+		return s.promptInput(ctx, false, history, input)
+	}
 	// The state directory must exist before the agent looks into it.
 	if _, err := r.files.WriteFile(startCtx, path.Join(r.stateDir(), ".wick-acp"), "the state directory of an ACP agent run by Wick\n"); err != nil {
 		return fmt.Errorf("create the ACP agent's state directory %s: %w", r.stateDir(), err)
 	}
 	// The process outlives the run's context: a cancelled run still sends
-	// session/cancel and waits for the turn to end; finish kills it.
+	// session/cancel and waits for the turn to end; finish stops it, or
+	// the pool keeps it for the thread's next run.
 	long := context.WithoutCancel(ctx)
 	proc, err := r.start(startCtx, long)
 	if err != nil {
 		return fmt.Errorf("start the ACP agent: %w", err)
 	}
-	s.proc = proc
-	s.out = &exitReader{r: proc}
-	s.session = &atomic.Pointer[string]{}
+	l := &live{proc: proc, out: &exitReader{r: proc}, session: &atomic.Pointer[string]{}}
 	if id := s.state.ACPSessionID; id != "" {
-		s.session.Store(&id)
+		l.session.Store(&id)
 	}
-	logger := slog.New(sessionLog{r.logger.Handler(), s.session}).With("agent_id", r.agentID, "run_id", s.runID)
-	s.client = &client{
-		ctx: ctx, logger: logger, files: r.files, root: r.root(), approver: r.approver,
-		terms: &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: long, byID: map[string]*terminal{}},
-		emit:  s.emit, turn: newTurn(), always: s.state.ACPAlways, drained: make(chan struct{}),
-	}
-	conn := acpsdk.NewClientSideConnection(s.client, proc, s.out)
+	l.client = &client{files: r.files, root: r.root(), hostRoot: proc.HostWorkdir(), drained: make(chan struct{})}
+	s.live, s.client = l, l.client
+	s.bind(ctx)
+	l.conn = acpsdk.NewClientSideConnection(l.client, proc, l.out)
 	// The SDK logs (and skips) lines that are not JSON-RPC, and updates it
-	// cannot decode, through this logger.
-	conn.SetLogger(logger)
+	// cannot decode, through this logger; it is the process's, which may
+	// serve several runs.
+	l.conn.SetLogger(slog.New(sessionLog{r.logger.Handler(), l.session}).With("agent_id", r.agentID))
 
-	primed, err := s.recover(startCtx, conn, len(history) > 0)
+	primed, err := s.recover(startCtx, l.conn, len(history) > 0)
 	if err != nil {
-		return err
+		return s.withStderr(err)
 	}
+	return s.promptInput(ctx, primed, history, input)
+}
+
+// bind makes the connection's client serve this run: its context (the
+// user), events, approvals, terminals and a new turn.
+func (s *session) bind(ctx context.Context) {
+	r := s.r
+	logger := slog.New(sessionLog{r.logger.Handler(), s.live.session}).With("agent_id", r.agentID, "run_id", s.runID)
+	c := s.client
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ctx, c.logger, c.approver, c.emit = ctx, logger, r.approver, s.emit
+	c.terms = &terminals{sandbox: r.sandbox, agentID: r.agentID, tag: ProcessTagPrefix + r.agentID, ctx: context.WithoutCancel(ctx), byID: map[string]*terminal{}}
+	c.turn, c.always, c.ended, c.replaying = newTurn(), s.state.ACPAlways, false, false
+}
+
+// promptInput saves the thread and sends the user's input as one prompt,
+// after the thread's summary when the session is a new one on a thread
+// with history.
+func (s *session) promptInput(ctx context.Context, primed bool, history, input []llm.Message) error {
 	if err := s.save(ctx, s.state); err != nil {
 		return fmt.Errorf("save the thread: %w", err)
 	}
@@ -269,7 +353,20 @@ func (s *session) run(ctx context.Context, history, input []llm.Message) error {
 	for _, m := range input {
 		prompt = append(prompt, acpsdk.TextBlock(m.Content))
 	}
-	return s.prompt(ctx, conn, prompt)
+	return s.withStderr(s.prompt(ctx, s.live.conn, prompt))
+}
+
+// withStderr adds the agent's last standard error to a failed request's
+// error, which the agent may have answered with no more than "Internal
+// error"; an ErrAgentStopped has it already.
+func (s *session) withStderr(err error) error {
+	if err == nil || errors.Is(err, ErrAgentStopped) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if tail := s.live.proc.StderrTail(); tail != "" {
+		return fmt.Errorf("%w; the ACP agent's last standard error: %s", err, tail)
+	}
+	return err
 }
 
 // errNoSession is a session/new answered without a session id.
@@ -291,7 +388,7 @@ func (s *session) recover(ctx context.Context, conn *acpsdk.ClientSideConnection
 		s.client.mu.Lock()
 		s.client.replaying = true
 		s.client.mu.Unlock()
-		_, err := conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: id, Cwd: s.r.root(), McpServers: servers})
+		_, err := conn.LoadSession(ctx, acpsdk.LoadSessionRequest{SessionId: id, Cwd: s.cwd(), McpServers: servers})
 		err = s.check(conn, err)
 		s.client.mu.Lock()
 		s.client.replaying = false
@@ -306,7 +403,7 @@ func (s *session) recover(ctx context.Context, conn *acpsdk.ClientSideConnection
 		log.Warn("ACP session/load failed; trying the next way", "err", err)
 	}
 	if id != "" && caps.SessionCapabilities.Resume != nil {
-		_, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: id, Cwd: s.r.root(), McpServers: servers})
+		_, err := conn.ResumeSession(ctx, acpsdk.ResumeSessionRequest{SessionId: id, Cwd: s.cwd(), McpServers: servers})
 		err = s.check(conn, err)
 		if err == nil {
 			log.Info("ACP session resumed")
@@ -317,7 +414,7 @@ func (s *session) recover(ctx context.Context, conn *acpsdk.ClientSideConnection
 		}
 		log.Warn("ACP session/resume failed; starting a new session", "err", err)
 	}
-	res, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: s.r.root(), McpServers: servers})
+	res, err := conn.NewSession(ctx, acpsdk.NewSessionRequest{Cwd: s.cwd(), McpServers: servers})
 	if err := s.check(conn, err); err != nil {
 		return false, fmt.Errorf("session/new: %w", err)
 	}
@@ -326,10 +423,14 @@ func (s *session) recover(ctx context.Context, conn *acpsdk.ClientSideConnection
 	}
 	newID := string(res.SessionId)
 	s.state.ACPSessionID = newID
-	s.session.Store(&newID)
+	s.live.session.Store(&newID)
 	s.client.logger.Info("ACP session created", "primed", hasHistory)
 	return hasHistory, nil
 }
+
+// cwd is the session's working directory as the agent's process sees it:
+// the workspace's host directory on the local backend, else the workspace.
+func (s *session) cwd() string { return cmp.Or(s.client.hostRoot, s.r.root()) }
 
 // capabilities sends initialize (Wick reads and writes files and runs
 // terminals) and returns the agent's capabilities.
@@ -373,7 +474,7 @@ func (s *session) stopped() error {
 	case <-t.C:
 		s.client.logger.Warn("the ACP agent's last updates were not handled in time", "timeout", drainTimeout)
 	}
-	if e := s.out.err(); e != nil {
+	if e := s.live.out.err(); e != nil {
 		return fmt.Errorf("%w: %w", ErrAgentStopped, e)
 	}
 	return ErrAgentStopped
@@ -444,9 +545,8 @@ func (s *session) summary(history []llm.Message) string {
 // says how the run ended.
 func (s *session) finish(ctx context.Context, err error) error {
 	live := context.WithoutCancel(ctx)
-	if s.proc != nil {
+	if s.live != nil && s.live.conn != nil {
 		s.client.terms.closeAll(live)
-		_ = s.proc.Close()
 	}
 	if s.client != nil {
 		reason := loop.FailedToolResult
@@ -478,9 +578,14 @@ func (s *session) finish(ctx context.Context, err error) error {
 			err = fmt.Errorf("save the thread: %w", serr)
 		}
 	}
+	tail := s.release(ctx, err)
 	switch {
 	case ctx.Err() != nil:
-		s.emit(loop.StreamEvent{Data: loop.ErrorData("run cancelled", "", loop.StopCancelled)})
+		msg := "run cancelled"
+		if tail != "" {
+			msg += "; the ACP agent's last standard error: " + tail
+		}
+		s.emit(loop.StreamEvent{Data: loop.ErrorData(msg, "", loop.StopCancelled)})
 		return ctx.Err()
 	case err != nil:
 		s.emit(loop.StreamEvent{Data: loop.ErrorData(err.Error(), "", loop.StopError)})
@@ -488,6 +593,32 @@ func (s *session) finish(ctx context.Context, err error) error {
 	}
 	s.emit(loop.StreamEvent{Data: loop.DoneData(stopReason(s.stop))})
 	return nil
+}
+
+// release lets go of the agent's process once the thread is saved: a turn
+// that ended well leaves it to the pool for the thread's next run; else it
+// is stopped gracefully, before the run's last event, so the agent's
+// session file is written before the next message can load it. It returns
+// the agent's last standard error of a run that failed, logged too.
+func (s *session) release(ctx context.Context, err error) string {
+	l := s.live
+	if l == nil || l.conn == nil {
+		return ""
+	}
+	failed := err != nil || ctx.Err() != nil
+	if !failed && s.r.opts.pool != nil && l.alive() {
+		s.r.opts.pool.put(s.r.poolKey(s.state), &kept{l: l, fp: s.r.fingerprint(), msgs: len(s.state.Messages), session: s.state.ACPSessionID})
+		return ""
+	}
+	l.proc.Stop(s.r.opts.stopGrace)
+	if !failed {
+		return ""
+	}
+	tail := l.proc.StderrTail()
+	if tail != "" {
+		s.client.logger.Warn("the ACP agent's run failed", "err", err, "stderr", tail)
+	}
+	return tail
 }
 
 // stopReason maps the turn's stop reason to the loop's.

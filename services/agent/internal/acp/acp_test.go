@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -46,8 +47,8 @@ func TestTurnMapping(t *testing.T) {
 			acpsdk.StartToolCall("t1", "Read a.txt", acpsdk.WithStartKind(acpsdk.ToolKindRead), acpsdk.WithStartRawInput(map[string]any{"path": "a.txt"})),
 			acpsdk.UpdateToolCall("t1", acpsdk.WithUpdateStatus(completed), acpsdk.WithUpdateContent([]acpsdk.ToolCallContent{acpsdk.ToolContent(acpsdk.TextBlock("abc"))})),
 		}, []ev{
-			{Event: "on_tool_start", Name: "Read a.txt", Data: map[string]any{"args": map[string]any{"path": "a.txt"}, "tool_call_id": "t1"}},
-			{Event: "on_tool_end", Name: "Read a.txt", Data: map[string]any{"output": "abc", "error": "", "tool_call_id": "t1"}},
+			{Event: "on_tool_start", Name: "read", Data: map[string]any{"args": map[string]any{"path": "a.txt"}, "title": "Read a.txt", "tool_call_id": "t1"}},
+			{Event: "on_tool_end", Name: "read", Data: map[string]any{"output": "abc", "error": "", "tool_call_id": "t1"}},
 		}, true},
 		{"failed call, raw output, no title", []acpsdk.SessionUpdate{
 			acpsdk.StartToolCall("t2", "", acpsdk.WithStartKind(acpsdk.ToolKindExecute), acpsdk.WithStartStatus(failed), acpsdk.WithStartRawOutput(map[string]any{"code": 1})),
@@ -58,7 +59,7 @@ func TestTurnMapping(t *testing.T) {
 		{"update of a call never announced", []acpsdk.SessionUpdate{
 			acpsdk.UpdateToolCall("t3", acpsdk.WithUpdateTitle("Fetch"), acpsdk.WithUpdateStatus(completed)),
 		}, []ev{
-			{Event: "on_tool_start", Name: "Fetch", Data: map[string]any{"tool_call_id": "t3"}},
+			{Event: "on_tool_start", Name: "Fetch", Data: map[string]any{"title": "Fetch", "tool_call_id": "t3"}},
 			{Event: "on_tool_end", Name: "Fetch", Data: map[string]any{"output": "", "error": "", "tool_call_id": "t3"}},
 		}, true},
 		{"plan", []acpsdk.SessionUpdate{acpsdk.UpdatePlan(
@@ -279,23 +280,33 @@ func (f *fakeAgent) SetSessionConfigOption(context.Context, acpsdk.SetSessionCon
 	return acpsdk.SetSessionConfigOptionResponse{}, nil
 }
 
-// pipeConn is the client's end of an in-process connection.
+// pipeConn is the client's end of an in-process connection, as an agent
+// process: closing or stopping it ends both directions.
 type pipeConn struct {
 	io.Reader
 	io.Writer
 	close func()
+	once  *sync.Once
+	done  chan struct{}
 }
 
-func (p pipeConn) Close() error { p.close(); return nil }
+func (p pipeConn) Close() error {
+	p.once.Do(func() { p.close(); close(p.done) })
+	return nil
+}
+func (p pipeConn) Stop(time.Duration)    { _ = p.Close() }
+func (p pipeConn) Done() <-chan struct{} { return p.done }
+func (p pipeConn) StderrTail() string    { return "" }
+func (p pipeConn) HostWorkdir() string   { return "" }
 
 // start connects the runner to the agent over in-process pipes, as
 // Runner.start starts a process.
-func (f *fakeAgent) start(context.Context, context.Context) (io.ReadWriteCloser, error) {
+func (f *fakeAgent) start(context.Context, context.Context) (agentProc, error) {
 	toAgentR, toAgentW := io.Pipe()
 	toClientR, toClientW := io.Pipe()
 	f.raw = toClientW
 	f.conn = acpsdk.NewAgentSideConnection(f, toClientW, toAgentR)
-	return pipeConn{Reader: toClientR, Writer: toAgentW, close: func() {
+	return pipeConn{Reader: toClientR, Writer: toAgentW, once: &sync.Once{}, done: make(chan struct{}), close: func() {
 		toAgentW.Close()
 		toClientW.Close()
 	}}, nil
@@ -550,5 +561,130 @@ func TestPermissionRememberedAcrossRuns(t *testing.T) {
 	_, fa = run(saved, second)
 	if second.asked != 0 || strings.Join(fa.chosen, ",") != "aa" {
 		t.Fatalf("second run: asked %d, chosen %v; want no ask and aa", second.asked, fa.chosen)
+	}
+}
+
+// TestTerminalArgv: a command alone is a shell line; with arguments it
+// is a program.
+func TestTerminalArgv(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		command string
+		args    []string
+		want    []string
+	}{
+		{"echo hi > bash.txt; ls", nil, []string{"/bin/sh", "-c", "echo hi > bash.txt; ls"}},
+		{"ls", []string{}, []string{"/bin/sh", "-c", "ls"}},
+		{"sh", []string{"-c", "echo hi"}, []string{"sh", "-c", "echo hi"}},
+	} {
+		if got := terminalArgv(tc.command, tc.args); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("terminalArgv(%q, %q) = %q, want %q", tc.command, tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestToolCallInputLater: as claude-code-acp sends a call (announced
+// pending with {} and its tool name in _meta, then again with its input,
+// then its result as raw content blocks), the start waits for the input,
+// is named by the tool, shows the title, and the result is text.
+func TestToolCallInputLater(t *testing.T) {
+	t.Parallel()
+	meta := map[string]any{"claudeCode": map[string]any{"toolName": "Write"}}
+	tr := newTurn()
+	announce := acpsdk.SessionUpdate{ToolCall: &acpsdk.SessionUpdateToolCall{ToolCallId: "w1", Title: "Write", Kind: acpsdk.ToolKindEdit,
+		Status: acpsdk.ToolCallStatusPending, RawInput: map[string]any{}, Meta: meta}}
+	if evs, _ := tr.apply(announce); len(evs) != 0 {
+		t.Fatalf("a call without its input started: %v", evs)
+	}
+	full := announce
+	full.ToolCall = &acpsdk.SessionUpdateToolCall{ToolCallId: "w1", Title: "Write /ws/a.txt", Kind: acpsdk.ToolKindEdit,
+		Status: acpsdk.ToolCallStatusPending, RawInput: map[string]any{"file_path": "/ws/a.txt", "content": "hi"}, Meta: meta}
+	evs, _ := tr.apply(full)
+	if len(evs) != 1 || evs[0].Event() != "on_tool_start" || evs[0].Name != "Write" ||
+		!reflect.DeepEqual(evs[0].DataMap()["args"], map[string]any{"file_path": "/ws/a.txt", "content": "hi"}) || evs[0].DataMap()["title"] != "Write /ws/a.txt" {
+		t.Fatalf("start %v", evs)
+	}
+	done := acpsdk.UpdateToolCall("w1", acpsdk.WithUpdateStatus(acpsdk.ToolCallStatusCompleted),
+		acpsdk.WithUpdateRawOutput([]any{map[string]any{"type": "text", "text": "File created"}, map[string]any{"type": "text", "text": "ok"}}))
+	evs, _ = tr.apply(done)
+	if len(evs) != 1 || evs[0].DataMap()["output"] != "File created\nok" {
+		t.Fatalf("end %v", evs)
+	}
+	// An object output stays JSON.
+	if got := outputText(map[string]any{"code": 1}); got != `{"code":1}` {
+		t.Fatalf("object output %q", got)
+	}
+}
+
+// TestHostPaths: on the local backend the agent may name the workspace by
+// its host directory; it is mapped to the workspace and confined the same.
+func TestHostPaths(t *testing.T) {
+	t.Parallel()
+	c := &client{root: "/workspace", hostRoot: "/srv/wick/local/k/workspace"}
+	for _, tc := range []struct{ in, want string }{
+		{"/srv/wick/local/k/workspace", "/workspace"},
+		{"/srv/wick/local/k/workspace/a/b.txt", "/workspace/a/b.txt"},
+		{"/workspace/a.txt", "/workspace/a.txt"},
+		{"/srv/wick/local/k/workspacex/a", ""},
+		{"/srv/wick/local/k", ""},
+	} {
+		got, err := c.checkPath(tc.in)
+		if (err != nil) != (tc.want == "") || got != tc.want {
+			t.Errorf("checkPath(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestPoolKeepsProcess: with a pool, the thread's second run reuses the
+// process and its session (no initialize, no session/load); once the
+// process has been idle too long it is stopped, and the next run starts a
+// new one that loads the session.
+func TestPoolKeepsProcess(t *testing.T) {
+	t.Parallel()
+	pool := NewPool(WithPoolIdle(time.Hour))
+	t.Cleanup(pool.Close)
+	cfg := &loop.AgentConfig{ACP: &loop.ACPCfg{Command: "agent"}, Backend: &loop.BackendCfg{Type: "docker"}}
+	fs, err := wickfs.NewLocalFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fa := &fakeAgent{load: true}
+	starts := 0
+	st := &loop.AgentState{ThreadID: "th"}
+	run := func(p *Pool) {
+		t.Helper()
+		r := New("coder", cfg, nil, fs, nil, nil, WithPool(p, "alice"))
+		r.start = func(ctx, long context.Context) (agentProc, error) { starts++; return fa.start(ctx, long) }
+		var last loop.StreamEvent
+		if err := r.Run(context.Background(), "run", st, []llm.Message{loop.Human("go")}, func(ev loop.StreamEvent) { last = ev }, nil); err != nil {
+			t.Fatal(err)
+		}
+		if last.Event() != "done" {
+			t.Fatalf("last event %v", last)
+		}
+	}
+	methods := func() string {
+		fa.mu.Lock()
+		defer fa.mu.Unlock()
+		return strings.Join(fa.methods, ",")
+	}
+	run(pool)
+	run(pool)
+	if want := "initialize,session/new,session/prompt s-new,session/prompt s-new"; methods() != want || starts != 1 || pool.Len() != 1 {
+		t.Fatalf("methods %s, %d starts, %d kept; want %s, 1 start, 1 kept", methods(), starts, pool.Len(), want)
+	}
+	// A thread changed elsewhere does not reuse the process.
+	st.Messages = append(st.Messages, loop.Human("from another replica"), llm.Message{Role: llm.RoleAssistant, Content: "ok"})
+	run(pool)
+	if starts != 2 || !strings.HasSuffix(methods(), "initialize,session/load s-new,session/prompt s-new") {
+		t.Fatalf("after the thread moved on: methods %s, %d starts", methods(), starts)
+	}
+	short := NewPool(WithPoolIdle(time.Millisecond))
+	t.Cleanup(short.Close)
+	run(short)
+	testenv.Eventually(t, 5*time.Second, func() bool { return short.Len() == 0 }, "the idle process was not stopped")
+	run(short)
+	if starts != 4 || strings.Count(methods(), "session/load s-new") != 3 {
+		t.Fatalf("after the idle time: methods %s, %d starts", methods(), starts)
 	}
 }

@@ -19,24 +19,29 @@ import (
 	"github.com/wick-agent/wick/wickfs"
 )
 
-// client is Wick's side of one run's connection: it maps the agent's
+// client is Wick's side of a connection to the agent: it maps the agent's
 // session updates to the run's events, serves its file reads and writes
 // from the sandbox workspace, runs its terminals through the process API
 // and turns its permission requests into the run's approval interrupt.
+// A connection kept between runs serves one run at a time: each binds it
+// (session.bind) to its context, events, approver and terminals.
 type client struct {
-	// ctx is the run's, which carries the user: the agent's requests are
-	// served in it (the SDK's request contexts carry no user), and a
-	// permission request waits in it.
-	ctx      context.Context
-	logger   *slog.Logger
-	files    wickfs.FileSystem
-	root     string
-	approver Approver
-	terms    *terminals
+	files wickfs.FileSystem
+	// root is the agent-facing workspace; hostRoot, on the local backend,
+	// the workspace's host directory, where the agent's process runs and
+	// which the paths it names are under.
+	root, hostRoot string
 
 	// mu serializes the updates (and the permission requests that read
 	// the turn) and guards what follows.
-	mu        sync.Mutex
+	mu sync.Mutex
+	// ctx is the run's, which carries the user: the agent's requests are
+	// served in it (the SDK's request contexts carry no user), and a
+	// permission request waits in it.
+	ctx       context.Context
+	logger    *slog.Logger
+	approver  Approver
+	terms     *terminals
 	emit      func(loop.StreamEvent)
 	turn      *turn
 	replaying bool
@@ -51,6 +56,21 @@ type client struct {
 }
 
 var _ acpsdk.Client = (*client)(nil)
+
+// binding is what a request of the agent is served with: the run the
+// connection serves now.
+type binding struct {
+	ctx      context.Context
+	logger   *slog.Logger
+	approver Approver
+	terms    *terminals
+}
+
+func (c *client) bound() binding {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return binding{ctx: c.ctx, logger: c.logger, approver: c.approver, terms: c.terms}
+}
 
 // sessionLog adds the session id, known only once the session is, to
 // every record of a run's log: the SDK's own records (lines that are not
@@ -88,7 +108,7 @@ func (c *client) SessionUpdate(_ context.Context, n acpsdk.SessionNotification) 
 		return nil
 	}
 	events, ok := c.turn.apply(n.Update)
-	if !ok {
+	if !ok && c.logger != nil {
 		c.logger.Info("ACP session update not shown", "update", updateKind(n.Update))
 	}
 	for _, ev := range events {
@@ -124,11 +144,19 @@ func updateKind(u acpsdk.SessionUpdate) string {
 }
 
 // checkPath confines a path the agent names to the workspace: absolute,
-// clean, and at or under the root. The sandbox's own confinement (symlinks
-// included) applies after it.
+// clean, and at or under the root, or on the local backend under the
+// workspace's host directory, which it is mapped from. The sandbox's own
+// confinement (symlinks included) applies after it.
 func (c *client) checkPath(p string) (string, error) {
 	if !path.IsAbs(p) || path.Clean(p) != p {
 		return "", acpsdk.NewInvalidParams(map[string]any{"path": p, "error": "the path must be absolute and clean"})
+	}
+	if h := c.hostRoot; h != "" && h != "/" {
+		if p == h {
+			p = c.root
+		} else if rest, ok := strings.CutPrefix(p, h+"/"); ok {
+			p = path.Join(c.root, rest)
+		}
 	}
 	if p != c.root && !strings.HasPrefix(p, c.root+"/") {
 		return "", acpsdk.NewInvalidParams(map[string]any{"path": p, "error": "the agent may only use paths under the workspace " + c.root})
@@ -139,7 +167,7 @@ func (c *client) checkPath(p string) (string, error) {
 // ReadTextFile implements acpsdk.Client from the sandbox workspace; line
 // (1-based) and limit read a window of lines.
 func (c *client) ReadTextFile(_ context.Context, p acpsdk.ReadTextFileRequest) (acpsdk.ReadTextFileResponse, error) {
-	ctx := c.ctx
+	ctx := c.bound().ctx
 	fp, err := c.checkPath(p.Path)
 	if err != nil {
 		return acpsdk.ReadTextFileResponse{}, err
@@ -170,7 +198,7 @@ func (c *client) ReadTextFile(_ context.Context, p acpsdk.ReadTextFileRequest) (
 
 // WriteTextFile implements acpsdk.Client in the sandbox workspace.
 func (c *client) WriteTextFile(_ context.Context, p acpsdk.WriteTextFileRequest) (acpsdk.WriteTextFileResponse, error) {
-	ctx := c.ctx
+	ctx := c.bound().ctx
 	fp, err := c.checkPath(p.Path)
 	if err != nil {
 		return acpsdk.WriteTextFileResponse{}, err
@@ -200,9 +228,19 @@ func fileErr(p string, err error) error {
 // the agent offered only as "always". The request is judged by its own
 // title and kind, as the agent may ask before it announces the call.
 func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermissionRequest) (acpsdk.RequestPermissionResponse, error) {
+	run := c.bound()
 	call, kind := c.permissionCall(p.ToolCall)
 	c.mu.Lock()
 	remembered := c.always[kind]
+	// A call announced without its input starts now: the card is shown
+	// before the request about it.
+	if known := c.turn.byID[call.ID]; known != nil && !known.ended {
+		var events []loop.StreamEvent
+		c.turn.begin(known, &events)
+		for _, ev := range events {
+			c.emit(ev)
+		}
+	}
 	c.mu.Unlock()
 	if remembered != "" {
 		allow := remembered == string(acpsdk.PermissionOptionKindAllowAlways)
@@ -211,15 +249,15 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 		}
 	}
 	allow, always := true, false
-	if c.approver != nil {
-		d, err := c.approver.Approve(c.ctx, call, func() {
+	if run.approver != nil {
+		d, err := run.approver.Approve(run.ctx, call, func() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			// always tells the client it may offer an "always" decision.
 			c.emit(loop.StreamEvent{Data: loop.ApprovalData([]llm.ToolCall{call})})
 		})
 		if err != nil {
-			c.logger.Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)
+			run.logger.Info("ACP permission request not answered", "tool_call_id", call.ID, "err", err)
 			return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
 		}
 		// An edit approves: an ACP agent's call cannot take new arguments.
@@ -228,7 +266,7 @@ func (c *client) RequestPermission(_ context.Context, p acpsdk.RequestPermission
 	}
 	o, ok := choose(p.Options, allow, always)
 	if !ok {
-		c.logger.Warn("ACP permission request offers no option for the decision", "tool_call_id", call.ID, "allow", allow)
+		run.logger.Warn("ACP permission request offers no option for the decision", "tool_call_id", call.ID, "allow", allow)
 		return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeCancelled()}, nil
 	}
 	_, alwaysKind := optionKinds(allow)
@@ -277,12 +315,14 @@ func (c *client) permissionCall(u acpsdk.ToolCallUpdate) (llm.ToolCall, string) 
 	}
 	args := argsOf(u.RawInput)
 	if known != nil {
-		title, kind = cmp.Or(title, known.name), cmp.Or(kind, known.kind)
-		if args == nil {
+		title, kind = cmp.Or(title, known.title), cmp.Or(kind, known.kind)
+		if !hasInput(u.RawInput) && known.args != nil {
 			args = known.args
 		}
 	}
-	name := toolName(title, kind)
+	// The approval card names the call by what the user decides on: its
+	// title, else its kind.
+	name := cmp.Or(title, kind, string(acpsdk.ToolKindOther))
 	return llm.ToolCall{ID: string(u.ToolCallId), Name: name, Args: args}, cmp.Or(kind, name)
 }
 
@@ -299,15 +339,18 @@ func selected(o acpsdk.PermissionOption) acpsdk.RequestPermissionResponse {
 	return acpsdk.RequestPermissionResponse{Outcome: acpsdk.NewRequestPermissionOutcomeSelected(o.OptionId)}
 }
 
-// CreateTerminal implements acpsdk.Client through the process API.
+// CreateTerminal implements acpsdk.Client through the process API; a cwd
+// on the local backend's host directory is mapped to the workspace.
 func (c *client) CreateTerminal(_ context.Context, p acpsdk.CreateTerminalRequest) (acpsdk.CreateTerminalResponse, error) {
-	ctx := c.ctx
+	run := c.bound()
 	if p.Cwd != nil {
-		if _, err := c.checkPath(*p.Cwd); err != nil {
+		cwd, err := c.checkPath(*p.Cwd)
+		if err != nil {
 			return acpsdk.CreateTerminalResponse{}, err
 		}
+		p.Cwd = &cwd
 	}
-	id, err := c.terms.create(ctx, p)
+	id, err := run.terms.create(run.ctx, p)
 	if err != nil {
 		return acpsdk.CreateTerminalResponse{}, fmt.Errorf("create terminal: %w", err)
 	}
@@ -316,7 +359,7 @@ func (c *client) CreateTerminal(_ context.Context, p acpsdk.CreateTerminalReques
 
 // TerminalOutput implements acpsdk.Client.
 func (c *client) TerminalOutput(_ context.Context, p acpsdk.TerminalOutputRequest) (acpsdk.TerminalOutputResponse, error) {
-	t, err := c.terms.get(p.TerminalId)
+	t, err := c.bound().terms.get(p.TerminalId)
 	if err != nil {
 		return acpsdk.TerminalOutputResponse{}, err
 	}
@@ -326,7 +369,7 @@ func (c *client) TerminalOutput(_ context.Context, p acpsdk.TerminalOutputReques
 
 // WaitForTerminalExit implements acpsdk.Client.
 func (c *client) WaitForTerminalExit(ctx context.Context, p acpsdk.WaitForTerminalExitRequest) (acpsdk.WaitForTerminalExitResponse, error) {
-	t, err := c.terms.get(p.TerminalId)
+	t, err := c.bound().terms.get(p.TerminalId)
 	if err != nil {
 		return acpsdk.WaitForTerminalExitResponse{}, err
 	}
@@ -342,20 +385,20 @@ func (c *client) WaitForTerminalExit(ctx context.Context, p acpsdk.WaitForTermin
 // KillTerminal implements acpsdk.Client: the command is killed, its output
 // stays readable until release.
 func (c *client) KillTerminal(_ context.Context, p acpsdk.KillTerminalRequest) (acpsdk.KillTerminalResponse, error) {
-	ctx := c.ctx
-	t, err := c.terms.get(p.TerminalId)
+	run := c.bound()
+	t, err := run.terms.get(p.TerminalId)
 	if err != nil {
 		return acpsdk.KillTerminalResponse{}, err
 	}
-	t.kill(ctx)
+	t.kill(run.ctx)
 	return acpsdk.KillTerminalResponse{}, nil
 }
 
 // ReleaseTerminal implements acpsdk.Client: the command is killed if it
 // still runs and the terminal forgotten.
 func (c *client) ReleaseTerminal(_ context.Context, p acpsdk.ReleaseTerminalRequest) (acpsdk.ReleaseTerminalResponse, error) {
-	ctx := c.ctx
-	if err := c.terms.release(ctx, p.TerminalId); err != nil {
+	run := c.bound()
+	if err := run.terms.release(run.ctx, p.TerminalId); err != nil {
 		return acpsdk.ReleaseTerminalResponse{}, err
 	}
 	return acpsdk.ReleaseTerminalResponse{}, nil

@@ -74,7 +74,7 @@ func (ts *terminals) create(ctx context.Context, p acpsdk.CreateTerminalRequest)
 	for _, v := range p.Env {
 		env[v.Name] = v.Value
 	}
-	start := &sandboxv1.StartProcessRequest{AgentId: ts.agentID, Argv: append([]string{p.Command}, p.Args...), Env: env, Tag: ts.tag}
+	start := &sandboxv1.StartProcessRequest{AgentId: ts.agentID, Argv: terminalArgv(p.Command, p.Args), Env: env, Tag: ts.tag}
 	if p.Cwd != nil {
 		start.Cwd = *p.Cwd
 	}
@@ -94,6 +94,16 @@ func (ts *terminals) create(ctx context.Context, p acpsdk.CreateTerminalRequest)
 	ts.byID[id] = t
 	ts.mu.Unlock()
 	return id, nil
+}
+
+// terminalArgv is what a terminal runs: a command with arguments is a
+// program and its arguments; a command alone is a shell line (adapters
+// send "echo hi > a.txt; ls" that way), run by /bin/sh -c as editors do.
+func terminalArgv(command string, args []string) []string {
+	if len(args) == 0 {
+		return []string{"/bin/sh", "-c", command}
+	}
+	return append([]string{command}, args...)
 }
 
 // pump keeps the end of the command's output, stdout and stderr as they

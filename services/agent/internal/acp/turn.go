@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -27,12 +28,14 @@ type turn struct {
 	todos []loop.Todo
 }
 
-// toolCall is a tool call the agent announced.
+// toolCall is a tool call the agent announced. Its on_tool_start waits
+// for its input: adapters announce a call as the model starts writing it,
+// with an empty rawInput, and send the input in a later update.
 type toolCall struct {
-	id, name, kind string
-	args           map[string]any
-	ended          bool
-	output, err    string
+	id, name, kind, title string
+	args                  map[string]any
+	started, ended        bool
+	output, err           string
 }
 
 func newTurn() *turn { return &turn{byID: map[string]*toolCall{}} }
@@ -57,25 +60,26 @@ func (t *turn) apply(u acpsdk.SessionUpdate) (events []loop.StreamEvent, ok bool
 		return []loop.StreamEvent{{Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnThoughtStream{OnThoughtStream: &agentv1.DeltaData{Delta: s}}}}}, true
 	case u.ToolCall != nil:
 		c := u.ToolCall
-		call := t.start(string(c.ToolCallId), c.Title, string(c.Kind), c.RawInput, &events)
+		call := t.announce(string(c.ToolCallId), c.Title, string(c.Kind), metaToolName(c.Meta), c.RawInput)
+		// A call announced pending without its input waits for it.
+		if hasInput(c.RawInput) || (c.Status != "" && c.Status != acpsdk.ToolCallStatusPending) {
+			t.begin(call, &events)
+		}
 		t.finish(call, c.Status, c.Content, c.RawOutput, &events)
 		return events, true
 	case u.ToolCallUpdate != nil:
 		c := u.ToolCallUpdate
-		call := t.byID[string(c.ToolCallId)]
-		if call == nil {
-			// An update of a call never announced still gets its card.
-			title, kind := "", ""
-			if c.Title != nil {
-				title = *c.Title
-			}
-			if c.Kind != nil {
-				kind = string(*c.Kind)
-			}
-			call = t.start(string(c.ToolCallId), title, kind, c.RawInput, &events)
-		} else if c.RawInput != nil && call.args == nil {
-			call.args = argsOf(c.RawInput)
+		title, kind := "", ""
+		if c.Title != nil {
+			title = *c.Title
 		}
+		if c.Kind != nil {
+			kind = string(*c.Kind)
+		}
+		// An update of a call never announced still gets its card; the
+		// first update of a call starts it, with or without its input.
+		call := t.announce(string(c.ToolCallId), title, kind, metaToolName(c.Meta), c.RawInput)
+		t.begin(call, &events)
 		status := acpsdk.ToolCallStatus("")
 		if c.Status != nil {
 			status = *c.Status
@@ -89,27 +93,67 @@ func (t *turn) apply(u acpsdk.SessionUpdate) (events []loop.StreamEvent, ok bool
 	return nil, false
 }
 
-// start records a call and sends its on_tool_start; a call announced
-// twice is started once.
-func (t *turn) start(id, title, kind string, rawInput any, events *[]loop.StreamEvent) *toolCall {
-	if c := t.byID[id]; c != nil {
-		return c
+// announce records a call, or what a later announcement or update adds
+// to it: a title, a kind, a name, a non-empty input. The name is fixed
+// once the call's start is sent.
+func (t *turn) announce(id, title, kind, name string, rawInput any) *toolCall {
+	c := t.byID[id]
+	if c == nil {
+		c = &toolCall{id: id}
+		t.calls = append(t.calls, c)
+		t.byID[id] = c
 	}
-	c := &toolCall{id: id, name: toolName(title, kind), kind: kind, args: argsOf(rawInput)}
-	t.calls = append(t.calls, c)
-	t.byID[id] = c
-	*events = append(*events, loop.StreamEvent{Name: c.name, Data: loop.ToolStartData(llm.ToolCall{ID: c.id, Args: c.args})})
+	c.title, c.kind = cmp.Or(title, c.title), cmp.Or(kind, c.kind)
+	if hasInput(rawInput) || c.args == nil {
+		if a := argsOf(rawInput); a != nil {
+			c.args = a
+		}
+	}
+	if !c.started {
+		c.name = cmp.Or(name, c.name)
+	}
 	return c
+}
+
+// begin sends the call's on_tool_start, once.
+func (t *turn) begin(c *toolCall, events *[]loop.StreamEvent) {
+	if c.started {
+		return
+	}
+	c.started = true
+	c.name = toolName(c.name, c.kind, c.title)
+	data := loop.ToolStartData(llm.ToolCall{ID: c.id, Args: c.args})
+	if c.title != "" {
+		data.GetOnToolStart().Title = &c.title
+	}
+	*events = append(*events, loop.StreamEvent{Name: c.name, Data: data})
+}
+
+// beginAll sends the start of every call announced but not started yet.
+func (t *turn) beginAll() []loop.StreamEvent {
+	var events []loop.StreamEvent
+	for _, c := range t.calls {
+		t.begin(c, &events)
+	}
+	return events
+}
+
+func isEnd(s acpsdk.ToolCallStatus) bool {
+	return s == acpsdk.ToolCallStatusCompleted || s == acpsdk.ToolCallStatusFailed
 }
 
 // finish sends the call's on_tool_end when status says it ended.
 func (t *turn) finish(c *toolCall, status acpsdk.ToolCallStatus, content []acpsdk.ToolCallContent, rawOutput any, events *[]loop.StreamEvent) {
-	if c.ended || (status != acpsdk.ToolCallStatusCompleted && status != acpsdk.ToolCallStatusFailed) {
+	if c.ended || !isEnd(status) {
 		return
 	}
+	t.begin(c, events)
 	out := contentText(content)
 	if out == "" && rawOutput != nil {
-		out = jsonText(rawOutput)
+		out = outputText(rawOutput)
+	}
+	if out == "" {
+		out = contentRefs(content)
 	}
 	c.ended, c.output = true, out
 	if status == acpsdk.ToolCallStatusFailed {
@@ -126,7 +170,7 @@ func (t *turn) finish(c *toolCall, status acpsdk.ToolCallStatus, content []acpsd
 // on_tool_start gets its on_tool_end, also when the turn was cancelled or
 // the agent died.
 func (t *turn) closeOpen(reason string) []loop.StreamEvent {
-	var events []loop.StreamEvent
+	events := t.beginAll()
 	for _, c := range t.calls {
 		if !c.ended {
 			c.ended, c.err = true, reason
@@ -167,16 +211,31 @@ func endEvent(c *toolCall) loop.StreamEvent {
 	return loop.StreamEvent{Name: c.name, Data: loop.ToolEndData(c.id, c.output, c.err)}
 }
 
-// toolName is what a call's card is titled: the agent's title, else its
-// kind.
-func toolName(title, kind string) string {
-	switch {
-	case title != "":
-		return title
-	case kind != "":
-		return kind
+// toolName is a call's tool name: the name the agent gives in its
+// metadata, else the call's kind, else its title (the display text, which
+// on_tool_start carries as title).
+func toolName(name, kind, title string) string {
+	return cmp.Or(name, kind, title, string(acpsdk.ToolKindOther))
+}
+
+// metaToolName is the tool's own name where an adapter puts it in a call's
+// metadata (claude-code-acp: _meta.claudeCode.toolName).
+func metaToolName(meta map[string]any) string {
+	cc, _ := meta["claudeCode"].(map[string]any)
+	name, _ := cc["toolName"].(string)
+	return name
+}
+
+// hasInput reports a raw input that says something: adapters announce a
+// call with {} before its input is known.
+func hasInput(raw any) bool {
+	switch v := loop.JSONValue(raw).(type) {
+	case nil:
+		return false
+	case map[string]any:
+		return len(v) > 0
 	}
-	return string(acpsdk.ToolKindOther)
+	return true
 }
 
 // argsOf is a call's raw input as the arguments of a Wick tool call: an
@@ -208,13 +267,25 @@ func blockText(b acpsdk.ContentBlock) string {
 	return ""
 }
 
-// contentText is a tool call's content as text.
+// contentText is the text of a tool call's content blocks.
 func contentText(content []acpsdk.ToolCallContent) string {
 	var parts []string
 	for _, c := range content {
+		if c.Content != nil {
+			if s := blockText(c.Content.Content); s != "" {
+				parts = append(parts, s)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// contentRefs names the diffs and terminals of a tool call's content, the
+// result when it has no text.
+func contentRefs(content []acpsdk.ToolCallContent) string {
+	var parts []string
+	for _, c := range content {
 		switch {
-		case c.Content != nil:
-			parts = append(parts, blockText(c.Content.Content))
 		case c.Diff != nil:
 			parts = append(parts, "edited "+c.Diff.Path)
 		case c.Terminal != nil:
@@ -224,15 +295,51 @@ func contentText(content []acpsdk.ToolCallContent) string {
 	return strings.Join(parts, "\n")
 }
 
-func jsonText(v any) string {
+// outputText is a call's raw output as text: a string as is, content
+// blocks (a list of {"type":"text","text":…}, as a model's tool result
+// has them) as their text joined, anything else as JSON.
+func outputText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
+	}
+	if text, ok := blocksText(loop.JSONValue(v)); ok {
+		return text
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// blocksText is the text of a content block or a list of them; ok is
+// false for anything else.
+func blocksText(v any) (string, bool) {
+	switch b := v.(type) {
+	case map[string]any:
+		switch typ, _ := b["type"].(string); typ {
+		case "text":
+			s, ok := b["text"].(string)
+			return s, ok
+		case "image", "audio", "resource", "resource_link", "document":
+			return "[" + typ + "]", true
+		}
+		return "", false
+	case []any:
+		if len(b) == 0 {
+			return "", false
+		}
+		parts := make([]string, 0, len(b))
+		for _, e := range b {
+			s, ok := blocksText(e)
+			if !ok {
+				return "", false
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "\n"), true
+	}
+	return "", false
 }
 
 // planTodos maps a plan's entries to Wick's todos. Wick's todos have no

@@ -7,6 +7,7 @@
 package runexec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/netguard"
+	"github.com/wick-agent/wick/services/agent/internal/acp"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
@@ -140,6 +142,8 @@ type MCPTools interface {
 }
 
 type config struct {
+	acpKeepIdle     time.Duration
+	acpKeepSize     int
 	defaultModel    string
 	approvalTimeout time.Duration
 	questionTimeout time.Duration
@@ -242,6 +246,13 @@ func WithAppendLatency(o prometheus.Observer) Option { return func(c *config) { 
 // behind are merged into one event (mergeDeltas; on by default).
 func WithMerging(on bool) Option { return func(c *config) { c.merge = on } }
 
+// WithACPKeepIdle keeps an ACP agent's process alive between the runs of
+// a thread on this replica for at most idle, at most size processes at
+// once (acp.Pool); 0 (the default) stops it gracefully after every run.
+func WithACPKeepIdle(idle time.Duration, size int) Option {
+	return func(c *config) { c.acpKeepIdle, c.acpKeepSize = idle, size }
+}
+
 // WithLimits bounds what each user's runs hold.
 func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
 
@@ -290,6 +301,8 @@ type Executor struct {
 	tasks     Tasks
 	mcp       MCPTools
 	processes sandboxproc.Sandbox
+	// acpPool keeps ACP agents' processes between the runs of a thread.
+	acpPool *acp.Pool
 
 	base   context.Context
 	stop   context.CancelFunc
@@ -329,6 +342,9 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
 		knowledge: deps.Knowledge, tasks: deps.Tasks, mcp: deps.MCP, processes: deps.Processes, base: base, stop: stop, active: map[string]*Run{},
 	}
+	if cfg.acpKeepIdle > 0 {
+		e.acpPool = acp.NewPool(acp.WithPoolIdle(cfg.acpKeepIdle), acp.WithPoolSize(cmp.Or(cfg.acpKeepSize, acp.DefaultPoolSize)))
+	}
 	nudges, err := deps.Runs.Nudges(base)
 	if err != nil {
 		stop()
@@ -366,6 +382,9 @@ func (e *Executor) Close() {
 	}
 	for _, r := range active {
 		<-r.done
+	}
+	if e.acpPool != nil {
+		e.acpPool.Close()
 	}
 	e.stop()
 	e.wg.Wait()

@@ -242,7 +242,11 @@ func (e *Executor) buildACP(ctx context.Context, user string, entry *registry.En
 		if cfg.Approval == loop.ApprovalInteractive {
 			ap = permissions{r}
 		}
-		return acp.New(entry.ID, cfg, e.processes, files, ap, e.logger)
+		var opts []acp.Option
+		if e.acpPool != nil {
+			opts = append(opts, acp.WithPool(e.acpPool, user))
+		}
+		return acp.New(entry.ID, cfg, e.processes, files, ap, e.logger, opts...)
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 
@@ -21,9 +22,9 @@ import (
 
 // Bounds of a process.
 const (
-	// stderrTail is how much of a process's last standard error is kept
-	// to say why it stopped.
-	stderrTail = 2 << 10
+	// StderrTailBytes is how much of a process's last standard error is
+	// kept to say why it stopped or why a request failed.
+	StderrTailBytes = 8 << 10
 	// killTimeout bounds the kill of a process when it is closed.
 	killTimeout = 5 * time.Second
 )
@@ -38,11 +39,14 @@ type Sandbox interface {
 
 // Command is what to run: Argv[0] is looked up in PATH unless it contains
 // a slash; Env holds extra variables; Tag labels the process for
-// ListProcesses ("mcp:<server>", "acp:<agent>").
+// ListProcesses ("mcp:<server>", "acp:<agent>"). Stderr, when set, gets
+// every chunk of the process's standard error as it comes (its tail is
+// kept either way).
 type Command struct {
-	Argv []string
-	Env  map[string]string
-	Tag  string
+	Argv   []string
+	Env    map[string]string
+	Tag    string
+	Stderr io.Writer
 }
 
 // Process is a program running in the sandbox, as the byte stream a
@@ -58,6 +62,13 @@ type Process struct {
 	ctx  context.Context
 	info *sandboxv1.ProcessInfo
 	out  *io.PipeReader
+	// hostWorkdir is the workspace's directory on the host, for a local
+	// sandbox; empty for a container.
+	hostWorkdir string
+	// stderrTo gets the standard error as it comes; nil when unwanted.
+	stderrTo io.Writer
+	// exited is closed when the process has exited or its stream ended.
+	exited chan struct{}
 
 	sendMu    sync.Mutex
 	closeOnce sync.Once
@@ -77,7 +88,8 @@ func Start(ctx, long context.Context, sb Sandbox, agentID string, backend *loop.
 	if len(cmd.Argv) == 0 {
 		return nil, errors.New("no command to run")
 	}
-	if _, err := sb.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: agentID, Spec: sandboxfs.Spec(backend)}); err != nil {
+	box, err := sb.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: agentID, Spec: sandboxfs.Spec(backend)})
+	if err != nil {
 		return nil, fmt.Errorf("ensure sandbox: %w", err)
 	}
 	start := &sandboxv1.StartProcessRequest{AgentId: agentID, Argv: cmd.Argv, Env: cmd.Env, Tag: cmd.Tag}
@@ -86,7 +98,8 @@ func Start(ctx, long context.Context, sb Sandbox, agentID string, backend *loop.
 		return nil, fmt.Errorf("start %s: %w", cmd.Argv[0], err)
 	}
 	pr, pw := io.Pipe()
-	p := &Process{sandbox: sb, agentID: agentID, stream: stream, cancel: cancel, ctx: long, info: info, out: pr}
+	p := &Process{sandbox: sb, agentID: agentID, stream: stream, cancel: cancel, ctx: long, info: info, out: pr,
+		hostWorkdir: box.GetSandbox().GetHostWorkdir(), stderrTo: cmd.Stderr, exited: make(chan struct{})}
 	go p.pump(pw, maxLine)
 	return p, nil
 }
@@ -138,11 +151,20 @@ func Attach(ctx, long context.Context, sb Sandbox, start *sandboxv1.StartProcess
 // ID is the process's id in the sandbox's process table.
 func (p *Process) ID() string { return p.info.GetId() }
 
+// HostWorkdir is, for a local sandbox, the workspace's directory on the
+// host, which the process sees as its working directory; empty for a
+// container, whose processes see the agent-facing workspace.
+func (p *Process) HostWorkdir() string { return p.hostWorkdir }
+
+// Done is closed when the process has exited or its stream ended.
+func (p *Process) Done() <-chan struct{} { return p.exited }
+
 // pump copies the process's stdout into the pipe Read reads, keeps the
 // tail of its stderr, and ends the pipe when the process exits or the
 // stream breaks. A line longer than maxLine ends it too: the program is
 // not speaking the protocol, and nothing would bound the buffer.
 func (p *Process) pump(pw *io.PipeWriter, maxLine int) {
+	defer close(p.exited)
 	line := 0
 	for {
 		resp, err := p.stream.Recv()
@@ -171,6 +193,9 @@ func (p *Process) pump(pw *io.PipeWriter, maxLine int) {
 			return
 		case *sandboxv1.AttachProcessResponse_Stderr:
 			p.keepStderr(ev.Stderr)
+			if p.stderrTo != nil {
+				_, _ = p.stderrTo.Write(ev.Stderr)
+			}
 		case *sandboxv1.AttachProcessResponse_Exit:
 			pw.CloseWithError(fmt.Errorf("the process exited (%s)%s", exitText(ev.Exit), p.stderrText()))
 			return
@@ -182,16 +207,26 @@ func (p *Process) keepStderr(b []byte) {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
 	p.stderr = append(p.stderr, b...)
-	if n := len(p.stderr); n > stderrTail {
-		p.stderr = append(p.stderr[:0], p.stderr[n-stderrTail:]...)
+	if n := len(p.stderr); n > StderrTailBytes {
+		p.stderr = append(p.stderr[:0], p.stderr[n-StderrTailBytes:]...)
 	}
 }
 
-func (p *Process) stderrText() string {
+// StderrTail is the end of the process's standard error so far (at most
+// StderrTailBytes, from a character boundary), trimmed.
+func (p *Process) StderrTail() string {
 	p.errMu.Lock()
 	defer p.errMu.Unlock()
-	if s := bytes.TrimSpace(p.stderr); len(s) > 0 {
-		return "; its last standard error: " + string(s)
+	s := bytes.TrimSpace(p.stderr)
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return string(s)
+}
+
+func (p *Process) stderrText() string {
+	if s := p.StderrTail(); s != "" {
+		return "; its last standard error: " + s
 	}
 	return ""
 }
@@ -221,18 +256,47 @@ func (p *Process) Write(b []byte) (int, error) {
 // Close closes the process's stdin, kills its process group (its owners
 // keep nothing in it that a new process would miss) and ends the stream.
 func (p *Process) Close() error {
+	p.Stop(0)
+	return nil
+}
+
+// Stop ends the process gracefully: its stdin is closed (end of file asks
+// a protocol server to finish), then, if it has not exited within grace,
+// its process group gets SIGTERM, then after grace more SIGKILL; then the
+// stream ends. A program that saves its state on the way out (a coding
+// agent's session file) gets the time to. A grace of 0 kills at once.
+func (p *Process) Stop(grace time.Duration) {
 	p.closeOnce.Do(func() {
 		p.sendMu.Lock()
 		_ = p.stream.Send(&sandboxv1.AttachProcessRequest{Msg: &sandboxv1.AttachProcessRequest_CloseStdin{CloseStdin: true}})
+		p.sendMu.Unlock()
+		for _, sig := range []sandboxv1.ProcessSignal{sandboxv1.ProcessSignal_PROCESS_SIGNAL_SIGTERM, sandboxv1.ProcessSignal_PROCESS_SIGNAL_SIGKILL} {
+			if grace > 0 && p.waitExit(grace) {
+				break
+			}
+			if grace <= 0 && sig != sandboxv1.ProcessSignal_PROCESS_SIGNAL_SIGKILL {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), killTimeout)
+			_, _ = p.sandbox.SignalProcess(ctx, &sandboxv1.SignalProcessRequest{AgentId: p.agentID, Id: p.info.GetId(), Signal: sig})
+			cancel()
+		}
+		p.sendMu.Lock()
 		_ = p.stream.CloseSend()
 		p.sendMu.Unlock()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.ctx), killTimeout)
-		defer cancel()
-		_, _ = p.sandbox.SignalProcess(ctx, &sandboxv1.SignalProcessRequest{
-			AgentId: p.agentID, Id: p.info.GetId(), Signal: sandboxv1.ProcessSignal_PROCESS_SIGNAL_SIGKILL,
-		})
 		p.cancel()
 		_ = p.out.Close()
 	})
-	return nil
+}
+
+// waitExit waits at most d for the process to exit.
+func (p *Process) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
 }
