@@ -8,10 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/agent"
+	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/wickserver/suite"
 )
 
@@ -35,6 +40,7 @@ const (
 	claudeBashOut   = "bash-output-42"
 	claudeFileText  = "written by Claude Code\n"
 	claudeSleepLine = "sleep 120"
+	claudeBenchText = "Another turn done."
 )
 
 // claudeScripts are the scripts of Claude Code's models; ws is the
@@ -64,8 +70,10 @@ func claudeScripts(ws string) map[string]string {
 		tool("mcp__acp__Bash", map[string]any{"command": claudeSleepLine, "description": "Wait", "timeout": 120000}),
 	}, "end_text": "Stopped."}
 	small := map[string]any{"turns": []any{}, "end_text": "side answer"}
+	// bench: every turn a short answer, no tools.
+	bench := map[string]any{"turns": []any{}, "end_text": claudeBenchText}
 	out := map[string]string{}
-	for name, v := range map[string]any{"claude": main, "claude-cancel": cancel, "claude-small": small} {
+	for name, v := range map[string]any{"claude": main, "claude-cancel": cancel, "claude-small": small, "claude-bench": bench} {
 		b, err := json.Marshal(v)
 		if err != nil {
 			panic(err)
@@ -77,7 +85,7 @@ func claudeScripts(ws string) map[string]string {
 
 // claudeCodeAdapter is the installed adapter's entry point (scripts/test-deps.sh
 // installs deploy/acp-agents from its lockfile) and the node binary that runs it.
-func claudeCodeAdapter(t *testing.T) (node, entry string) {
+func claudeCodeAdapter(t testing.TB) (node, entry string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -132,7 +140,7 @@ func claudeAgentDef(id, node, entry, script string) map[string]any {
 
 // createClaudeAgent creates the agent and returns it with the host path of
 // its local workspace, which Claude Code's file tools are given.
-func createClaudeAgent(t *testing.T, env *wickEnv, ctx context.Context, stateDir string, def map[string]any) (*acpAgent, string) {
+func createClaudeAgent(t testing.TB, env *wickEnv, ctx context.Context, stateDir string, def map[string]any) (*acpAgent, string) {
 	t.Helper()
 	id := def["agent_id"].(string)
 	if r := call(t, "POST", env.url+"/agents", aliceToken, jsonBody(def)); r.code != http.StatusOK {
@@ -222,6 +230,11 @@ func TestClaudeCode(t *testing.T) {
 		c.Sandbox.LocalReadOnly = []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(entry))))}
 	}
 	logs := &testenv.LogBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("WICK_E2E_LOG") != "" {
+			t.Logf("the suite's log:\n%s", logs.String())
+		}
+	})
 	env := startWick(t, shared, fixed, withLog(logs))
 
 	a, ws := createClaudeAgent(t, env, ctx, stateDir, claudeAgentDef("claude", node, entry, "claude"))
@@ -332,4 +345,70 @@ func TestClaudeCode(t *testing.T) {
 		run = decodeRun(t, unasked(t, c.open("after the cancel")))
 		completed(t, run)
 	})
+}
+
+// BenchmarkClaudeCodeTurn: one message to an agent backed by the real
+// Claude Code (its pinned ACP adapter) on the local backend, through the
+// whole suite: the gateway's REST and SSE, the ACP bridge, the adapter's
+// model call through the sandbox's model endpoint to /v1/messages and the
+// scripted model, the answer streamed back and the thread saved. "warm"
+// keeps the thread's adapter process between messages (cmd/wick's
+// default -acp-keep-idle); "cold" starts it and loads the session at every
+// message (the library's default). cpu-ms/turn is the CPU time of this
+// process, which runs the whole suite (Claude Code's processes are its
+// children and not counted), per turn.
+func BenchmarkClaudeCodeTurn(b *testing.B) {
+	node, entry := claudeCodeAdapter(b)
+	for _, bc := range []struct {
+		name string
+		idle time.Duration
+	}{{"warm", agent.DefaultACPKeepIdle}, {"cold", 0}} {
+		b.Run(bc.name, func(b *testing.B) {
+			stateDir, err := os.MkdirTemp("", "wkb") // short: sandbox sockets live here
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = sandbox.RemoveStateDir(stateDir) })
+			env := startWick(b, withScripts(claudeScripts("/unused")), func(c *suite.Config) {
+				c.Sandbox.StateDir = stateDir
+				c.Sandbox.LocalReadOnly = []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(entry))))}
+				c.AgentOptions = append(c.AgentOptions, agent.WithACPKeepIdle(bc.idle, 0))
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			b.Cleanup(cancel)
+			def := claudeAgentDef("bench", node, entry, "claude-bench")
+			def["approval"] = "autonomous"
+			a, _ := createClaudeAgent(b, env, ctx, stateDir, def)
+			turn := func() {
+				run := a.send("one more turn")
+				if last := run.events[len(run.events)-1]; last.GetEvent() != "done" || run.text() != claudeBenchText {
+					b.Fatalf("turn ended with %v, answer %q", run.names(), run.text())
+				}
+			}
+			turn() // the session is created
+			var lat []time.Duration
+			var cpu time.Duration
+			for b.Loop() {
+				c0, start := processCPU(b), time.Now()
+				turn()
+				lat = append(lat, time.Since(start))
+				cpu += processCPU(b) - c0
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(lat)), "cpu-ms/turn")
+		})
+	}
+}
+
+// processCPU is the user and system CPU time of this process so far, its
+// children excluded.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
