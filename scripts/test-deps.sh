@@ -2,10 +2,11 @@
 # Installs and starts what Wick's tests need, when it is missing: a Docker
 # engine, redis-server, a static busybox (for test images built FROM
 # scratch), e2fsprogs (mkfs.ext4 for the workspaces' disk images), Node.js
-# with npm (the TypeScript SDK's and the UI's tests),
-# Debian's Chromium with a font (the UI's browser tests drive it; they never
-# download a browser), and mmdebstrap, with which it then builds the sandbox
-# runtime images (wick-sandbox-runtime and wick-sandbox-claude-code) when the
+# with npm (the TypeScript SDK's and the UI's tests), the ACP adapters of
+# deploy/acp-agents from their lockfile (the real-adapter tests run them),
+# Debian's Chromium with a font (the UI's browser tests drive it; they
+# never download a browser), and mmdebstrap, with which it then builds the
+# sandbox images (wick-sandbox-runtime and wick-sandbox-claude-code) when the
 # engine lacks them. Idempotent, and quick when everything is already there.
 # Installing needs root on Debian or Ubuntu; elsewhere it says what is missing.
 set -euo pipefail
@@ -44,12 +45,15 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-# The ACP adapters the tests run for real (codex-acp, claude-code-acp),
-# pinned by deploy/acp-agents/package-lock.json.
-acp_agents="$(dirname "$0")/../deploy/acp-agents"
-if [ ! -x "$acp_agents/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp" ] && [ "$(uname -sm)" = "Linux x86_64" ]; then
-  log "installing the ACP adapters (npm ci in deploy/acp-agents)"
-  (cd "$acp_agents" && npm ci --omit=dev --no-audit --no-fund >/dev/null)
+# The ACP adapters (Claude Code's and Codex's) at the versions of the
+# lockfile; npm's own record of the install (node_modules/.package-lock.json)
+# older than the lockfile means a stale install. Tests run them offline.
+acp_dir="$(cd "$(dirname "$0")/.." && pwd)/deploy/acp-agents"
+if [ ! -f "$acp_dir/node_modules/.package-lock.json" ] ||
+   [ "$acp_dir/package-lock.json" -nt "$acp_dir/node_modules/.package-lock.json" ]; then
+  log "installing the ACP adapters of deploy/acp-agents (npm ci)"
+  (cd "$acp_dir" && npm ci --omit=dev --no-audit --no-fund --loglevel=error >&2)
+  touch "$acp_dir/node_modules/.package-lock.json"
 fi
 
 docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }
@@ -80,9 +84,21 @@ if ! docker_up; then
     exit 1
   fi
 fi
-# The sandbox images the runtime and ACP tests use; each script returns at
+# The sandbox images the runtime and ACP tests use. A cold build takes
+# minutes (mostly the Debian mirror and the disk), so it runs in the
+# background while the other tests run: it holds an exclusive lock on
+# $WICK_IMAGES_LOCK until it ends, and the tests that need an image wait for
+# that lock (testenv.WaitImages) before they look. Each script returns at
 # once when the tag of its current recipe is on the engine.
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/deploy/images/runtime.sh"
-"$root/deploy/images/acp-agents.sh"
-log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")", images $(docker image inspect wick-sandbox-runtime:latest wick-sandbox-claude-code:latest --format '{{index .RepoTags 0}}' | tr '\n' ' ')
+images_lock=${WICK_IMAGES_LOCK:-/tmp/wick-images.lock}
+images_log=${images_lock%.lock}.log
+exec 9>"$images_lock"
+flock 9
+(
+  trap 'flock -u 9' EXIT
+  "$root/deploy/images/runtime.sh" && "$root/deploy/images/acp-agents.sh"
+) >"$images_log" 2>&1 &
+exec 9>&-
+log "sandbox images: building in the background when missing (log: $images_log)"
+log "ready: docker API $(docker version --format '{{.Server.APIVersion}}'), $(redis-server --version | cut -d' ' -f3), busybox at $(command -v busybox), node $(node --version), claude-code-acp $(node -p "require('$acp_dir/node_modules/@zed-industries/claude-code-acp/package.json').version"), $("${CHROMIUM_PATH:-/usr/bin/chromium}" --version 2>/dev/null || echo "chromium at ${CHROMIUM_PATH:-/usr/bin/chromium}")"

@@ -86,18 +86,18 @@ func run(args []string, out io.Writer) error {
 
 // options are wick's flags as parsed, before they become a suite.Config.
 type options struct {
-	cfg                                     suite.Config
-	llm                                     llmgw.Config
-	limits                                  agent.Limits
-	kb                                      agent.KnowledgeConfig
-	diag                                    diag.Flags
-	tokensFile, tokens, origins, agentsFile string
-	logLevel, logFormat, warmImages         string
-	egressAllow                             string
-	secretsDir, grantsFile                  string
-	questionTimeout, subagentTimeout        time.Duration
-	acpKeepIdle                             time.Duration
-	subagentDepth                           int
+	cfg                                      suite.Config
+	llm                                      llmgw.Config
+	limits                                   agent.Limits
+	kb                                       agent.KnowledgeConfig
+	diag                                     diag.Flags
+	tokensFile, tokens, origins, agentsFile  string
+	logLevel, logFormat, warmImages, localRO string
+	egressAllow                              string
+	secretsDir, grantsFile                   string
+	questionTimeout, subagentTimeout         time.Duration
+	acpKeepIdle                              time.Duration
+	subagentDepth                            int
 }
 
 // parseFlags registers wick's flags, with their defaults, and parses args
@@ -131,6 +131,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.acpKeepIdle, "acp-keep-idle", agent.DefaultACPKeepIdle, "how long an ACP agent's process stays alive after a run for the thread's next message (0: stopped after every run)")
 	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated host:port patterns that agents may let their sandboxes reach through the egress proxy (\"*.npmjs.org:443\" matches one more label; the port is required); empty: none")
 	fs.BoolVar(&o.cfg.Sandbox.AllowLocal, "allow-local", false, "with tokens or a verifier (several users), permit local sandboxes: commands on this host, confined with Landlock")
+	fs.StringVar(&o.localRO, "local-read-only", "", "comma-separated host paths local sandboxes' commands may read besides the system's (e.g. installed ACP adapters)")
 	fs.IntVar(&o.cfg.Sandbox.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup")
 	fs.Int64Var(&o.cfg.Sandbox.WorkspaceBytes, "workspace-bytes", sandbox.DefaultWorkspaceBytes, "size of a sandbox's workspace whose agent names none, in bytes: writes past it fail with \"No space left on device\"")
 	fs.Int64Var(&o.cfg.Sandbox.MaxWorkspaceBytes, "max-workspace-bytes", sandbox.DefaultMaxWorkspaceBytes, "largest workspace an agent may ask for, in bytes")
@@ -180,6 +181,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	cfg.Gateway.CORSOrigins = gateway.SplitList(o.origins)
 	cfg.Sandbox.WarmPoolImages = gateway.SplitList(o.warmImages)
 	cfg.Sandbox.EgressAllow = gateway.SplitList(o.egressAllow)
+	cfg.Sandbox.LocalReadOnly = gateway.SplitList(o.localRO)
 	if o.agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(o.agentsFile))
 	}

@@ -273,3 +273,49 @@ func TestLocalNetwork(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalReadOnly: a host directory named in LocalReadOnly is readable by
+// a local sandbox's commands, not writable, and a directory beside it stays
+// out of reach; a relative path is refused at start.
+func TestLocalReadOnly(t *testing.T) {
+	requireLandlock(t)
+	host := t.TempDir()
+	shared, private := filepath.Join(host, "shared"), filepath.Join(host, "private")
+	for _, d := range []string{shared, private} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f.txt"), []byte("in "+filepath.Base(d)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := New(Config{AllowLocal: true, StateDir: t.TempDir(), LocalReadOnly: []string{"relative/dir"}}); err == nil || !strings.Contains(err.Error(), "not absolute") {
+		t.Fatalf("a relative read-only path: %v", err)
+	}
+	_, cli := newLocal(t, Config{AllowLocal: true, MultiUser: true, LocalReadOnly: []string{shared}})
+	if _, err := cli.EnsureSandbox(as("alice"), &sandboxv1.EnsureSandboxRequest{AgentId: "ro", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		ok   bool
+		want string
+	}{
+		{"cat " + filepath.Join(shared, "f.txt"), true, "in shared\n"},
+		{"touch " + filepath.Join(shared, "new"), false, ""},
+		{"cat " + filepath.Join(private, "f.txt"), false, ""},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			res, err := execOn(as("alice"), cli, &sandboxv1.ExecRequest{AgentId: "ro", Command: tc.cmd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := res.exit.GetExitCode(); (code == 0) != tc.ok || res.stdout != tc.want {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, res.stdout, res.stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(shared, "new")); !os.IsNotExist(err) {
+		t.Fatalf("the read-only directory was written: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wick-agent/wick/daemon"
@@ -43,7 +44,7 @@ func (s *Service) checkConfinement() error {
 		if err != nil {
 			return fmt.Errorf("sandbox: state dir: %w", err)
 		}
-		for _, ro := range confine.SystemReadOnly {
+		for _, ro := range append(slices.Clone(confine.SystemReadOnly), s.cfg.LocalReadOnly...) {
 			dir, err := filepath.EvalSymlinks(ro)
 			if err == nil && (state == dir || strings.HasPrefix(state, dir+"/")) {
 				return fmt.Errorf("sandbox: state dir %s lies in %s, which local sandboxes' commands may read: they could read each other's workspaces; choose another state dir", s.cfg.StateDir, ro)
@@ -179,7 +180,7 @@ func (s *Service) localConfinement(ws, tmp string, set settings, ports map[strin
 		c.Policy = &confine.Policy{
 			// The LocalFS adds its root, the workspace, itself.
 			ReadWrite: []string{tmp},
-			ReadOnly:  confine.SystemReadOnly,
+			ReadOnly:  append(slices.Clone(confine.SystemReadOnly), s.cfg.LocalReadOnly...),
 			Devices:   confine.SystemDevices,
 			Network:   set.Params.Network == "bridge",
 		}

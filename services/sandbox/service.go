@@ -144,6 +144,11 @@ type Config struct {
 	// LocalMaxProcs bounds the processes of one local sandbox (its pids
 	// cgroup's pids.max); a spec's pids_limit may set a lower bound.
 	LocalMaxProcs int
+	// LocalReadOnly are host paths the commands of local sandboxes may read
+	// besides the system's (confine.SystemReadOnly): software installed
+	// outside /usr that agents run, such as the ACP adapters of
+	// deploy/acp-agents. Absolute; the state dir must not lie in one.
+	LocalReadOnly []string
 	// WorkspaceBytes is the size of a workspace whose spec names none;
 	// MaxWorkspaceBytes the most a spec may ask for (disk.go).
 	WorkspaceBytes, MaxWorkspaceBytes int64
@@ -304,6 +309,11 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	}
 	if cfg.MaxProcesses < 1 || cfg.ProcessBufferBytes < 1 {
 		return nil, fmt.Errorf("sandbox: the process limit (%d) and the process buffer (%d bytes) must be positive", cfg.MaxProcesses, cfg.ProcessBufferBytes)
+	}
+	for _, p := range cfg.LocalReadOnly {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("sandbox: local read-only path %q is not absolute", p)
+		}
 	}
 	if cfg.LocalMaxProcs < minLocalMaxProcs {
 		return nil, fmt.Errorf("sandbox: the local process limit (%d) must be at least %d", cfg.LocalMaxProcs, minLocalMaxProcs)

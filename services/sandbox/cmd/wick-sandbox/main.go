@@ -16,7 +16,7 @@ import (
 
 func main() {
 	var cfg sandbox.Config
-	var hosts, warmImages, llmHTTP, llmToken, egressAllow string
+	var hosts, warmImages, localRO, llmHTTP, llmToken, egressAllow string
 	var singleUser bool
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", "", sandbox.ManagerIDUsage)
@@ -28,6 +28,7 @@ func main() {
 		fs.BoolVar(&cfg.LocalFallback, "local-fallback", false, "serve docker sandboxes locally when no Docker engine is reachable")
 		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes: commands on this host with a scrubbed environment, confined with Landlock (refused without it unless -single-user)")
 		fs.IntVar(&cfg.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup; a spec's pids_limit may set fewer")
+		fs.StringVar(&localRO, "local-read-only", "", "comma-separated host paths local sandboxes' commands may read besides the system's (e.g. installed ACP adapters)")
 		fs.BoolVar(&singleUser, "single-user", false, "only one user reaches this service: -default-type local and -local-fallback imply -allow-local, and local sandboxes run unconfined where the kernel has no Landlock")
 		fs.BoolVar(&cfg.AllowBridge, "allow-bridge", true, "let specs ask for network bridge")
 		fs.StringVar(&egressAllow, "egress-allow", "", "comma-separated host:port patterns that agents may let their sandboxes reach through the egress proxy (\"*.npmjs.org:443\" matches one more label; the port is required); empty: none")
@@ -52,6 +53,9 @@ func main() {
 	}
 	app.Main("wick-sandbox", "127.0.0.1:7002", define, func(ctx context.Context, env app.Env) error {
 		cfg.MultiUser = !singleUser
+		if localRO != "" {
+			cfg.LocalReadOnly = strings.Split(localRO, ",")
+		}
 		if hosts != "" {
 			cfg.AllowedDockerHosts = strings.Split(hosts, ",")
 		}
