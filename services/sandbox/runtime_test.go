@@ -14,17 +14,12 @@ import (
 // deploy/acp-agents (deploy/images/acp-agents.sh).
 const claudeCodeImage = "wick-sandbox-claude-code:latest"
 
-// requireImage returns img when the engine has it; the test is skipped
-// without it, and fails in CI, where scripts/test-deps.sh has built it.
+// requireImage returns img when the engine has it, once a background build
+// of scripts/test-deps.sh has ended; the test is skipped without it, and
+// fails in CI, where test-deps builds it.
 func requireImage(t *testing.T, img, builder string) string {
 	t.Helper()
-	cli := testenv.Docker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := cli.ImageInspect(ctx, img); err != nil {
-		testenv.Missing(t, "sandbox image %s (%s builds it)", img, builder)
-	}
-	return img
+	return testenv.Image(t, img, builder)
 }
 
 // TestRuntimeImage runs what people use the runtime image for in a sandbox
