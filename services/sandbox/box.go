@@ -318,6 +318,9 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 	if err != nil {
 		return st, err
 	}
+	if len(eg) > 0 && st.DockerHost != "" {
+		return st, fmt.Errorf("%w: egress_allow is not available on a remote engine: the service cannot listen in its socket directory there", errInvalid)
+	}
 	st.Egress = eg
 	return st, nil
 }

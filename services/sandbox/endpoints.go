@@ -10,7 +10,9 @@ import (
 	"strconv"
 
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
+	"github.com/wick-agent/wick/services/sandbox/internal/egress"
 	"github.com/wick-agent/wick/services/sandbox/internal/endpoint"
 	"github.com/wick-agent/wick/services/sandbox/internal/modelproxy"
 )
@@ -19,6 +21,10 @@ import (
 // loopback (each container has its own network namespace, so every
 // sandbox uses the same one). A local sandbox gets a free host port.
 const ModelEndpointPort = 47100
+
+// EgressProxyPort is the egress proxy's port on a Docker sandbox's own
+// loopback; like the model endpoint's, a local sandbox gets a free host port.
+const EgressProxyPort = 47101
 
 // sandboxEndpoint is an HTTP service of the sandbox service offered inside
 // the sandboxes that want it, at 127.0.0.1:port: in a Docker sandbox the
@@ -31,8 +37,8 @@ type sandboxEndpoint struct {
 	port int
 	// wanted says whether a sandbox built with set offers it.
 	wanted func(set settings) bool
-	// handler serves one sandbox's requests.
-	handler func(user string, set settings) http.Handler
+	// handler serves the requests of the sandbox key.
+	handler func(key, user string, set settings) http.Handler
 	// env is what the sandbox's processes get to find it at port.
 	env func(port int, set settings) map[string]string
 }
@@ -46,12 +52,66 @@ func WithModelEndpoint(upstream http.Handler, sign func(h http.Header, user stri
 		s.endpoints = append(s.endpoints, sandboxEndpoint{
 			name: "model", port: ModelEndpointPort,
 			wanted: func(set settings) bool { return set.ModelEndpoint },
-			handler: func(user string, set settings) http.Handler {
+			handler: func(_, user string, set settings) http.Handler {
 				return modelproxy.Handler(upstream, sign, user, set.EndpointToken)
 			},
 			env: func(port int, set settings) map[string]string { return modelproxy.Env(port, set.EndpointToken) },
 		})
 	}
+}
+
+// withEgressGuard makes the egress proxies dial through g instead of a guard
+// that refuses every non-public address: tests allow loopback with it. It is
+// no flag, since a sandbox reaching the service's own network is what the
+// guard exists to prevent.
+func withEgressGuard(g *netguard.Guard) Option { return func(s *Service) { s.egressGuard = g } }
+
+// egressEndpoint is the egress proxy, offered in every sandbox whose spec
+// allows some egress: a forward proxy (CONNECT, or plain HTTP with an
+// absolute URL) to exactly the sandbox's allowed destinations, announced in
+// the usual proxy variables. The model endpoint and anything else on the
+// sandbox's own loopback stay direct.
+func (s *Service) egressEndpoint() sandboxEndpoint {
+	return sandboxEndpoint{
+		name: "egress", port: EgressProxyPort,
+		wanted: func(set settings) bool { return len(set.Egress) > 0 },
+		handler: func(key, user string, set settings) http.Handler {
+			log := s.log.With("user", user, "agent", set.Agent)
+			policy, err := s.egressPolicy(set.Egress)
+			if err != nil {
+				// The operator narrowed -egress-allow since the sandbox was
+				// made: it keeps no more than the new bound allows.
+				log.Warn("egress refused: the sandbox's allowlist is outside the bound", "sandbox", key, "err", err)
+				msg := "egress is not allowed for this sandbox: " + err.Error()
+				return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					http.Error(w, msg, http.StatusForbidden)
+				})
+			}
+			opts := []egress.Option{egress.WithLogger(log)}
+			if s.egressGuard != nil {
+				opts = append(opts, egress.WithGuard(s.egressGuard))
+			}
+			return egress.New(key, policy, opts...)
+		},
+		env: func(port int, _ settings) map[string]string {
+			proxy := "http://127.0.0.1:" + strconv.Itoa(port)
+			noProxy := "127.0.0.1,localhost"
+			return map[string]string{
+				"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
+				"NO_PROXY": noProxy, "no_proxy": noProxy,
+			}
+		},
+	}
+}
+
+// egressPolicy is the policy of a sandbox's stored patterns under the
+// operator's current bound.
+func (s *Service) egressPolicy(patterns []string) (egress.Policy, error) {
+	ps, err := egress.ParsePatterns(patterns)
+	if err != nil {
+		return egress.Policy{}, err
+	}
+	return egress.NewPolicy(ps, s.egressBound)
 }
 
 // RemoteLLM is the LLM gateway's HTTP API at baseURL (e.g.
@@ -144,7 +204,7 @@ func (s *Service) serveEndpoints(b *box) error {
 		if cur != nil {
 			_ = cur.srv.Close()
 		}
-		srv, err := endpoint.ListenUnix(filepath.Join(b.hostDir, ep.name+".sock"), ep.handler(user, set))
+		srv, err := endpoint.ListenUnix(filepath.Join(b.hostDir, ep.name+".sock"), ep.handler(b.key, user, set))
 		if err != nil {
 			return fmt.Errorf("%s endpoint: %w", ep.name, err)
 		}
@@ -166,7 +226,7 @@ func (s *Service) serveLocalEndpoints(b *box, set settings) (map[string]int, err
 		if !ep.wanted(set) {
 			continue
 		}
-		srv, err := endpoint.ListenLoopback(ep.handler(b.user, set))
+		srv, err := endpoint.ListenLoopback(ep.handler(b.key, b.user, set))
 		if err != nil {
 			return nil, fmt.Errorf("%s endpoint: %w", ep.name, err)
 		}

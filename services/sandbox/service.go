@@ -25,6 +25,7 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/errcode"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/services/sandbox/internal/egress"
@@ -250,6 +251,8 @@ type Service struct {
 	binDir string // host copies of the wick binaries, mounted read-only
 	// egressBound is EgressAllow parsed.
 	egressBound []egress.Pattern
+	// egressGuard, when set, is what the egress proxies dial through.
+	egressGuard *netguard.Guard
 
 	mu     sync.Mutex
 	boxes  map[string]*box // by key hash
@@ -336,6 +339,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	s.endpoints = append(s.endpoints, s.egressEndpoint())
 	if s.pool == nil {
 		s.pool = dockerbox.NewPool(nil)
 	}
