@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -150,12 +151,15 @@ func TestACPAgent(t *testing.T) {
 // runACPScenario plays TestACPAgent's scenario with alice's agents on the
 // sandbox backend.
 func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string, local map[string]any) {
-	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive", map[string]any{"ACP_API_KEY": "s3cret-acp-value", "ACP_MOUNTED": "${secret:acp-key}"})
+	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive",
+		map[string]any{"ACP_API_KEY": "s3cret-acp-value", "ACP_MOUNTED": "${secret:acp-key}", "ACP_BASE_URL": "http://127.0.0.1:9/"})
 
-	// The API masks the agent's env, but for a value naming a mounted secret.
+	// The API masks the agent's credentials, but for a value naming a
+	// mounted secret; other values are shown as written.
 	if r := call(t, "GET", env.url+"/agents/coder", aliceToken, nil); r.code != http.StatusOK ||
 		bytes.Contains(r.body, []byte("s3cret-acp-value")) || !bytes.Contains(r.body, []byte(`"ACP_API_KEY":"[REDACTED]"`)) ||
-		bytes.Contains(r.body, []byte(acpMountedKey)) || !bytes.Contains(r.body, []byte(`"ACP_MOUNTED":"${secret:acp-key}"`)) {
+		bytes.Contains(r.body, []byte(acpMountedKey)) || !bytes.Contains(r.body, []byte(`"ACP_MOUNTED":"${secret:acp-key}"`)) ||
+		!bytes.Contains(r.body, []byte(`"ACP_BASE_URL":"http://127.0.0.1:9/"`)) {
 		t.Fatalf("GET /agents/coder = %d %s", r.code, r)
 	}
 
@@ -257,6 +261,28 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		if got := run.text(); got != "env ACP_MOUNTED="+acpMountedKey {
 			t.Fatalf("answer %q", got)
 		}
+		// The agent read back and written back unchanged keeps the key the
+		// API masked: the next run's process has it.
+		var got struct {
+			Agent map[string]any `json:"agent"`
+		}
+		r := call(t, "GET", env.url+"/agents/coder", aliceToken, nil)
+		if err := json.Unmarshal(r.body, &got); r.code != http.StatusOK || err != nil {
+			t.Fatalf("GET /agents/coder = %d %s (%v)", r.code, r, err)
+		}
+		if r := call(t, "PUT", env.url+"/agents/coder", aliceToken, jsonBody(got.Agent)); r.code != http.StatusOK ||
+			!bytes.Contains(r.body, []byte(`"ACP_API_KEY":"[REDACTED]"`)) || bytes.Contains(r.body, []byte("s3cret-acp-value")) {
+			t.Fatalf("PUT /agents/coder = %d %s", r.code, r)
+		}
+		run = a.send("env ACP_API_KEY")
+		run.checkEnd(t, "completed")
+		if got := run.text(); got != "env ACP_API_KEY=s3cret-acp-value" {
+			t.Fatalf("answer after GET then PUT %q", got)
+		}
+		// A masked value for a key nothing stores is refused, naming it.
+		got.Agent["acp"].(map[string]any)["env"].(map[string]any)["NEW_KEY"] = "[REDACTED]"
+		wantRefused(t, call(t, "PUT", env.url+"/agents/coder", aliceToken, jsonBody(got.Agent)), http.StatusBadRequest, "INVALID_ARGUMENT", `"NEW_KEY" is [REDACTED]`)
+
 		// A secret that is not mounted: the run does not start, saying which.
 		def := map[string]any{"agent_id": "unmounted", "backend": local, "acp": map[string]any{"command": "x", "env": map[string]any{"K": "${secret:nope}"}}}
 		if r := call(t, "POST", env.url+"/agents", aliceToken, jsonBody(def)); r.code != http.StatusOK {
