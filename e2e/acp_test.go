@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -483,6 +484,74 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 	})
 }
 
+// TestACPAgentGracefulStop: agents that write their session only when they
+// exit gracefully find it at the next message (session/load, no new
+// session); one that fails at initialize has its stderr's tail in the
+// run's error event.
+func TestACPAgentGracefulStop(t *testing.T) {
+	t.Parallel()
+	env, ctx := startRuntime(t)
+	runACPGracefulStop(t, env, ctx, buildACPAgent(t), map[string]any{"type": "local"})
+}
+
+// sessionRE is the id of the session the test agent created.
+var sessionRE = regexp.MustCompile(`session/new (sess-[0-9]+)`)
+
+// runACPGracefulStop plays TestACPAgentGracefulStop's scenario on the
+// sandbox backend. An agent that writes its session file only on a
+// graceful exit — at the end of its stdin, or on SIGTERM for one that
+// ignores that end, as Claude Code's ACP adapter does — must be given the
+// time to after each run: a kill at once loses the session, and the next
+// message falls back to a new one.
+func runACPGracefulStop(t *testing.T, env *wickEnv, ctx context.Context, bin string, sandbox map[string]any) {
+	for _, tc := range []struct {
+		name, id, exit string
+		env            map[string]any
+	}{
+		{"exits at the end of stdin", "saver", "exit stdin-eof", map[string]any{"ACPTEST_SAVE_ON_EXIT": "1"}},
+		{"exits on SIGTERM", "stubborn", "exit sigterm", map[string]any{"ACPTEST_SAVE_ON_EXIT": "1", "ACPTEST_IGNORE_EOF": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := createACPAgent(t, env, ctx, bin, tc.id, sandbox, "autonomous", tc.env)
+			a.send("hello").checkEnd(t, "completed")
+			calls := a.calls()
+			m := sessionRE.FindStringSubmatch(calls)
+			if m == nil || !strings.HasSuffix(strings.TrimSpace(calls), tc.exit) {
+				t.Fatalf("want a session and %q last:\n%s", tc.exit, calls)
+			}
+			if a.file(".wick/acp/"+tc.id+"/sessions/"+m[1]+".json") == "" {
+				t.Fatalf("no session file %s after the run", m[1])
+			}
+			run := a.send("write /workspace/" + tc.id + ".txt kept")
+			run.checkEnd(t, "completed")
+			if got := run.text(); got != "The file now says: kept" {
+				t.Fatalf("answer %q", got)
+			}
+			calls = a.calls()
+			if strings.Count(calls, "session/new") != 1 || strings.Count(calls, "session/load "+m[1]) != 1 || strings.Count(calls, tc.exit) != 2 {
+				t.Fatalf("want one session/new, one session/load of %s and two graceful exits:\n%s", m[1], calls)
+			}
+		})
+	}
+
+	t.Run("stderr tail of a failed start", func(t *testing.T) {
+		t.Parallel()
+		// 10001 bytes of "é" and the last line: the 8 KiB tail starts in
+		// the middle of an "é", which is dropped.
+		a := createACPAgent(t, env, ctx, bin, "broken", sandbox, "autonomous", map[string]any{"ACPTEST_FAIL_INIT": "10001"})
+		run := a.send("hello")
+		wantError(t, run, "exit code 4")
+		msg := dataOf(run.events[len(run.events)-1])["message"].(string)
+		const tailBytes = 8 << 10 // sandboxproc.StderrTailBytes
+		tail := strings.Repeat("é", (tailBytes-len("\nthe last words.\n"))/2) + "\nthe last words."
+		if !strings.Contains(msg, tail) || strings.Contains(msg, "é"+tail) || strings.Contains(msg, "the first line") ||
+			strings.ContainsRune(msg, utf8.RuneError) || !utf8.ValidString(msg) {
+			t.Fatalf("the error is not the 8 KiB tail of the agent's stderr, cut at a character: %.300q ... %.300q", msg, msg[max(0, len(msg)-300):])
+		}
+	})
+}
+
 // killACP kills the agent's ACP process with SIGKILL through the sandbox
 // service's process API, as an out-of-memory kill or a crash would.
 func killACP(t *testing.T, env *wickEnv, ctx context.Context, agentID string) {
@@ -565,6 +634,9 @@ func TestACPAgentDocker(t *testing.T) {
 
 	// The whole scenario, with other agents, in containers too.
 	runACPScenario(t, env, ctx, bin, map[string]any{"type": "docker", "image": image})
+	t.Run("graceful stop", func(t *testing.T) {
+		runACPGracefulStop(t, env, ctx, bin, map[string]any{"type": "docker", "image": image})
+	})
 }
 
 // TestACPAgentReplicaRestart: the suite, the agent service with it, stops
