@@ -3,12 +3,14 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -150,12 +152,15 @@ func TestACPAgent(t *testing.T) {
 // runACPScenario plays TestACPAgent's scenario with alice's agents on the
 // sandbox backend.
 func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string, local map[string]any) {
-	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive", map[string]any{"ACP_API_KEY": "s3cret-acp-value", "ACP_MOUNTED": "${secret:acp-key}"})
+	a := createACPAgent(t, env, ctx, bin, "coder", local, "interactive",
+		map[string]any{"ACP_API_KEY": "s3cret-acp-value", "ACP_MOUNTED": "${secret:acp-key}", "ACP_BASE_URL": "http://127.0.0.1:9/"})
 
-	// The API masks the agent's env, but for a value naming a mounted secret.
+	// The API masks the agent's credentials, but for a value naming a
+	// mounted secret; other values are shown as written.
 	if r := call(t, "GET", env.url+"/agents/coder", aliceToken, nil); r.code != http.StatusOK ||
 		bytes.Contains(r.body, []byte("s3cret-acp-value")) || !bytes.Contains(r.body, []byte(`"ACP_API_KEY":"[REDACTED]"`)) ||
-		bytes.Contains(r.body, []byte(acpMountedKey)) || !bytes.Contains(r.body, []byte(`"ACP_MOUNTED":"${secret:acp-key}"`)) {
+		bytes.Contains(r.body, []byte(acpMountedKey)) || !bytes.Contains(r.body, []byte(`"ACP_MOUNTED":"${secret:acp-key}"`)) ||
+		!bytes.Contains(r.body, []byte(`"ACP_BASE_URL":"http://127.0.0.1:9/"`)) {
 		t.Fatalf("GET /agents/coder = %d %s", r.code, r)
 	}
 
@@ -257,6 +262,28 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 		if got := run.text(); got != "env ACP_MOUNTED="+acpMountedKey {
 			t.Fatalf("answer %q", got)
 		}
+		// The agent read back and written back unchanged keeps the key the
+		// API masked: the next run's process has it.
+		var got struct {
+			Agent map[string]any `json:"agent"`
+		}
+		r := call(t, "GET", env.url+"/agents/coder", aliceToken, nil)
+		if err := json.Unmarshal(r.body, &got); r.code != http.StatusOK || err != nil {
+			t.Fatalf("GET /agents/coder = %d %s (%v)", r.code, r, err)
+		}
+		if r := call(t, "PUT", env.url+"/agents/coder", aliceToken, jsonBody(got.Agent)); r.code != http.StatusOK ||
+			!bytes.Contains(r.body, []byte(`"ACP_API_KEY":"[REDACTED]"`)) || bytes.Contains(r.body, []byte("s3cret-acp-value")) {
+			t.Fatalf("PUT /agents/coder = %d %s", r.code, r)
+		}
+		run = a.send("env ACP_API_KEY")
+		run.checkEnd(t, "completed")
+		if got := run.text(); got != "env ACP_API_KEY=s3cret-acp-value" {
+			t.Fatalf("answer after GET then PUT %q", got)
+		}
+		// A masked value for a key nothing stores is refused, naming it.
+		got.Agent["acp"].(map[string]any)["env"].(map[string]any)["NEW_KEY"] = "[REDACTED]"
+		wantRefused(t, call(t, "PUT", env.url+"/agents/coder", aliceToken, jsonBody(got.Agent)), http.StatusBadRequest, "INVALID_ARGUMENT", `"NEW_KEY" is [REDACTED]`)
+
 		// A secret that is not mounted: the run does not start, saying which.
 		def := map[string]any{"agent_id": "unmounted", "backend": local, "acp": map[string]any{"command": "x", "env": map[string]any{"K": "${secret:nope}"}}}
 		if r := call(t, "POST", env.url+"/agents", aliceToken, jsonBody(def)); r.code != http.StatusOK {
@@ -457,6 +484,74 @@ func runACPScenario(t *testing.T, env *wickEnv, ctx context.Context, bin string,
 	})
 }
 
+// TestACPAgentGracefulStop: agents that write their session only when they
+// exit gracefully find it at the next message (session/load, no new
+// session); one that fails at initialize has its stderr's tail in the
+// run's error event.
+func TestACPAgentGracefulStop(t *testing.T) {
+	t.Parallel()
+	env, ctx := startRuntime(t)
+	runACPGracefulStop(t, env, ctx, buildACPAgent(t), map[string]any{"type": "local"})
+}
+
+// sessionRE is the id of the session the test agent created.
+var sessionRE = regexp.MustCompile(`session/new (sess-[0-9]+)`)
+
+// runACPGracefulStop plays TestACPAgentGracefulStop's scenario on the
+// sandbox backend. An agent that writes its session file only on a
+// graceful exit — at the end of its stdin, or on SIGTERM for one that
+// ignores that end, as Claude Code's ACP adapter does — must be given the
+// time to after each run: a kill at once loses the session, and the next
+// message falls back to a new one.
+func runACPGracefulStop(t *testing.T, env *wickEnv, ctx context.Context, bin string, sandbox map[string]any) {
+	for _, tc := range []struct {
+		name, id, exit string
+		env            map[string]any
+	}{
+		{"exits at the end of stdin", "saver", "exit stdin-eof", map[string]any{"ACPTEST_SAVE_ON_EXIT": "1"}},
+		{"exits on SIGTERM", "stubborn", "exit sigterm", map[string]any{"ACPTEST_SAVE_ON_EXIT": "1", "ACPTEST_IGNORE_EOF": "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := createACPAgent(t, env, ctx, bin, tc.id, sandbox, "autonomous", tc.env)
+			a.send("hello").checkEnd(t, "completed")
+			calls := a.calls()
+			m := sessionRE.FindStringSubmatch(calls)
+			if m == nil || !strings.HasSuffix(strings.TrimSpace(calls), tc.exit) {
+				t.Fatalf("want a session and %q last:\n%s", tc.exit, calls)
+			}
+			if a.file(".wick/acp/"+tc.id+"/sessions/"+m[1]+".json") == "" {
+				t.Fatalf("no session file %s after the run", m[1])
+			}
+			run := a.send("write /workspace/" + tc.id + ".txt kept")
+			run.checkEnd(t, "completed")
+			if got := run.text(); got != "The file now says: kept" {
+				t.Fatalf("answer %q", got)
+			}
+			calls = a.calls()
+			if strings.Count(calls, "session/new") != 1 || strings.Count(calls, "session/load "+m[1]) != 1 || strings.Count(calls, tc.exit) != 2 {
+				t.Fatalf("want one session/new, one session/load of %s and two graceful exits:\n%s", m[1], calls)
+			}
+		})
+	}
+
+	t.Run("stderr tail of a failed start", func(t *testing.T) {
+		t.Parallel()
+		// 10001 bytes of "é" and the last line: the 8 KiB tail starts in
+		// the middle of an "é", which is dropped.
+		a := createACPAgent(t, env, ctx, bin, "broken", sandbox, "autonomous", map[string]any{"ACPTEST_FAIL_INIT": "10001"})
+		run := a.send("hello")
+		wantError(t, run, "exit code 4")
+		msg := dataOf(run.events[len(run.events)-1])["message"].(string)
+		const tailBytes = 8 << 10 // sandboxproc.StderrTailBytes
+		tail := strings.Repeat("é", (tailBytes-len("\nthe last words.\n"))/2) + "\nthe last words."
+		if !strings.Contains(msg, tail) || strings.Contains(msg, "é"+tail) || strings.Contains(msg, "the first line") ||
+			strings.ContainsRune(msg, utf8.RuneError) || !utf8.ValidString(msg) {
+			t.Fatalf("the error is not the 8 KiB tail of the agent's stderr, cut at a character: %.300q ... %.300q", msg, msg[max(0, len(msg)-300):])
+		}
+	})
+}
+
 // killACP kills the agent's ACP process with SIGKILL through the sandbox
 // service's process API, as an out-of-memory kill or a crash would.
 func killACP(t *testing.T, env *wickEnv, ctx context.Context, agentID string) {
@@ -539,6 +634,9 @@ func TestACPAgentDocker(t *testing.T) {
 
 	// The whole scenario, with other agents, in containers too.
 	runACPScenario(t, env, ctx, bin, map[string]any{"type": "docker", "image": image})
+	t.Run("graceful stop", func(t *testing.T) {
+		runACPGracefulStop(t, env, ctx, bin, map[string]any{"type": "docker", "image": image})
+	})
 }
 
 // TestACPAgentReplicaRestart: the suite, the agent service with it, stops

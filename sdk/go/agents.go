@@ -34,6 +34,17 @@ func (c *Client) CreateAgent(ctx context.Context, a *Agent) (*Agent, error) {
 	return res.GetAgent(), nil
 }
 
+// UpdateAgent replaces the configuration of the caller's agent a.AgentId
+// with a and returns it as stored. A value a holds as GetAgent showed it
+// masked ("[REDACTED]") keeps the stored value.
+func (c *Client) UpdateAgent(ctx context.Context, a *Agent) (*Agent, error) {
+	res, err := c.api.UpdateAgent(ctx, &agentv1.UpdateAgentRequest{AgentId: a.GetAgentId(), Agent: a})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetAgent(), nil
+}
+
 // DeleteAgent removes the caller's agent, its sandbox and its runs.
 func (c *Client) DeleteAgent(ctx context.Context, agentID string) error {
 	_, err := c.api.DeleteAgent(ctx, &agentv1.DeleteAgentRequest{AgentId: agentID})

@@ -14,7 +14,6 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/redact"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
-	"github.com/wick-agent/wick/services/agent/internal/secrets"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -220,14 +219,14 @@ func subagentsFromProto(subs []*agentv1.Subagent) []loop.SubagentCfg {
 	return out
 }
 
-// mcpServersToProto masks header and env values, which hold the servers'
-// keys, except those that only name mounted secrets (see masked).
+// mcpServersToProto masks the header and env values that hold the servers'
+// keys (registry.Masked).
 func mcpServersToProto(servers []loop.MCPServerCfg) []*agentv1.McpServer {
 	var out []*agentv1.McpServer
 	for _, m := range servers {
 		p := &agentv1.McpServer{
-			Name: m.Name, Command: m.Command, Args: m.Args, Env: masked(m.Env),
-			Url: redact.String(m.URL), Headers: masked(m.Headers),
+			Name: m.Name, Command: m.Command, Args: m.Args, Env: registry.Masked(m.Env),
+			Url: redact.String(m.URL), Headers: registry.Masked(m.Headers),
 		}
 		if m.Timeout > 0 {
 			p.Timeout = durationpb.New(m.Timeout)
@@ -252,31 +251,13 @@ func mcpServersFromProto(servers []*agentv1.McpServer) []loop.MCPServerCfg {
 	return out
 }
 
-// acpToProto masks env values, as mcpServersToProto does: they hold the
-// external agent's key.
+// acpToProto masks the env values that hold the external agent's key, as
+// mcpServersToProto does.
 func acpToProto(c *loop.ACPCfg) *agentv1.AcpAgent {
 	if c == nil {
 		return nil
 	}
-	return &agentv1.AcpAgent{Command: c.Command, Args: c.Args, Env: masked(c.Env), StateDir: c.StateDir}
-}
-
-// masked returns values as the API shows them: each replaced by
-// redact.Mask, except a value made of ${secret:NAME} references (and an
-// authorization scheme), which holds no key and is shown as written.
-func masked(values map[string]string) map[string]string {
-	if values == nil {
-		return nil
-	}
-	out := make(map[string]string, len(values))
-	for k, v := range values {
-		if secrets.Shown(v) {
-			out[k] = v
-		} else {
-			out[k] = redact.Mask
-		}
-	}
-	return out
+	return &agentv1.AcpAgent{Command: c.Command, Args: c.Args, Env: registry.Masked(c.Env), StateDir: c.StateDir}
 }
 
 func acpFromProto(a *agentv1.AcpAgent) *loop.ACPCfg {

@@ -121,6 +121,38 @@ func (s *Service) GetAgent(ctx context.Context, req *agentv1.GetAgentRequest) (*
 	return &agentv1.GetAgentResponse{Agent: agentToProto(e, s.sandboxState(ctx, e))}, nil
 }
 
+// UpdateAgent implements agentv1.AgentServiceServer. The configuration is
+// replaced whole; a value sent back as the redaction mask keeps its stored
+// value (registry.Replace). A changed backend stops the old sandbox (its
+// workspace kept), as SwitchBackend does, so the next use builds one from
+// the new backend.
+func (s *Service) UpdateAgent(ctx context.Context, req *agentv1.UpdateAgentRequest) (*agentv1.UpdateAgentResponse, error) {
+	user, e, err := s.agentFor(ctx, req.GetAgentId())
+	if err != nil {
+		return nil, err
+	}
+	a := req.GetAgent()
+	if a == nil {
+		return nil, invalid("agent", "required")
+	}
+	if id := a.GetAgentId(); id != "" && id != e.ID {
+		return nil, invalid("agent.agent_id", fmt.Sprintf("%q is not the agent updated, %q; an agent cannot be renamed", id, e.ID))
+	}
+	prev := backendToProto(e.Config.Backend)
+	e, err = s.registry.Replace(ctx, user, e.ID, agentFromProto(a))
+	if err != nil {
+		return nil, rpcErr(ctx, err)
+	}
+	if prev != nil && !proto.Equal(prev, backendToProto(e.Config.Backend)) {
+		if _, err := s.sandbox.StopSandbox(ctx, &sandboxv1.StopSandboxRequest{AgentId: e.ID}); err != nil && status.Code(err) != codes.NotFound {
+			return nil, rpcErr(ctx, fmt.Errorf("stop the old sandbox: %w", err))
+		}
+	}
+	pa := agentToProto(e, s.sandboxState(ctx, e))
+	s.publish(ctx, user, registry.EventAgentUpdated, e.ID, "", jsonData(pa))
+	return &agentv1.UpdateAgentResponse{Agent: pa}, nil
+}
+
 // agentFor returns the caller and their agent.
 func (s *Service) agentFor(ctx context.Context, agentID string) (string, *registry.Entry, error) {
 	user, err := identity.Require(ctx)

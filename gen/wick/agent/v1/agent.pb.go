@@ -865,12 +865,16 @@ type Agent struct {
 	TaskFollowUp bool `protobuf:"varint,20,opt,name=task_follow_up,json=taskFollowUp,proto3" json:"task_follow_up,omitempty"`
 	// mcp_servers are Model Context Protocol servers whose tools the agent
 	// gets at the start of each run, named "<server>__<tool>". Header and
-	// env values are returned as "[REDACTED]".
+	// env values are returned as written, but for those whose name looks
+	// like a credential's (KEY, TOKEN, SECRET, AUTH, COOKIE ...) or whose
+	// text looks like a key: those are returned as "[REDACTED]", unless
+	// they only name mounted secrets (${secret:NAME}).
 	McpServers []*McpServer `protobuf:"bytes,21,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	// acp backs the agent with an external coding agent spoken to over the
 	// Agent Client Protocol inside its sandbox, instead of Wick's own loop:
 	// such an agent has no model or tools of its own (its mcp_servers are
-	// handed to the external agent). Env values are returned as "[REDACTED]".
+	// handed to the external agent). Env values are returned as
+	// mcp_servers' are.
 	Acp           *AcpAgent `protobuf:"bytes,22,opt,name=acp,proto3" json:"acp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1327,6 +1331,108 @@ func (x *GetAgentResponse) GetAgent() *Agent {
 	return nil
 }
 
+// UpdateAgentRequest is an agent's new configuration.
+type UpdateAgentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent_id names the agent.
+	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// agent is the whole new configuration; its agent_id is empty or
+	// agent_id.
+	Agent         *Agent `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateAgentRequest) Reset() {
+	*x = UpdateAgentRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAgentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAgentRequest) ProtoMessage() {}
+
+func (x *UpdateAgentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAgentRequest.ProtoReflect.Descriptor instead.
+func (*UpdateAgentRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *UpdateAgentRequest) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *UpdateAgentRequest) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+// UpdateAgentResponse describes the agent as stored.
+type UpdateAgentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// agent is the agent.
+	Agent         *Agent `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateAgentResponse) Reset() {
+	*x = UpdateAgentResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAgentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAgentResponse) ProtoMessage() {}
+
+func (x *UpdateAgentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAgentResponse.ProtoReflect.Descriptor instead.
+func (*UpdateAgentResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *UpdateAgentResponse) GetAgent() *Agent {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
 // DeleteAgentRequest names the agent to delete.
 type DeleteAgentRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1338,7 +1444,7 @@ type DeleteAgentRequest struct {
 
 func (x *DeleteAgentRequest) Reset() {
 	*x = DeleteAgentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1456,7 @@ func (x *DeleteAgentRequest) String() string {
 func (*DeleteAgentRequest) ProtoMessage() {}
 
 func (x *DeleteAgentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[16]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1469,7 @@ func (x *DeleteAgentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAgentRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAgentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteAgentRequest) GetAgentId() string {
@@ -1389,7 +1495,7 @@ type DeleteAgentResponse struct {
 
 func (x *DeleteAgentResponse) Reset() {
 	*x = DeleteAgentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1401,7 +1507,7 @@ func (x *DeleteAgentResponse) String() string {
 func (*DeleteAgentResponse) ProtoMessage() {}
 
 func (x *DeleteAgentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[17]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1414,7 +1520,7 @@ func (x *DeleteAgentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAgentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAgentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteAgentResponse) GetCancelledRunIds() []string {
@@ -1448,7 +1554,7 @@ type InvokeRequest struct {
 
 func (x *InvokeRequest) Reset() {
 	*x = InvokeRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1566,7 @@ func (x *InvokeRequest) String() string {
 func (*InvokeRequest) ProtoMessage() {}
 
 func (x *InvokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[18]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1579,7 @@ func (x *InvokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeRequest.ProtoReflect.Descriptor instead.
 func (*InvokeRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *InvokeRequest) GetAgentId() string {
@@ -1527,7 +1633,7 @@ type InvokeResponse struct {
 
 func (x *InvokeResponse) Reset() {
 	*x = InvokeResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1645,7 @@ func (x *InvokeResponse) String() string {
 func (*InvokeResponse) ProtoMessage() {}
 
 func (x *InvokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[19]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1658,7 @@ func (x *InvokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResponse.ProtoReflect.Descriptor instead.
 func (*InvokeResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InvokeResponse) GetThreadId() string {
@@ -1624,7 +1730,7 @@ type StreamRequest struct {
 
 func (x *StreamRequest) Reset() {
 	*x = StreamRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1742,7 @@ func (x *StreamRequest) String() string {
 func (*StreamRequest) ProtoMessage() {}
 
 func (x *StreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[20]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1755,7 @@ func (x *StreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamRequest.ProtoReflect.Descriptor instead.
 func (*StreamRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StreamRequest) GetAgentId() string {
@@ -1698,7 +1804,7 @@ type StreamResponse struct {
 
 func (x *StreamResponse) Reset() {
 	*x = StreamResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1710,7 +1816,7 @@ func (x *StreamResponse) String() string {
 func (*StreamResponse) ProtoMessage() {}
 
 func (x *StreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[21]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1723,7 +1829,7 @@ func (x *StreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamResponse.ProtoReflect.Descriptor instead.
 func (*StreamResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StreamResponse) GetEvent() *StreamEvent {
@@ -1750,7 +1856,7 @@ type SwitchBackendRequest struct {
 
 func (x *SwitchBackendRequest) Reset() {
 	*x = SwitchBackendRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1868,7 @@ func (x *SwitchBackendRequest) String() string {
 func (*SwitchBackendRequest) ProtoMessage() {}
 
 func (x *SwitchBackendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[22]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1881,7 @@ func (x *SwitchBackendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchBackendRequest.ProtoReflect.Descriptor instead.
 func (*SwitchBackendRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SwitchBackendRequest) GetAgentId() string {
@@ -1817,7 +1923,7 @@ type SwitchBackendResponse struct {
 
 func (x *SwitchBackendResponse) Reset() {
 	*x = SwitchBackendResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +1935,7 @@ func (x *SwitchBackendResponse) String() string {
 func (*SwitchBackendResponse) ProtoMessage() {}
 
 func (x *SwitchBackendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[23]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +1948,7 @@ func (x *SwitchBackendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwitchBackendResponse.ProtoReflect.Descriptor instead.
 func (*SwitchBackendResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SwitchBackendResponse) GetAgent() *Agent {
@@ -1865,7 +1971,7 @@ type ControlContainerRequest struct {
 
 func (x *ControlContainerRequest) Reset() {
 	*x = ControlContainerRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +1983,7 @@ func (x *ControlContainerRequest) String() string {
 func (*ControlContainerRequest) ProtoMessage() {}
 
 func (x *ControlContainerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[24]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +1996,7 @@ func (x *ControlContainerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlContainerRequest.ProtoReflect.Descriptor instead.
 func (*ControlContainerRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ControlContainerRequest) GetAgentId() string {
@@ -1918,7 +2024,7 @@ type ControlContainerResponse struct {
 
 func (x *ControlContainerResponse) Reset() {
 	*x = ControlContainerResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[25]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1930,7 +2036,7 @@ func (x *ControlContainerResponse) String() string {
 func (*ControlContainerResponse) ProtoMessage() {}
 
 func (x *ControlContainerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[25]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1943,7 +2049,7 @@ func (x *ControlContainerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ControlContainerResponse.ProtoReflect.Descriptor instead.
 func (*ControlContainerResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ControlContainerResponse) GetStatus() string {
@@ -1969,7 +2075,7 @@ type HookStatus struct {
 
 func (x *HookStatus) Reset() {
 	*x = HookStatus{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[26]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1981,7 +2087,7 @@ func (x *HookStatus) String() string {
 func (*HookStatus) ProtoMessage() {}
 
 func (x *HookStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[26]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1994,7 +2100,7 @@ func (x *HookStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookStatus.ProtoReflect.Descriptor instead.
 func (*HookStatus) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HookStatus) GetName() string {
@@ -2031,7 +2137,7 @@ type UpdateHooksRequest struct {
 
 func (x *UpdateHooksRequest) Reset() {
 	*x = UpdateHooksRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[27]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2149,7 @@ func (x *UpdateHooksRequest) String() string {
 func (*UpdateHooksRequest) ProtoMessage() {}
 
 func (x *UpdateHooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[27]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2162,7 @@ func (x *UpdateHooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateHooksRequest.ProtoReflect.Descriptor instead.
 func (*UpdateHooksRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateHooksRequest) GetAgentId() string {
@@ -2084,7 +2190,7 @@ type UpdateHooksResponse struct {
 
 func (x *UpdateHooksResponse) Reset() {
 	*x = UpdateHooksResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[28]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2202,7 @@ func (x *UpdateHooksResponse) String() string {
 func (*UpdateHooksResponse) ProtoMessage() {}
 
 func (x *UpdateHooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[28]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2215,7 @@ func (x *UpdateHooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateHooksResponse.ProtoReflect.Descriptor instead.
 func (*UpdateHooksResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateHooksResponse) GetHooks() []*HookStatus {
@@ -2134,7 +2240,7 @@ type FileEntry struct {
 
 func (x *FileEntry) Reset() {
 	*x = FileEntry{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[29]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2252,7 @@ func (x *FileEntry) String() string {
 func (*FileEntry) ProtoMessage() {}
 
 func (x *FileEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[29]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2265,7 @@ func (x *FileEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileEntry.ProtoReflect.Descriptor instead.
 func (*FileEntry) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FileEntry) GetName() string {
@@ -2196,7 +2302,7 @@ type ListFilesRequest struct {
 
 func (x *ListFilesRequest) Reset() {
 	*x = ListFilesRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[30]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2314,7 @@ func (x *ListFilesRequest) String() string {
 func (*ListFilesRequest) ProtoMessage() {}
 
 func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[30]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2327,7 @@ func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
 func (*ListFilesRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListFilesRequest) GetAgentId() string {
@@ -2249,7 +2355,7 @@ type ListFilesResponse struct {
 
 func (x *ListFilesResponse) Reset() {
 	*x = ListFilesResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[31]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2367,7 @@ func (x *ListFilesResponse) String() string {
 func (*ListFilesResponse) ProtoMessage() {}
 
 func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[31]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2380,7 @@ func (x *ListFilesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListFilesResponse.ProtoReflect.Descriptor instead.
 func (*ListFilesResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{31}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListFilesResponse) GetEntries() []*FileEntry {
@@ -2297,7 +2403,7 @@ type ReadFileRequest struct {
 
 func (x *ReadFileRequest) Reset() {
 	*x = ReadFileRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[32]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2415,7 @@ func (x *ReadFileRequest) String() string {
 func (*ReadFileRequest) ProtoMessage() {}
 
 func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[32]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2428,7 @@ func (x *ReadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileRequest.ProtoReflect.Descriptor instead.
 func (*ReadFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{32}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReadFileRequest) GetAgentId() string {
@@ -2352,7 +2458,7 @@ type ReadFileResponse struct {
 
 func (x *ReadFileResponse) Reset() {
 	*x = ReadFileResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[33]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2470,7 @@ func (x *ReadFileResponse) String() string {
 func (*ReadFileResponse) ProtoMessage() {}
 
 func (x *ReadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[33]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2483,7 @@ func (x *ReadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadFileResponse.ProtoReflect.Descriptor instead.
 func (*ReadFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{33}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReadFileResponse) GetPath() string {
@@ -2409,7 +2515,7 @@ type WriteFileRequest struct {
 
 func (x *WriteFileRequest) Reset() {
 	*x = WriteFileRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[34]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2527,7 @@ func (x *WriteFileRequest) String() string {
 func (*WriteFileRequest) ProtoMessage() {}
 
 func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[34]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2540,7 @@ func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileRequest.ProtoReflect.Descriptor instead.
 func (*WriteFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{34}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WriteFileRequest) GetAgentId() string {
@@ -2471,7 +2577,7 @@ type WriteFileResponse struct {
 
 func (x *WriteFileResponse) Reset() {
 	*x = WriteFileResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[35]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2483,7 +2589,7 @@ func (x *WriteFileResponse) String() string {
 func (*WriteFileResponse) ProtoMessage() {}
 
 func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[35]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2496,7 +2602,7 @@ func (x *WriteFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WriteFileResponse.ProtoReflect.Descriptor instead.
 func (*WriteFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{35}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WriteFileResponse) GetPath() string {
@@ -2526,7 +2632,7 @@ type DownloadFileRequest struct {
 
 func (x *DownloadFileRequest) Reset() {
 	*x = DownloadFileRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[36]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2644,7 @@ func (x *DownloadFileRequest) String() string {
 func (*DownloadFileRequest) ProtoMessage() {}
 
 func (x *DownloadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[36]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2657,7 @@ func (x *DownloadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadFileRequest.ProtoReflect.Descriptor instead.
 func (*DownloadFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{36}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DownloadFileRequest) GetAgentId() string {
@@ -2581,7 +2687,7 @@ type DownloadFileResponse struct {
 
 func (x *DownloadFileResponse) Reset() {
 	*x = DownloadFileResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[37]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +2699,7 @@ func (x *DownloadFileResponse) String() string {
 func (*DownloadFileResponse) ProtoMessage() {}
 
 func (x *DownloadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[37]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +2712,7 @@ func (x *DownloadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadFileResponse.ProtoReflect.Descriptor instead.
 func (*DownloadFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{37}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DownloadFileResponse) GetData() []byte {
@@ -2639,7 +2745,7 @@ type UploadFileRequest struct {
 
 func (x *UploadFileRequest) Reset() {
 	*x = UploadFileRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[38]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2757,7 @@ func (x *UploadFileRequest) String() string {
 func (*UploadFileRequest) ProtoMessage() {}
 
 func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[38]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2770,7 @@ func (x *UploadFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileRequest.ProtoReflect.Descriptor instead.
 func (*UploadFileRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{38}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UploadFileRequest) GetMsg() isUploadFileRequest_Msg {
@@ -2723,7 +2829,7 @@ type UploadFileHeader struct {
 
 func (x *UploadFileHeader) Reset() {
 	*x = UploadFileHeader{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[39]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2841,7 @@ func (x *UploadFileHeader) String() string {
 func (*UploadFileHeader) ProtoMessage() {}
 
 func (x *UploadFileHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[39]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2854,7 @@ func (x *UploadFileHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileHeader.ProtoReflect.Descriptor instead.
 func (*UploadFileHeader) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{39}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UploadFileHeader) GetAgentId() string {
@@ -2778,7 +2884,7 @@ type UploadFileResponse struct {
 
 func (x *UploadFileResponse) Reset() {
 	*x = UploadFileResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[40]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +2896,7 @@ func (x *UploadFileResponse) String() string {
 func (*UploadFileResponse) ProtoMessage() {}
 
 func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[40]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +2909,7 @@ func (x *UploadFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadFileResponse.ProtoReflect.Descriptor instead.
 func (*UploadFileResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{40}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UploadFileResponse) GetPath() string {
@@ -2837,7 +2943,7 @@ type TerminalRequest struct {
 
 func (x *TerminalRequest) Reset() {
 	*x = TerminalRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[41]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2955,7 @@ func (x *TerminalRequest) String() string {
 func (*TerminalRequest) ProtoMessage() {}
 
 func (x *TerminalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[41]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2968,7 @@ func (x *TerminalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalRequest.ProtoReflect.Descriptor instead.
 func (*TerminalRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{41}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TerminalRequest) GetMsg() isTerminalRequest_Msg {
@@ -2937,7 +3043,7 @@ type TerminalStart struct {
 
 func (x *TerminalStart) Reset() {
 	*x = TerminalStart{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[42]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3055,7 @@ func (x *TerminalStart) String() string {
 func (*TerminalStart) ProtoMessage() {}
 
 func (x *TerminalStart) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[42]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3068,7 @@ func (x *TerminalStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalStart.ProtoReflect.Descriptor instead.
 func (*TerminalStart) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{42}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TerminalStart) GetAgentId() string {
@@ -2992,7 +3098,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[43]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3110,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[43]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3123,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{43}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TerminalSize) GetRows() uint32 {
@@ -3050,7 +3156,7 @@ type TerminalResponse struct {
 
 func (x *TerminalResponse) Reset() {
 	*x = TerminalResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[44]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3062,7 +3168,7 @@ func (x *TerminalResponse) String() string {
 func (*TerminalResponse) ProtoMessage() {}
 
 func (x *TerminalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[44]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3075,7 +3181,7 @@ func (x *TerminalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalResponse.ProtoReflect.Descriptor instead.
 func (*TerminalResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{44}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TerminalResponse) GetMsg() isTerminalResponse_Msg {
@@ -3155,7 +3261,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[45]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3167,7 +3273,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[45]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3180,7 +3286,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{45}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -3248,7 +3354,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[46]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3366,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[46]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3379,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{46}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{48}
 }
 
 // ListToolsResponse lists external tools.
@@ -3288,7 +3394,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[47]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3300,7 +3406,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[47]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3313,7 +3419,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{47}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolDefinition {
@@ -3334,7 +3440,7 @@ type RegisterToolRequest struct {
 
 func (x *RegisterToolRequest) Reset() {
 	*x = RegisterToolRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[48]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3452,7 @@ func (x *RegisterToolRequest) String() string {
 func (*RegisterToolRequest) ProtoMessage() {}
 
 func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[48]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3465,7 @@ func (x *RegisterToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolRequest.ProtoReflect.Descriptor instead.
 func (*RegisterToolRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{48}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RegisterToolRequest) GetTool() *ToolDefinition {
@@ -3380,7 +3486,7 @@ type RegisterToolResponse struct {
 
 func (x *RegisterToolResponse) Reset() {
 	*x = RegisterToolResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[49]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3392,7 +3498,7 @@ func (x *RegisterToolResponse) String() string {
 func (*RegisterToolResponse) ProtoMessage() {}
 
 func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[49]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3405,7 +3511,7 @@ func (x *RegisterToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterToolResponse.ProtoReflect.Descriptor instead.
 func (*RegisterToolResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{49}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RegisterToolResponse) GetTool() *ToolDefinition {
@@ -3426,7 +3532,7 @@ type DeleteToolRequest struct {
 
 func (x *DeleteToolRequest) Reset() {
 	*x = DeleteToolRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[50]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3438,7 +3544,7 @@ func (x *DeleteToolRequest) String() string {
 func (*DeleteToolRequest) ProtoMessage() {}
 
 func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[50]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3451,7 +3557,7 @@ func (x *DeleteToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteToolRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{50}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DeleteToolRequest) GetName() string {
@@ -3470,7 +3576,7 @@ type DeleteToolResponse struct {
 
 func (x *DeleteToolResponse) Reset() {
 	*x = DeleteToolResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[51]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3482,7 +3588,7 @@ func (x *DeleteToolResponse) String() string {
 func (*DeleteToolResponse) ProtoMessage() {}
 
 func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[51]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3495,7 +3601,7 @@ func (x *DeleteToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteToolResponse.ProtoReflect.Descriptor instead.
 func (*DeleteToolResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{51}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{53}
 }
 
 // Skill is one skill found in a SKILL.md file.
@@ -3513,7 +3619,7 @@ type Skill struct {
 
 func (x *Skill) Reset() {
 	*x = Skill{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[52]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3525,7 +3631,7 @@ func (x *Skill) String() string {
 func (*Skill) ProtoMessage() {}
 
 func (x *Skill) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[52]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3538,7 +3644,7 @@ func (x *Skill) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skill.ProtoReflect.Descriptor instead.
 func (*Skill) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{52}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Skill) GetName() string {
@@ -3573,7 +3679,7 @@ type ListAvailableSkillsRequest struct {
 
 func (x *ListAvailableSkillsRequest) Reset() {
 	*x = ListAvailableSkillsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[53]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3691,7 @@ func (x *ListAvailableSkillsRequest) String() string {
 func (*ListAvailableSkillsRequest) ProtoMessage() {}
 
 func (x *ListAvailableSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[53]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3704,7 @@ func (x *ListAvailableSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAvailableSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListAvailableSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{53}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListAvailableSkillsRequest) GetAgentId() string {
@@ -3623,7 +3729,7 @@ type ListAvailableSkillsResponse struct {
 
 func (x *ListAvailableSkillsResponse) Reset() {
 	*x = ListAvailableSkillsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[54]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3635,7 +3741,7 @@ func (x *ListAvailableSkillsResponse) String() string {
 func (*ListAvailableSkillsResponse) ProtoMessage() {}
 
 func (x *ListAvailableSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[54]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3648,7 +3754,7 @@ func (x *ListAvailableSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAvailableSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListAvailableSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{54}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListAvailableSkillsResponse) GetSkills() []*Skill {
@@ -3674,7 +3780,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3686,7 +3792,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3699,7 +3805,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{55}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{57}
 }
 
 // WatchEventsResponse carries one configuration change.
@@ -3713,7 +3819,7 @@ type WatchEventsResponse struct {
 
 func (x *WatchEventsResponse) Reset() {
 	*x = WatchEventsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3725,7 +3831,7 @@ func (x *WatchEventsResponse) String() string {
 func (*WatchEventsResponse) ProtoMessage() {}
 
 func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3738,7 +3844,7 @@ func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{56}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *WatchEventsResponse) GetEvent() *ConfigEvent {
@@ -3776,7 +3882,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3788,7 +3894,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3801,7 +3907,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{57}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ThreadSummary) GetThreadId() string {
@@ -3857,7 +3963,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +3975,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +3988,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{58}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListThreadsRequest) GetAgentId() string {
@@ -3903,7 +4009,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3915,7 +4021,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3928,7 +4034,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{59}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -3949,7 +4055,7 @@ type GetThreadRequest struct {
 
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3961,7 +4067,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3974,7 +4080,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{60}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -3995,7 +4101,7 @@ type GetThreadResponse struct {
 
 func (x *GetThreadResponse) Reset() {
 	*x = GetThreadResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4007,7 +4113,7 @@ func (x *GetThreadResponse) String() string {
 func (*GetThreadResponse) ProtoMessage() {}
 
 func (x *GetThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4020,7 +4126,7 @@ func (x *GetThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadResponse.ProtoReflect.Descriptor instead.
 func (*GetThreadResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{61}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetThreadResponse) GetThread() *AgentState {
@@ -4041,7 +4147,7 @@ type DeleteThreadRequest struct {
 
 func (x *DeleteThreadRequest) Reset() {
 	*x = DeleteThreadRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4053,7 +4159,7 @@ func (x *DeleteThreadRequest) String() string {
 func (*DeleteThreadRequest) ProtoMessage() {}
 
 func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4066,7 +4172,7 @@ func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadRequest.ProtoReflect.Descriptor instead.
 func (*DeleteThreadRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{62}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *DeleteThreadRequest) GetThreadId() string {
@@ -4085,7 +4191,7 @@ type DeleteThreadResponse struct {
 
 func (x *DeleteThreadResponse) Reset() {
 	*x = DeleteThreadResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4097,7 +4203,7 @@ func (x *DeleteThreadResponse) String() string {
 func (*DeleteThreadResponse) ProtoMessage() {}
 
 func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4110,7 +4216,7 @@ func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadResponse.ProtoReflect.Descriptor instead.
 func (*DeleteThreadResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{63}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{65}
 }
 
 // Run describes one run of an agent on a thread.
@@ -4139,7 +4245,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4257,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4270,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{64}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Run) GetRunId() string {
@@ -4227,7 +4333,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4239,7 +4345,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4252,7 +4358,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{65}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -4273,7 +4379,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4285,7 +4391,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4298,7 +4404,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{66}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -4319,7 +4425,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +4437,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +4450,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{67}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -4365,7 +4471,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4377,7 +4483,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4390,7 +4496,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{68}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -4425,7 +4531,7 @@ type ApprovalDecision struct {
 
 func (x *ApprovalDecision) Reset() {
 	*x = ApprovalDecision{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4543,7 @@ func (x *ApprovalDecision) String() string {
 func (*ApprovalDecision) ProtoMessage() {}
 
 func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4556,7 @@ func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{69}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ApprovalDecision) GetToolCallId() string {
@@ -4501,7 +4607,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4513,7 +4619,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4526,7 +4632,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{70}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ResumeRunRequest) GetRunId() string {
@@ -4554,7 +4660,7 @@ type ResumeRunResponse struct {
 
 func (x *ResumeRunResponse) Reset() {
 	*x = ResumeRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4566,7 +4672,7 @@ func (x *ResumeRunResponse) String() string {
 func (*ResumeRunResponse) ProtoMessage() {}
 
 func (x *ResumeRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4579,7 +4685,7 @@ func (x *ResumeRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{71}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ResumeRunResponse) GetRun() *Run {
@@ -4602,7 +4708,7 @@ type JoinRunRequest struct {
 
 func (x *JoinRunRequest) Reset() {
 	*x = JoinRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4614,7 +4720,7 @@ func (x *JoinRunRequest) String() string {
 func (*JoinRunRequest) ProtoMessage() {}
 
 func (x *JoinRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4627,7 +4733,7 @@ func (x *JoinRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRunRequest.ProtoReflect.Descriptor instead.
 func (*JoinRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{72}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *JoinRunRequest) GetRunId() string {
@@ -4655,7 +4761,7 @@ type JoinRunResponse struct {
 
 func (x *JoinRunResponse) Reset() {
 	*x = JoinRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +4773,7 @@ func (x *JoinRunResponse) String() string {
 func (*JoinRunResponse) ProtoMessage() {}
 
 func (x *JoinRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +4786,7 @@ func (x *JoinRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRunResponse.ProtoReflect.Descriptor instead.
 func (*JoinRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{73}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *JoinRunResponse) GetEvent() *StreamEvent {
@@ -4732,7 +4838,7 @@ type Collection struct {
 
 func (x *Collection) Reset() {
 	*x = Collection{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4850,7 @@ func (x *Collection) String() string {
 func (*Collection) ProtoMessage() {}
 
 func (x *Collection) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4863,7 @@ func (x *Collection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Collection.ProtoReflect.Descriptor instead.
 func (*Collection) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Collection) GetCollection() string {
@@ -4869,7 +4975,7 @@ type KnowledgeDocument struct {
 
 func (x *KnowledgeDocument) Reset() {
 	*x = KnowledgeDocument{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4881,7 +4987,7 @@ func (x *KnowledgeDocument) String() string {
 func (*KnowledgeDocument) ProtoMessage() {}
 
 func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4894,7 +5000,7 @@ func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeDocument.ProtoReflect.Descriptor instead.
 func (*KnowledgeDocument) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *KnowledgeDocument) GetDocument() string {
@@ -4995,7 +5101,7 @@ type KnowledgeHit struct {
 
 func (x *KnowledgeHit) Reset() {
 	*x = KnowledgeHit{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5007,7 +5113,7 @@ func (x *KnowledgeHit) String() string {
 func (*KnowledgeHit) ProtoMessage() {}
 
 func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5020,7 +5126,7 @@ func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeHit.ProtoReflect.Descriptor instead.
 func (*KnowledgeHit) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *KnowledgeHit) GetChunkId() string {
@@ -5097,7 +5203,7 @@ type CreateCollectionRequest struct {
 
 func (x *CreateCollectionRequest) Reset() {
 	*x = CreateCollectionRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5109,7 +5215,7 @@ func (x *CreateCollectionRequest) String() string {
 func (*CreateCollectionRequest) ProtoMessage() {}
 
 func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5122,7 +5228,7 @@ func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCollectionRequest.ProtoReflect.Descriptor instead.
 func (*CreateCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *CreateCollectionRequest) GetCollection() *Collection {
@@ -5143,7 +5249,7 @@ type CreateCollectionResponse struct {
 
 func (x *CreateCollectionResponse) Reset() {
 	*x = CreateCollectionResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5155,7 +5261,7 @@ func (x *CreateCollectionResponse) String() string {
 func (*CreateCollectionResponse) ProtoMessage() {}
 
 func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5168,7 +5274,7 @@ func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCollectionResponse.ProtoReflect.Descriptor instead.
 func (*CreateCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CreateCollectionResponse) GetCollection() *Collection {
@@ -5187,7 +5293,7 @@ type ListCollectionsRequest struct {
 
 func (x *ListCollectionsRequest) Reset() {
 	*x = ListCollectionsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5199,7 +5305,7 @@ func (x *ListCollectionsRequest) String() string {
 func (*ListCollectionsRequest) ProtoMessage() {}
 
 func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5212,7 +5318,7 @@ func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListCollectionsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
 }
 
 // ListCollectionsResponse lists collections.
@@ -5227,7 +5333,7 @@ type ListCollectionsResponse struct {
 
 func (x *ListCollectionsResponse) Reset() {
 	*x = ListCollectionsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5239,7 +5345,7 @@ func (x *ListCollectionsResponse) String() string {
 func (*ListCollectionsResponse) ProtoMessage() {}
 
 func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5252,7 +5358,7 @@ func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListCollectionsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListCollectionsResponse) GetCollections() []*Collection {
@@ -5273,7 +5379,7 @@ type DeleteCollectionRequest struct {
 
 func (x *DeleteCollectionRequest) Reset() {
 	*x = DeleteCollectionRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5285,7 +5391,7 @@ func (x *DeleteCollectionRequest) String() string {
 func (*DeleteCollectionRequest) ProtoMessage() {}
 
 func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5298,7 +5404,7 @@ func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *DeleteCollectionRequest) GetCollection() string {
@@ -5317,7 +5423,7 @@ type DeleteCollectionResponse struct {
 
 func (x *DeleteCollectionResponse) Reset() {
 	*x = DeleteCollectionResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5329,7 +5435,7 @@ func (x *DeleteCollectionResponse) String() string {
 func (*DeleteCollectionResponse) ProtoMessage() {}
 
 func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5342,7 +5448,7 @@ func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
 }
 
 // AddDocumentRequest adds a document from text or from a workspace file.
@@ -5375,7 +5481,7 @@ type AddDocumentRequest struct {
 
 func (x *AddDocumentRequest) Reset() {
 	*x = AddDocumentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5387,7 +5493,7 @@ func (x *AddDocumentRequest) String() string {
 func (*AddDocumentRequest) ProtoMessage() {}
 
 func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5400,7 +5506,7 @@ func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddDocumentRequest.ProtoReflect.Descriptor instead.
 func (*AddDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AddDocumentRequest) GetCollection() string {
@@ -5477,7 +5583,7 @@ type AddDocumentResponse struct {
 
 func (x *AddDocumentResponse) Reset() {
 	*x = AddDocumentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5489,7 +5595,7 @@ func (x *AddDocumentResponse) String() string {
 func (*AddDocumentResponse) ProtoMessage() {}
 
 func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5502,7 +5608,7 @@ func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddDocumentResponse.ProtoReflect.Descriptor instead.
 func (*AddDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AddDocumentResponse) GetDocument() *KnowledgeDocument {
@@ -5537,7 +5643,7 @@ type ListDocumentsRequest struct {
 
 func (x *ListDocumentsRequest) Reset() {
 	*x = ListDocumentsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5549,7 +5655,7 @@ func (x *ListDocumentsRequest) String() string {
 func (*ListDocumentsRequest) ProtoMessage() {}
 
 func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5562,7 +5668,7 @@ func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentsRequest.ProtoReflect.Descriptor instead.
 func (*ListDocumentsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListDocumentsRequest) GetCollection() string {
@@ -5583,7 +5689,7 @@ type ListDocumentsResponse struct {
 
 func (x *ListDocumentsResponse) Reset() {
 	*x = ListDocumentsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5595,7 +5701,7 @@ func (x *ListDocumentsResponse) String() string {
 func (*ListDocumentsResponse) ProtoMessage() {}
 
 func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5608,7 +5714,7 @@ func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentsResponse.ProtoReflect.Descriptor instead.
 func (*ListDocumentsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListDocumentsResponse) GetDocuments() []*KnowledgeDocument {
@@ -5631,7 +5737,7 @@ type DeleteDocumentRequest struct {
 
 func (x *DeleteDocumentRequest) Reset() {
 	*x = DeleteDocumentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5643,7 +5749,7 @@ func (x *DeleteDocumentRequest) String() string {
 func (*DeleteDocumentRequest) ProtoMessage() {}
 
 func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5656,7 +5762,7 @@ func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDocumentRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *DeleteDocumentRequest) GetCollection() string {
@@ -5684,7 +5790,7 @@ type DeleteDocumentResponse struct {
 
 func (x *DeleteDocumentResponse) Reset() {
 	*x = DeleteDocumentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5696,7 +5802,7 @@ func (x *DeleteDocumentResponse) String() string {
 func (*DeleteDocumentResponse) ProtoMessage() {}
 
 func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5709,7 +5815,7 @@ func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDocumentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DeleteDocumentResponse) GetDeletedChunks() int32 {
@@ -5740,7 +5846,7 @@ type SearchKnowledgeRequest struct {
 
 func (x *SearchKnowledgeRequest) Reset() {
 	*x = SearchKnowledgeRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5752,7 +5858,7 @@ func (x *SearchKnowledgeRequest) String() string {
 func (*SearchKnowledgeRequest) ProtoMessage() {}
 
 func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5765,7 +5871,7 @@ func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchKnowledgeRequest.ProtoReflect.Descriptor instead.
 func (*SearchKnowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *SearchKnowledgeRequest) GetCollection() string {
@@ -5816,7 +5922,7 @@ type SearchKnowledgeResponse struct {
 
 func (x *SearchKnowledgeResponse) Reset() {
 	*x = SearchKnowledgeResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5828,7 +5934,7 @@ func (x *SearchKnowledgeResponse) String() string {
 func (*SearchKnowledgeResponse) ProtoMessage() {}
 
 func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5841,7 +5947,7 @@ func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchKnowledgeResponse.ProtoReflect.Descriptor instead.
 func (*SearchKnowledgeResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *SearchKnowledgeResponse) GetHits() []*KnowledgeHit {
@@ -5869,7 +5975,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5881,7 +5987,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5894,7 +6000,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -5916,7 +6022,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5928,7 +6034,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5941,7 +6047,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *StopRunResponse) GetRun() *Run {
@@ -5962,7 +6068,7 @@ type ContinueRunRequest struct {
 
 func (x *ContinueRunRequest) Reset() {
 	*x = ContinueRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5974,7 +6080,7 @@ func (x *ContinueRunRequest) String() string {
 func (*ContinueRunRequest) ProtoMessage() {}
 
 func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5987,7 +6093,7 @@ func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueRunRequest.ProtoReflect.Descriptor instead.
 func (*ContinueRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ContinueRunRequest) GetRunId() string {
@@ -6008,7 +6114,7 @@ type ContinueRunResponse struct {
 
 func (x *ContinueRunResponse) Reset() {
 	*x = ContinueRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6020,7 +6126,7 @@ func (x *ContinueRunResponse) String() string {
 func (*ContinueRunResponse) ProtoMessage() {}
 
 func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6033,7 +6139,7 @@ func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueRunResponse.ProtoReflect.Descriptor instead.
 func (*ContinueRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ContinueRunResponse) GetRun() *Run {
@@ -6068,7 +6174,7 @@ type Subagent struct {
 
 func (x *Subagent) Reset() {
 	*x = Subagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6080,7 +6186,7 @@ func (x *Subagent) String() string {
 func (*Subagent) ProtoMessage() {}
 
 func (x *Subagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6093,7 +6199,7 @@ func (x *Subagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
 func (*Subagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Subagent) GetName() string {
@@ -6174,7 +6280,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6186,7 +6292,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6199,7 +6305,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Task) GetTaskId() string {
@@ -6297,7 +6403,7 @@ type ListThreadTasksRequest struct {
 
 func (x *ListThreadTasksRequest) Reset() {
 	*x = ListThreadTasksRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6309,7 +6415,7 @@ func (x *ListThreadTasksRequest) String() string {
 func (*ListThreadTasksRequest) ProtoMessage() {}
 
 func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6322,7 +6428,7 @@ func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListThreadTasksRequest) GetThreadId() string {
@@ -6343,7 +6449,7 @@ type ListThreadTasksResponse struct {
 
 func (x *ListThreadTasksResponse) Reset() {
 	*x = ListThreadTasksResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6355,7 +6461,7 @@ func (x *ListThreadTasksResponse) String() string {
 func (*ListThreadTasksResponse) ProtoMessage() {}
 
 func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6368,7 +6474,7 @@ func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListThreadTasksResponse) GetTasks() []*Task {
@@ -6389,7 +6495,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6401,7 +6507,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6414,7 +6520,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -6435,7 +6541,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6447,7 +6553,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6460,7 +6566,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -6481,7 +6587,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6493,7 +6599,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6506,7 +6612,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -6527,7 +6633,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6539,7 +6645,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6552,7 +6658,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -6573,7 +6679,8 @@ type AcpAgent struct {
 	// args are the command's arguments.
 	Args []string `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"`
 	// env holds extra environment variables of the command (an API key,
-	// typically); returned as "[REDACTED]".
+	// typically); a credential's value is returned as "[REDACTED]" (see
+	// Agent.mcp_servers).
 	Env map[string]string `protobuf:"bytes,3,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// state_dir is where the agent keeps its own files (HOME and XDG_*
 	// point there), on the workspace volume so sessions survive a restart
@@ -6585,7 +6692,7 @@ type AcpAgent struct {
 
 func (x *AcpAgent) Reset() {
 	*x = AcpAgent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6597,7 +6704,7 @@ func (x *AcpAgent) String() string {
 func (*AcpAgent) ProtoMessage() {}
 
 func (x *AcpAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6610,7 +6717,7 @@ func (x *AcpAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcpAgent.ProtoReflect.Descriptor instead.
 func (*AcpAgent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *AcpAgent) GetCommand() string {
@@ -6670,7 +6777,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6682,7 +6789,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6695,7 +6802,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *McpServer) GetName() string {
@@ -6784,7 +6891,7 @@ type RunEventData struct {
 
 func (x *RunEventData) Reset() {
 	*x = RunEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6796,7 +6903,7 @@ func (x *RunEventData) String() string {
 func (*RunEventData) ProtoMessage() {}
 
 func (x *RunEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6809,7 +6916,7 @@ func (x *RunEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEventData.ProtoReflect.Descriptor instead.
 func (*RunEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RunEventData) GetKind() isRunEventData_Kind {
@@ -7130,7 +7237,7 @@ type RunStartData struct {
 
 func (x *RunStartData) Reset() {
 	*x = RunStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7142,7 +7249,7 @@ func (x *RunStartData) String() string {
 func (*RunStartData) ProtoMessage() {}
 
 func (x *RunStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7155,7 +7262,7 @@ func (x *RunStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStartData.ProtoReflect.Descriptor instead.
 func (*RunStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RunStartData) GetRunId() string {
@@ -7191,7 +7298,7 @@ type DeltaData struct {
 
 func (x *DeltaData) Reset() {
 	*x = DeltaData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7203,7 +7310,7 @@ func (x *DeltaData) String() string {
 func (*DeltaData) ProtoMessage() {}
 
 func (x *DeltaData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7216,7 +7323,7 @@ func (x *DeltaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeltaData.ProtoReflect.Descriptor instead.
 func (*DeltaData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *DeltaData) GetDelta() string {
@@ -7242,7 +7349,7 @@ type ToolStartData struct {
 
 func (x *ToolStartData) Reset() {
 	*x = ToolStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7254,7 +7361,7 @@ func (x *ToolStartData) String() string {
 func (*ToolStartData) ProtoMessage() {}
 
 func (x *ToolStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7267,7 +7374,7 @@ func (x *ToolStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStartData.ProtoReflect.Descriptor instead.
 func (*ToolStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *ToolStartData) GetArgs() *structpb.Struct {
@@ -7306,7 +7413,7 @@ type ToolEndData struct {
 
 func (x *ToolEndData) Reset() {
 	*x = ToolEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7318,7 +7425,7 @@ func (x *ToolEndData) String() string {
 func (*ToolEndData) ProtoMessage() {}
 
 func (x *ToolEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7331,7 +7438,7 @@ func (x *ToolEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEndData.ProtoReflect.Descriptor instead.
 func (*ToolEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ToolEndData) GetOutput() string {
@@ -7366,7 +7473,7 @@ type TodosData struct {
 
 func (x *TodosData) Reset() {
 	*x = TodosData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7378,7 +7485,7 @@ func (x *TodosData) String() string {
 func (*TodosData) ProtoMessage() {}
 
 func (x *TodosData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7391,7 +7498,7 @@ func (x *TodosData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TodosData.ProtoReflect.Descriptor instead.
 func (*TodosData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *TodosData) GetTodos() []*Todo {
@@ -7425,7 +7532,7 @@ type InterruptData struct {
 
 func (x *InterruptData) Reset() {
 	*x = InterruptData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7437,7 +7544,7 @@ func (x *InterruptData) String() string {
 func (*InterruptData) ProtoMessage() {}
 
 func (x *InterruptData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7450,7 +7557,7 @@ func (x *InterruptData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptData.ProtoReflect.Descriptor instead.
 func (*InterruptData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *InterruptData) GetToolCalls() []*ToolCall {
@@ -7510,7 +7617,7 @@ type KnowledgeRetrievalData struct {
 
 func (x *KnowledgeRetrievalData) Reset() {
 	*x = KnowledgeRetrievalData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7522,7 +7629,7 @@ func (x *KnowledgeRetrievalData) String() string {
 func (*KnowledgeRetrievalData) ProtoMessage() {}
 
 func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7535,7 +7642,7 @@ func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeRetrievalData.ProtoReflect.Descriptor instead.
 func (*KnowledgeRetrievalData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *KnowledgeRetrievalData) GetQuery() string {
@@ -7586,7 +7693,7 @@ type KnowledgeSource struct {
 
 func (x *KnowledgeSource) Reset() {
 	*x = KnowledgeSource{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7598,7 +7705,7 @@ func (x *KnowledgeSource) String() string {
 func (*KnowledgeSource) ProtoMessage() {}
 
 func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7611,7 +7718,7 @@ func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeSource.ProtoReflect.Descriptor instead.
 func (*KnowledgeSource) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *KnowledgeSource) GetN() int32 {
@@ -7690,7 +7797,7 @@ type UsageData struct {
 
 func (x *UsageData) Reset() {
 	*x = UsageData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7702,7 +7809,7 @@ func (x *UsageData) String() string {
 func (*UsageData) ProtoMessage() {}
 
 func (x *UsageData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7715,7 +7822,7 @@ func (x *UsageData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageData.ProtoReflect.Descriptor instead.
 func (*UsageData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *UsageData) GetInputTokens() int32 {
@@ -7756,7 +7863,7 @@ type SubagentStartData struct {
 
 func (x *SubagentStartData) Reset() {
 	*x = SubagentStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7768,7 +7875,7 @@ func (x *SubagentStartData) String() string {
 func (*SubagentStartData) ProtoMessage() {}
 
 func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7781,7 +7888,7 @@ func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStartData.ProtoReflect.Descriptor instead.
 func (*SubagentStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *SubagentStartData) GetName() string {
@@ -7857,7 +7964,7 @@ type SubagentEventData struct {
 
 func (x *SubagentEventData) Reset() {
 	*x = SubagentEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7869,7 +7976,7 @@ func (x *SubagentEventData) String() string {
 func (*SubagentEventData) ProtoMessage() {}
 
 func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7882,7 +7989,7 @@ func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEventData.ProtoReflect.Descriptor instead.
 func (*SubagentEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *SubagentEventData) GetName() string {
@@ -7950,7 +8057,7 @@ type ChildEvent struct {
 
 func (x *ChildEvent) Reset() {
 	*x = ChildEvent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7962,7 +8069,7 @@ func (x *ChildEvent) String() string {
 func (*ChildEvent) ProtoMessage() {}
 
 func (x *ChildEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7975,7 +8082,7 @@ func (x *ChildEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildEvent.ProtoReflect.Descriptor instead.
 func (*ChildEvent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *ChildEvent) GetEvent() string {
@@ -8026,7 +8133,7 @@ type SubagentEndData struct {
 
 func (x *SubagentEndData) Reset() {
 	*x = SubagentEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8038,7 +8145,7 @@ func (x *SubagentEndData) String() string {
 func (*SubagentEndData) ProtoMessage() {}
 
 func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8051,7 +8158,7 @@ func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEndData.ProtoReflect.Descriptor instead.
 func (*SubagentEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *SubagentEndData) GetName() string {
@@ -8143,7 +8250,7 @@ type TaskEventData struct {
 
 func (x *TaskEventData) Reset() {
 	*x = TaskEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8155,7 +8262,7 @@ func (x *TaskEventData) String() string {
 func (*TaskEventData) ProtoMessage() {}
 
 func (x *TaskEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8168,7 +8275,7 @@ func (x *TaskEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEventData.ProtoReflect.Descriptor instead.
 func (*TaskEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *TaskEventData) GetTaskId() string {
@@ -8258,7 +8365,7 @@ type TaskSubagent struct {
 
 func (x *TaskSubagent) Reset() {
 	*x = TaskSubagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8270,7 +8377,7 @@ func (x *TaskSubagent) String() string {
 func (*TaskSubagent) ProtoMessage() {}
 
 func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8283,7 +8390,7 @@ func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubagent.ProtoReflect.Descriptor instead.
 func (*TaskSubagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *TaskSubagent) GetName() string {
@@ -8326,7 +8433,7 @@ type DoneData struct {
 
 func (x *DoneData) Reset() {
 	*x = DoneData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8338,7 +8445,7 @@ func (x *DoneData) String() string {
 func (*DoneData) ProtoMessage() {}
 
 func (x *DoneData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8351,7 +8458,7 @@ func (x *DoneData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoneData.ProtoReflect.Descriptor instead.
 func (*DoneData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *DoneData) GetStopReason() string {
@@ -8380,7 +8487,7 @@ type ErrorData struct {
 
 func (x *ErrorData) Reset() {
 	*x = ErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8392,7 +8499,7 @@ func (x *ErrorData) String() string {
 func (*ErrorData) ProtoMessage() {}
 
 func (x *ErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8405,7 +8512,7 @@ func (x *ErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorData.ProtoReflect.Descriptor instead.
 func (*ErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *ErrorData) GetMessage() string {
@@ -8544,6 +8651,11 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x0fGetAgentRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\">\n" +
 	"\x10GetAgentResponse\x12*\n" +
+	"\x05agent\x18\x01 \x01(\v2\x14.wick.agent.v1.AgentR\x05agent\"[\n" +
+	"\x12UpdateAgentRequest\x12\x19\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12*\n" +
+	"\x05agent\x18\x02 \x01(\v2\x14.wick.agent.v1.AgentR\x05agent\"A\n" +
+	"\x13UpdateAgentResponse\x12*\n" +
 	"\x05agent\x18\x01 \x01(\v2\x14.wick.agent.v1.AgentR\x05agent\"/\n" +
 	"\x12DeleteAgentRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\"j\n" +
@@ -9083,12 +9195,13 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04code\x18\x02 \x01(\tB\x03\xe0A\x02R\x04code\x12$\n" +
 	"\vstop_reason\x18\x03 \x01(\tH\x00R\n" +
 	"stopReason\x88\x01\x01B\x0e\n" +
-	"\f_stop_reason2\xba$\n" +
+	"\f_stop_reason2\xb3%\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
 	"\vCreateAgent\x12!.wick.agent.v1.CreateAgentRequest\x1a\".wick.agent.v1.CreateAgentResponse\"\x16\x82\xd3\xe4\x93\x02\x10:\x05agent\"\a/agents\x12g\n" +
-	"\bGetAgent\x12\x1e.wick.agent.v1.GetAgentRequest\x1a\x1f.wick.agent.v1.GetAgentResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/agents/{agent_id}\x12p\n" +
+	"\bGetAgent\x12\x1e.wick.agent.v1.GetAgentRequest\x1a\x1f.wick.agent.v1.GetAgentResponse\"\x1a\x82\xd3\xe4\x93\x02\x14\x12\x12/agents/{agent_id}\x12w\n" +
+	"\vUpdateAgent\x12!.wick.agent.v1.UpdateAgentRequest\x1a\".wick.agent.v1.UpdateAgentResponse\"!\x82\xd3\xe4\x93\x02\x1b:\x05agent\x1a\x12/agents/{agent_id}\x12p\n" +
 	"\vDeleteAgent\x12!.wick.agent.v1.DeleteAgentRequest\x1a\".wick.agent.v1.DeleteAgentResponse\"\x1a\x82\xd3\xe4\x93\x02\x14*\x12/agents/{agent_id}\x12k\n" +
 	"\x06Invoke\x12\x1c.wick.agent.v1.InvokeRequest\x1a\x1d.wick.agent.v1.InvokeResponse\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/agents/{agent_id}/invoke\x12t\n" +
 	"\x06Stream\x12\x1c.wick.agent.v1.StreamRequest\x1a\x1d.wick.agent.v1.StreamResponse\"+\x82\xd3\xe4\x93\x02%:\x01*b\x05event\"\x19/agents/{agent_id}/stream0\x01\x12\x81\x01\n" +
@@ -9143,7 +9256,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 134)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 136)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -9161,318 +9274,324 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*CreateAgentResponse)(nil),         // 13: wick.agent.v1.CreateAgentResponse
 	(*GetAgentRequest)(nil),             // 14: wick.agent.v1.GetAgentRequest
 	(*GetAgentResponse)(nil),            // 15: wick.agent.v1.GetAgentResponse
-	(*DeleteAgentRequest)(nil),          // 16: wick.agent.v1.DeleteAgentRequest
-	(*DeleteAgentResponse)(nil),         // 17: wick.agent.v1.DeleteAgentResponse
-	(*InvokeRequest)(nil),               // 18: wick.agent.v1.InvokeRequest
-	(*InvokeResponse)(nil),              // 19: wick.agent.v1.InvokeResponse
-	(*StreamRequest)(nil),               // 20: wick.agent.v1.StreamRequest
-	(*StreamResponse)(nil),              // 21: wick.agent.v1.StreamResponse
-	(*SwitchBackendRequest)(nil),        // 22: wick.agent.v1.SwitchBackendRequest
-	(*SwitchBackendResponse)(nil),       // 23: wick.agent.v1.SwitchBackendResponse
-	(*ControlContainerRequest)(nil),     // 24: wick.agent.v1.ControlContainerRequest
-	(*ControlContainerResponse)(nil),    // 25: wick.agent.v1.ControlContainerResponse
-	(*HookStatus)(nil),                  // 26: wick.agent.v1.HookStatus
-	(*UpdateHooksRequest)(nil),          // 27: wick.agent.v1.UpdateHooksRequest
-	(*UpdateHooksResponse)(nil),         // 28: wick.agent.v1.UpdateHooksResponse
-	(*FileEntry)(nil),                   // 29: wick.agent.v1.FileEntry
-	(*ListFilesRequest)(nil),            // 30: wick.agent.v1.ListFilesRequest
-	(*ListFilesResponse)(nil),           // 31: wick.agent.v1.ListFilesResponse
-	(*ReadFileRequest)(nil),             // 32: wick.agent.v1.ReadFileRequest
-	(*ReadFileResponse)(nil),            // 33: wick.agent.v1.ReadFileResponse
-	(*WriteFileRequest)(nil),            // 34: wick.agent.v1.WriteFileRequest
-	(*WriteFileResponse)(nil),           // 35: wick.agent.v1.WriteFileResponse
-	(*DownloadFileRequest)(nil),         // 36: wick.agent.v1.DownloadFileRequest
-	(*DownloadFileResponse)(nil),        // 37: wick.agent.v1.DownloadFileResponse
-	(*UploadFileRequest)(nil),           // 38: wick.agent.v1.UploadFileRequest
-	(*UploadFileHeader)(nil),            // 39: wick.agent.v1.UploadFileHeader
-	(*UploadFileResponse)(nil),          // 40: wick.agent.v1.UploadFileResponse
-	(*TerminalRequest)(nil),             // 41: wick.agent.v1.TerminalRequest
-	(*TerminalStart)(nil),               // 42: wick.agent.v1.TerminalStart
-	(*TerminalSize)(nil),                // 43: wick.agent.v1.TerminalSize
-	(*TerminalResponse)(nil),            // 44: wick.agent.v1.TerminalResponse
-	(*ToolDefinition)(nil),              // 45: wick.agent.v1.ToolDefinition
-	(*ListToolsRequest)(nil),            // 46: wick.agent.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),           // 47: wick.agent.v1.ListToolsResponse
-	(*RegisterToolRequest)(nil),         // 48: wick.agent.v1.RegisterToolRequest
-	(*RegisterToolResponse)(nil),        // 49: wick.agent.v1.RegisterToolResponse
-	(*DeleteToolRequest)(nil),           // 50: wick.agent.v1.DeleteToolRequest
-	(*DeleteToolResponse)(nil),          // 51: wick.agent.v1.DeleteToolResponse
-	(*Skill)(nil),                       // 52: wick.agent.v1.Skill
-	(*ListAvailableSkillsRequest)(nil),  // 53: wick.agent.v1.ListAvailableSkillsRequest
-	(*ListAvailableSkillsResponse)(nil), // 54: wick.agent.v1.ListAvailableSkillsResponse
-	(*WatchEventsRequest)(nil),          // 55: wick.agent.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),         // 56: wick.agent.v1.WatchEventsResponse
-	(*ThreadSummary)(nil),               // 57: wick.agent.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),          // 58: wick.agent.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),         // 59: wick.agent.v1.ListThreadsResponse
-	(*GetThreadRequest)(nil),            // 60: wick.agent.v1.GetThreadRequest
-	(*GetThreadResponse)(nil),           // 61: wick.agent.v1.GetThreadResponse
-	(*DeleteThreadRequest)(nil),         // 62: wick.agent.v1.DeleteThreadRequest
-	(*DeleteThreadResponse)(nil),        // 63: wick.agent.v1.DeleteThreadResponse
-	(*Run)(nil),                         // 64: wick.agent.v1.Run
-	(*GetRunRequest)(nil),               // 65: wick.agent.v1.GetRunRequest
-	(*GetRunResponse)(nil),              // 66: wick.agent.v1.GetRunResponse
-	(*CancelRunRequest)(nil),            // 67: wick.agent.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),           // 68: wick.agent.v1.CancelRunResponse
-	(*ApprovalDecision)(nil),            // 69: wick.agent.v1.ApprovalDecision
-	(*ResumeRunRequest)(nil),            // 70: wick.agent.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),           // 71: wick.agent.v1.ResumeRunResponse
-	(*JoinRunRequest)(nil),              // 72: wick.agent.v1.JoinRunRequest
-	(*JoinRunResponse)(nil),             // 73: wick.agent.v1.JoinRunResponse
-	(*Collection)(nil),                  // 74: wick.agent.v1.Collection
-	(*KnowledgeDocument)(nil),           // 75: wick.agent.v1.KnowledgeDocument
-	(*KnowledgeHit)(nil),                // 76: wick.agent.v1.KnowledgeHit
-	(*CreateCollectionRequest)(nil),     // 77: wick.agent.v1.CreateCollectionRequest
-	(*CreateCollectionResponse)(nil),    // 78: wick.agent.v1.CreateCollectionResponse
-	(*ListCollectionsRequest)(nil),      // 79: wick.agent.v1.ListCollectionsRequest
-	(*ListCollectionsResponse)(nil),     // 80: wick.agent.v1.ListCollectionsResponse
-	(*DeleteCollectionRequest)(nil),     // 81: wick.agent.v1.DeleteCollectionRequest
-	(*DeleteCollectionResponse)(nil),    // 82: wick.agent.v1.DeleteCollectionResponse
-	(*AddDocumentRequest)(nil),          // 83: wick.agent.v1.AddDocumentRequest
-	(*AddDocumentResponse)(nil),         // 84: wick.agent.v1.AddDocumentResponse
-	(*ListDocumentsRequest)(nil),        // 85: wick.agent.v1.ListDocumentsRequest
-	(*ListDocumentsResponse)(nil),       // 86: wick.agent.v1.ListDocumentsResponse
-	(*DeleteDocumentRequest)(nil),       // 87: wick.agent.v1.DeleteDocumentRequest
-	(*DeleteDocumentResponse)(nil),      // 88: wick.agent.v1.DeleteDocumentResponse
-	(*SearchKnowledgeRequest)(nil),      // 89: wick.agent.v1.SearchKnowledgeRequest
-	(*SearchKnowledgeResponse)(nil),     // 90: wick.agent.v1.SearchKnowledgeResponse
-	(*StopRunRequest)(nil),              // 91: wick.agent.v1.StopRunRequest
-	(*StopRunResponse)(nil),             // 92: wick.agent.v1.StopRunResponse
-	(*ContinueRunRequest)(nil),          // 93: wick.agent.v1.ContinueRunRequest
-	(*ContinueRunResponse)(nil),         // 94: wick.agent.v1.ContinueRunResponse
-	(*Subagent)(nil),                    // 95: wick.agent.v1.Subagent
-	(*Task)(nil),                        // 96: wick.agent.v1.Task
-	(*ListThreadTasksRequest)(nil),      // 97: wick.agent.v1.ListThreadTasksRequest
-	(*ListThreadTasksResponse)(nil),     // 98: wick.agent.v1.ListThreadTasksResponse
-	(*GetTaskRequest)(nil),              // 99: wick.agent.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 100: wick.agent.v1.GetTaskResponse
-	(*CancelTaskRequest)(nil),           // 101: wick.agent.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 102: wick.agent.v1.CancelTaskResponse
-	(*AcpAgent)(nil),                    // 103: wick.agent.v1.AcpAgent
-	(*McpServer)(nil),                   // 104: wick.agent.v1.McpServer
-	(*RunEventData)(nil),                // 105: wick.agent.v1.RunEventData
-	(*RunStartData)(nil),                // 106: wick.agent.v1.RunStartData
-	(*DeltaData)(nil),                   // 107: wick.agent.v1.DeltaData
-	(*ToolStartData)(nil),               // 108: wick.agent.v1.ToolStartData
-	(*ToolEndData)(nil),                 // 109: wick.agent.v1.ToolEndData
-	(*TodosData)(nil),                   // 110: wick.agent.v1.TodosData
-	(*InterruptData)(nil),               // 111: wick.agent.v1.InterruptData
-	(*KnowledgeRetrievalData)(nil),      // 112: wick.agent.v1.KnowledgeRetrievalData
-	(*KnowledgeSource)(nil),             // 113: wick.agent.v1.KnowledgeSource
-	(*UsageData)(nil),                   // 114: wick.agent.v1.UsageData
-	(*SubagentStartData)(nil),           // 115: wick.agent.v1.SubagentStartData
-	(*SubagentEventData)(nil),           // 116: wick.agent.v1.SubagentEventData
-	(*ChildEvent)(nil),                  // 117: wick.agent.v1.ChildEvent
-	(*SubagentEndData)(nil),             // 118: wick.agent.v1.SubagentEndData
-	(*TaskEventData)(nil),               // 119: wick.agent.v1.TaskEventData
-	(*TaskSubagent)(nil),                // 120: wick.agent.v1.TaskSubagent
-	(*DoneData)(nil),                    // 121: wick.agent.v1.DoneData
-	(*ErrorData)(nil),                   // 122: wick.agent.v1.ErrorData
-	nil,                                 // 123: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 124: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 125: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 126: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 127: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 128: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 129: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 130: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 131: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 132: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 133: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 134: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 135: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 136: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 137: google.protobuf.Duration
+	(*UpdateAgentRequest)(nil),          // 16: wick.agent.v1.UpdateAgentRequest
+	(*UpdateAgentResponse)(nil),         // 17: wick.agent.v1.UpdateAgentResponse
+	(*DeleteAgentRequest)(nil),          // 18: wick.agent.v1.DeleteAgentRequest
+	(*DeleteAgentResponse)(nil),         // 19: wick.agent.v1.DeleteAgentResponse
+	(*InvokeRequest)(nil),               // 20: wick.agent.v1.InvokeRequest
+	(*InvokeResponse)(nil),              // 21: wick.agent.v1.InvokeResponse
+	(*StreamRequest)(nil),               // 22: wick.agent.v1.StreamRequest
+	(*StreamResponse)(nil),              // 23: wick.agent.v1.StreamResponse
+	(*SwitchBackendRequest)(nil),        // 24: wick.agent.v1.SwitchBackendRequest
+	(*SwitchBackendResponse)(nil),       // 25: wick.agent.v1.SwitchBackendResponse
+	(*ControlContainerRequest)(nil),     // 26: wick.agent.v1.ControlContainerRequest
+	(*ControlContainerResponse)(nil),    // 27: wick.agent.v1.ControlContainerResponse
+	(*HookStatus)(nil),                  // 28: wick.agent.v1.HookStatus
+	(*UpdateHooksRequest)(nil),          // 29: wick.agent.v1.UpdateHooksRequest
+	(*UpdateHooksResponse)(nil),         // 30: wick.agent.v1.UpdateHooksResponse
+	(*FileEntry)(nil),                   // 31: wick.agent.v1.FileEntry
+	(*ListFilesRequest)(nil),            // 32: wick.agent.v1.ListFilesRequest
+	(*ListFilesResponse)(nil),           // 33: wick.agent.v1.ListFilesResponse
+	(*ReadFileRequest)(nil),             // 34: wick.agent.v1.ReadFileRequest
+	(*ReadFileResponse)(nil),            // 35: wick.agent.v1.ReadFileResponse
+	(*WriteFileRequest)(nil),            // 36: wick.agent.v1.WriteFileRequest
+	(*WriteFileResponse)(nil),           // 37: wick.agent.v1.WriteFileResponse
+	(*DownloadFileRequest)(nil),         // 38: wick.agent.v1.DownloadFileRequest
+	(*DownloadFileResponse)(nil),        // 39: wick.agent.v1.DownloadFileResponse
+	(*UploadFileRequest)(nil),           // 40: wick.agent.v1.UploadFileRequest
+	(*UploadFileHeader)(nil),            // 41: wick.agent.v1.UploadFileHeader
+	(*UploadFileResponse)(nil),          // 42: wick.agent.v1.UploadFileResponse
+	(*TerminalRequest)(nil),             // 43: wick.agent.v1.TerminalRequest
+	(*TerminalStart)(nil),               // 44: wick.agent.v1.TerminalStart
+	(*TerminalSize)(nil),                // 45: wick.agent.v1.TerminalSize
+	(*TerminalResponse)(nil),            // 46: wick.agent.v1.TerminalResponse
+	(*ToolDefinition)(nil),              // 47: wick.agent.v1.ToolDefinition
+	(*ListToolsRequest)(nil),            // 48: wick.agent.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),           // 49: wick.agent.v1.ListToolsResponse
+	(*RegisterToolRequest)(nil),         // 50: wick.agent.v1.RegisterToolRequest
+	(*RegisterToolResponse)(nil),        // 51: wick.agent.v1.RegisterToolResponse
+	(*DeleteToolRequest)(nil),           // 52: wick.agent.v1.DeleteToolRequest
+	(*DeleteToolResponse)(nil),          // 53: wick.agent.v1.DeleteToolResponse
+	(*Skill)(nil),                       // 54: wick.agent.v1.Skill
+	(*ListAvailableSkillsRequest)(nil),  // 55: wick.agent.v1.ListAvailableSkillsRequest
+	(*ListAvailableSkillsResponse)(nil), // 56: wick.agent.v1.ListAvailableSkillsResponse
+	(*WatchEventsRequest)(nil),          // 57: wick.agent.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),         // 58: wick.agent.v1.WatchEventsResponse
+	(*ThreadSummary)(nil),               // 59: wick.agent.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),          // 60: wick.agent.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),         // 61: wick.agent.v1.ListThreadsResponse
+	(*GetThreadRequest)(nil),            // 62: wick.agent.v1.GetThreadRequest
+	(*GetThreadResponse)(nil),           // 63: wick.agent.v1.GetThreadResponse
+	(*DeleteThreadRequest)(nil),         // 64: wick.agent.v1.DeleteThreadRequest
+	(*DeleteThreadResponse)(nil),        // 65: wick.agent.v1.DeleteThreadResponse
+	(*Run)(nil),                         // 66: wick.agent.v1.Run
+	(*GetRunRequest)(nil),               // 67: wick.agent.v1.GetRunRequest
+	(*GetRunResponse)(nil),              // 68: wick.agent.v1.GetRunResponse
+	(*CancelRunRequest)(nil),            // 69: wick.agent.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),           // 70: wick.agent.v1.CancelRunResponse
+	(*ApprovalDecision)(nil),            // 71: wick.agent.v1.ApprovalDecision
+	(*ResumeRunRequest)(nil),            // 72: wick.agent.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),           // 73: wick.agent.v1.ResumeRunResponse
+	(*JoinRunRequest)(nil),              // 74: wick.agent.v1.JoinRunRequest
+	(*JoinRunResponse)(nil),             // 75: wick.agent.v1.JoinRunResponse
+	(*Collection)(nil),                  // 76: wick.agent.v1.Collection
+	(*KnowledgeDocument)(nil),           // 77: wick.agent.v1.KnowledgeDocument
+	(*KnowledgeHit)(nil),                // 78: wick.agent.v1.KnowledgeHit
+	(*CreateCollectionRequest)(nil),     // 79: wick.agent.v1.CreateCollectionRequest
+	(*CreateCollectionResponse)(nil),    // 80: wick.agent.v1.CreateCollectionResponse
+	(*ListCollectionsRequest)(nil),      // 81: wick.agent.v1.ListCollectionsRequest
+	(*ListCollectionsResponse)(nil),     // 82: wick.agent.v1.ListCollectionsResponse
+	(*DeleteCollectionRequest)(nil),     // 83: wick.agent.v1.DeleteCollectionRequest
+	(*DeleteCollectionResponse)(nil),    // 84: wick.agent.v1.DeleteCollectionResponse
+	(*AddDocumentRequest)(nil),          // 85: wick.agent.v1.AddDocumentRequest
+	(*AddDocumentResponse)(nil),         // 86: wick.agent.v1.AddDocumentResponse
+	(*ListDocumentsRequest)(nil),        // 87: wick.agent.v1.ListDocumentsRequest
+	(*ListDocumentsResponse)(nil),       // 88: wick.agent.v1.ListDocumentsResponse
+	(*DeleteDocumentRequest)(nil),       // 89: wick.agent.v1.DeleteDocumentRequest
+	(*DeleteDocumentResponse)(nil),      // 90: wick.agent.v1.DeleteDocumentResponse
+	(*SearchKnowledgeRequest)(nil),      // 91: wick.agent.v1.SearchKnowledgeRequest
+	(*SearchKnowledgeResponse)(nil),     // 92: wick.agent.v1.SearchKnowledgeResponse
+	(*StopRunRequest)(nil),              // 93: wick.agent.v1.StopRunRequest
+	(*StopRunResponse)(nil),             // 94: wick.agent.v1.StopRunResponse
+	(*ContinueRunRequest)(nil),          // 95: wick.agent.v1.ContinueRunRequest
+	(*ContinueRunResponse)(nil),         // 96: wick.agent.v1.ContinueRunResponse
+	(*Subagent)(nil),                    // 97: wick.agent.v1.Subagent
+	(*Task)(nil),                        // 98: wick.agent.v1.Task
+	(*ListThreadTasksRequest)(nil),      // 99: wick.agent.v1.ListThreadTasksRequest
+	(*ListThreadTasksResponse)(nil),     // 100: wick.agent.v1.ListThreadTasksResponse
+	(*GetTaskRequest)(nil),              // 101: wick.agent.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 102: wick.agent.v1.GetTaskResponse
+	(*CancelTaskRequest)(nil),           // 103: wick.agent.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 104: wick.agent.v1.CancelTaskResponse
+	(*AcpAgent)(nil),                    // 105: wick.agent.v1.AcpAgent
+	(*McpServer)(nil),                   // 106: wick.agent.v1.McpServer
+	(*RunEventData)(nil),                // 107: wick.agent.v1.RunEventData
+	(*RunStartData)(nil),                // 108: wick.agent.v1.RunStartData
+	(*DeltaData)(nil),                   // 109: wick.agent.v1.DeltaData
+	(*ToolStartData)(nil),               // 110: wick.agent.v1.ToolStartData
+	(*ToolEndData)(nil),                 // 111: wick.agent.v1.ToolEndData
+	(*TodosData)(nil),                   // 112: wick.agent.v1.TodosData
+	(*InterruptData)(nil),               // 113: wick.agent.v1.InterruptData
+	(*KnowledgeRetrievalData)(nil),      // 114: wick.agent.v1.KnowledgeRetrievalData
+	(*KnowledgeSource)(nil),             // 115: wick.agent.v1.KnowledgeSource
+	(*UsageData)(nil),                   // 116: wick.agent.v1.UsageData
+	(*SubagentStartData)(nil),           // 117: wick.agent.v1.SubagentStartData
+	(*SubagentEventData)(nil),           // 118: wick.agent.v1.SubagentEventData
+	(*ChildEvent)(nil),                  // 119: wick.agent.v1.ChildEvent
+	(*SubagentEndData)(nil),             // 120: wick.agent.v1.SubagentEndData
+	(*TaskEventData)(nil),               // 121: wick.agent.v1.TaskEventData
+	(*TaskSubagent)(nil),                // 122: wick.agent.v1.TaskSubagent
+	(*DoneData)(nil),                    // 123: wick.agent.v1.DoneData
+	(*ErrorData)(nil),                   // 124: wick.agent.v1.ErrorData
+	nil,                                 // 125: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 126: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 127: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 128: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 129: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 130: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 131: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 132: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 133: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 134: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 135: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 136: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 137: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 138: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 139: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	134, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	136, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	123, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	135, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	136, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	105, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
-	136, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	135, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	137, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	136, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	125, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	137, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	138, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	107, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
+	138, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	137, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	139, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	138, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	124, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
-	95,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	104, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
-	103, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
+	126, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	97,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
+	106, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	105, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
 	9,   // 19: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,   // 20: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
 	9,   // 21: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
 	9,   // 22: wick.agent.v1.GetAgentResponse.agent:type_name -> wick.agent.v1.Agent
-	0,   // 23: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
-	0,   // 24: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
-	3,   // 25: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
-	1,   // 26: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
-	0,   // 27: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
-	5,   // 28: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
-	9,   // 29: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	125, // 30: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
-	26,  // 31: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
-	29,  // 32: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
-	39,  // 33: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
-	42,  // 34: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
-	43,  // 35: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
-	43,  // 36: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	134, // 37: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	137, // 38: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	126, // 39: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
-	45,  // 40: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 41: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
-	45,  // 42: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
-	52,  // 43: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,   // 44: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	135, // 45: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	57,  // 46: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,   // 47: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 48: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	135, // 49: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	64,  // 50: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 51: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	134, // 52: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	69,  // 53: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	64,  // 54: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 55: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	135, // 56: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	127, // 57: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	135, // 58: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	128, // 59: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	74,  // 60: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	74,  // 61: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	74,  // 62: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	129, // 63: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	75,  // 64: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	75,  // 65: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	130, // 66: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	76,  // 67: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	64,  // 68: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	64,  // 69: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	136, // 70: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	137, // 71: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	135, // 72: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	135, // 73: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	96,  // 74: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	96,  // 75: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	96,  // 76: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	131, // 77: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	132, // 78: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	133, // 79: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	137, // 80: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	106, // 81: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
-	107, // 82: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
-	107, // 83: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
-	108, // 84: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
-	109, // 85: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
-	110, // 86: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
-	111, // 87: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
-	112, // 88: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
-	114, // 89: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
-	115, // 90: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
-	116, // 91: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
-	118, // 92: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
-	119, // 93: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
-	119, // 94: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
-	119, // 95: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
-	121, // 96: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
-	122, // 97: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	134, // 98: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
-	3,   // 99: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
-	1,   // 100: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
-	113, // 101: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
-	117, // 102: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
-	105, // 103: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
-	120, // 104: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	10,  // 105: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 106: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 107: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 108: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	18,  // 109: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	20,  // 110: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	22,  // 111: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	24,  // 112: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	27,  // 113: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	30,  // 114: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	32,  // 115: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	34,  // 116: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	36,  // 117: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	38,  // 118: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	41,  // 119: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	46,  // 120: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	48,  // 121: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	50,  // 122: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	53,  // 123: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	55,  // 124: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	58,  // 125: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	60,  // 126: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	62,  // 127: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	65,  // 128: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	67,  // 129: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	70,  // 130: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	72,  // 131: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	77,  // 132: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	79,  // 133: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	81,  // 134: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	83,  // 135: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	85,  // 136: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	87,  // 137: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	89,  // 138: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	91,  // 139: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	93,  // 140: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	97,  // 141: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	99,  // 142: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	101, // 143: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	11,  // 144: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 145: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 146: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 147: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	19,  // 148: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	21,  // 149: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	23,  // 150: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	25,  // 151: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	28,  // 152: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	31,  // 153: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	33,  // 154: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	35,  // 155: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	37,  // 156: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	40,  // 157: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	44,  // 158: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	47,  // 159: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	49,  // 160: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	51,  // 161: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	54,  // 162: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	56,  // 163: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	59,  // 164: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	61,  // 165: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	63,  // 166: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	66,  // 167: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	68,  // 168: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	71,  // 169: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	73,  // 170: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	78,  // 171: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	80,  // 172: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	82,  // 173: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	84,  // 174: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	86,  // 175: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	88,  // 176: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	90,  // 177: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	92,  // 178: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	94,  // 179: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	98,  // 180: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	100, // 181: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	102, // 182: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	144, // [144:183] is the sub-list for method output_type
-	105, // [105:144] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	9,   // 23: wick.agent.v1.UpdateAgentRequest.agent:type_name -> wick.agent.v1.Agent
+	9,   // 24: wick.agent.v1.UpdateAgentResponse.agent:type_name -> wick.agent.v1.Agent
+	0,   // 25: wick.agent.v1.InvokeRequest.messages:type_name -> wick.agent.v1.Message
+	0,   // 26: wick.agent.v1.InvokeResponse.messages:type_name -> wick.agent.v1.Message
+	3,   // 27: wick.agent.v1.InvokeResponse.todos:type_name -> wick.agent.v1.Todo
+	1,   // 28: wick.agent.v1.InvokeResponse.interrupt:type_name -> wick.agent.v1.ToolCall
+	0,   // 29: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
+	5,   // 30: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
+	9,   // 31: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
+	127, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	28,  // 33: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
+	31,  // 34: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
+	41,  // 35: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
+	44,  // 36: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
+	45,  // 37: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
+	45,  // 38: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
+	136, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	139, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	128, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	47,  // 42: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
+	47,  // 43: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
+	47,  // 44: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
+	54,  // 45: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
+	6,   // 46: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	137, // 47: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	59,  // 48: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 49: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 50: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	137, // 51: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	66,  // 52: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	66,  // 53: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	136, // 54: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	71,  // 55: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	66,  // 56: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 57: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	137, // 58: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	129, // 59: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	137, // 60: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	130, // 61: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	76,  // 62: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	76,  // 63: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	76,  // 64: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	131, // 65: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	77,  // 66: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	77,  // 67: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	132, // 68: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	78,  // 69: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	66,  // 70: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	66,  // 71: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	138, // 72: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	139, // 73: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	137, // 74: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	137, // 75: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	98,  // 76: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	98,  // 77: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	98,  // 78: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	133, // 79: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	134, // 80: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	135, // 81: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	139, // 82: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	108, // 83: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
+	109, // 84: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
+	109, // 85: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
+	110, // 86: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
+	111, // 87: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
+	112, // 88: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	113, // 89: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	114, // 90: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	116, // 91: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	117, // 92: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	118, // 93: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	120, // 94: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	121, // 95: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	121, // 96: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	121, // 97: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	123, // 98: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	124, // 99: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	136, // 100: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 101: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 102: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	115, // 103: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	119, // 104: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	107, // 105: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	122, // 106: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	10,  // 107: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 108: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 109: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 110: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 111: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 112: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 113: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 114: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 115: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 116: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 117: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 118: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 119: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 120: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 121: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 122: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 123: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 124: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 125: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	55,  // 126: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	57,  // 127: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	60,  // 128: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	62,  // 129: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	64,  // 130: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	67,  // 131: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	69,  // 132: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	72,  // 133: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	74,  // 134: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	79,  // 135: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	81,  // 136: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	83,  // 137: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	85,  // 138: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	87,  // 139: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	89,  // 140: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	91,  // 141: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	93,  // 142: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	95,  // 143: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	99,  // 144: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	101, // 145: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	103, // 146: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	11,  // 147: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 148: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 149: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 150: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 151: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 152: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 153: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 154: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 155: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 156: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 157: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 158: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 159: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 160: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 161: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 162: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 163: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 164: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 165: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	56,  // 166: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	58,  // 167: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	61,  // 168: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	63,  // 169: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	65,  // 170: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	68,  // 171: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	70,  // 172: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	73,  // 173: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	75,  // 174: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	80,  // 175: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	82,  // 176: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	84,  // 177: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	86,  // 178: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	88,  // 179: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	90,  // 180: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	92,  // 181: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	94,  // 182: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	96,  // 183: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	100, // 184: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	102, // 185: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	104, // 186: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	147, // [147:187] is the sub-list for method output_type
+	107, // [107:147] is the sub-list for method input_type
+	107, // [107:107] is the sub-list for extension type_name
+	107, // [107:107] is the sub-list for extension extendee
+	0,   // [0:107] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -9482,21 +9601,21 @@ func file_wick_agent_v1_agent_proto_init() {
 	}
 	file_wick_agent_v1_agent_proto_msgTypes[7].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[9].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[38].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[40].OneofWrappers = []any{
 		(*UploadFileRequest_Header)(nil),
 		(*UploadFileRequest_Data)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[41].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[43].OneofWrappers = []any{
 		(*TerminalRequest_Start)(nil),
 		(*TerminalRequest_Input)(nil),
 		(*TerminalRequest_Resize)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[44].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[46].OneofWrappers = []any{
 		(*TerminalResponse_Output)(nil),
 		(*TerminalResponse_ExitCode)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[89].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[105].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[91].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[107].OneofWrappers = []any{
 		(*RunEventData_OnRunStart)(nil),
 		(*RunEventData_OnChatModelStream)(nil),
 		(*RunEventData_OnThoughtStream)(nil),
@@ -9515,25 +9634,25 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*RunEventData_Done)(nil),
 		(*RunEventData_Error)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[108].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[109].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[110].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[113].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[114].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[115].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[116].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[117].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[118].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[119].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[120].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[121].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[122].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[123].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[124].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   134,
+			NumMessages:   136,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	AgentService_ListAgents_FullMethodName          = "/wick.agent.v1.AgentService/ListAgents"
 	AgentService_CreateAgent_FullMethodName         = "/wick.agent.v1.AgentService/CreateAgent"
 	AgentService_GetAgent_FullMethodName            = "/wick.agent.v1.AgentService/GetAgent"
+	AgentService_UpdateAgent_FullMethodName         = "/wick.agent.v1.AgentService/UpdateAgent"
 	AgentService_DeleteAgent_FullMethodName         = "/wick.agent.v1.AgentService/DeleteAgent"
 	AgentService_Invoke_FullMethodName              = "/wick.agent.v1.AgentService/Invoke"
 	AgentService_Stream_FullMethodName              = "/wick.agent.v1.AgentService/Stream"
@@ -78,6 +79,11 @@ type AgentServiceClient interface {
 	CreateAgent(ctx context.Context, in *CreateAgentRequest, opts ...grpc.CallOption) (*CreateAgentResponse, error)
 	// GetAgent describes one agent.
 	GetAgent(ctx context.Context, in *GetAgentRequest, opts ...grpc.CallOption) (*GetAgentResponse, error)
+	// UpdateAgent replaces the caller's agent's configuration with the one
+	// given (a template is copied for the caller first). An env or header
+	// value sent back as "[REDACTED]", as GetAgent shows it, keeps the value
+	// stored for that key.
+	UpdateAgent(ctx context.Context, in *UpdateAgentRequest, opts ...grpc.CallOption) (*UpdateAgentResponse, error)
 	// DeleteAgent removes the caller's agent and its sandbox.
 	DeleteAgent(ctx context.Context, in *DeleteAgentRequest, opts ...grpc.CallOption) (*DeleteAgentResponse, error)
 	// Invoke runs the agent on a message and answers when the run ends.
@@ -208,6 +214,16 @@ func (c *agentServiceClient) GetAgent(ctx context.Context, in *GetAgentRequest, 
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetAgentResponse)
 	err := c.cc.Invoke(ctx, AgentService_GetAgent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *agentServiceClient) UpdateAgent(ctx context.Context, in *UpdateAgentRequest, opts ...grpc.CallOption) (*UpdateAgentResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateAgentResponse)
+	err := c.cc.Invoke(ctx, AgentService_UpdateAgent_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -634,6 +650,11 @@ type AgentServiceServer interface {
 	CreateAgent(context.Context, *CreateAgentRequest) (*CreateAgentResponse, error)
 	// GetAgent describes one agent.
 	GetAgent(context.Context, *GetAgentRequest) (*GetAgentResponse, error)
+	// UpdateAgent replaces the caller's agent's configuration with the one
+	// given (a template is copied for the caller first). An env or header
+	// value sent back as "[REDACTED]", as GetAgent shows it, keeps the value
+	// stored for that key.
+	UpdateAgent(context.Context, *UpdateAgentRequest) (*UpdateAgentResponse, error)
 	// DeleteAgent removes the caller's agent and its sandbox.
 	DeleteAgent(context.Context, *DeleteAgentRequest) (*DeleteAgentResponse, error)
 	// Invoke runs the agent on a message and answers when the run ends.
@@ -748,6 +769,9 @@ func (UnimplementedAgentServiceServer) CreateAgent(context.Context, *CreateAgent
 }
 func (UnimplementedAgentServiceServer) GetAgent(context.Context, *GetAgentRequest) (*GetAgentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetAgent not implemented")
+}
+func (UnimplementedAgentServiceServer) UpdateAgent(context.Context, *UpdateAgentRequest) (*UpdateAgentResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateAgent not implemented")
 }
 func (UnimplementedAgentServiceServer) DeleteAgent(context.Context, *DeleteAgentRequest) (*DeleteAgentResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteAgent not implemented")
@@ -928,6 +952,24 @@ func _AgentService_GetAgent_Handler(srv interface{}, ctx context.Context, dec fu
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AgentServiceServer).GetAgent(ctx, req.(*GetAgentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AgentService_UpdateAgent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateAgentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).UpdateAgent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_UpdateAgent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).UpdateAgent(ctx, req.(*UpdateAgentRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1548,6 +1590,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetAgent",
 			Handler:    _AgentService_GetAgent_Handler,
+		},
+		{
+			MethodName: "UpdateAgent",
+			Handler:    _AgentService_UpdateAgent_Handler,
 		},
 		{
 			MethodName: "DeleteAgent",

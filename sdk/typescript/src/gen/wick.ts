@@ -104,7 +104,13 @@ export interface paths {
         };
         /** GetAgent describes one agent. */
         get: operations["AgentService_GetAgent"];
-        put?: never;
+        /**
+         * UpdateAgent replaces the caller's agent's configuration with the one
+         *     given (a template is copied for the caller first). An env or header
+         *     value sent back as "[REDACTED]", as GetAgent shows it, keeps the value
+         *     stored for that key.
+         */
+        put: operations["AgentService_UpdateAgent"];
         post?: never;
         /** DeleteAgent removes the caller's agent and its sandbox. */
         delete: operations["AgentService_DeleteAgent"];
@@ -1790,7 +1796,8 @@ export interface components {
             command?: string;
             /**
              * @description env holds extra environment variables of the command (an API key,
-             *     typically); returned as "[REDACTED]".
+             *     typically); a credential's value is returned as "[REDACTED]" (see
+             *     Agent.mcp_servers).
              */
             env?: {
                 [key: string]: string;
@@ -1825,7 +1832,8 @@ export interface components {
              * @description acp backs the agent with an external coding agent spoken to over the
              *     Agent Client Protocol inside its sandbox, instead of Wick's own loop:
              *     such an agent has no model or tools of its own (its mcp_servers are
-             *     handed to the external agent). Env values are returned as "[REDACTED]".
+             *     handed to the external agent). Env values are returned as
+             *     mcp_servers' are.
              */
             acp?: components["schemas"]["wick.agent.v1.AcpAgent"];
             /** @description agent_id identifies the agent; letters, digits, '-' and '_'. */
@@ -1870,7 +1878,10 @@ export interface components {
             /**
              * @description mcp_servers are Model Context Protocol servers whose tools the agent
              *     gets at the start of each run, named "<server>__<tool>". Header and
-             *     env values are returned as "[REDACTED]".
+             *     env values are returned as written, but for those whose name looks
+             *     like a credential's (KEY, TOKEN, SECRET, AUTH, COOKIE ...) or whose
+             *     text looks like a key: those are returned as "[REDACTED]", unless
+             *     they only name mounted secrets (${secret:NAME}).
              */
             mcp_servers?: components["schemas"]["wick.agent.v1.McpServer"][];
             /** @description memory configures the memory hook. */
@@ -2926,6 +2937,11 @@ export interface components {
             /** @description The call's id, repeated in its on_tool_end. */
             tool_call_id: string;
         };
+        /** @description UpdateAgentResponse describes the agent as stored. */
+        "wick.agent.v1.UpdateAgentResponse": {
+            /** @description agent is the agent. */
+            agent?: components["schemas"]["wick.agent.v1.Agent"];
+        };
         /** @description UpdateHooksResponse lists the agent's hooks after the change. */
         "wick.agent.v1.UpdateHooksResponse": {
             /** @description hooks are the agent's hooks in registration order. */
@@ -3193,6 +3209,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["wick.agent.v1.GetAgentResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_UpdateAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description agent_id names the agent. */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["wick.agent.v1.Agent"];
+            };
+        };
+        responses: {
+            /** @description UpdateAgentResponse describes the agent as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.UpdateAgentResponse"];
                 };
             };
             401: components["responses"]["Unauthenticated"];

@@ -232,12 +232,13 @@ func validateACP(cfg *loop.AgentConfig, fail func(string, ...any) error) error {
 }
 
 // checkValues refuses a value the API showed masked and the client sent
-// back (storing it would replace the secret with the mask) and a malformed
-// ${secret:NAME} reference.
+// back where no stored value replaced it (storing it would replace the
+// secret with the mask) and a malformed ${secret:NAME} reference.
 func checkValues(at string, values map[string]string, fail func(string, ...any) error) error {
-	for k, v := range values {
+	for _, k := range sortedKeys(values) {
+		v := values[k]
 		if v == redact.Mask {
-			return fail("%s: %q is %s, as the API shows it; give the real value or a ${secret:NAME} reference", at, k, redact.Mask)
+			return fail("%s: %q is %s, as the API shows it, and no stored value of the same command, args and url replaces it; give the real value or a ${secret:NAME} reference", at, k, redact.Mask)
 		}
 		if err := secrets.Check(v); err != nil {
 			return fail("%s: %q: %v", at, k, err)

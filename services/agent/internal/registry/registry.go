@@ -146,6 +146,19 @@ func (r *Registry) Update(ctx context.Context, user, id string, fn func(*loop.Ag
 	return &Entry{ID: id, Config: e.Config}, nil
 }
 
+// Replace stores cfg as the user's agent id, which exists (a template is
+// copied for the user). A value the API showed masked and the client sent
+// back keeps the value stored for its key (keepMasked), so an agent read
+// and written back unchanged keeps its keys.
+func (r *Registry) Replace(ctx context.Context, user, id string, cfg *loop.AgentConfig) (*Entry, error) {
+	return r.Update(ctx, user, id, func(c *loop.AgentConfig) error {
+		next := Clone(cfg)
+		keepMasked(c, next)
+		*c = *next
+		return nil
+	})
+}
+
 // Delete removes the user's agent. Deleting a clone reverts the user to the
 // template; a template itself cannot be deleted.
 func (r *Registry) Delete(ctx context.Context, user, id string) error {

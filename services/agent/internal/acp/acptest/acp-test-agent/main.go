@@ -5,18 +5,32 @@
 // across processes, and appends every method it receives to $HOME/calls.log,
 // which the tests read to see what the client did. With ACPTEST_NO_LOAD=1
 // it advertises neither session/load nor session/resume.
+//
+// Two switches make it end as real coding agents do. ACPTEST_SAVE_ON_EXIT=1
+// keeps sessions in memory and writes their files only when it exits
+// gracefully, at the end of its stdin or on SIGTERM, as Claude Code writes
+// its session file: a client that kills it at once loses the session.
+// ACPTEST_IGNORE_EOF=1 does not end at the end of its stdin but waits for
+// SIGTERM, as Claude Code's ACP adapter does. With either, how it ended is
+// the last line of calls.log ("exit stdin-eof" or "exit sigterm").
+//
+// ACPTEST_FAIL_INIT=<n> makes initialize write a first line, n bytes of "é"
+// (n/2 characters) and "the last words." to its standard error and exit
+// with code 4, as an agent that cannot start.
 package main
 
 import (
 	"context"
 	"encoding/json"
-
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -32,10 +46,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "acp-test-agent:", err)
 		os.Exit(2)
 	}
+	// SIGTERM is caught before anything is served, so a stop that comes
+	// early is not the default action's (an exit without saving).
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
 	out := &lockedWriter{w: os.Stdout}
 	a := &agent{home: home, out: out, noLoad: os.Getenv("ACPTEST_NO_LOAD") == "1"}
+	if os.Getenv("ACPTEST_SAVE_ON_EXIT") == "1" {
+		a.memory = map[acp.SessionId][]turnEntry{}
+	}
+	a.failInit, _ = strconv.Atoi(os.Getenv("ACPTEST_FAIL_INIT"))
 	a.conn = acp.NewAgentSideConnection(a, out, os.Stdin)
-	<-a.conn.Done()
+	why := "sigterm"
+	select {
+	case <-a.conn.Done():
+		why = "stdin-eof"
+		if os.Getenv("ACPTEST_IGNORE_EOF") == "1" {
+			<-term
+			why = "sigterm"
+		}
+	case <-term:
+	}
+	if err := a.flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "acp-test-agent: save sessions:", err)
+		os.Exit(1)
+	}
+	if a.memory != nil || os.Getenv("ACPTEST_IGNORE_EOF") == "1" {
+		a.record("exit %s", why)
+	}
 }
 
 // lockedWriter lets the agent write raw lines (a malformed one, an update
@@ -56,7 +94,15 @@ type agent struct {
 	home   string
 	out    *lockedWriter
 	noLoad bool
-	mu     sync.Mutex
+	// failInit is how many bytes of "é" initialize writes to stderr before
+	// the agent exits; 0: it answers.
+	failInit int
+	mu       sync.Mutex
+
+	// memory holds the sessions until the exit, when they are saved on
+	// exit; nil: each is written at once.
+	memMu  sync.Mutex
+	memory map[acp.SessionId][]turnEntry
 }
 
 // turnEntry is one message of a stored session.
@@ -83,6 +129,12 @@ func (a *agent) sessionFile(id acp.SessionId) string {
 }
 
 func (a *agent) load(id acp.SessionId) ([]turnEntry, error) {
+	a.memMu.Lock()
+	kept, ok := a.memory[id]
+	a.memMu.Unlock()
+	if ok {
+		return kept, nil
+	}
 	b, err := os.ReadFile(a.sessionFile(id))
 	if err != nil {
 		return nil, err
@@ -92,6 +144,29 @@ func (a *agent) load(id acp.SessionId) ([]turnEntry, error) {
 }
 
 func (a *agent) store(id acp.SessionId, h []turnEntry) error {
+	a.memMu.Lock()
+	if a.memory != nil {
+		a.memory[id] = h
+		a.memMu.Unlock()
+		return nil
+	}
+	a.memMu.Unlock()
+	return a.write(id, h)
+}
+
+// flush writes the sessions kept in memory to their files.
+func (a *agent) flush() error {
+	a.memMu.Lock()
+	defer a.memMu.Unlock()
+	for id, h := range a.memory {
+		if err := a.write(id, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *agent) write(id acp.SessionId, h []turnEntry) error {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -101,6 +176,11 @@ func (a *agent) store(id acp.SessionId, h []turnEntry) error {
 
 func (a *agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	a.record("initialize fs=%v terminal=%v", p.ClientCapabilities.Fs.ReadTextFile && p.ClientCapabilities.Fs.WriteTextFile, p.ClientCapabilities.Terminal)
+	if a.failInit > 0 {
+		fmt.Fprintln(os.Stderr, "acp-test-agent: the first line of a long error")
+		fmt.Fprint(os.Stderr, strings.Repeat("é", a.failInit/2), "\nthe last words.\n")
+		os.Exit(4)
+	}
 	return acp.InitializeResponse{
 		ProtocolVersion:   acp.ProtocolVersionNumber,
 		AgentCapabilities: acp.AgentCapabilities{LoadSession: !a.noLoad},
