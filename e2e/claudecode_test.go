@@ -128,13 +128,19 @@ func claudeAgentDef(id, node, entry, script string) map[string]any {
 		"acp": map[string]any{
 			"command": node,
 			"args":    []string{entry},
-			"env": map[string]any{
-				"ANTHROPIC_DEFAULT_SONNET_MODEL":           "script:" + script,
-				"ANTHROPIC_DEFAULT_HAIKU_MODEL":            claudeSmallModel,
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-				"MAX_THINKING_TOKENS":                      "1024",
-			},
+			"env":     claudeEnv(script),
 		},
+	}
+}
+
+// claudeEnv is Claude Code's environment in these tests: the model names
+// it asks for mapped to the scripts, and no calls but the model's.
+func claudeEnv(script string) map[string]any {
+	return map[string]any{
+		"ANTHROPIC_DEFAULT_SONNET_MODEL":           "script:" + script,
+		"ANTHROPIC_DEFAULT_HAIKU_MODEL":            claudeSmallModel,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"MAX_THINKING_TOKENS":                      "1024",
 	}
 }
 
