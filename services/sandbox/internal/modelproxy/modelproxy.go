@@ -23,7 +23,7 @@ import (
 // path is answered 404 without reaching the gateway.
 var Paths = []string{
 	"/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions",
-	"/v1/models", "/v1/embeddings",
+	"/v1/models", "/v1/embeddings", "/v1/responses",
 }
 
 // Signer puts a signed assertion of user into the headers of a request to

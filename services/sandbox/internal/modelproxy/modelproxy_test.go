@@ -24,6 +24,7 @@ func TestHandler(t *testing.T) {
 		{"chat completions", "POST", "/v1/chat/completions", "x-api-key", token, 200},
 		{"a model", "GET", "/v1/models/claude", "x-api-key", token, 200},
 		{"embeddings", "POST", "/v1/embeddings", "x-api-key", token, 200},
+		{"responses, bearer", "POST", "/v1/responses", "Authorization", "Bearer " + token, 200},
 		{"below a model", "GET", "/v1/models/claude/x", "x-api-key", token, 404},
 		{"another API", "GET", "/agents/", "x-api-key", token, 404},
 		{"no token", "GET", "/v1/models", "", "", 401},
