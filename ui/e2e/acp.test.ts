@@ -115,7 +115,7 @@ describe.each(suites)("ACP agent on the $backend backend", ({ backend, url }) =>
     await waitForIdle(page);
     await card.waitFor({ state: "hidden" });
     // The call's tool card ends as the agent reported it.
-    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${path}"][data-state="${cardState}"]`).waitFor();
+    await page.locator(`[data-testid="tool-card"][data-tool-name="edit"][data-tool-title="Write ${path}"][data-state="${cardState}"]`).waitFor();
   }
 
   test("ask, approved in the UI: the file is written", async () => {
@@ -137,12 +137,12 @@ describe.each(suites)("ACP agent on the $backend backend", ({ backend, url }) =>
     await page.getByTestId("approval-card").waitFor();
     await page.getByTestId("approval-always").check();
     await page.getByTestId("approval-approve").click();
-    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${ALWAYS_PATH}"][data-state="done"]`).waitFor();
+    await page.locator(`[data-testid="tool-card"][data-tool-name="edit"][data-tool-title="Write ${ALWAYS_PATH}"][data-state="done"]`).waitFor();
     await waitForIdle(page);
     expect(words(await page.getByTestId("approval-decided").last().textContent())).toContain("remembered for this thread");
     const before = await asked.count();
     await send(page, `ask ${ALWAYS_NEXT_PATH}`);
-    await page.locator(`[data-testid="tool-card"][data-tool-name="Write ${ALWAYS_NEXT_PATH}"][data-state="done"]`).waitFor();
+    await page.locator(`[data-testid="tool-card"][data-tool-name="edit"][data-tool-title="Write ${ALWAYS_NEXT_PATH}"][data-state="done"]`).waitFor();
     await waitForIdle(page);
     expect(await asked.count()).toBe(before);
     expect(await readFile(wick, AGENT, ALWAYS_NEXT_PATH)).toBe(ALLOWED_CONTENT);

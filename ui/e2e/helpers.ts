@@ -199,9 +199,13 @@ export async function recordAssistantText(page: Page): Promise<() => Promise<str
 export async function runInTerminal(page: Page, command: string, want: string, timeout = UI_TIMEOUT_MS): Promise<void> {
   const term = page.getByTestId("terminal");
   await term.locator(".xterm-rows").waitFor();
+  // Typed before the shell's first prompt, the line is echoed by the
+  // terminal and the prompt lands on the output's row: wait for a prompt.
+  const rows = async () => (await term.locator(".xterm-rows > *").allTextContents()).map((r) => r.trim());
+  await expect.poll(async () => (await rows()).some((r) => /[$#]$/.test(r)), { timeout }).toBe(true);
   await term.click();
   await page.keyboard.type(command);
   await page.keyboard.press("Enter");
   // xterm's DOM renderer: one element per row.
-  await expect.poll(async () => (await term.locator(".xterm-rows > *").allTextContents()).map((r) => r.trim()), { timeout }).toContain(want);
+  await expect.poll(rows, { timeout }).toContain(want);
 }

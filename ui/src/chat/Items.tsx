@@ -112,10 +112,23 @@ function Clipped({ text, className }: { text: string; className: string }) {
 export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
   const took = item.startedAt !== undefined && item.endedAt !== undefined ? duration(item.endedAt - item.startedAt) : undefined;
   return (
-    <details className={`card tool tool-${item.state}`} data-testid="tool-card" data-tool-name={item.name} data-state={item.state}>
+    <details
+      className={`card tool tool-${item.state}`}
+      data-testid="tool-card"
+      data-tool-name={item.name}
+      data-tool-title={item.title}
+      data-state={item.state}
+    >
       <summary>
         <span className={`dot dot-${item.state}`} aria-hidden="true" />
-        <code className="tool-name">{item.name}</code>
+        {item.title ? (
+          <>
+            <span className="tool-title">{item.title}</span>
+            <code className="tool-name muted">{item.name}</code>
+          </>
+        ) : (
+          <code className="tool-name">{item.name}</code>
+        )}
         <span className="muted">{STATE_LABEL[item.state]}</span>
         {took && <span className="muted tool-duration">{took}</span>}
       </summary>

@@ -127,6 +127,13 @@ describe("applyEvents", () => {
     expect(textOf(s3)).toBe("I will write.|Done.");
   });
 
+  it("keeps a tool's display title beside its name", () => {
+    const titled: WickEvent = { ...base, id: id(2), name: "execute", event: "on_tool_start", data: { tool_call_id: "c1", args: { command: "ls" }, title: "`ls`" } };
+    const cards = tools(applyEvents(emptyChat, [start(), titled, toolStart(3, "c2")], 1000));
+    expect(cards[0]).toMatchObject({ name: "execute", title: "`ls`", args: { command: "ls" } });
+    expect(cards[1]?.title).toBeUndefined();
+  });
+
   it("bumps a rewritten file's version and puts it first", () => {
     const s = applyEvents(
       emptyChat,

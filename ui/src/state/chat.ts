@@ -60,6 +60,8 @@ export interface ToolItem {
   runId: string;
   toolCallId: string;
   name: string;
+  /** The call's display text, when the tool gives one (an ACP agent's title). */
+  title?: string;
   args: unknown;
   state: ToolCardState;
   output?: string;
@@ -255,6 +257,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
         runId,
         toolCallId: id,
         name: ev.name ?? "tool",
+        ...(ev.data.title ? { title: ev.data.title } : {}),
         args: ev.data.args ?? {},
         state: "running",
         startedAt: now,
