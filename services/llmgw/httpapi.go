@@ -315,9 +315,17 @@ type chunk struct {
 	Usage   *chatUsage    `json:"usage,omitempty"`
 }
 
-// contentText reads a message's content: a string, null, or an array of
-// parts of which the text parts are joined.
-func contentText(raw json.RawMessage) (string, error) {
+// contentPart is one part of a message's content given as an array.
+type contentPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Refusal string `json:"refusal"`
+}
+
+// joinContent reads a message's content: a string, null, or an array of
+// parts, each turned into text by part (which refuses the kinds its API
+// does not take), joined.
+func joinContent(raw json.RawMessage, part func(contentPart) (string, error)) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -325,21 +333,30 @@ func contentText(raw json.RawMessage) (string, error) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []contentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", errors.New("content must be a string or an array of content parts")
 	}
 	var b strings.Builder
 	for _, p := range parts {
+		t, err := part(p)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(t)
+	}
+	return b.String(), nil
+}
+
+// contentText reads a Chat Completions message's content, whose parts must
+// all be text.
+func contentText(raw json.RawMessage) (string, error) {
+	return joinContent(raw, func(p contentPart) (string, error) {
 		if p.Type != "text" {
 			return "", fmt.Errorf("content part type %q is not supported (only text)", p.Type)
 		}
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
+		return p.Text, nil
+	})
 }
 
 func (cr *chatRequest) toCall() (call, error) {

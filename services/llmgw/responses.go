@@ -191,35 +191,18 @@ type toolKinds struct {
 // responseInputText reads a message's content: a string, or an array of text
 // parts (input_text, output_text, text, refusal), joined.
 func responseInputText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of content parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
+	return joinContent(raw, func(p contentPart) (string, error) {
 		switch p.Type {
 		case "input_text", "output_text", "text":
-			b.WriteString(p.Text)
+			return p.Text, nil
 		case "refusal":
-			b.WriteString(p.Refusal)
+			return p.Refusal, nil
 		case "input_image", "input_file", "input_audio":
 			return "", fmt.Errorf("content part type %q is not supported: the gateway passes text only", p.Type)
 		default:
 			return "", fmt.Errorf("content part type %q is not supported (input_text, output_text, refusal)", p.Type)
 		}
-	}
-	return b.String(), nil
+	})
 }
 
 // toCall turns the request into the gateway's call. Consecutive assistant
