@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // claudeDockerImage is the sandbox image with the ACP adapters on PATH
@@ -50,20 +47,10 @@ func claudeDockerScript() string {
 // tool end and the file it wrote in the workspace; the next message
 // continues the same Claude session.
 func TestClaudeCodeDocker(t *testing.T) {
-	cli, _ := dockerSetup(t)
-	image := testenv.Image(t, claudeDockerImage, "make image-claude-code")
-	manager := "wick-e2e-" + randomHex(6)
-	removeManaged(t, cli, manager)
-	logs := &testenv.LogBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("WICK_E2E_LOG") != "" {
-			t.Logf("the suite's log:\n%s", logs.String())
-		}
-	})
-	env := startWick(t, withDocker(image, manager), withLog(logs), withScripts(map[string]string{
+	env, image, logs := startAdapterImage(t, map[string]string{
 		"claude-docker": claudeDockerScript(),
 		"claude-small":  `{"turns":[],"end_text":"side answer"}`,
-	}))
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
 	t.Cleanup(cancel)
 	def := map[string]any{

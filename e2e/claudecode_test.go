@@ -235,12 +235,7 @@ func TestClaudeCode(t *testing.T) {
 		// it is, as an operator lets them read an installed copy.
 		c.Sandbox.LocalReadOnly = []string{filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(entry))))}
 	}
-	logs := &testenv.LogBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("WICK_E2E_LOG") != "" {
-			t.Logf("the suite's log:\n%s", logs.String())
-		}
-	})
+	logs := suiteLog(t)
 	env := startWick(t, shared, fixed, withLog(logs))
 
 	a, ws := createClaudeAgent(t, env, ctx, stateDir, claudeAgentDef("claude", node, entry, "claude"))
@@ -417,4 +412,28 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// suiteLog collects the suite's log, shown when the test fails (or always,
+// with WICK_E2E_LOG set): the adapters' own stderr is only there.
+func suiteLog(t *testing.T) *testenv.LogBuffer {
+	logs := &testenv.LogBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("WICK_E2E_LOG") != "" {
+			t.Logf("the suite's log:\n%s", logs.String())
+		}
+	})
+	return logs
+}
+
+// startAdapterImage starts the suite on Docker, its sandboxes made from the
+// adapters' image (waiting for test-deps to build it), with scripts as the
+// scripted models; it returns the suite, the image and the suite's log.
+func startAdapterImage(t *testing.T, scripts map[string]string) (*wickEnv, string, *testenv.LogBuffer) {
+	cli, _ := dockerSetup(t)
+	image := testenv.Image(t, claudeDockerImage, "make image-claude-code")
+	manager := "wick-e2e-" + randomHex(6)
+	removeManaged(t, cli, manager)
+	logs := suiteLog(t)
+	return startWick(t, withDocker(image, manager), withLog(logs), withScripts(scripts)), image, logs
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/wick-agent/wick/platform/testenv"
 )
 
 const (
@@ -59,19 +56,9 @@ func codexArgs(model string) []string {
 // writes a file in the workspace, its output is in the tool's end, and the
 // model's next answer ends the run.
 func TestCodexDocker(t *testing.T) {
-	cli, _ := dockerSetup(t)
-	image := testenv.Image(t, claudeDockerImage, "make image-claude-code")
-	manager := "wick-e2e-" + randomHex(6)
-	removeManaged(t, cli, manager)
-	logs := &testenv.LogBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv("WICK_E2E_LOG") != "" {
-			t.Logf("the suite's log:\n%s", logs.String())
-		}
-	})
-	env := startWick(t, withDocker(image, manager), withLog(logs), withScripts(map[string]string{
+	env, image, _ := startAdapterImage(t, map[string]string{
 		"codex-docker": codexDockerScript(),
-	}))
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), runtimeDeadline)
 	t.Cleanup(cancel)
 	def := map[string]any{
