@@ -32,6 +32,10 @@ const (
 	MaxFetchRedirects = 5
 	// fetchTimeout bounds one fetch, redirects and download included.
 	fetchTimeout = 30 * time.Second
+	// MaxFetchResultChars caps the result, head and tail kept, as an MCP
+	// tool's is: the eviction hook that cuts long results further runs only
+	// for agents with a sandbox, and a thread should not take a whole page.
+	MaxFetchResultChars = 1 << 20
 )
 
 // fetchDialer dials a fetch's connections.
@@ -175,7 +179,7 @@ func (t *fetchTool) Execute(ctx context.Context, args map[string]any) (string, e
 	}
 	b.WriteString("\n")
 	b.WriteString(page.body)
-	return b.String(), nil
+	return Evict(b.String(), MaxFetchResultChars, MaxFetchResultChars/2), nil
 }
 
 type page struct{ title, body string }

@@ -170,11 +170,10 @@ func TestFetchURLCap(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	const capBytes = 1 << 20
 	for _, tc := range []struct {
 		name string
 		max  int64
-	}{{"default cap", 0}, {"1 MiB cap", capBytes}} {
+	}{{"default cap", 0}, {"cap under the result's", 256 << 10}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tool := NewFetchURL(WithFetchMaxBytes(tc.max), WithFetchGuard(netguard.New(), srv.Listener.Addr().String()))
@@ -189,8 +188,14 @@ func TestFetchURLCap(t *testing.T) {
 			if !strings.Contains(out, fmt.Sprintf("Note: the page is larger than %d bytes; only its first %d bytes were read.", max, max)) {
 				t.Errorf("result does not say it was cut: %.300s", out)
 			}
-			if body := out[strings.Index(out, "\n\n")+2:]; int64(len(body)) != max {
+			// The page read is the cap; the result keeps its head and tail
+			// when that is over MaxFetchResultChars.
+			body := out[strings.Index(out, "\n\n")+2:]
+			switch {
+			case max <= MaxFetchResultChars && int64(len(body)) != max:
 				t.Errorf("body is %d bytes, want the cap %d", len(body), max)
+			case max > MaxFetchResultChars && !strings.Contains(out, fmt.Sprintf("(truncated %d characters)", max+int64(len(out)-len(body))-MaxFetchResultChars)):
+				t.Errorf("result of %d characters is not cut to its head and tail: %.200s", len(out), out[MaxFetchResultChars/2:])
 			}
 		})
 	}
