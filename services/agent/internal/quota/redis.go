@@ -2,12 +2,11 @@ package quota
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/wick-agent/wick/services/agent/internal/ids"
 )
 
 // DefaultLease is how long a held member counts without renewal: the thread
@@ -124,7 +123,7 @@ return {1, n + 1, 0}`)
 
 // Count implements Rates.
 func (r *Redis) Count(ctx context.Context, user, kind string, max int64, window time.Duration) (int64, bool, time.Duration, error) {
-	res, err := countScript.Run(ctx, r.rdb, []string{r.rateKey(user, kind)}, window.Milliseconds(), ids.New("e_"), max).Int64Slice()
+	res, err := countScript.Run(ctx, r.rdb, []string{r.rateKey(user, kind)}, window.Milliseconds(), rand.Text(), max).Int64Slice()
 	if err != nil {
 		return 0, false, 0, fmt.Errorf("count %s: %w", kind, err)
 	}
