@@ -76,6 +76,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		want error
 	}{
 		{"built-in", &agent.FuncTool{ToolName: "datetime", Fn: echo}, agent.ErrToolNameTaken},
+		{"web tool, not offered", &agent.FuncTool{ToolName: "fetch_url", Fn: echo}, agent.ErrToolNameTaken},
 		{"hook tool", &agent.FuncTool{ToolName: "execute", Fn: echo}, agent.ErrToolNameTaken},
 		{"registered before", &agent.FuncTool{ToolName: "echo", Fn: echo}, agent.ErrToolNameTaken},
 		{"bad name", &agent.FuncTool{ToolName: "a/b", Fn: echo}, agent.ErrInvalidTool},

@@ -90,6 +90,7 @@ type options struct {
 	llm                                      llmgw.Config
 	limits                                   agent.Limits
 	kb                                       agent.KnowledgeConfig
+	web                                      agent.WebConfig
 	diag                                     diag.Flags
 	tokensFile, tokens, origins, agentsFile  string
 	logLevel, logFormat, warmImages, localRO string
@@ -104,7 +105,7 @@ type options struct {
 // (and the environment, through config.Parse).
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("wick", flag.ContinueOnError)
-	o := &options{limits: agent.DefaultLimits(), kb: agent.DefaultKnowledgeConfig(), llm: llmgw.DefaultConfig()}
+	o := &options{limits: agent.DefaultLimits(), kb: agent.DefaultKnowledgeConfig(), web: agent.DefaultWebConfig(), llm: llmgw.DefaultConfig()}
 	fs.StringVar(&o.cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
 	fs.StringVar(&o.cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "public gRPC API address (wick.agent.v1.AgentService with bearer tokens) and gateway health")
 	fs.StringVar(&o.cfg.Gateway.GRPC.CertFile, "gateway-grpc-tls-cert", "", "PEM certificate of the public gRPC API; with -gateway-grpc-tls-key it serves TLS only")
@@ -146,6 +147,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Int64Var(&o.cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
 	o.limits.RegisterFlags(fs)
 	o.kb.RegisterFlags(fs)
+	o.web.RegisterFlags(fs)
 	fs.DurationVar(&o.questionTimeout, "question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
 	fs.IntVar(&o.subagentDepth, "subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
 	fs.DurationVar(&o.subagentTimeout, "subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
@@ -193,6 +195,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 		return cfg, err
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, kbOpts...)
+	cfg.AgentOptions = append(cfg.AgentOptions, o.web.Options()...)
 	return cfg, nil
 }
 

@@ -94,6 +94,9 @@ type Stores struct {
 	// Quota counts what users hold while it lasts: runs going, runs queued,
 	// open event streams.
 	Quota quota.Store
+	// Rates counts what users do per minute (web tool calls); nil counts
+	// in this process.
+	Rates quota.Rates
 	// Tasks keeps background tasks and their leases; nil keeps them in
 	// this process.
 	Tasks tasks.Store
@@ -109,7 +112,8 @@ type Stores struct {
 func MemoryStores() Stores {
 	ts := threads.NewMemoryStore()
 	rm := runs.NewMemory()
-	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: quota.NewMemory(), Tasks: tasks.NewMemoryStore(), close: ts.Close}
+	q := quota.NewMemory()
+	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: q, Rates: q, Tasks: tasks.NewMemoryStore(), close: ts.Close}
 }
 
 // RedisOptions tune RedisStores.
@@ -152,8 +156,9 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 		ropts = append(ropts, runs.WithRedisRetention(o.RunRetention))
 	}
 	rr := runs.NewRedis(rdb, ropts...)
+	q := quota.NewRedis(rdb, o.Prefix, o.Lease)
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
-		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
+		Quota: q, Rates: q, Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
 }
 
 // Deps are the service's dependencies.
@@ -179,6 +184,7 @@ type options struct {
 	llmTimeout     time.Duration
 	agentsFile     string
 	secretGrants   string
+	secretsDir     string
 	knowledgeDir   string
 	knowledge      []knowledge.Option
 	native         []Tool
@@ -189,6 +195,8 @@ type options struct {
 	run []runexec.Option
 	// metrics, when set, gets the service's Prometheus metrics.
 	metrics prometheus.Registerer
+	// web configures the web tools; nil offers none.
+	web *WebConfig
 }
 
 // Option configures the service.
@@ -232,7 +240,12 @@ func WithQuestionTimeout(d time.Duration) Option { return runOption(runexec.With
 // server env and headers and ACP env from the files of dir (a mounted
 // Kubernetes Secret, say) at each run's start. Empty: references cannot be
 // resolved, and a run of an agent that holds one fails to start.
-func WithSecretsDir(dir string) Option { return runOption(runexec.WithSecrets(secrets.NewDir(dir))) }
+func WithSecretsDir(dir string) Option {
+	return func(o *options) {
+		o.secretsDir = dir // the web search key is read from here too
+		runOption(runexec.WithSecrets(secrets.NewDir(dir)))(o)
+	}
+}
 
 // WithSecretGrantsFile lets the users and organisations a YAML file names
 // use the mounted secrets granted to them (${secret:NAME}) in agents they
@@ -344,6 +357,8 @@ type Service struct {
 	native map[string]*tools.Native
 	// background names the native tools whose calls run as background tasks.
 	background map[string]bool
+	// web are the web tools the operator offers, by name.
+	web map[string]loop.Tool
 	// tasks runs background tasks; followUps counts the follow-up runs it
 	// is starting, which Close waits for.
 	tasks     *tasks.Manager
@@ -405,6 +420,13 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if st.Tasks == nil {
 		st.Tasks = tasks.NewMemoryStore()
 	}
+	if st.Rates == nil {
+		st.Rates = quota.NewMemory()
+	}
+	web, err := webTools(cfg.web, cfg.secretsDir, st.Rates)
+	if err != nil {
+		return nil, err
+	}
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -427,7 +449,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 		llm: deps.LLM, sandbox: deps.Sandbox, st: st,
 		registry: registry.New(templates, st.Agents, registry.WithAgentLimit(cfg.limits.agents()), registry.WithSecretGrants(grants)),
 		hub:      registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
-		native: native, background: background,
+		native: native, background: background, web: web,
 	}
 	if err := s.hub.Start(base); err != nil {
 		stop()
@@ -481,7 +503,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 	}
 	deps := runexec.Deps{
 		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log, Quota: s.st.Quota,
-		Agents: s.registry, Tools: s.st.Agents, Native: native,
+		Agents: s.registry, Tools: s.st.Agents, Native: native, Builtins: s.web,
 		Models: func(specs []*llmv1.ModelSpec) runexec.Model { return llmclient.New(s.llm, specs, lopts...) },
 		Sandboxes: func(agentID string, b *loop.BackendCfg) wickfs.FileSystem {
 			return sandboxfs.New(s.sandbox, agentID, sandboxfs.Spec(b))
@@ -510,7 +532,7 @@ func defaultAgent(cfg options, native []string) *loop.AgentConfig {
 	c := &loop.AgentConfig{
 		Name:         "Default agent",
 		SystemPrompt: "You are a helpful assistant.",
-		Tools:        append([]string{"calculate", "datetime"}, native...),
+		Tools:        append(append([]string{"calculate", "datetime"}, webToolNames(cfg.web)...), native...),
 	}
 	switch cfg.defaultBackend {
 	case backend.Local:

@@ -35,6 +35,7 @@ func main() {
 		maxTransfer                                                                                    int64
 		limits                                                                                         = agent.DefaultLimits()
 		kb                                                                                             = agent.DefaultKnowledgeConfig()
+		web                                                                                            = agent.DefaultWebConfig()
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
@@ -61,6 +62,7 @@ func main() {
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
 		kb.RegisterFlags(fs)
+		web.RegisterFlags(fs)
 	}
 	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
 		allow, err := netguard.ParsePrefixes(toolAllow)
@@ -98,6 +100,7 @@ func main() {
 			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout), agent.WithTaskLease(taskLease),
 			agent.WithSecretsDir(secretsDir), agent.WithSecretGrantsFile(grantsFile),
 		}, kbOpts...)
+		opts = append(opts, web.Options()...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))
 		}

@@ -11,6 +11,8 @@ import (
 type Memory struct {
 	mu   sync.Mutex
 	sets map[string]map[string]struct{}
+	// events are the times of counted events (Rates) by user and kind.
+	events map[string][]time.Time
 }
 
 // NewMemory returns an empty Memory.
@@ -54,3 +56,28 @@ func (m *Memory) Drop(_ context.Context, user, kind, id string) error {
 
 // Lease implements Store.
 func (m *Memory) Lease() time.Duration { return 0 }
+
+// Count implements Rates: the times of a user's events of a kind, oldest
+// first, trimmed to the window at each count.
+func (m *Memory) Count(_ context.Context, user, kind string, max int64, window time.Duration) (int64, bool, time.Duration, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.events == nil {
+		m.events = map[string][]time.Time{}
+	}
+	k := memKey(user, kind)
+	ev := m.events[k]
+	i := 0
+	for i < len(ev) && !ev[i].After(now.Add(-window)) {
+		i++
+	}
+	ev = ev[i:]
+	if max > 0 && int64(len(ev)) >= max {
+		m.events[k] = ev
+		return int64(len(ev)), false, ev[0].Add(window).Sub(now), nil
+	}
+	ev = append(ev, now)
+	m.events[k] = ev
+	return int64(len(ev)), true, 0, nil
+}

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -97,3 +98,37 @@ func (r *Redis) Drop(ctx context.Context, user, kind, id string) error {
 
 // Lease implements Store.
 func (r *Redis) Lease() time.Duration { return r.lease }
+
+// rateKey is the sorted set of a user's recent events of kind.
+func (r *Redis) rateKey(user, kind string) string { return r.prefix + ":{" + user + "}:rate:" + kind }
+
+// countScript drops the events older than the window (ARGV[1] ms), then
+// records ARGV[2] unless ARGV[3] (> 0) events remain. It answers {added,
+// count, ms until the oldest leaves the window}. Redis's clock scores the
+// events, so replicas' clocks need not agree.
+var countScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local n = redis.call('ZCARD', KEYS[1])
+local max = tonumber(ARGV[3])
+if max > 0 and n >= max then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, n, tonumber(oldest[2]) + window - now}
+end
+redis.call('ZADD', KEYS[1], now, ARGV[2])
+redis.call('PEXPIRE', KEYS[1], window)
+return {1, n + 1, 0}`)
+
+// Count implements Rates.
+func (r *Redis) Count(ctx context.Context, user, kind string, max int64, window time.Duration) (int64, bool, time.Duration, error) {
+	res, err := countScript.Run(ctx, r.rdb, []string{r.rateKey(user, kind)}, window.Milliseconds(), rand.Text(), max).Int64Slice()
+	if err != nil {
+		return 0, false, 0, fmt.Errorf("count %s: %w", kind, err)
+	}
+	if len(res) != 3 {
+		return 0, false, 0, fmt.Errorf("count %s: unexpected reply %v", kind, res)
+	}
+	return res[1], res[0] == 1, time.Duration(res[2]) * time.Millisecond, nil
+}

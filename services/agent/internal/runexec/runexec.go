@@ -112,6 +112,10 @@ type Deps struct {
 	Agents Agents
 	// Tools resolves the external tools an agent names.
 	Tools ToolDefs
+	// Builtins are the built-in tools this service offers beyond
+	// tools.Builtins (web_search and fetch_url when the operator configured
+	// them), by name.
+	Builtins map[string]loop.Tool
 	// Native are the embedding program's Go tools by name (none when nil);
 	// an agent names them like built-ins, and they win over a user's
 	// external tool of the same name.
@@ -296,6 +300,7 @@ type Executor struct {
 	agents    Agents
 	tools     ToolDefs
 	native    map[string]loop.Tool
+	builtins  map[string]loop.Tool
 	models    ModelFactory
 	sandboxes SandboxFactory
 	tasks     Tasks
@@ -339,7 +344,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	e := &Executor{
-		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, models: deps.Models, sandboxes: deps.Sandboxes,
+		env: en, locker: deps.Locker, agents: deps.Agents, tools: deps.Tools, native: deps.Native, builtins: deps.Builtins, models: deps.Models, sandboxes: deps.Sandboxes,
 		knowledge: deps.Knowledge, tasks: deps.Tasks, mcp: deps.MCP, processes: deps.Processes, base: base, stop: stop, active: map[string]*Run{},
 	}
 	if cfg.acpKeepIdle > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -279,6 +280,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 	}
 	agentHooks := hooks.Build(cfg, fs, model, hopts...)
 	builtins := tools.Builtins()
+	maps.Copy(builtins, e.builtins)
 	var agentTools []loop.Tool
 	if subagent.Enabled(cfg) {
 		opts := e.cfg.subagentOptions

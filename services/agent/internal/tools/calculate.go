@@ -1,5 +1,6 @@
-// Package tools holds the agent's built-in tools (calculate, datetime) and the
-// HTTP callback tools registered through the API.
+// Package tools holds the agent's built-in tools (calculate, datetime, and
+// web_search and fetch_url where the operator offers them) and the HTTP
+// callback tools registered through the API.
 package tools
 
 import (

@@ -70,10 +70,10 @@ const Task = "task"
 const TaskGeneralPurpose = "general-purpose"
 
 // IsBuiltin reports whether name is a built-in tool's, which no native or
-// external tool may take.
+// external tool may take: the web tools' names too, offered or not.
 func IsBuiltin(name string) bool {
 	_, ok := Builtins()[name]
-	return ok || name == AskUser || name == Task
+	return ok || name == AskUser || name == Task || name == WebSearch || name == FetchURL
 }
 
 // Builtins returns the built-in tools by name.
