@@ -67,6 +67,9 @@ type SkillsHook struct {
 
 	mu     sync.Mutex
 	skills []SkillEntry
+	// catalog is SkillsCatalog(skills), rendered once per discovery
+	// because every model call of the run sends it.
+	catalog string
 }
 
 // SkillsOption configures a SkillsHook.
@@ -96,8 +99,12 @@ func (h *SkillsHook) BeforeAgent(ctx context.Context, _ *loop.AgentState) error 
 	if err != nil {
 		return err
 	}
+	catalog := ""
+	if len(skills) > 0 {
+		catalog = SkillsCatalog(skills)
+	}
 	h.mu.Lock()
-	h.skills = skills
+	h.skills, h.catalog = skills, catalog
 	h.mu.Unlock()
 	return nil
 }
@@ -111,11 +118,13 @@ func (h *SkillsHook) Skills() []SkillEntry {
 
 // ModifyRequest appends the catalog to the system message.
 func (h *SkillsHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
-	skills := h.Skills()
-	if len(skills) == 0 {
+	h.mu.Lock()
+	catalog := h.catalog
+	h.mu.Unlock()
+	if catalog == "" {
 		return msgs, nil
 	}
-	return loop.AppendSystem(msgs, SkillsCatalog(skills)), nil
+	return loop.AppendSystem(msgs, catalog), nil
 }
 
 // SkillsCatalog renders the catalog block: a header and one line per skill.
