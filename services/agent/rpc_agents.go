@@ -440,7 +440,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 	} else if entries, err = s.registry.List(ctx, user); err != nil {
 		return nil, rpcErr(ctx, err)
 	}
-	seen := map[string]bool{}
+	seen, seenProblem := map[string]bool{}, map[string]bool{}
 	out := &agentv1.ListAvailableSkillsResponse{}
 	for _, e := range entries {
 		c := e.Config
@@ -463,7 +463,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 			continue
 		}
 		fs := sandboxfs.New(runningSandbox{s.sandbox, box.GetSandbox()}, e.ID, sandboxfs.Spec(c.SandboxBackend()))
-		found, err := hooks.DiscoverSkills(ctx, fs, c.Skills.Paths)
+		found, problems, err := hooks.DiscoverSkills(ctx, fs, c.Skills.Paths)
 		if err != nil {
 			if req.GetAgentId() != "" {
 				return nil, rpcErr(ctx, fmt.Errorf("discover skills of %s: %w", e.ID, err))
@@ -479,6 +479,13 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 			seen[key] = true
 			out.Skills = append(out.Skills, &agentv1.Skill{Name: sk.Name, Description: sk.Description, Path: sk.Path})
 		}
+		for _, p := range problems {
+			if seenProblem[p.Path] {
+				continue
+			}
+			seenProblem[p.Path] = true
+			out.Problems = append(out.Problems, &agentv1.SkillProblem{Path: p.Path, Warning: p.Warning})
+		}
 	}
 	sort.Slice(out.Skills, func(i, j int) bool {
 		if out.Skills[i].Name != out.Skills[j].Name {
@@ -486,6 +493,7 @@ func (s *Service) ListAvailableSkills(ctx context.Context, req *agentv1.ListAvai
 		}
 		return out.Skills[i].Path < out.Skills[j].Path
 	})
+	sort.Slice(out.Problems, func(i, j int) bool { return out.Problems[i].Path < out.Problems[j].Path })
 	sort.Strings(out.NotRunningAgentIds)
 	return out, nil
 }

@@ -816,6 +816,12 @@ func TestListAvailableSkills(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Files that are not loaded are listed with a warning instead.
+	for dir, content := range map[string]string{"notes": "# Notes\n", "Bad Name": "---\nname: Bad Name\ndescription: d\n---\n"} {
+		if _, err := a.client.WriteFile(ctx, &agentv1.WriteFileRequest{AgentId: "skilled", Path: "/workspace/skills/" + dir + "/SKILL.md", Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, id := range []string{"skilled", ""} {
 		resp, err := a.client.ListAvailableSkills(ctx, &agentv1.ListAvailableSkillsRequest{AgentId: id})
 		if err != nil {
@@ -824,6 +830,11 @@ func TestListAvailableSkills(t *testing.T) {
 		sk := resp.GetSkills()
 		if len(sk) != 2 || sk[0].GetName() != "csv" || sk[0].GetDescription() != "Analyze CSV files" || sk[1].GetPath() != "/workspace/skills/review/SKILL.md" {
 			t.Fatalf("skills (agent %q) = %v", id, sk)
+		}
+		pr := resp.GetProblems()
+		if len(pr) != 2 || pr[0].GetPath() != "/workspace/skills/Bad Name/SKILL.md" || !strings.Contains(pr[0].GetWarning(), `name "Bad Name" is not a folder-safe name`) ||
+			pr[1].GetPath() != "/workspace/skills/notes/SKILL.md" || !strings.Contains(pr[1].GetWarning(), "no YAML front matter") {
+			t.Fatalf("problems (agent %q) = %v", id, pr)
 		}
 	}
 }

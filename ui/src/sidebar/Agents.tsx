@@ -7,6 +7,7 @@ import { SideHead } from "./SideHead";
 
 export type Agent = components["schemas"]["wick.agent.v1.Agent"];
 type Skill = components["schemas"]["wick.agent.v1.Skill"];
+type SkillProblem = components["schemas"]["wick.agent.v1.SkillProblem"];
 
 
 interface ListProps {
@@ -224,6 +225,7 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
   const [url, setUrl] = useState(agent.backend?.sandbox_url ?? "");
   const [busy, setBusy] = useState(false);
   const [skills, setSkills] = useState<Skill[] | undefined>();
+  const [skillProblems, setSkillProblems] = useState<SkillProblem[]>([]);
   const [notRunning, setNotRunning] = useState(false);
   const [sandboxState, setSandboxState] = useState<string | undefined>();
   const hooks = hookStates(agent);
@@ -256,6 +258,7 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
       .GET("/agents/skills/available", { params: { query: { agent_id: id } }, signal: ctrl.signal })
       .then(({ data }) => {
         setSkills(data?.skills ?? []);
+        setSkillProblems(data?.problems ?? []);
         setNotRunning((data?.not_running_agent_ids ?? []).includes(id));
       })
       .catch((err: unknown) => {
@@ -372,6 +375,11 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
           </li>
         ))}
         {skills?.length === 0 && <li className="muted small">{notRunning ? "The sandbox is not running: its skills show once it starts." : "No skills found."}</li>}
+        {skillProblems.map((p) => (
+          <li key={p.path} className="skill-problem" data-testid="skill-problem" title={p.path}>
+            <strong>⚠ {p.path}</strong> <span className="small">{p.warning}</span>
+          </li>
+        ))}
       </ul>
 
       {!agent.template && (

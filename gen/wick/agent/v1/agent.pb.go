@@ -3668,6 +3668,63 @@ func (x *Skill) GetPath() string {
 	return ""
 }
 
+// SkillProblem is a SKILL.md file that was found but not loaded into the
+// catalog: no YAML front matter, front matter that does not parse, a name
+// that is not folder-safe (^[a-z0-9][a-z0-9-]{0,63}$), or a full catalog.
+type SkillProblem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is the SKILL.md file's agent-facing path.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// warning says why the file was not loaded and what to fix.
+	Warning       string `protobuf:"bytes,2,opt,name=warning,proto3" json:"warning,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillProblem) Reset() {
+	*x = SkillProblem{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillProblem) ProtoMessage() {}
+
+func (x *SkillProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
+func (*SkillProblem) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *SkillProblem) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SkillProblem) GetWarning() string {
+	if x != nil {
+		return x.Warning
+	}
+	return ""
+}
+
 // ListAvailableSkillsRequest lists skills.
 type ListAvailableSkillsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3679,7 +3736,7 @@ type ListAvailableSkillsRequest struct {
 
 func (x *ListAvailableSkillsRequest) Reset() {
 	*x = ListAvailableSkillsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3691,7 +3748,7 @@ func (x *ListAvailableSkillsRequest) String() string {
 func (*ListAvailableSkillsRequest) ProtoMessage() {}
 
 func (x *ListAvailableSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[55]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3704,7 +3761,7 @@ func (x *ListAvailableSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAvailableSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListAvailableSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{55}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListAvailableSkillsRequest) GetAgentId() string {
@@ -3723,13 +3780,16 @@ type ListAvailableSkillsResponse struct {
 	// not running, sorted. Listing never starts a sandbox, so their skills are
 	// not listed; any call that uses the sandbox (a run, a file) starts it.
 	NotRunningAgentIds []string `protobuf:"bytes,2,rep,name=not_running_agent_ids,json=notRunningAgentIds,proto3" json:"not_running_agent_ids,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// problems are the SKILL.md files found but not loaded, sorted by path;
+	// their skills are missing from the agents' catalogs until fixed.
+	Problems      []*SkillProblem `protobuf:"bytes,3,rep,name=problems,proto3" json:"problems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListAvailableSkillsResponse) Reset() {
 	*x = ListAvailableSkillsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3801,7 @@ func (x *ListAvailableSkillsResponse) String() string {
 func (*ListAvailableSkillsResponse) ProtoMessage() {}
 
 func (x *ListAvailableSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[56]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3814,7 @@ func (x *ListAvailableSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAvailableSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListAvailableSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{56}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListAvailableSkillsResponse) GetSkills() []*Skill {
@@ -3771,6 +3831,13 @@ func (x *ListAvailableSkillsResponse) GetNotRunningAgentIds() []string {
 	return nil
 }
 
+func (x *ListAvailableSkillsResponse) GetProblems() []*SkillProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
 // WatchEventsRequest subscribes to configuration changes; it has no parameters.
 type WatchEventsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3780,7 +3847,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3792,7 +3859,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[57]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3805,7 +3872,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{57}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{58}
 }
 
 // WatchEventsResponse carries one configuration change.
@@ -3819,7 +3886,7 @@ type WatchEventsResponse struct {
 
 func (x *WatchEventsResponse) Reset() {
 	*x = WatchEventsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3831,7 +3898,7 @@ func (x *WatchEventsResponse) String() string {
 func (*WatchEventsResponse) ProtoMessage() {}
 
 func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[58]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3844,7 +3911,7 @@ func (x *WatchEventsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEventsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{58}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WatchEventsResponse) GetEvent() *ConfigEvent {
@@ -3882,7 +3949,7 @@ type ThreadSummary struct {
 
 func (x *ThreadSummary) Reset() {
 	*x = ThreadSummary{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3894,7 +3961,7 @@ func (x *ThreadSummary) String() string {
 func (*ThreadSummary) ProtoMessage() {}
 
 func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[59]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3907,7 +3974,7 @@ func (x *ThreadSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ThreadSummary.ProtoReflect.Descriptor instead.
 func (*ThreadSummary) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{59}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ThreadSummary) GetThreadId() string {
@@ -3963,7 +4030,7 @@ type ListThreadsRequest struct {
 
 func (x *ListThreadsRequest) Reset() {
 	*x = ListThreadsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3975,7 +4042,7 @@ func (x *ListThreadsRequest) String() string {
 func (*ListThreadsRequest) ProtoMessage() {}
 
 func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[60]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3988,7 +4055,7 @@ func (x *ListThreadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{60}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListThreadsRequest) GetAgentId() string {
@@ -4009,7 +4076,7 @@ type ListThreadsResponse struct {
 
 func (x *ListThreadsResponse) Reset() {
 	*x = ListThreadsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4021,7 +4088,7 @@ func (x *ListThreadsResponse) String() string {
 func (*ListThreadsResponse) ProtoMessage() {}
 
 func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[61]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4034,7 +4101,7 @@ func (x *ListThreadsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadsResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{61}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
@@ -4055,7 +4122,7 @@ type GetThreadRequest struct {
 
 func (x *GetThreadRequest) Reset() {
 	*x = GetThreadRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4134,7 @@ func (x *GetThreadRequest) String() string {
 func (*GetThreadRequest) ProtoMessage() {}
 
 func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[62]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4147,7 @@ func (x *GetThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadRequest.ProtoReflect.Descriptor instead.
 func (*GetThreadRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{62}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetThreadRequest) GetThreadId() string {
@@ -4101,7 +4168,7 @@ type GetThreadResponse struct {
 
 func (x *GetThreadResponse) Reset() {
 	*x = GetThreadResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4113,7 +4180,7 @@ func (x *GetThreadResponse) String() string {
 func (*GetThreadResponse) ProtoMessage() {}
 
 func (x *GetThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[63]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4126,7 +4193,7 @@ func (x *GetThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetThreadResponse.ProtoReflect.Descriptor instead.
 func (*GetThreadResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{63}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetThreadResponse) GetThread() *AgentState {
@@ -4147,7 +4214,7 @@ type DeleteThreadRequest struct {
 
 func (x *DeleteThreadRequest) Reset() {
 	*x = DeleteThreadRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4159,7 +4226,7 @@ func (x *DeleteThreadRequest) String() string {
 func (*DeleteThreadRequest) ProtoMessage() {}
 
 func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[64]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4172,7 +4239,7 @@ func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadRequest.ProtoReflect.Descriptor instead.
 func (*DeleteThreadRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{64}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *DeleteThreadRequest) GetThreadId() string {
@@ -4191,7 +4258,7 @@ type DeleteThreadResponse struct {
 
 func (x *DeleteThreadResponse) Reset() {
 	*x = DeleteThreadResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4270,7 @@ func (x *DeleteThreadResponse) String() string {
 func (*DeleteThreadResponse) ProtoMessage() {}
 
 func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4283,7 @@ func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadResponse.ProtoReflect.Descriptor instead.
 func (*DeleteThreadResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{65}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{66}
 }
 
 // Run describes one run of an agent on a thread.
@@ -4245,7 +4312,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4257,7 +4324,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4270,7 +4337,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{66}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Run) GetRunId() string {
@@ -4333,7 +4400,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4345,7 +4412,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4358,7 +4425,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{67}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -4379,7 +4446,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4391,7 +4458,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4404,7 +4471,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{68}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -4425,7 +4492,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4437,7 +4504,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4450,7 +4517,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{69}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -4471,7 +4538,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4483,7 +4550,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4496,7 +4563,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{70}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -4531,7 +4598,7 @@ type ApprovalDecision struct {
 
 func (x *ApprovalDecision) Reset() {
 	*x = ApprovalDecision{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4543,7 +4610,7 @@ func (x *ApprovalDecision) String() string {
 func (*ApprovalDecision) ProtoMessage() {}
 
 func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4556,7 +4623,7 @@ func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{71}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ApprovalDecision) GetToolCallId() string {
@@ -4607,7 +4674,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4686,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4699,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{72}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ResumeRunRequest) GetRunId() string {
@@ -4660,7 +4727,7 @@ type ResumeRunResponse struct {
 
 func (x *ResumeRunResponse) Reset() {
 	*x = ResumeRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4672,7 +4739,7 @@ func (x *ResumeRunResponse) String() string {
 func (*ResumeRunResponse) ProtoMessage() {}
 
 func (x *ResumeRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4685,7 +4752,7 @@ func (x *ResumeRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{73}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ResumeRunResponse) GetRun() *Run {
@@ -4708,7 +4775,7 @@ type JoinRunRequest struct {
 
 func (x *JoinRunRequest) Reset() {
 	*x = JoinRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4720,7 +4787,7 @@ func (x *JoinRunRequest) String() string {
 func (*JoinRunRequest) ProtoMessage() {}
 
 func (x *JoinRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4733,7 +4800,7 @@ func (x *JoinRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRunRequest.ProtoReflect.Descriptor instead.
 func (*JoinRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *JoinRunRequest) GetRunId() string {
@@ -4761,7 +4828,7 @@ type JoinRunResponse struct {
 
 func (x *JoinRunResponse) Reset() {
 	*x = JoinRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4773,7 +4840,7 @@ func (x *JoinRunResponse) String() string {
 func (*JoinRunResponse) ProtoMessage() {}
 
 func (x *JoinRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4786,7 +4853,7 @@ func (x *JoinRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRunResponse.ProtoReflect.Descriptor instead.
 func (*JoinRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *JoinRunResponse) GetEvent() *StreamEvent {
@@ -4838,7 +4905,7 @@ type Collection struct {
 
 func (x *Collection) Reset() {
 	*x = Collection{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4850,7 +4917,7 @@ func (x *Collection) String() string {
 func (*Collection) ProtoMessage() {}
 
 func (x *Collection) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4863,7 +4930,7 @@ func (x *Collection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Collection.ProtoReflect.Descriptor instead.
 func (*Collection) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Collection) GetCollection() string {
@@ -4975,7 +5042,7 @@ type KnowledgeDocument struct {
 
 func (x *KnowledgeDocument) Reset() {
 	*x = KnowledgeDocument{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4987,7 +5054,7 @@ func (x *KnowledgeDocument) String() string {
 func (*KnowledgeDocument) ProtoMessage() {}
 
 func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5000,7 +5067,7 @@ func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeDocument.ProtoReflect.Descriptor instead.
 func (*KnowledgeDocument) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *KnowledgeDocument) GetDocument() string {
@@ -5101,7 +5168,7 @@ type KnowledgeHit struct {
 
 func (x *KnowledgeHit) Reset() {
 	*x = KnowledgeHit{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5113,7 +5180,7 @@ func (x *KnowledgeHit) String() string {
 func (*KnowledgeHit) ProtoMessage() {}
 
 func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5126,7 +5193,7 @@ func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeHit.ProtoReflect.Descriptor instead.
 func (*KnowledgeHit) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *KnowledgeHit) GetChunkId() string {
@@ -5203,7 +5270,7 @@ type CreateCollectionRequest struct {
 
 func (x *CreateCollectionRequest) Reset() {
 	*x = CreateCollectionRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5215,7 +5282,7 @@ func (x *CreateCollectionRequest) String() string {
 func (*CreateCollectionRequest) ProtoMessage() {}
 
 func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5228,7 +5295,7 @@ func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCollectionRequest.ProtoReflect.Descriptor instead.
 func (*CreateCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CreateCollectionRequest) GetCollection() *Collection {
@@ -5249,7 +5316,7 @@ type CreateCollectionResponse struct {
 
 func (x *CreateCollectionResponse) Reset() {
 	*x = CreateCollectionResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5261,7 +5328,7 @@ func (x *CreateCollectionResponse) String() string {
 func (*CreateCollectionResponse) ProtoMessage() {}
 
 func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5274,7 +5341,7 @@ func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCollectionResponse.ProtoReflect.Descriptor instead.
 func (*CreateCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *CreateCollectionResponse) GetCollection() *Collection {
@@ -5293,7 +5360,7 @@ type ListCollectionsRequest struct {
 
 func (x *ListCollectionsRequest) Reset() {
 	*x = ListCollectionsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5305,7 +5372,7 @@ func (x *ListCollectionsRequest) String() string {
 func (*ListCollectionsRequest) ProtoMessage() {}
 
 func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5318,7 +5385,7 @@ func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListCollectionsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
 }
 
 // ListCollectionsResponse lists collections.
@@ -5333,7 +5400,7 @@ type ListCollectionsResponse struct {
 
 func (x *ListCollectionsResponse) Reset() {
 	*x = ListCollectionsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5345,7 +5412,7 @@ func (x *ListCollectionsResponse) String() string {
 func (*ListCollectionsResponse) ProtoMessage() {}
 
 func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5358,7 +5425,7 @@ func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListCollectionsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListCollectionsResponse) GetCollections() []*Collection {
@@ -5379,7 +5446,7 @@ type DeleteCollectionRequest struct {
 
 func (x *DeleteCollectionRequest) Reset() {
 	*x = DeleteCollectionRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5391,7 +5458,7 @@ func (x *DeleteCollectionRequest) String() string {
 func (*DeleteCollectionRequest) ProtoMessage() {}
 
 func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5404,7 +5471,7 @@ func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DeleteCollectionRequest) GetCollection() string {
@@ -5423,7 +5490,7 @@ type DeleteCollectionResponse struct {
 
 func (x *DeleteCollectionResponse) Reset() {
 	*x = DeleteCollectionResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5502,7 @@ func (x *DeleteCollectionResponse) String() string {
 func (*DeleteCollectionResponse) ProtoMessage() {}
 
 func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5515,7 @@ func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
 }
 
 // AddDocumentRequest adds a document from text or from a workspace file.
@@ -5481,7 +5548,7 @@ type AddDocumentRequest struct {
 
 func (x *AddDocumentRequest) Reset() {
 	*x = AddDocumentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5493,7 +5560,7 @@ func (x *AddDocumentRequest) String() string {
 func (*AddDocumentRequest) ProtoMessage() {}
 
 func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5506,7 +5573,7 @@ func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddDocumentRequest.ProtoReflect.Descriptor instead.
 func (*AddDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AddDocumentRequest) GetCollection() string {
@@ -5583,7 +5650,7 @@ type AddDocumentResponse struct {
 
 func (x *AddDocumentResponse) Reset() {
 	*x = AddDocumentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5595,7 +5662,7 @@ func (x *AddDocumentResponse) String() string {
 func (*AddDocumentResponse) ProtoMessage() {}
 
 func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5608,7 +5675,7 @@ func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddDocumentResponse.ProtoReflect.Descriptor instead.
 func (*AddDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *AddDocumentResponse) GetDocument() *KnowledgeDocument {
@@ -5643,7 +5710,7 @@ type ListDocumentsRequest struct {
 
 func (x *ListDocumentsRequest) Reset() {
 	*x = ListDocumentsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5655,7 +5722,7 @@ func (x *ListDocumentsRequest) String() string {
 func (*ListDocumentsRequest) ProtoMessage() {}
 
 func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5668,7 +5735,7 @@ func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentsRequest.ProtoReflect.Descriptor instead.
 func (*ListDocumentsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListDocumentsRequest) GetCollection() string {
@@ -5689,7 +5756,7 @@ type ListDocumentsResponse struct {
 
 func (x *ListDocumentsResponse) Reset() {
 	*x = ListDocumentsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5701,7 +5768,7 @@ func (x *ListDocumentsResponse) String() string {
 func (*ListDocumentsResponse) ProtoMessage() {}
 
 func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5714,7 +5781,7 @@ func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentsResponse.ProtoReflect.Descriptor instead.
 func (*ListDocumentsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ListDocumentsResponse) GetDocuments() []*KnowledgeDocument {
@@ -5737,7 +5804,7 @@ type DeleteDocumentRequest struct {
 
 func (x *DeleteDocumentRequest) Reset() {
 	*x = DeleteDocumentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5749,7 +5816,7 @@ func (x *DeleteDocumentRequest) String() string {
 func (*DeleteDocumentRequest) ProtoMessage() {}
 
 func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5762,7 +5829,7 @@ func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDocumentRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *DeleteDocumentRequest) GetCollection() string {
@@ -5790,7 +5857,7 @@ type DeleteDocumentResponse struct {
 
 func (x *DeleteDocumentResponse) Reset() {
 	*x = DeleteDocumentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5802,7 +5869,7 @@ func (x *DeleteDocumentResponse) String() string {
 func (*DeleteDocumentResponse) ProtoMessage() {}
 
 func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5815,7 +5882,7 @@ func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDocumentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *DeleteDocumentResponse) GetDeletedChunks() int32 {
@@ -5846,7 +5913,7 @@ type SearchKnowledgeRequest struct {
 
 func (x *SearchKnowledgeRequest) Reset() {
 	*x = SearchKnowledgeRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5858,7 +5925,7 @@ func (x *SearchKnowledgeRequest) String() string {
 func (*SearchKnowledgeRequest) ProtoMessage() {}
 
 func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5871,7 +5938,7 @@ func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchKnowledgeRequest.ProtoReflect.Descriptor instead.
 func (*SearchKnowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *SearchKnowledgeRequest) GetCollection() string {
@@ -5922,7 +5989,7 @@ type SearchKnowledgeResponse struct {
 
 func (x *SearchKnowledgeResponse) Reset() {
 	*x = SearchKnowledgeResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5934,7 +6001,7 @@ func (x *SearchKnowledgeResponse) String() string {
 func (*SearchKnowledgeResponse) ProtoMessage() {}
 
 func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5947,7 +6014,7 @@ func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchKnowledgeResponse.ProtoReflect.Descriptor instead.
 func (*SearchKnowledgeResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *SearchKnowledgeResponse) GetHits() []*KnowledgeHit {
@@ -5975,7 +6042,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5987,7 +6054,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6000,7 +6067,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -6022,7 +6089,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6034,7 +6101,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6047,7 +6114,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *StopRunResponse) GetRun() *Run {
@@ -6068,7 +6135,7 @@ type ContinueRunRequest struct {
 
 func (x *ContinueRunRequest) Reset() {
 	*x = ContinueRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6080,7 +6147,7 @@ func (x *ContinueRunRequest) String() string {
 func (*ContinueRunRequest) ProtoMessage() {}
 
 func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6093,7 +6160,7 @@ func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueRunRequest.ProtoReflect.Descriptor instead.
 func (*ContinueRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ContinueRunRequest) GetRunId() string {
@@ -6114,7 +6181,7 @@ type ContinueRunResponse struct {
 
 func (x *ContinueRunResponse) Reset() {
 	*x = ContinueRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6126,7 +6193,7 @@ func (x *ContinueRunResponse) String() string {
 func (*ContinueRunResponse) ProtoMessage() {}
 
 func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6139,7 +6206,7 @@ func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueRunResponse.ProtoReflect.Descriptor instead.
 func (*ContinueRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ContinueRunResponse) GetRun() *Run {
@@ -6174,7 +6241,7 @@ type Subagent struct {
 
 func (x *Subagent) Reset() {
 	*x = Subagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6186,7 +6253,7 @@ func (x *Subagent) String() string {
 func (*Subagent) ProtoMessage() {}
 
 func (x *Subagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6199,7 +6266,7 @@ func (x *Subagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
 func (*Subagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Subagent) GetName() string {
@@ -6280,7 +6347,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6292,7 +6359,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6305,7 +6372,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Task) GetTaskId() string {
@@ -6403,7 +6470,7 @@ type ListThreadTasksRequest struct {
 
 func (x *ListThreadTasksRequest) Reset() {
 	*x = ListThreadTasksRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6415,7 +6482,7 @@ func (x *ListThreadTasksRequest) String() string {
 func (*ListThreadTasksRequest) ProtoMessage() {}
 
 func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6428,7 +6495,7 @@ func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListThreadTasksRequest) GetThreadId() string {
@@ -6449,7 +6516,7 @@ type ListThreadTasksResponse struct {
 
 func (x *ListThreadTasksResponse) Reset() {
 	*x = ListThreadTasksResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6461,7 +6528,7 @@ func (x *ListThreadTasksResponse) String() string {
 func (*ListThreadTasksResponse) ProtoMessage() {}
 
 func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6474,7 +6541,7 @@ func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListThreadTasksResponse) GetTasks() []*Task {
@@ -6495,7 +6562,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6507,7 +6574,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6520,7 +6587,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -6541,7 +6608,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6553,7 +6620,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6566,7 +6633,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -6587,7 +6654,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6599,7 +6666,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6612,7 +6679,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -6633,7 +6700,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6645,7 +6712,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6658,7 +6725,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -6692,7 +6759,7 @@ type AcpAgent struct {
 
 func (x *AcpAgent) Reset() {
 	*x = AcpAgent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6704,7 +6771,7 @@ func (x *AcpAgent) String() string {
 func (*AcpAgent) ProtoMessage() {}
 
 func (x *AcpAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6717,7 +6784,7 @@ func (x *AcpAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcpAgent.ProtoReflect.Descriptor instead.
 func (*AcpAgent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *AcpAgent) GetCommand() string {
@@ -6777,7 +6844,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6789,7 +6856,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6802,7 +6869,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *McpServer) GetName() string {
@@ -6891,7 +6958,7 @@ type RunEventData struct {
 
 func (x *RunEventData) Reset() {
 	*x = RunEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6903,7 +6970,7 @@ func (x *RunEventData) String() string {
 func (*RunEventData) ProtoMessage() {}
 
 func (x *RunEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6916,7 +6983,7 @@ func (x *RunEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEventData.ProtoReflect.Descriptor instead.
 func (*RunEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RunEventData) GetKind() isRunEventData_Kind {
@@ -7237,7 +7304,7 @@ type RunStartData struct {
 
 func (x *RunStartData) Reset() {
 	*x = RunStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7249,7 +7316,7 @@ func (x *RunStartData) String() string {
 func (*RunStartData) ProtoMessage() {}
 
 func (x *RunStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7262,7 +7329,7 @@ func (x *RunStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStartData.ProtoReflect.Descriptor instead.
 func (*RunStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RunStartData) GetRunId() string {
@@ -7298,7 +7365,7 @@ type DeltaData struct {
 
 func (x *DeltaData) Reset() {
 	*x = DeltaData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7310,7 +7377,7 @@ func (x *DeltaData) String() string {
 func (*DeltaData) ProtoMessage() {}
 
 func (x *DeltaData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7323,7 +7390,7 @@ func (x *DeltaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeltaData.ProtoReflect.Descriptor instead.
 func (*DeltaData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *DeltaData) GetDelta() string {
@@ -7349,7 +7416,7 @@ type ToolStartData struct {
 
 func (x *ToolStartData) Reset() {
 	*x = ToolStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7361,7 +7428,7 @@ func (x *ToolStartData) String() string {
 func (*ToolStartData) ProtoMessage() {}
 
 func (x *ToolStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7374,7 +7441,7 @@ func (x *ToolStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStartData.ProtoReflect.Descriptor instead.
 func (*ToolStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ToolStartData) GetArgs() *structpb.Struct {
@@ -7413,7 +7480,7 @@ type ToolEndData struct {
 
 func (x *ToolEndData) Reset() {
 	*x = ToolEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7425,7 +7492,7 @@ func (x *ToolEndData) String() string {
 func (*ToolEndData) ProtoMessage() {}
 
 func (x *ToolEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7438,7 +7505,7 @@ func (x *ToolEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEndData.ProtoReflect.Descriptor instead.
 func (*ToolEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ToolEndData) GetOutput() string {
@@ -7473,7 +7540,7 @@ type TodosData struct {
 
 func (x *TodosData) Reset() {
 	*x = TodosData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7485,7 +7552,7 @@ func (x *TodosData) String() string {
 func (*TodosData) ProtoMessage() {}
 
 func (x *TodosData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7498,7 +7565,7 @@ func (x *TodosData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TodosData.ProtoReflect.Descriptor instead.
 func (*TodosData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *TodosData) GetTodos() []*Todo {
@@ -7532,7 +7599,7 @@ type InterruptData struct {
 
 func (x *InterruptData) Reset() {
 	*x = InterruptData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7544,7 +7611,7 @@ func (x *InterruptData) String() string {
 func (*InterruptData) ProtoMessage() {}
 
 func (x *InterruptData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7557,7 +7624,7 @@ func (x *InterruptData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptData.ProtoReflect.Descriptor instead.
 func (*InterruptData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *InterruptData) GetToolCalls() []*ToolCall {
@@ -7617,7 +7684,7 @@ type KnowledgeRetrievalData struct {
 
 func (x *KnowledgeRetrievalData) Reset() {
 	*x = KnowledgeRetrievalData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7629,7 +7696,7 @@ func (x *KnowledgeRetrievalData) String() string {
 func (*KnowledgeRetrievalData) ProtoMessage() {}
 
 func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7642,7 +7709,7 @@ func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeRetrievalData.ProtoReflect.Descriptor instead.
 func (*KnowledgeRetrievalData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *KnowledgeRetrievalData) GetQuery() string {
@@ -7693,7 +7760,7 @@ type KnowledgeSource struct {
 
 func (x *KnowledgeSource) Reset() {
 	*x = KnowledgeSource{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7705,7 +7772,7 @@ func (x *KnowledgeSource) String() string {
 func (*KnowledgeSource) ProtoMessage() {}
 
 func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7718,7 +7785,7 @@ func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeSource.ProtoReflect.Descriptor instead.
 func (*KnowledgeSource) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *KnowledgeSource) GetN() int32 {
@@ -7797,7 +7864,7 @@ type UsageData struct {
 
 func (x *UsageData) Reset() {
 	*x = UsageData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7809,7 +7876,7 @@ func (x *UsageData) String() string {
 func (*UsageData) ProtoMessage() {}
 
 func (x *UsageData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7822,7 +7889,7 @@ func (x *UsageData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageData.ProtoReflect.Descriptor instead.
 func (*UsageData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *UsageData) GetInputTokens() int32 {
@@ -7863,7 +7930,7 @@ type SubagentStartData struct {
 
 func (x *SubagentStartData) Reset() {
 	*x = SubagentStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7875,7 +7942,7 @@ func (x *SubagentStartData) String() string {
 func (*SubagentStartData) ProtoMessage() {}
 
 func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7888,7 +7955,7 @@ func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStartData.ProtoReflect.Descriptor instead.
 func (*SubagentStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *SubagentStartData) GetName() string {
@@ -7964,7 +8031,7 @@ type SubagentEventData struct {
 
 func (x *SubagentEventData) Reset() {
 	*x = SubagentEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7976,7 +8043,7 @@ func (x *SubagentEventData) String() string {
 func (*SubagentEventData) ProtoMessage() {}
 
 func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7989,7 +8056,7 @@ func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEventData.ProtoReflect.Descriptor instead.
 func (*SubagentEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *SubagentEventData) GetName() string {
@@ -8057,7 +8124,7 @@ type ChildEvent struct {
 
 func (x *ChildEvent) Reset() {
 	*x = ChildEvent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8069,7 +8136,7 @@ func (x *ChildEvent) String() string {
 func (*ChildEvent) ProtoMessage() {}
 
 func (x *ChildEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8082,7 +8149,7 @@ func (x *ChildEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildEvent.ProtoReflect.Descriptor instead.
 func (*ChildEvent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *ChildEvent) GetEvent() string {
@@ -8133,7 +8200,7 @@ type SubagentEndData struct {
 
 func (x *SubagentEndData) Reset() {
 	*x = SubagentEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8145,7 +8212,7 @@ func (x *SubagentEndData) String() string {
 func (*SubagentEndData) ProtoMessage() {}
 
 func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8158,7 +8225,7 @@ func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEndData.ProtoReflect.Descriptor instead.
 func (*SubagentEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *SubagentEndData) GetName() string {
@@ -8250,7 +8317,7 @@ type TaskEventData struct {
 
 func (x *TaskEventData) Reset() {
 	*x = TaskEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8262,7 +8329,7 @@ func (x *TaskEventData) String() string {
 func (*TaskEventData) ProtoMessage() {}
 
 func (x *TaskEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8275,7 +8342,7 @@ func (x *TaskEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEventData.ProtoReflect.Descriptor instead.
 func (*TaskEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *TaskEventData) GetTaskId() string {
@@ -8365,7 +8432,7 @@ type TaskSubagent struct {
 
 func (x *TaskSubagent) Reset() {
 	*x = TaskSubagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8377,7 +8444,7 @@ func (x *TaskSubagent) String() string {
 func (*TaskSubagent) ProtoMessage() {}
 
 func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8390,7 +8457,7 @@ func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubagent.ProtoReflect.Descriptor instead.
 func (*TaskSubagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *TaskSubagent) GetName() string {
@@ -8433,7 +8500,7 @@ type DoneData struct {
 
 func (x *DoneData) Reset() {
 	*x = DoneData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8445,7 +8512,7 @@ func (x *DoneData) String() string {
 func (*DoneData) ProtoMessage() {}
 
 func (x *DoneData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8458,7 +8525,7 @@ func (x *DoneData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoneData.ProtoReflect.Descriptor instead.
 func (*DoneData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *DoneData) GetStopReason() string {
@@ -8487,7 +8554,7 @@ type ErrorData struct {
 
 func (x *ErrorData) Reset() {
 	*x = ErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8499,7 +8566,7 @@ func (x *ErrorData) String() string {
 func (*ErrorData) ProtoMessage() {}
 
 func (x *ErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8512,7 +8579,7 @@ func (x *ErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorData.ProtoReflect.Descriptor instead.
 func (*ErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ErrorData) GetMessage() string {
@@ -8792,12 +8859,16 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x05Skill\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x12\n" +
-	"\x04path\x18\x03 \x01(\tR\x04path\"7\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\"<\n" +
+	"\fSkillProblem\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\awarning\x18\x02 \x01(\tR\awarning\"7\n" +
 	"\x1aListAvailableSkillsRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\"~\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\"\xb7\x01\n" +
 	"\x1bListAvailableSkillsResponse\x12,\n" +
 	"\x06skills\x18\x01 \x03(\v2\x14.wick.agent.v1.SkillR\x06skills\x121\n" +
-	"\x15not_running_agent_ids\x18\x02 \x03(\tR\x12notRunningAgentIds\"\x14\n" +
+	"\x15not_running_agent_ids\x18\x02 \x03(\tR\x12notRunningAgentIds\x127\n" +
+	"\bproblems\x18\x03 \x03(\v2\x1b.wick.agent.v1.SkillProblemR\bproblems\"\x14\n" +
 	"\x12WatchEventsRequest\"G\n" +
 	"\x13WatchEventsResponse\x120\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.ConfigEventR\x05event\"\xd5\x01\n" +
@@ -9256,7 +9327,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 136)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -9313,112 +9384,113 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*DeleteToolRequest)(nil),           // 52: wick.agent.v1.DeleteToolRequest
 	(*DeleteToolResponse)(nil),          // 53: wick.agent.v1.DeleteToolResponse
 	(*Skill)(nil),                       // 54: wick.agent.v1.Skill
-	(*ListAvailableSkillsRequest)(nil),  // 55: wick.agent.v1.ListAvailableSkillsRequest
-	(*ListAvailableSkillsResponse)(nil), // 56: wick.agent.v1.ListAvailableSkillsResponse
-	(*WatchEventsRequest)(nil),          // 57: wick.agent.v1.WatchEventsRequest
-	(*WatchEventsResponse)(nil),         // 58: wick.agent.v1.WatchEventsResponse
-	(*ThreadSummary)(nil),               // 59: wick.agent.v1.ThreadSummary
-	(*ListThreadsRequest)(nil),          // 60: wick.agent.v1.ListThreadsRequest
-	(*ListThreadsResponse)(nil),         // 61: wick.agent.v1.ListThreadsResponse
-	(*GetThreadRequest)(nil),            // 62: wick.agent.v1.GetThreadRequest
-	(*GetThreadResponse)(nil),           // 63: wick.agent.v1.GetThreadResponse
-	(*DeleteThreadRequest)(nil),         // 64: wick.agent.v1.DeleteThreadRequest
-	(*DeleteThreadResponse)(nil),        // 65: wick.agent.v1.DeleteThreadResponse
-	(*Run)(nil),                         // 66: wick.agent.v1.Run
-	(*GetRunRequest)(nil),               // 67: wick.agent.v1.GetRunRequest
-	(*GetRunResponse)(nil),              // 68: wick.agent.v1.GetRunResponse
-	(*CancelRunRequest)(nil),            // 69: wick.agent.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),           // 70: wick.agent.v1.CancelRunResponse
-	(*ApprovalDecision)(nil),            // 71: wick.agent.v1.ApprovalDecision
-	(*ResumeRunRequest)(nil),            // 72: wick.agent.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),           // 73: wick.agent.v1.ResumeRunResponse
-	(*JoinRunRequest)(nil),              // 74: wick.agent.v1.JoinRunRequest
-	(*JoinRunResponse)(nil),             // 75: wick.agent.v1.JoinRunResponse
-	(*Collection)(nil),                  // 76: wick.agent.v1.Collection
-	(*KnowledgeDocument)(nil),           // 77: wick.agent.v1.KnowledgeDocument
-	(*KnowledgeHit)(nil),                // 78: wick.agent.v1.KnowledgeHit
-	(*CreateCollectionRequest)(nil),     // 79: wick.agent.v1.CreateCollectionRequest
-	(*CreateCollectionResponse)(nil),    // 80: wick.agent.v1.CreateCollectionResponse
-	(*ListCollectionsRequest)(nil),      // 81: wick.agent.v1.ListCollectionsRequest
-	(*ListCollectionsResponse)(nil),     // 82: wick.agent.v1.ListCollectionsResponse
-	(*DeleteCollectionRequest)(nil),     // 83: wick.agent.v1.DeleteCollectionRequest
-	(*DeleteCollectionResponse)(nil),    // 84: wick.agent.v1.DeleteCollectionResponse
-	(*AddDocumentRequest)(nil),          // 85: wick.agent.v1.AddDocumentRequest
-	(*AddDocumentResponse)(nil),         // 86: wick.agent.v1.AddDocumentResponse
-	(*ListDocumentsRequest)(nil),        // 87: wick.agent.v1.ListDocumentsRequest
-	(*ListDocumentsResponse)(nil),       // 88: wick.agent.v1.ListDocumentsResponse
-	(*DeleteDocumentRequest)(nil),       // 89: wick.agent.v1.DeleteDocumentRequest
-	(*DeleteDocumentResponse)(nil),      // 90: wick.agent.v1.DeleteDocumentResponse
-	(*SearchKnowledgeRequest)(nil),      // 91: wick.agent.v1.SearchKnowledgeRequest
-	(*SearchKnowledgeResponse)(nil),     // 92: wick.agent.v1.SearchKnowledgeResponse
-	(*StopRunRequest)(nil),              // 93: wick.agent.v1.StopRunRequest
-	(*StopRunResponse)(nil),             // 94: wick.agent.v1.StopRunResponse
-	(*ContinueRunRequest)(nil),          // 95: wick.agent.v1.ContinueRunRequest
-	(*ContinueRunResponse)(nil),         // 96: wick.agent.v1.ContinueRunResponse
-	(*Subagent)(nil),                    // 97: wick.agent.v1.Subagent
-	(*Task)(nil),                        // 98: wick.agent.v1.Task
-	(*ListThreadTasksRequest)(nil),      // 99: wick.agent.v1.ListThreadTasksRequest
-	(*ListThreadTasksResponse)(nil),     // 100: wick.agent.v1.ListThreadTasksResponse
-	(*GetTaskRequest)(nil),              // 101: wick.agent.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 102: wick.agent.v1.GetTaskResponse
-	(*CancelTaskRequest)(nil),           // 103: wick.agent.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 104: wick.agent.v1.CancelTaskResponse
-	(*AcpAgent)(nil),                    // 105: wick.agent.v1.AcpAgent
-	(*McpServer)(nil),                   // 106: wick.agent.v1.McpServer
-	(*RunEventData)(nil),                // 107: wick.agent.v1.RunEventData
-	(*RunStartData)(nil),                // 108: wick.agent.v1.RunStartData
-	(*DeltaData)(nil),                   // 109: wick.agent.v1.DeltaData
-	(*ToolStartData)(nil),               // 110: wick.agent.v1.ToolStartData
-	(*ToolEndData)(nil),                 // 111: wick.agent.v1.ToolEndData
-	(*TodosData)(nil),                   // 112: wick.agent.v1.TodosData
-	(*InterruptData)(nil),               // 113: wick.agent.v1.InterruptData
-	(*KnowledgeRetrievalData)(nil),      // 114: wick.agent.v1.KnowledgeRetrievalData
-	(*KnowledgeSource)(nil),             // 115: wick.agent.v1.KnowledgeSource
-	(*UsageData)(nil),                   // 116: wick.agent.v1.UsageData
-	(*SubagentStartData)(nil),           // 117: wick.agent.v1.SubagentStartData
-	(*SubagentEventData)(nil),           // 118: wick.agent.v1.SubagentEventData
-	(*ChildEvent)(nil),                  // 119: wick.agent.v1.ChildEvent
-	(*SubagentEndData)(nil),             // 120: wick.agent.v1.SubagentEndData
-	(*TaskEventData)(nil),               // 121: wick.agent.v1.TaskEventData
-	(*TaskSubagent)(nil),                // 122: wick.agent.v1.TaskSubagent
-	(*DoneData)(nil),                    // 123: wick.agent.v1.DoneData
-	(*ErrorData)(nil),                   // 124: wick.agent.v1.ErrorData
-	nil,                                 // 125: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 126: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 127: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 128: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 129: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 130: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 131: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 132: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 133: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 134: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 135: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 136: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 137: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 138: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 139: google.protobuf.Duration
+	(*SkillProblem)(nil),                // 55: wick.agent.v1.SkillProblem
+	(*ListAvailableSkillsRequest)(nil),  // 56: wick.agent.v1.ListAvailableSkillsRequest
+	(*ListAvailableSkillsResponse)(nil), // 57: wick.agent.v1.ListAvailableSkillsResponse
+	(*WatchEventsRequest)(nil),          // 58: wick.agent.v1.WatchEventsRequest
+	(*WatchEventsResponse)(nil),         // 59: wick.agent.v1.WatchEventsResponse
+	(*ThreadSummary)(nil),               // 60: wick.agent.v1.ThreadSummary
+	(*ListThreadsRequest)(nil),          // 61: wick.agent.v1.ListThreadsRequest
+	(*ListThreadsResponse)(nil),         // 62: wick.agent.v1.ListThreadsResponse
+	(*GetThreadRequest)(nil),            // 63: wick.agent.v1.GetThreadRequest
+	(*GetThreadResponse)(nil),           // 64: wick.agent.v1.GetThreadResponse
+	(*DeleteThreadRequest)(nil),         // 65: wick.agent.v1.DeleteThreadRequest
+	(*DeleteThreadResponse)(nil),        // 66: wick.agent.v1.DeleteThreadResponse
+	(*Run)(nil),                         // 67: wick.agent.v1.Run
+	(*GetRunRequest)(nil),               // 68: wick.agent.v1.GetRunRequest
+	(*GetRunResponse)(nil),              // 69: wick.agent.v1.GetRunResponse
+	(*CancelRunRequest)(nil),            // 70: wick.agent.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),           // 71: wick.agent.v1.CancelRunResponse
+	(*ApprovalDecision)(nil),            // 72: wick.agent.v1.ApprovalDecision
+	(*ResumeRunRequest)(nil),            // 73: wick.agent.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),           // 74: wick.agent.v1.ResumeRunResponse
+	(*JoinRunRequest)(nil),              // 75: wick.agent.v1.JoinRunRequest
+	(*JoinRunResponse)(nil),             // 76: wick.agent.v1.JoinRunResponse
+	(*Collection)(nil),                  // 77: wick.agent.v1.Collection
+	(*KnowledgeDocument)(nil),           // 78: wick.agent.v1.KnowledgeDocument
+	(*KnowledgeHit)(nil),                // 79: wick.agent.v1.KnowledgeHit
+	(*CreateCollectionRequest)(nil),     // 80: wick.agent.v1.CreateCollectionRequest
+	(*CreateCollectionResponse)(nil),    // 81: wick.agent.v1.CreateCollectionResponse
+	(*ListCollectionsRequest)(nil),      // 82: wick.agent.v1.ListCollectionsRequest
+	(*ListCollectionsResponse)(nil),     // 83: wick.agent.v1.ListCollectionsResponse
+	(*DeleteCollectionRequest)(nil),     // 84: wick.agent.v1.DeleteCollectionRequest
+	(*DeleteCollectionResponse)(nil),    // 85: wick.agent.v1.DeleteCollectionResponse
+	(*AddDocumentRequest)(nil),          // 86: wick.agent.v1.AddDocumentRequest
+	(*AddDocumentResponse)(nil),         // 87: wick.agent.v1.AddDocumentResponse
+	(*ListDocumentsRequest)(nil),        // 88: wick.agent.v1.ListDocumentsRequest
+	(*ListDocumentsResponse)(nil),       // 89: wick.agent.v1.ListDocumentsResponse
+	(*DeleteDocumentRequest)(nil),       // 90: wick.agent.v1.DeleteDocumentRequest
+	(*DeleteDocumentResponse)(nil),      // 91: wick.agent.v1.DeleteDocumentResponse
+	(*SearchKnowledgeRequest)(nil),      // 92: wick.agent.v1.SearchKnowledgeRequest
+	(*SearchKnowledgeResponse)(nil),     // 93: wick.agent.v1.SearchKnowledgeResponse
+	(*StopRunRequest)(nil),              // 94: wick.agent.v1.StopRunRequest
+	(*StopRunResponse)(nil),             // 95: wick.agent.v1.StopRunResponse
+	(*ContinueRunRequest)(nil),          // 96: wick.agent.v1.ContinueRunRequest
+	(*ContinueRunResponse)(nil),         // 97: wick.agent.v1.ContinueRunResponse
+	(*Subagent)(nil),                    // 98: wick.agent.v1.Subagent
+	(*Task)(nil),                        // 99: wick.agent.v1.Task
+	(*ListThreadTasksRequest)(nil),      // 100: wick.agent.v1.ListThreadTasksRequest
+	(*ListThreadTasksResponse)(nil),     // 101: wick.agent.v1.ListThreadTasksResponse
+	(*GetTaskRequest)(nil),              // 102: wick.agent.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 103: wick.agent.v1.GetTaskResponse
+	(*CancelTaskRequest)(nil),           // 104: wick.agent.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 105: wick.agent.v1.CancelTaskResponse
+	(*AcpAgent)(nil),                    // 106: wick.agent.v1.AcpAgent
+	(*McpServer)(nil),                   // 107: wick.agent.v1.McpServer
+	(*RunEventData)(nil),                // 108: wick.agent.v1.RunEventData
+	(*RunStartData)(nil),                // 109: wick.agent.v1.RunStartData
+	(*DeltaData)(nil),                   // 110: wick.agent.v1.DeltaData
+	(*ToolStartData)(nil),               // 111: wick.agent.v1.ToolStartData
+	(*ToolEndData)(nil),                 // 112: wick.agent.v1.ToolEndData
+	(*TodosData)(nil),                   // 113: wick.agent.v1.TodosData
+	(*InterruptData)(nil),               // 114: wick.agent.v1.InterruptData
+	(*KnowledgeRetrievalData)(nil),      // 115: wick.agent.v1.KnowledgeRetrievalData
+	(*KnowledgeSource)(nil),             // 116: wick.agent.v1.KnowledgeSource
+	(*UsageData)(nil),                   // 117: wick.agent.v1.UsageData
+	(*SubagentStartData)(nil),           // 118: wick.agent.v1.SubagentStartData
+	(*SubagentEventData)(nil),           // 119: wick.agent.v1.SubagentEventData
+	(*ChildEvent)(nil),                  // 120: wick.agent.v1.ChildEvent
+	(*SubagentEndData)(nil),             // 121: wick.agent.v1.SubagentEndData
+	(*TaskEventData)(nil),               // 122: wick.agent.v1.TaskEventData
+	(*TaskSubagent)(nil),                // 123: wick.agent.v1.TaskSubagent
+	(*DoneData)(nil),                    // 124: wick.agent.v1.DoneData
+	(*ErrorData)(nil),                   // 125: wick.agent.v1.ErrorData
+	nil,                                 // 126: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 127: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 128: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 129: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 130: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 131: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 132: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 133: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 134: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 135: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 136: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 137: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 138: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 139: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 140: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	136, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	137, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	125, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	137, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	138, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	107, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
-	138, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	137, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	139, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	138, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	126, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	138, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	139, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	108, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
+	139, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	138, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	140, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	139, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	126, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
-	97,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	106, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
-	105, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
+	127, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	98,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
+	107, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	106, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
 	9,   // 19: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,   // 20: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
 	9,   // 21: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
@@ -9432,166 +9504,167 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 29: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 30: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 31: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	127, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	128, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	28,  // 33: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	31,  // 34: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	41,  // 35: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	44,  // 36: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	45,  // 37: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	45,  // 38: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	136, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	139, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	128, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	137, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	140, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	129, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	47,  // 42: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 43: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 44: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	54,  // 45: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
-	6,   // 46: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	137, // 47: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
-	59,  // 48: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
-	4,   // 49: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 50: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	137, // 51: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	66,  // 52: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	66,  // 53: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	136, // 54: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	71,  // 55: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	66,  // 56: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 57: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	137, // 58: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	129, // 59: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	137, // 60: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	130, // 61: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	76,  // 62: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	76,  // 63: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	76,  // 64: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	131, // 65: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	77,  // 66: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	77,  // 67: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	132, // 68: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	78,  // 69: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	66,  // 70: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	66,  // 71: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	138, // 72: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	139, // 73: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	137, // 74: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	137, // 75: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	98,  // 76: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	98,  // 77: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	98,  // 78: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	133, // 79: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	134, // 80: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	135, // 81: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	139, // 82: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	108, // 83: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
-	109, // 84: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
-	109, // 85: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
-	110, // 86: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
-	111, // 87: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
-	112, // 88: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
-	113, // 89: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
-	114, // 90: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
-	116, // 91: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
-	117, // 92: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
-	118, // 93: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
-	120, // 94: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
-	121, // 95: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
-	121, // 96: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
-	121, // 97: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
-	123, // 98: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
-	124, // 99: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	136, // 100: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
-	3,   // 101: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
-	1,   // 102: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
-	115, // 103: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
-	119, // 104: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
-	107, // 105: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
-	122, // 106: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	10,  // 107: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 108: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 109: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 110: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
-	18,  // 111: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	20,  // 112: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	22,  // 113: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	24,  // 114: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	26,  // 115: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	29,  // 116: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	32,  // 117: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	34,  // 118: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	36,  // 119: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	38,  // 120: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	40,  // 121: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	43,  // 122: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	48,  // 123: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	50,  // 124: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	52,  // 125: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	55,  // 126: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	57,  // 127: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	60,  // 128: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	62,  // 129: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	64,  // 130: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	67,  // 131: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	69,  // 132: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	72,  // 133: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	74,  // 134: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	79,  // 135: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	81,  // 136: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	83,  // 137: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	85,  // 138: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	87,  // 139: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	89,  // 140: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	91,  // 141: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	93,  // 142: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	95,  // 143: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	99,  // 144: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	101, // 145: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	103, // 146: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	11,  // 147: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 148: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 149: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 150: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
-	19,  // 151: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	21,  // 152: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	23,  // 153: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	25,  // 154: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	27,  // 155: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	30,  // 156: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	33,  // 157: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	35,  // 158: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	37,  // 159: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	39,  // 160: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	42,  // 161: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	46,  // 162: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	49,  // 163: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	51,  // 164: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	53,  // 165: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	56,  // 166: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	58,  // 167: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	61,  // 168: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	63,  // 169: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	65,  // 170: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	68,  // 171: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	70,  // 172: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	73,  // 173: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	75,  // 174: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	80,  // 175: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	82,  // 176: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	84,  // 177: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	86,  // 178: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	88,  // 179: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	90,  // 180: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	92,  // 181: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	94,  // 182: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	96,  // 183: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	100, // 184: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	102, // 185: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	104, // 186: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	147, // [147:187] is the sub-list for method output_type
-	107, // [107:147] is the sub-list for method input_type
-	107, // [107:107] is the sub-list for extension type_name
-	107, // [107:107] is the sub-list for extension extendee
-	0,   // [0:107] is the sub-list for field type_name
+	55,  // 46: wick.agent.v1.ListAvailableSkillsResponse.problems:type_name -> wick.agent.v1.SkillProblem
+	6,   // 47: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
+	138, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	60,  // 49: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
+	4,   // 50: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
+	1,   // 51: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	138, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	67,  // 53: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	67,  // 54: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	137, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	72,  // 56: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	67,  // 57: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 58: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	138, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	130, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	138, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	131, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	77,  // 63: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	77,  // 64: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	77,  // 65: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	132, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	78,  // 67: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	78,  // 68: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	133, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	79,  // 70: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	67,  // 71: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	67,  // 72: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	139, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	140, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	138, // 75: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	138, // 76: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	99,  // 77: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	99,  // 78: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	99,  // 79: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	134, // 80: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	135, // 81: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	136, // 82: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	140, // 83: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	109, // 84: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
+	110, // 85: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
+	110, // 86: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
+	111, // 87: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
+	112, // 88: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
+	113, // 89: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	114, // 90: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	115, // 91: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	117, // 92: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	118, // 93: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	119, // 94: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	121, // 95: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	122, // 96: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	122, // 97: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	122, // 98: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	124, // 99: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	125, // 100: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	137, // 101: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 102: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 103: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	116, // 104: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	120, // 105: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	108, // 106: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	123, // 107: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	10,  // 108: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 109: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 110: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 111: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 112: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 113: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 114: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 115: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 116: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 117: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 118: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 119: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 120: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 121: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 122: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 123: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 124: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 125: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 126: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	56,  // 127: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	58,  // 128: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	61,  // 129: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	63,  // 130: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	65,  // 131: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	68,  // 132: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	70,  // 133: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	73,  // 134: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	75,  // 135: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	80,  // 136: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	82,  // 137: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	84,  // 138: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	86,  // 139: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	88,  // 140: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	90,  // 141: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	92,  // 142: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	94,  // 143: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	96,  // 144: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	100, // 145: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	102, // 146: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	104, // 147: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	11,  // 148: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 149: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 150: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 151: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 152: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 153: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 154: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 155: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 156: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 157: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 158: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 159: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 160: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 161: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 162: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 163: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 164: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 165: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 166: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	57,  // 167: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	59,  // 168: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	62,  // 169: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	64,  // 170: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	66,  // 171: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	69,  // 172: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	71,  // 173: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	74,  // 174: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	76,  // 175: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	81,  // 176: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	83,  // 177: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	85,  // 178: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	87,  // 179: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	89,  // 180: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	91,  // 181: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	93,  // 182: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	95,  // 183: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	97,  // 184: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	101, // 185: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	103, // 186: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	105, // 187: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	148, // [148:188] is the sub-list for method output_type
+	108, // [108:148] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -9614,8 +9687,8 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*TerminalResponse_Output)(nil),
 		(*TerminalResponse_ExitCode)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[91].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[107].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[92].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[108].OneofWrappers = []any{
 		(*RunEventData_OnRunStart)(nil),
 		(*RunEventData_OnChatModelStream)(nil),
 		(*RunEventData_OnThoughtStream)(nil),
@@ -9634,25 +9707,25 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*RunEventData_Done)(nil),
 		(*RunEventData_Error)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[110].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[113].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[114].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[115].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[116].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[117].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[119].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[118].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[120].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[121].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[123].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[122].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[124].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[125].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   136,
+			NumMessages:   137,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

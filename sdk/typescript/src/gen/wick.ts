@@ -2420,6 +2420,11 @@ export interface components {
              *     not listed; any call that uses the sandbox (a run, a file) starts it.
              */
             not_running_agent_ids?: string[];
+            /**
+             * @description problems are the SKILL.md files found but not loaded, sorted by path;
+             *     their skills are missing from the agents' catalogs until fixed.
+             */
+            problems?: components["schemas"]["wick.agent.v1.SkillProblem"][];
             /** @description skills are the skills found, sorted by name. */
             skills?: components["schemas"]["wick.agent.v1.Skill"][];
         };
@@ -2593,6 +2598,17 @@ export interface components {
             name?: string;
             /** @description path is the SKILL.md file's agent-facing path. */
             path?: string;
+        };
+        /**
+         * @description SkillProblem is a SKILL.md file that was found but not loaded into the
+         *     catalog: no YAML front matter, front matter that does not parse, a name
+         *     that is not folder-safe (^[a-z0-9][a-z0-9-]{0,63}$), or a full catalog.
+         */
+        "wick.agent.v1.SkillProblem": {
+            /** @description path is the SKILL.md file's agent-facing path. */
+            path?: string;
+            /** @description warning says why the file was not loaded and what to fix. */
+            warning?: string;
         };
         /**
          * @description StopRunResponse describes the run when the stop was requested; it ends

@@ -12,6 +12,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/wickfs"
 )
 
 // instantModel answers at once: a tool call while fewer than toolTurns tool
@@ -111,4 +112,58 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	s := append([]time.Duration(nil), d...)
 	slices.Sort(s)
 	return s[len(s)*50/100], s[min(len(s)-1, len(s)*99/100)]
+}
+
+// BenchmarkSkillsCatalog measures what the skills catalog costs each model
+// call: ModifyRequest appending it to the system message, with the shipped
+// library (6 skills, read from the repository) and with 100 skills whose
+// descriptions are as long as the shipped ones. tokens/call is the
+// catalog's size in bytes / 4, the usual estimate for English text.
+func BenchmarkSkillsCatalog(b *testing.B) {
+	shipped, err := wickfs.NewLocalFS("../../../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	library, _, err := hooks.DiscoverSkills(context.Background(), shipped, []string{"/workspace/skills"})
+	if err != nil || len(library) != 6 {
+		b.Fatalf("shipped library: %d skills, %v", len(library), err)
+	}
+	hundred := map[string]string{}
+	for i := range hooks.DefaultMaxSkills {
+		s := library[i%len(library)]
+		name := fmt.Sprintf("%s-%03d", s.Name, i)
+		hundred["/workspace/skills/"+name+"/SKILL.md"] = "---\nname: " + name + "\ndescription: " + s.Description + "\n---\n"
+	}
+	for _, c := range []struct {
+		name string
+		fs   wickfs.FileSystem
+		want int
+	}{
+		{"6-shipped", shipped, 6},
+		{"100", newMemFS(hundred), 100},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			h := hooks.NewSkillsHook(c.fs, []string{"/workspace/skills"})
+			if err := h.BeforeAgent(ctx, &loop.AgentState{}); err != nil || len(h.Skills()) != c.want {
+				b.Fatalf("%d skills, %v", len(h.Skills()), err)
+			}
+			const prompt = "You are a coding assistant."
+			msgs := []llm.Message{loop.System(prompt), loop.Human("Summarise data.csv")}
+			var added int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				out, err := h.ModifyRequest(ctx, msgs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				added = len(out[0].Content) - len(prompt)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/call")
+			b.ReportMetric(float64(added), "bytes/call")
+			b.ReportMetric(float64(added)/4, "tokens/call")
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,13 @@ const (
 	skillsHeader = "## Skills\n\nThese skills are available. Read a skill's SKILL.md with read_file before using it:\n"
 )
 
+// SkillNamePattern is what a skill's name must match: the name appears in
+// the catalog and names the skill's folder, so it is one lowercase word of
+// letters, digits and dashes that is safe as a folder name everywhere.
+const SkillNamePattern = `^[a-z0-9][a-z0-9-]{0,63}$`
+
+var skillName = regexp.MustCompile(SkillNamePattern)
+
 // SkillEntry is a discovered skill.
 type SkillEntry struct {
 	Name        string `json:"name"`        // front matter "name"
@@ -43,6 +51,13 @@ func (s SkillEntry) CatalogLine() string {
 	return fmt.Sprintf("[%s] %s → Read %s for full instructions", s.Name, s.Description, s.Path)
 }
 
+// SkillProblem is a SKILL.md file that was found but not loaded into the
+// catalog, with a warning that says why and what to fix.
+type SkillProblem struct {
+	Path    string `json:"path"`    // full path of the SKILL.md file
+	Warning string `json:"warning"` // why it is not loaded
+}
+
 // SkillsHook discovers SKILL.md files and injects their catalog.
 type SkillsHook struct {
 	loop.BaseHook
@@ -52,6 +67,9 @@ type SkillsHook struct {
 
 	mu     sync.Mutex
 	skills []SkillEntry
+	// catalog is SkillsCatalog(skills), rendered once per discovery
+	// because every model call of the run sends it.
+	catalog string
 }
 
 // SkillsOption configures a SkillsHook.
@@ -77,12 +95,16 @@ func (h *SkillsHook) Phases() []string { return phasesOf(NameSkills) }
 
 // BeforeAgent discovers the skills.
 func (h *SkillsHook) BeforeAgent(ctx context.Context, _ *loop.AgentState) error {
-	skills, err := discoverSkills(ctx, h.fs, h.paths, h.logger)
+	skills, _, err := discoverSkills(ctx, h.fs, h.paths, h.logger)
 	if err != nil {
 		return err
 	}
+	catalog := ""
+	if len(skills) > 0 {
+		catalog = SkillsCatalog(skills)
+	}
 	h.mu.Lock()
-	h.skills = skills
+	h.skills, h.catalog = skills, catalog
 	h.mu.Unlock()
 	return nil
 }
@@ -96,11 +118,13 @@ func (h *SkillsHook) Skills() []SkillEntry {
 
 // ModifyRequest appends the catalog to the system message.
 func (h *SkillsHook) ModifyRequest(_ context.Context, msgs []llm.Message) ([]llm.Message, error) {
-	skills := h.Skills()
-	if len(skills) == 0 {
+	h.mu.Lock()
+	catalog := h.catalog
+	h.mu.Unlock()
+	if catalog == "" {
 		return msgs, nil
 	}
-	return loop.AppendSystem(msgs, SkillsCatalog(skills)), nil
+	return loop.AppendSystem(msgs, catalog), nil
 }
 
 // SkillsCatalog renders the catalog block: a header and one line per skill.
@@ -115,20 +139,24 @@ func SkillsCatalog(skills []SkillEntry) string {
 }
 
 // DiscoverSkills finds SKILL.md files under each path and parses their YAML
-// front matter. Missing directories and files without valid front matter are
-// skipped; the result is sorted by name and capped at DefaultMaxSkills.
-func DiscoverSkills(ctx context.Context, fs wickfs.FileSystem, paths []string) ([]SkillEntry, error) {
+// front matter. Missing directories are skipped. A file that cannot be
+// loaded (no or invalid front matter, a name that does not match
+// SkillNamePattern, beyond DefaultMaxSkills) is returned as a problem, so
+// that its author sees why the skill is missing. Skills are sorted by name,
+// problems by path.
+func DiscoverSkills(ctx context.Context, fs wickfs.FileSystem, paths []string) ([]SkillEntry, []SkillProblem, error) {
 	return discoverSkills(ctx, fs, paths, slog.New(slog.DiscardHandler))
 }
 
-func discoverSkills(ctx context.Context, fs wickfs.FileSystem, paths []string, logger *slog.Logger) ([]SkillEntry, error) {
+func discoverSkills(ctx context.Context, fs wickfs.FileSystem, paths []string, logger *slog.Logger) ([]SkillEntry, []SkillProblem, error) {
 	var out []SkillEntry
+	var problems []SkillProblem
 	seen := map[string]bool{}
 	for _, dir := range paths {
 		res, err := fs.Glob(ctx, SkillFile, dir)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 			// A skills directory that does not exist yet is not an error.
 			logger.DebugContext(ctx, "skills directory skipped", "path", dir, "err", err)
@@ -142,9 +170,10 @@ func discoverSkills(ctx context.Context, fs wickfs.FileSystem, paths []string, l
 			entry, err := readSkill(ctx, fs, f)
 			if err != nil {
 				if ctx.Err() != nil {
-					return nil, ctx.Err()
+					return nil, nil, ctx.Err()
 				}
 				logger.WarnContext(ctx, "skill skipped", "path", f, "err", err)
+				problems = append(problems, SkillProblem{Path: f, Warning: "not loaded: " + err.Error()})
 				continue
 			}
 			out = append(out, entry)
@@ -157,12 +186,19 @@ func discoverSkills(ctx context.Context, fs wickfs.FileSystem, paths []string, l
 		return out[i].Path < out[j].Path
 	})
 	if len(out) > DefaultMaxSkills {
+		for _, s := range out[DefaultMaxSkills:] {
+			problems = append(problems, SkillProblem{Path: s.Path, Warning: fmt.Sprintf("not loaded: the catalog holds at most %d skills", DefaultMaxSkills)})
+		}
 		out = out[:DefaultMaxSkills]
 	}
-	return out, nil
+	sort.Slice(problems, func(i, j int) bool { return problems[i].Path < problems[j].Path })
+	return out, problems, nil
 }
 
-var errNoFrontMatter = errors.New("no YAML front matter (--- … ---) at the top of the file")
+var (
+	errNoFrontMatter = errors.New("no YAML front matter (--- … ---) at the top of the file")
+	errSkillName     = errors.New("is not a folder-safe name: use lowercase letters, digits and dashes, starting with a letter or digit, at most 64 characters (" + SkillNamePattern + ")")
+)
 
 func readSkill(ctx context.Context, fs wickfs.FileSystem, file string) (SkillEntry, error) {
 	lines, err := fs.ReadLines(ctx, file, 0, DefaultFrontMatterLines)
@@ -183,6 +219,9 @@ func readSkill(ctx context.Context, fs wickfs.FileSystem, file string) (SkillEnt
 	name := strings.TrimSpace(meta.Name)
 	if name == "" {
 		name = path.Base(path.Dir(file))
+	}
+	if !skillName.MatchString(name) {
+		return SkillEntry{}, fmt.Errorf("name %q %w", name, errSkillName)
 	}
 	desc := strings.Join(strings.Fields(meta.Description), " ")
 	return SkillEntry{Name: name, Description: desc, Path: file}, nil

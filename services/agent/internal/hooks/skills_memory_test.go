@@ -2,6 +2,7 @@ package hooks_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,9 +25,16 @@ var skillFiles = map[string]string{
 func TestDiscoverSkills(t *testing.T) {
 	t.Parallel()
 	mfs := newMemFS(skillFiles)
-	got, err := hooks.DiscoverSkills(context.Background(), mfs, []string{"/workspace/skills", "/workspace/missing"})
+	got, problems, err := hooks.DiscoverSkills(context.Background(), mfs, []string{"/workspace/skills", "/workspace/missing"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	wantProblems := []hooks.SkillProblem{
+		{Path: "/workspace/skills/broken/SKILL.md", Warning: "not loaded: front matter: yaml: line 1: did not find expected ',' or ']'"},
+		{Path: "/workspace/skills/nofront/SKILL.md", Warning: "not loaded: no YAML front matter (--- … ---) at the top of the file"},
+	}
+	if !slices.Equal(problems, wantProblems) {
+		t.Fatalf("problems %+v, want %+v", problems, wantProblems)
 	}
 	want := []hooks.SkillEntry{
 		{Name: "code-review", Description: "Review code for bugs and style issues", Path: "/workspace/skills/code-review/SKILL.md"},

@@ -1,0 +1,56 @@
+import { cleanup, render, screen, within } from "@testing-library/react";
+import type { Wick } from "@wick-agent/sdk";
+import { afterEach, describe, expect, it, vi } from "vitest";
+
+import { AgentSettings } from "./Agents";
+
+afterEach(cleanup);
+
+/** A fake of the two reads AgentSettings makes: the agent's sandbox and its skills. */
+function fakeClient(skills: unknown) {
+  const GET = vi.fn(async (route: string) =>
+    route === "/agents/skills/available" ? { data: skills } : { data: { agent: { agent_id: "default", sandbox_state: "running" } } },
+  );
+  return { api: { GET } } as unknown as Wick;
+}
+
+function renderSettings(skills: unknown) {
+  render(
+    <AgentSettings
+      client={fakeClient(skills)}
+      agent={{ agent_id: "default", backend: { type: "local" }, skills: { paths: ["/workspace/skills"] } }}
+      onChanged={() => {}}
+      onDelete={() => {}}
+      onError={(err) => {
+        throw err;
+      }}
+    />,
+  );
+}
+
+describe("AgentSettings skills", () => {
+  it("lists the skills and, with their warning, the SKILL.md files that were not loaded", async () => {
+    renderSettings({
+      skills: [{ name: "csv-analyzer", description: "Use when the user gives you a CSV", path: "/workspace/skills/csv-analyzer/SKILL.md" }],
+      problems: [
+        { path: "/workspace/skills/Bad Name/SKILL.md", warning: 'not loaded: name "Bad Name" is not a folder-safe name' },
+        { path: "/workspace/skills/notes/SKILL.md", warning: "not loaded: no YAML front matter (--- … ---) at the top of the file" },
+      ],
+    });
+    const list = await screen.findByTestId("skills-list");
+    await within(list).findByText("csv-analyzer");
+    const problems = within(list).getAllByTestId("skill-problem");
+    expect(problems.map((p) => p.textContent)).toEqual([
+      '⚠ /workspace/skills/Bad Name/SKILL.md not loaded: name "Bad Name" is not a folder-safe name',
+      "⚠ /workspace/skills/notes/SKILL.md not loaded: no YAML front matter (--- … ---) at the top of the file",
+    ]);
+    expect(within(list).queryByText("No skills found.")).toBeNull();
+  });
+
+  it("says no skills were found beside the problems when none loaded", async () => {
+    renderSettings({ skills: [], problems: [{ path: "/workspace/skills/x/SKILL.md", warning: "not loaded: no YAML front matter" }] });
+    const list = await screen.findByTestId("skills-list");
+    await within(list).findByText("No skills found.");
+    expect(within(list).getByTestId("skill-problem").textContent).toContain("not loaded: no YAML front matter");
+  });
+});
