@@ -1,5 +1,6 @@
 // Telling the files a run just wrote from those the canvas already knew:
 // the Canvas opens itself for the former.
+import { canvasKind, type CanvasKind } from "./kinds";
 import type { WrittenFile } from "./types";
 
 /** A write of a file: its path and version. */
@@ -19,4 +20,24 @@ export function writeKeys(files: readonly WrittenFile[]): Set<string> {
  */
 export function newWrites(seen: ReadonlySet<string>, files: readonly WrittenFile[]): WrittenFile[] {
   return files.filter((f) => f.runId !== "" && !seen.has(writeKey(f)));
+}
+
+/** Kinds the Canvas renders as what they are (slides, a document, a page, an image, a table): a run's results rather than its working files. */
+const ARTIFACTS: ReadonlySet<CanvasKind> = new Set(["slides", "markdown", "html", "image", "csv"]);
+
+function isArtifact(f: WrittenFile): boolean {
+  return ARTIFACTS.has(canvasKind(f.path));
+}
+
+/**
+ * artifactToOpen picks the write the Canvas opens for a run's new writes:
+ * the newest one with a rendered view, else the newest. While the Canvas
+ * shows a rendered file of the same run, a later write of a working file
+ * (a script, a log) does not replace it: undefined, leave the Canvas be.
+ */
+export function artifactToOpen(fresh: readonly WrittenFile[], shown?: WrittenFile): WrittenFile | undefined {
+  const best = fresh.find(isArtifact) ?? fresh[0];
+  if (!best) return undefined;
+  if (shown && shown.path !== best.path && shown.runId === best.runId && isArtifact(shown) && !isArtifact(best)) return undefined;
+  return best;
 }
