@@ -127,7 +127,7 @@ describe("SidePanel", () => {
     await screen.findByTestId("canvas-table");
     rerender(<SidePanel {...c} writtenFiles={[written("/workspace/r.md"), written("/workspace/data.csv")]} />);
     expect(screen.getByTestId("canvas-table")).toBeTruthy();
-  });
+  }, LAZY_MS * 2);
 
   it("reloads a file the run writes again", async () => {
     const files: Record<string, string> = { "/workspace/data.csv": "h\nold\n" };

@@ -10,6 +10,8 @@ afterEach(cleanup);
 
 /** The slides and Markdown views are lazy chunks: their first import can take seconds on a busy machine. */
 const LAZY = { timeout: 10_000 };
+/** A test that renders a deck: Marp's first render in jsdom takes a second unloaded, several on a busy machine. */
+const DECK_TEST_MS = 30_000;
 
 /** The first bytes of a PNG: what the deck's image is fetched as. */
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -64,7 +66,7 @@ describe("SlidesView", () => {
     }
     expect((screen.getByTestId("slides-next") as HTMLButtonElement).disabled).toBe(true);
     expect(screen.getByRole("button", { name: "Full screen" })).toBeTruthy();
-  });
+  }, DECK_TEST_MS);
 
   it("says so for a deck with no slides", () => {
     const { client } = fakeClient({});
@@ -79,7 +81,7 @@ describe("SlidesView", () => {
     await screen.findByTestId("slides-counter", {}, LAZY);
     expect(screen.getByTestId("slides-missing").textContent).toBe("Not shown: report/sales-chart.png (over 16 B), missing.png");
     expect(frameDoc()).toContain('src="report/sales-chart.png"');
-  });
+  }, DECK_TEST_MS);
 });
 
 describe("CanvasPanel and decks", () => {
@@ -104,7 +106,7 @@ describe("CanvasPanel and decks", () => {
       if (c.slides) await screen.findByTestId("canvas-markdown", {}, LAZY);
       else await screen.findByTestId("slides-counter", {}, LAZY);
       await waitFor(() => expect(screen.getByTestId("canvas-slides-toggle").getAttribute("aria-pressed")).toBe(String(!c.slides)));
-    });
+    }, DECK_TEST_MS);
   }
 
   it("says a binary .csv is not CSV", async () => {
