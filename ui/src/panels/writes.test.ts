@@ -8,8 +8,10 @@ const w = (path: string, runId = "run_1"): WrittenFile => ({ path, runId, eventI
 describe("artifactToOpen", () => {
   const cases: { name: string; fresh: WrittenFile[]; shown?: WrittenFile; want: string | undefined }[] = [
     { name: "nothing new", fresh: [], want: undefined },
-    { name: "the newest rendered file over a newer log", fresh: [w("/workspace/run.log"), w("/workspace/chart.png"), w("/workspace/a.csv")], want: "/workspace/chart.png" },
-    { name: "a deck", fresh: [w("/workspace/deck.slides.md"), w("/workspace/chart.png")], want: "/workspace/deck.slides.md" },
+    { name: "the newest rendered file over a newer log", fresh: [w("/workspace/run.log"), w("/workspace/a.csv"), w("/workspace/b.csv")], want: "/workspace/a.csv" },
+    { name: "a chart over a newer table and log", fresh: [w("/workspace/run.log"), w("/workspace/a.csv"), w("/workspace/chart.png")], want: "/workspace/chart.png" },
+    { name: "a deck over a newer table", fresh: [w("/workspace/sales.csv"), w("/workspace/deck.slides.md"), w("/workspace/chart.png")], want: "/workspace/deck.slides.md" },
+    { name: "a document over a table", fresh: [w("/workspace/data.csv"), w("/workspace/summary.md")], want: "/workspace/summary.md" },
     { name: "a CSV", fresh: [w("/workspace/analyze.py"), w("/workspace/data.csv")], want: "/workspace/data.csv" },
     { name: "only working files: the newest", fresh: [w("/workspace/b.py"), w("/workspace/a.py")], want: "/workspace/b.py" },
     { name: "a log after the run's chart leaves the chart", fresh: [w("/workspace/run.log")], shown: w("/workspace/chart.png"), want: undefined },

@@ -22,21 +22,32 @@ export function newWrites(seen: ReadonlySet<string>, files: readonly WrittenFile
   return files.filter((f) => f.runId !== "" && !seen.has(writeKey(f)));
 }
 
-/** Kinds the Canvas renders as what they are (slides, a document, a page, an image, a table): a run's results rather than its working files. */
-const ARTIFACTS: ReadonlySet<CanvasKind> = new Set(["slides", "markdown", "html", "image", "csv"]);
+/**
+ * Kinds the Canvas renders as what they are — a run's results rather than
+ * its working files — most telling first: a deck or a chart sums up what a
+ * table or a document holds.
+ */
+const ARTIFACTS: readonly CanvasKind[] = ["slides", "image", "html", "markdown", "csv"];
+
+function rank(f: WrittenFile): number {
+  const i = ARTIFACTS.indexOf(canvasKind(f.path));
+  return i === -1 ? ARTIFACTS.length : i;
+}
 
 function isArtifact(f: WrittenFile): boolean {
-  return ARTIFACTS.has(canvasKind(f.path));
+  return rank(f) < ARTIFACTS.length;
 }
 
 /**
- * artifactToOpen picks the write the Canvas opens for a run's new writes:
- * the newest one with a rendered view, else the newest. While the Canvas
- * shows a rendered file of the same run, a later write of a working file
- * (a script, a log) does not replace it: undefined, leave the Canvas be.
+ * artifactToOpen picks the write the Canvas opens for new writes that
+ * arrived together: the most telling rendered file (newest first among
+ * equals), else the newest. While the Canvas shows a rendered file of the
+ * same run, a later write of a working file (a script, a log) does not
+ * replace it: undefined, leave the Canvas be.
  */
 export function artifactToOpen(fresh: readonly WrittenFile[], shown?: WrittenFile): WrittenFile | undefined {
-  const best = fresh.find(isArtifact) ?? fresh[0];
+  let best: WrittenFile | undefined;
+  for (const f of fresh) if (!best || rank(f) < rank(best)) best = f;
   if (!best) return undefined;
   if (shown && shown.path !== best.path && shown.runId === best.runId && isArtifact(shown) && !isArtifact(best)) return undefined;
   return best;
