@@ -132,7 +132,7 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
         {slidesPossible && !source && (
           <button
             type="button"
-            className="wp-button"
+            className="wp-button wp-toggle"
             data-testid="canvas-slides-toggle"
             aria-pressed={slides}
             onClick={() => setSlidesChoice({ path: file.path, slides: !slides })}
