@@ -27,7 +27,6 @@ export interface SlidesViewProps {
 
 /** A rendered deck: each slide's HTML, the deck's CSS, and the images that could not be shown. */
 interface Deck {
-  text: string;
   slides: string[];
   css: string;
   missing: string[];
@@ -72,12 +71,12 @@ async function renderDeck(props: SlidesViewProps, signal: AbortSignal): Promise<
       missing.push(ref);
     }
   }
-  return { text, slides: html.map((h) => rewriteImageRefs(h, urls)), css, missing };
+  return { slides: html.map((h) => rewriteImageRefs(h, urls)), css, missing };
 }
 
 export default function SlidesView(props: SlidesViewProps) {
   const { client, agentId, path, text, maxImageBytes } = props;
-  const [deck, setDeck] = useState<Deck | { text: string; error: string }>();
+  const [deck, setDeck] = useState<Deck | { error: string }>();
   const [index, setIndex] = useState(0);
   const [fullscreen, setFullscreen] = useState(false);
   const root = useRef<HTMLDivElement>(null);
@@ -92,7 +91,7 @@ export default function SlidesView(props: SlidesViewProps) {
         if (!abort.signal.aborted) setDeck(d);
       },
       (err: unknown) => {
-        if (!abort.signal.aborted) setDeck({ text, error: err instanceof Error ? err.message : String(err) });
+        if (!abort.signal.aborted) setDeck({ error: err instanceof Error ? err.message : String(err) });
       },
     );
     return () => abort.abort();
