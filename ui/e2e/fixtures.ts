@@ -39,6 +39,38 @@ export const ORG = "acme";
 /** The "kb" script: an answer that cites the first source the knowledge hook gave it. */
 export const KB_ANSWER = "Replicas share their state through Redis [1].";
 
+/** The "deck" script: a CSV of sales, then (a step later) a 3-slide deck whose first slide shows a chart the test uploads. */
+export const DECK_PATH = "/workspace/sales.slides.md";
+export const DECK_CHART_PATH = "/workspace/report/sales-chart.png";
+export const DECK_CONTENT = [
+  "---",
+  "marp: true",
+  "paginate: true",
+  "---",
+  "",
+  "# Sales, first quarter",
+  "",
+  "![Sales by month](report/sales-chart.png)",
+  "",
+  "---",
+  "",
+  "# What changed",
+  "",
+  "- March doubled January",
+  "- The north sold most",
+  "",
+  "---",
+  "",
+  "# Next steps",
+  "",
+  "1. Keep the north's stock up",
+  "2. Ask the south why",
+  "",
+].join("\n");
+export const SALES_PATH = "/workspace/report/sales.csv";
+export const SALES_CONTENT = "month,region,sales,cost\nJan,north,120,80\nFeb,south,150,90\nMar,north,240,120\nApr,south,180,100\n";
+export const DECK_ANSWER = "The sales table and the deck are written.";
+
 export const SCRIPTS = {
   hello: { delay: "25ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
   tools: {
@@ -66,6 +98,14 @@ export const SCRIPTS = {
       { text: APPROVE_ANSWER },
     ],
     end_text: "The approve script has finished.",
+  },
+  deck: {
+    delay: "2ms",
+    turns: [
+      { tool_calls: [{ name: "write_file", arguments: { path: SALES_PATH, content: SALES_CONTENT } }] },
+      { tool_calls: [{ name: "write_file", arguments: { path: DECK_PATH, content: DECK_CONTENT } }] },
+      { text: DECK_ANSWER },
+    ],
   },
   kb: { delay: "2ms", turns: [{ text: KB_ANSWER }], end_text: "The kb script has finished." },
   // A question to the user (ask_user), then thanks.
@@ -95,6 +135,7 @@ export function agentsFor(backend: "local" | "docker") {
   return {
     hello: { name: "Hello agent", model: "script:hello", ...b },
     writer: { name: "Agent that writes a report", model: "script:tools", ...b },
+    deck: { name: "Agent that writes a deck", model: "script:deck", ...b },
     slow: { name: "Slow agent", model: "script:slow", ...b },
     approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive", ...b },
     asker: { name: "Agent that asks the user", model: "script:ask", tools: ["ask_user"], ...b },

@@ -7,12 +7,14 @@ import { lazy, Suspense, useEffect, useRef, useState } from "react";
 
 import { decodeText, fetchLimited, saveFile } from "./content";
 import { CsvTable } from "./CsvTable";
+import { canShowAsSlides, isMarpDeck } from "./deck";
 import { baseName, dirOf } from "./fileTree";
 import { canvasKind, csvDelimiter, formatBytes, imageType, MAX_RENDER_BYTES, type CanvasKind } from "./kinds";
 import type { WrittenFile } from "./types";
 
 const CodeEditor = lazy(() => import("./CodeEditor"));
 const MarkdownView = lazy(() => import("./MarkdownView"));
+const SlidesView = lazy(() => import("./SlidesView"));
 
 /** The largest image shown inline (images are bigger than text; they are not parsed, only decoded by the browser). */
 export const MAX_IMAGE_BYTES = 16 << 20;
@@ -36,7 +38,7 @@ type Content =
   | { key: string; state: "error"; message: string };
 
 /** Kinds that have a rendered view and a source view. */
-const RENDERED: ReadonlySet<CanvasKind> = new Set(["markdown", "csv", "html"]);
+const RENDERED: ReadonlySet<CanvasKind> = new Set(["markdown", "slides", "csv", "html"]);
 
 export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect, onError }: CanvasPanelProps) {
   const file = writtenFiles.find((f) => f.path === selected) ?? writtenFiles[0];
@@ -44,6 +46,8 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
   const kind = file ? canvasKind(file.path) : "text";
   const [content, setContent] = useState<Content>();
   const [source, setSource] = useState(false);
+  // Slides or document, as the user chose for a Markdown file; else as the file says.
+  const [slidesChoice, setSlidesChoice] = useState<{ path: string; slides: boolean }>();
   // The effect below reads the latest callback without depending on it.
   const errors = useRef(onError);
   errors.current = onError;
@@ -94,6 +98,12 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
 
   const download = () => saveFile(client, agentId, file.path).catch(onError);
   const shown = content?.key.startsWith(`${file.path}@`) ? content : undefined;
+  const text = shown?.state === "text" ? shown.text : undefined;
+  // A .slides.md file, or Markdown whose front matter says marp: true, opens as slides; any Markdown with --- separators may.
+  const deckByContent = kind === "markdown" && text !== undefined && isMarpDeck(text);
+  const slidesPossible = kind === "slides" || (kind === "markdown" && text !== undefined && canShowAsSlides(text));
+  const slides = slidesPossible && (slidesChoice?.path === file.path ? slidesChoice.slides : kind === "slides" || deckByContent);
+  const view: CanvasKind = source && RENDERED.has(kind) ? "code" : kind === "slides" || kind === "markdown" ? (slides ? "slides" : "markdown") : kind;
   return (
     <div className="wp-canvas" data-testid="canvas">
       <div className="wp-canvas-items" role="listbox" aria-label="Written files">
@@ -119,6 +129,17 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
           <span className="wp-muted">{dirOf(file.path)}/</span>
           {baseName(file.path)}
         </span>
+        {slidesPossible && !source && (
+          <button
+            type="button"
+            className="wp-button wp-toggle"
+            data-testid="canvas-slides-toggle"
+            aria-pressed={slides}
+            onClick={() => setSlidesChoice({ path: file.path, slides: !slides })}
+          >
+            Slides
+          </button>
+        )}
         {RENDERED.has(kind) && (
           <button type="button" className="wp-button" aria-pressed={source} onClick={() => setSource((s) => !s)}>
             {source ? "Rendered" : "Source"}
@@ -128,20 +149,29 @@ export function CanvasPanel({ client, agentId, writtenFiles, selected, onSelect,
           Download
         </button>
       </div>
-      <div className="wp-canvas-view" data-kind={kind}>
-        <CanvasBody path={file.path} kind={source && RENDERED.has(kind) ? "code" : kind} content={shown} />
+      <div className="wp-canvas-view" data-kind={view}>
+        <CanvasBody client={client} agentId={agentId} path={file.path} kind={view} content={shown} />
       </div>
     </div>
   );
 }
 
-function CanvasBody({ path, kind, content }: { path: string; kind: CanvasKind; content: Content | undefined }) {
+interface CanvasBodyProps {
+  client: Wick;
+  agentId: string;
+  path: string;
+  kind: CanvasKind;
+  content: Content | undefined;
+}
+
+function CanvasBody({ client, agentId, path, kind, content }: CanvasBodyProps) {
   const loading = <p className="wp-empty">Loading…</p>;
   if (!content || content.state === "loading") return loading;
   switch (content.state) {
     case "error":
       return <p className="wp-empty wp-error">{content.message}</p>;
     case "binary":
+      if (kind === "csv") return <p className="wp-empty" data-testid="csv-not-table">This file is not CSV: it is not text (a binary file). Download it to open it.</p>;
       return <p className="wp-empty">A binary file: download it to open it.</p>;
     case "tooLarge":
       return (
@@ -160,8 +190,14 @@ function CanvasBody({ path, kind, content }: { path: string; kind: CanvasKind; c
           <MarkdownView text={text} />
         </Suspense>
       );
+    case "slides":
+      return (
+        <Suspense fallback={loading}>
+          <SlidesView key={path} client={client} agentId={agentId} path={path} text={text} maxImageBytes={MAX_IMAGE_BYTES} />
+        </Suspense>
+      );
     case "csv":
-      return <CsvTable text={text} delimiter={csvDelimiter(path)} />;
+      return <CsvTable key={path} text={text} delimiter={csvDelimiter(path)} />;
     case "html":
       // No allow-same-origin: the page runs in an opaque origin, with no
       // access to the UI's storage (the token) or its API.

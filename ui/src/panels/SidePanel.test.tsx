@@ -7,6 +7,9 @@ import type { PanelContext, WrittenFile } from "./types";
 
 afterEach(cleanup);
 
+/** How long a test waits for a lazily loaded view (its module's first import). */
+const LAZY_MS = 10_000;
+
 /** A fake of the SDK client: a workspace of files in memory. */
 function fakeClient(files: Record<string, string>, backend: { type?: string; workdir?: string } | null = { type: "local" }) {
   const getAgent = vi.fn(async () => ({ data: { agent: { agent_id: "default", ...(backend ? { backend } : {}) } } }));
@@ -114,7 +117,8 @@ describe("SidePanel", () => {
     fireEvent.click(screen.getByTestId("panel-tab-todos"));
     rerender(<SidePanel {...c} writtenFiles={[written("/workspace/r.md"), written("/workspace/data.csv")]} />);
     expect(selectedTab()).toBe("panel-tab-canvas");
-    const md = await screen.findByTestId("canvas-markdown");
+    // The Markdown view is a lazy chunk: its first import can take longer than findBy's default second on a busy machine.
+    const md = await screen.findByTestId("canvas-markdown", {}, { timeout: LAZY_MS });
     expect(within(md).getByRole("heading").textContent).toBe("Title");
     expect(screen.getAllByTestId("canvas-item").map((e) => e.dataset.path)).toEqual(["/workspace/r.md", "/workspace/data.csv"]);
 
@@ -123,7 +127,7 @@ describe("SidePanel", () => {
     await screen.findByTestId("canvas-table");
     rerender(<SidePanel {...c} writtenFiles={[written("/workspace/r.md"), written("/workspace/data.csv")]} />);
     expect(screen.getByTestId("canvas-table")).toBeTruthy();
-  });
+  }, LAZY_MS * 2);
 
   it("reloads a file the run writes again", async () => {
     const files: Record<string, string> = { "/workspace/data.csv": "h\nold\n" };

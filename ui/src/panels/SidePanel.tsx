@@ -10,7 +10,7 @@ import { FilesPanel } from "./FilesPanel";
 import { TasksPanel } from "./TasksPanel";
 import { TodosPanel, todoStatus } from "./TodosPanel";
 import { PANEL_TABS, type PanelContext, type PanelTab } from "./types";
-import { newWrites, writeKeys } from "./writes";
+import { artifactToOpen, newWrites, writeKeys } from "./writes";
 import "./panels.css";
 
 // xterm.js and its CSS load with the tab, not with the page; so does the
@@ -41,6 +41,9 @@ export function SidePanel(props: Partial<PanelContext>) {
     tabs: new Set(),
   });
   const [canvasPath, setCanvasPath] = useState<string>();
+  // Read by the effect below, which runs on new writes, not on a selection.
+  const canvasPathNow = useRef(canvasPath);
+  canvasPathNow.current = canvasPath;
   const shown = new Set(visited.agentId === agentId ? visited.tabs : []).add(tab);
 
   const show = (t: PanelTab) => {
@@ -60,9 +63,10 @@ export function SidePanel(props: Partial<PanelContext>) {
       setCanvasPath(undefined);
       return;
     }
-    const fresh = newWrites(prev.keys, writtenFiles);
-    if (fresh[0]) {
-      setCanvasPath(fresh[0].path);
+    const shownFile = writtenFiles.find((f) => f.path === canvasPathNow.current);
+    const open = artifactToOpen(newWrites(prev.keys, writtenFiles), shownFile);
+    if (open) {
+      setCanvasPath(open.path);
       show("canvas");
     }
     // show reads only agentId, a dependency.

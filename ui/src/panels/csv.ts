@@ -52,6 +52,11 @@ export function parseCSV(text: string, delimiter = ","): string[][] {
 
 const NUMBER = /^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/;
 
+/** True when a cell is a number (as sorting and charts read it: digits, a point, an exponent). */
+export function isNumberCell(cell: string): boolean {
+  return NUMBER.test(cell);
+}
+
 /** Compares two cells: as numbers when both are numbers, else as text (with digits compared numerically). Empty cells sort last. */
 export function compareCells(a: string, b: string): number {
   if (a === b) return 0;

@@ -6,6 +6,9 @@ describe("canvasKind", () => {
   const cases: [string, ReturnType<typeof canvasKind>][] = [
     ["/workspace/report.md", "markdown"],
     ["/workspace/README.MARKDOWN", "markdown"],
+    ["/workspace/deck.slides.md", "slides"],
+    ["/workspace/Q3.Slides.MD", "slides"],
+    ["/workspace/slides.md", "markdown"],
     ["/workspace/data.csv", "csv"],
     ["/workspace/data.tsv", "csv"],
     ["/workspace/site/index.html", "html"],

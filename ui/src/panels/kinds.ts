@@ -4,7 +4,7 @@
 // a type on the API's origin), so the extension is all there is.
 
 /** How the canvas shows a file. */
-export type CanvasKind = "code" | "markdown" | "csv" | "html" | "image" | "binary" | "text";
+export type CanvasKind = "code" | "markdown" | "slides" | "csv" | "html" | "image" | "binary" | "text";
 
 /** The languages the editor highlights (each a lazily loaded CodeMirror package). */
 export type Language = "javascript" | "typescript" | "jsx" | "tsx" | "python" | "markdown" | "json" | "html" | "css";
@@ -69,6 +69,8 @@ export function extensionOf(path: string): string {
 /** How the canvas shows the file. */
 export function canvasKind(path: string): CanvasKind {
   const ext = extensionOf(path);
+  // A deck by its name; a Markdown file with marp: true in its front matter is one by its content (the Canvas checks).
+  if (/\.slides\.(md|markdown)$/i.test(path)) return "slides";
   if (ext === "md" || ext === "markdown" || ext === "mdx") return "markdown";
   if (ext === "csv" || ext === "tsv") return "csv";
   if (ext === "html" || ext === "htm") return "html";

@@ -1,5 +1,6 @@
 // Telling the files a run just wrote from those the canvas already knew:
 // the Canvas opens itself for the former.
+import { canvasKind, type CanvasKind } from "./kinds";
 import type { WrittenFile } from "./types";
 
 /** A write of a file: its path and version. */
@@ -19,4 +20,35 @@ export function writeKeys(files: readonly WrittenFile[]): Set<string> {
  */
 export function newWrites(seen: ReadonlySet<string>, files: readonly WrittenFile[]): WrittenFile[] {
   return files.filter((f) => f.runId !== "" && !seen.has(writeKey(f)));
+}
+
+/**
+ * Kinds the Canvas renders as what they are — a run's results rather than
+ * its working files — most telling first: a deck or a chart sums up what a
+ * table or a document holds.
+ */
+const ARTIFACTS: readonly CanvasKind[] = ["slides", "image", "html", "markdown", "csv"];
+
+function rank(f: WrittenFile): number {
+  const i = ARTIFACTS.indexOf(canvasKind(f.path));
+  return i === -1 ? ARTIFACTS.length : i;
+}
+
+function isArtifact(f: WrittenFile): boolean {
+  return rank(f) < ARTIFACTS.length;
+}
+
+/**
+ * artifactToOpen picks the write the Canvas opens for new writes that
+ * arrived together: the most telling rendered file (newest first among
+ * equals), else the newest. While the Canvas shows a rendered file of the
+ * same run, a later write of a working file (a script, a log) does not
+ * replace it: undefined, leave the Canvas be.
+ */
+export function artifactToOpen(fresh: readonly WrittenFile[], shown?: WrittenFile): WrittenFile | undefined {
+  let best: WrittenFile | undefined;
+  for (const f of fresh) if (!best || rank(f) < rank(best)) best = f;
+  if (!best) return undefined;
+  if (shown && shown.path !== best.path && shown.runId === best.runId && isArtifact(shown) && !isArtifact(best)) return undefined;
+  return best;
 }
