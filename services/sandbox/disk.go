@@ -178,7 +178,9 @@ func (s *Service) boundLocal(ctx context.Context, dir string, size int64) (bool,
 // releaseLocal detaches a local sandbox's filesystem (if it has one): it is
 // mounted only while the sandbox runs.
 func (s *Service) releaseLocal(key string) {
-	if err := diskimage.Release(filepath.Join(s.cfg.StateDir, "local", key)); err != nil {
+	dir := filepath.Join(s.cfg.StateDir, "local", key)
+	s.dropLocalSkills(dir, filepath.Join(dir, "workspace"))
+	if err := diskimage.Release(dir); err != nil {
 		s.log.Warn("detach local workspace image", "err", err)
 	}
 }
