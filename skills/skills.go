@@ -45,7 +45,9 @@ var ErrBadSkill = errors.New("bad skill folder")
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // ValidName reports whether name can name a skill folder.
-func ValidName(name string) bool { return namePattern.MatchString(name) && !strings.Contains(name, "..") }
+func ValidName(name string) bool {
+	return namePattern.MatchString(name) && !strings.Contains(name, "..")
+}
 
 // Library is the built-in library: at its top, one directory per skill.
 func Library() fs.FS { return library{embedded} }

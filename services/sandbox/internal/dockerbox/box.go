@@ -117,8 +117,8 @@ type Spec struct {
 	// copied to SkillsDir in the workspace before start, for engines whose
 	// host filesystem the service cannot bind-mount from.
 	CopySkillsDir string
-	Labels   map[string]string
-	Params   Params
+	Labels        map[string]string
+	Params        Params
 	// User is the resolved user the sandbox runs as.
 	User User
 	// Daemon, when set, is the wick-daemon command the container starts with.
