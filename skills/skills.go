@@ -41,13 +41,13 @@ const (
 var ErrBadSkill = errors.New("bad skill folder")
 
 // namePattern is a folder-safe skill name: it is a path element in every
-// sandbox and a word in the agent's catalog.
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// sandbox and a word in the agent's catalog, which loads no skill with
+// another name.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
-// ValidName reports whether name can name a skill folder.
-func ValidName(name string) bool {
-	return namePattern.MatchString(name) && !strings.Contains(name, "..")
-}
+// ValidName reports whether name can name a skill folder: 1 to 64 lower-case
+// letters, digits and '-', starting with a letter or digit.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
 
 // Library is the built-in library: at its top, one directory per skill.
 func Library() fs.FS { return library{embedded} }
@@ -194,7 +194,7 @@ func Materialize(dst string, builtin bool, dirs ...string) (err error) {
 		}
 		for _, n := range names {
 			if !ValidName(n) {
-				return fmt.Errorf("skills: %s: %w: %q is not a folder-safe name (letters, digits, '.', '_', '-'; at most 64)", s.name, ErrBadSkill, n)
+				return fmt.Errorf("skills: %s: %w: %q is not a folder-safe name (1 to 64 lower-case letters, digits and '-', starting with a letter or digit)", s.name, ErrBadSkill, n)
 			}
 			if _, seen := from[n]; !seen {
 				order = append(order, n)

@@ -172,6 +172,9 @@ func TestMaterializeRefusesBadFolders(t *testing.T) {
 		{"name with a colon", func(t *testing.T, dir string) {
 			writeTree(t, dir, map[string]string{"a:b/SKILL.md": "x"})
 		}},
+		{"upper-case name", func(t *testing.T, dir string) {
+			writeTree(t, dir, map[string]string{"Mine/SKILL.md": "x"})
+		}},
 		{"name too long", func(t *testing.T, dir string) {
 			writeTree(t, dir, map[string]string{strings.Repeat("a", 65) + "/SKILL.md": "x"})
 		}},
@@ -266,8 +269,9 @@ func TestMaterializeKeepsLinksWithin(t *testing.T) {
 
 func TestValidName(t *testing.T) {
 	for name, want := range map[string]bool{
-		"csv-analyzer": true, "data_analysis": true, "v1.2": true, "A": true,
+		"csv-analyzer": true, "a": true, "9lives": true,
 		"": false, ".hidden": false, "-x": false, "a/b": false, "a b": false, "a..b": false, "é": false,
+		"data_analysis": false, "v1.2": false, "Upper": false,
 		strings.Repeat("x", 64): true, strings.Repeat("x", 65): false,
 	} {
 		if got := ValidName(name); got != want {
