@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,15 @@ func RemoveStateDir(dir string) error {
 	if err := diskimage.ReleaseAll(dir); err != nil {
 		return err
 	}
+	// The skills library's snapshots and copies are read-only directories,
+	// which a service that is not root cannot empty as they are.
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o200 == 0 {
+				_ = os.Chmod(p, 0o700)
+			}
+		}
+		return nil
+	})
 	return os.RemoveAll(dir)
 }
