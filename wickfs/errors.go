@@ -39,6 +39,10 @@ var errNoSpace = &detailError{msg: "no space left on device: the workspace is fu
 // passed checkLength (a file system with shorter names than MaxNameBytes).
 var errNameTooLong = &detailError{msg: "file name too long for the workspace's file system", kind: ErrInvalidArgument}
 
+// errReadOnly is a write into a read-only mount of the workspace (the
+// skills library): the operating system's permission refusal, said plainly.
+var errReadOnly = &detailError{msg: "read-only file system: files here cannot be changed; write elsewhere in the workspace", kind: ErrPermission}
+
 // classify maps an error from the os package onto the sentinels; anything it
 // does not recognise is returned as is.
 func classify(err error) error {
@@ -51,6 +55,8 @@ func classify(err error) error {
 		return ErrOutsideWorkspace
 	case errors.Is(err, fs.ErrPermission):
 		return ErrPermission
+	case errors.Is(err, syscall.EROFS):
+		return errReadOnly
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return errNoSpace
 	case errors.Is(err, syscall.ENAMETOOLONG):

@@ -94,7 +94,7 @@ type options struct {
 	diag                                     diag.Flags
 	tokensFile, tokens, origins, agentsFile  string
 	logLevel, logFormat, warmImages, localRO string
-	egressAllow                              string
+	egressAllow, skillsDirs                  string
 	secretsDir, grantsFile                   string
 	questionTimeout, subagentTimeout         time.Duration
 	acpKeepIdle                              time.Duration
@@ -128,6 +128,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.Sandbox.DefaultImage, "sandbox-image", "", "container image of Docker sandboxes")
 	fs.IntVar(&o.cfg.Sandbox.WarmPool, "warm-pool", 0, fmt.Sprintf("ready Docker containers kept per image of -warm-pool-images, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 	fs.StringVar(&o.warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -sandbox-image)")
+	fs.BoolVar(&o.cfg.Sandbox.BuiltinSkills, "builtin-skills", true, sandbox.BuiltinSkillsUsage)
+	fs.StringVar(&o.skillsDirs, "skills-dir", "", sandbox.SkillsDirsUsage)
 	fs.BoolVar(&o.cfg.Sandbox.AllowBridge, "allow-bridge", false, "let agents' sandboxes ask for network \"bridge\" (the engine's network, unfiltered); operators only")
 	fs.DurationVar(&o.acpKeepIdle, "acp-keep-idle", agent.DefaultACPKeepIdle, "how long an ACP agent's process stays alive after a run for the thread's next message (0: stopped after every run)")
 	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated host:port patterns that agents may let their sandboxes reach through the egress proxy (\"*.npmjs.org:443\" matches one more label; the port is required); empty: none")
@@ -184,6 +186,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	cfg.Sandbox.WarmPoolImages = gateway.SplitList(o.warmImages)
 	cfg.Sandbox.EgressAllow = gateway.SplitList(o.egressAllow)
 	cfg.Sandbox.LocalReadOnly = gateway.SplitList(o.localRO)
+	cfg.Sandbox.SkillsDirs = gateway.SplitList(o.skillsDirs)
 	if o.agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(o.agentsFile))
 	}

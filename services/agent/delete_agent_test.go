@@ -32,7 +32,8 @@ func TestListAvailableSkillsStartsNoSandbox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"idle-a", "idle-b"}
+		// The default agent, with a sandbox, reads the skills library too.
+		want := []string{"default", "idle-a", "idle-b"}
 		if id != "" {
 			want = []string{id}
 		}

@@ -527,7 +527,8 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 
 // defaultAgent is the agent of a service without templates: the built-in
 // tools and every native tool, so that a program which only registers tools
-// can use them at once.
+// can use them at once; with a sandbox, the skills library the sandbox
+// service places there (DefaultSkillsPath).
 func defaultAgent(cfg options, native []string) *loop.AgentConfig {
 	c := &loop.AgentConfig{
 		Name:         "Default agent",
@@ -540,8 +541,15 @@ func defaultAgent(cfg options, native []string) *loop.AgentConfig {
 	case backend.Docker:
 		c.Backend = &loop.BackendCfg{Type: backend.Docker, Image: cfg.defaultImage}
 	}
+	if c.Backend != nil {
+		c.Skills = &loop.SkillsCfg{Paths: []string{DefaultSkillsPath}}
+	}
 	return c
 }
+
+// DefaultSkillsPath is where the sandbox service places the skills library
+// in every sandbox (<workdir>/skills of the default workdir).
+const DefaultSkillsPath = "/workspace/skills"
 
 // Register registers the service on r.
 func (s *Service) Register(r grpc.ServiceRegistrar) { agentv1.RegisterAgentServiceServer(r, s) }

@@ -338,7 +338,8 @@ func (s *Service) operatorURL(sp spec.Spec) bool {
 	return s.reg.baseURLs[u] || (spec.PublicDefault(sp.Provider) && u == spec.DefaultBaseURL(sp.Provider))
 }
 
-// scriptProvider opens "script:<model>": the embedded demo, an inline script
+// scriptProvider opens "script:<model>": an embedded script (demo,
+// showcase), an inline script
 // (JSON object or array), or a file of the script directory.
 func (s *Service) scriptProvider(model string) (llm.Provider, error) {
 	t := strings.TrimSpace(model)
@@ -353,11 +354,11 @@ func (s *Service) scriptProvider(model string) (llm.Provider, error) {
 	if err != nil {
 		return nil, upstream.Errorf(upstream.KindBadSpec, "%v", err)
 	}
-	if name == script.DemoName {
-		return script.New(s.demo, delay), nil
+	if sc := s.embedded[name]; sc != nil {
+		return script.New(sc, delay), nil
 	}
 	if s.cfg.ScriptDir == "" {
-		return nil, upstream.Errorf(upstream.KindBadSpec, "script %q: no script directory is configured (-script-dir); use script:demo or an inline script", name)
+		return nil, upstream.Errorf(upstream.KindBadSpec, "script %q: no script directory is configured (-script-dir); use script:demo, script:showcase or an inline script", name)
 	}
 	root, err := os.OpenRoot(s.cfg.ScriptDir)
 	if err != nil {

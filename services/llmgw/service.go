@@ -48,13 +48,14 @@ const (
 type Service struct {
 	llmv1.UnimplementedLLMServiceServer
 
-	cfg     Config
-	opts    options
-	reg     *registry
-	demo    *script.Script
-	clients sync.Map     // clientKey → llm.Provider
-	guarded *http.Client // for base URLs that requests chose
-	metrics *metrics
+	cfg  Config
+	opts options
+	reg  *registry
+	// embedded are the scripts built into the gateway, by name.
+	embedded map[string]*script.Script
+	clients  sync.Map     // clientKey → llm.Provider
+	guarded  *http.Client // for base URLs that requests chose
+	metrics  *metrics
 }
 
 type options struct {
@@ -138,7 +139,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, opts: o, reg: reg, demo: script.Demo(), metrics: m, guarded: newGuardedClient(cfg.RequestBaseURLAllowNets)}
+	s := &Service{cfg: cfg, opts: o, reg: reg, embedded: map[string]*script.Script{script.DemoName: script.Demo(), script.ShowcaseName: script.Showcase()}, metrics: m, guarded: newGuardedClient(cfg.RequestBaseURLAllowNets)}
 	if _, err := s.resolve(nil); err != nil {
 		return nil, errors.New("default model " + reg.def + ": " + err.Error())
 	}

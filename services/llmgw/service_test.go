@@ -570,6 +570,29 @@ func TestScriptFromDirectory(t *testing.T) {
 	}
 }
 
+// TestEmbeddedScripts: the embedded scripts answer without a script
+// directory.
+func TestEmbeddedScripts(t *testing.T) {
+	t.Parallel()
+	gw := newGateway(t, config(), nil)
+	for _, tc := range []struct{ model, tool string }{
+		{"script:demo", "write_file"},
+		{"script:showcase", "read_file"},
+		{"script:showcase?delay=0s", "read_file"},
+	} {
+		resp, err := gw.client.Call(context.Background(), &llmv1.CallRequest{Models: models(tc.model), Messages: userHi})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		if calls := resp.GetToolCalls(); len(calls) != 1 || calls[0].GetName() != tc.tool {
+			t.Fatalf("%s: first turn %v, want a %s call", tc.model, resp, tc.tool)
+		}
+	}
+	if _, err := gw.client.Call(context.Background(), &llmv1.CallRequest{Models: models("script:missing"), Messages: userHi}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("script:missing without a script directory: %v", err)
+	}
+}
+
 func TestListModelsNeverShowsKeys(t *testing.T) {
 	t.Parallel()
 	gw := newGateway(t, config(openaiModel("with-key", "http://127.0.0.1:1"), llmgw.ModelConfig{ID: "without-key", Spec: "claude-x"}), map[string]string{"OPENAI_API_KEY": testKey})

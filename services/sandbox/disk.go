@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,7 +179,9 @@ func (s *Service) boundLocal(ctx context.Context, dir string, size int64) (bool,
 // releaseLocal detaches a local sandbox's filesystem (if it has one): it is
 // mounted only while the sandbox runs.
 func (s *Service) releaseLocal(key string) {
-	if err := diskimage.Release(filepath.Join(s.cfg.StateDir, "local", key)); err != nil {
+	dir := filepath.Join(s.cfg.StateDir, "local", key)
+	s.dropLocalSkills(dir, filepath.Join(dir, "workspace"))
+	if err := diskimage.Release(dir); err != nil {
 		s.log.Warn("detach local workspace image", "err", err)
 	}
 }
@@ -191,5 +194,15 @@ func RemoveStateDir(dir string) error {
 	if err := diskimage.ReleaseAll(dir); err != nil {
 		return err
 	}
+	// The skills library's snapshots and copies are read-only directories,
+	// which a service that is not root cannot empty as they are.
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.Mode().Perm()&0o200 == 0 {
+				_ = os.Chmod(p, 0o700)
+			}
+		}
+		return nil
+	})
 	return os.RemoveAll(dir)
 }

@@ -169,7 +169,9 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 			dockerbox.DaemonBinary: filepath.Join(s.binDir, dockerbox.DaemonBinary),
 			dockerbox.WickfsBinary: filepath.Join(s.binDir, dockerbox.WickfsBinary),
 		}
+		spec.CopySkillsDir = s.skillsDir
 	} else {
+		spec.HostSkillsDir = s.skillsDir
 		if err := s.prepareHostDir(b.hostDir, cu); err != nil {
 			return err
 		}

@@ -121,8 +121,13 @@ func (s *Service) startLocal(b *box) error {
 	}
 	for _, d := range []string{ws, tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
+			s.releaseLocal(b.key)
 			return fmt.Errorf("local workdir: %w", err)
 		}
+	}
+	if err := s.placeLocalSkills(dir, ws); err != nil {
+		s.releaseLocal(b.key)
+		return err
 	}
 	b.mu.Lock()
 	set := b.set

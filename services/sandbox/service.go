@@ -164,6 +164,13 @@ type Config struct {
 	WarmPool int
 	// WarmPoolImages are the images kept warm (default: DefaultImage).
 	WarmPoolImages []string
+	// BuiltinSkills places Wick's skills library (package skills) read-only
+	// at <workdir>/skills in every sandbox, with SkillsDirs' skills
+	// (skills.go). Neither: no library, no mount.
+	BuiltinSkills bool
+	// SkillsDirs are host folders of skill folders added to the library;
+	// a skill named like a built-in one replaces it.
+	SkillsDirs []string
 }
 
 func (c *Config) defaults() {
@@ -287,6 +294,14 @@ type Service struct {
 	// endpoints are the HTTP services offered inside sandboxes that want
 	// them (endpoints.go).
 	endpoints []sandboxEndpoint
+
+	// skillsDir is the snapshot of the skills library, "" without one;
+	// skillsBind says local sandboxes get it by a bind mount, not a copy
+	// (skills.go).
+	skillsDir  string
+	skillsBind bool
+	// skillsProbe tries a read-only bind mount (tests inject a failure).
+	skillsProbe func(src, dir string) error
 }
 
 // withLandlockProbe replaces the kernel's Landlock probe, so tests can take
@@ -297,6 +312,12 @@ func withLandlockProbe(abi func() int) Option { return func(s *Service) { s.land
 // the path of a host that cannot mount them.
 func withDiskProbe(probe func(ctx context.Context, dir string) error) Option {
 	return func(s *Service) { s.diskProbe = probe }
+}
+
+// withSkillsProbe replaces the probe for bind mounts, so tests can take
+// the path of a host where local sandboxes get a copy of the skills library.
+func withSkillsProbe(probe func(src, dir string) error) Option {
+	return func(s *Service) { s.skillsProbe = probe }
 }
 
 // New builds the service, adopts or removes the containers a previous
@@ -335,7 +356,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, fmt.Errorf("sandbox: egress bound (-egress-allow): %w", err)
 	}
 	s := &Service{cfg: cfg, log: slog.Default(), now: time.Now, users: dockerbox.NewUsers(), boxes: map[string]*box{},
-		landlockABI: confine.ABI, diskProbe: diskimage.Probe, egressBound: bound}
+		landlockABI: confine.ABI, diskProbe: diskimage.Probe, skillsProbe: probeBind, egressBound: bound}
 	for _, o := range opts {
 		o(s)
 	}
@@ -403,6 +424,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		return nil, err
 	}
 	if err := s.installBinaries(); err != nil {
+		return nil, err
+	}
+	if err := s.prepareSkills(); err != nil {
 		return nil, err
 	}
 

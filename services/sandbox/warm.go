@@ -362,7 +362,7 @@ func (s *Service) makeWarm(ctx context.Context, e dockerbox.Engine, img string) 
 		return w, err
 	}
 	w.id, _, err = dockerbox.Create(opCtx, e, dockerbox.Spec{Name: w.name, Volume: w.volume, VolumeDevice: device, Labels: labels, Params: set.Params,
-		User: cu, HostRunDir: w.dir, HostBinDir: s.binDir, Daemon: s.daemonCommand(set)})
+		User: cu, HostRunDir: w.dir, HostBinDir: s.binDir, HostSkillsDir: s.skillsDir, Daemon: s.daemonCommand(set)})
 	if err != nil {
 		return w, err
 	}

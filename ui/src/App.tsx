@@ -305,7 +305,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
       <div className="layout">
         <nav className="sidebar" aria-label="Agents and threads">
           {signedIn && <AgentList agents={agents} selected={agentId} onSelect={(id) => navigate({ agentId: id })} onNew={() => setCreating(true)} />}
-          {creating && <AgentForm onCreate={createAgent} onCancel={() => setCreating(false)} />}
+          {creating && <AgentForm client={client} onCreate={createAgent} onCancel={() => setCreating(false)} />}
           {signedIn && agentId && (
             <ThreadList
               threads={shownThreads}

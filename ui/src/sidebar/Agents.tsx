@@ -56,26 +56,49 @@ export function lines(text: string): string[] {
 }
 
 interface FormProps {
+  /** client, when given, lists the LLM gateway's models as suggestions. */
+  client?: Wick;
   onCreate(agent: Agent): Promise<void>;
   onCancel(): void;
 }
 
+/** SCRIPTED_MODELS are the scripted models every Wick serves without a key. */
+export const SCRIPTED_MODELS = ["script:demo", "script:showcase"];
+
+/** DEFAULT_SKILLS_PATH is where every sandbox has Wick's skills library. */
+export const DEFAULT_SKILLS_PATH = "/workspace/skills";
+
 /** AgentForm creates an agent (POST /agents). */
-export function AgentForm({ onCreate, onCancel }: FormProps) {
+export function AgentForm({ client, onCreate, onCancel }: FormProps) {
   const [busy, setBusy] = useState(false);
+  const [models, setModels] = useState<string[]>(SCRIPTED_MODELS);
   const [f, setF] = useState({
     agent_id: "",
     name: "",
     model: "",
     system_prompt: "",
     tools: "",
-    skills: "",
+    skills: DEFAULT_SKILLS_PATH,
     memory: "",
     collections: "",
     approval: "autonomous",
     backend: "local",
   });
   const set = (k: keyof typeof f) => (e: { target: { value: string } }) => setF({ ...f, [k]: e.target.value });
+
+  // Suggestions only: a failed listing leaves the scripted models.
+  useEffect(() => {
+    if (!client) return;
+    const ctrl = new AbortController();
+    client.api
+      .GET("/v1/models", { signal: ctrl.signal })
+      .then(({ data }) => {
+        const ids = (data?.data ?? []).map((m) => m.id).filter((id) => id && !SCRIPTED_MODELS.includes(id));
+        setModels([...SCRIPTED_MODELS, ...ids]);
+      })
+      .catch(() => {});
+    return () => ctrl.abort();
+  }, [client]);
   const idOK = /^[A-Za-z0-9_-]+$/.test(f.agent_id);
 
   const submit = async (e: FormEvent) => {
@@ -111,7 +134,12 @@ export function AgentForm({ onCreate, onCancel }: FormProps) {
       </label>
       <label>
         Model <span className="muted small">(e.g. ollama:llama3.1:8b; empty: the default)</span>
-        <input data-testid="agent-form-model" value={f.model} onChange={set("model")} />
+        <input data-testid="agent-form-model" value={f.model} onChange={set("model")} list="agent-form-models" />
+        <datalist id="agent-form-models" data-testid="agent-form-models">
+          {models.map((m) => (
+            <option key={m} value={m} />
+          ))}
+        </datalist>
       </label>
       <label>
         System prompt
@@ -123,7 +151,7 @@ export function AgentForm({ onCreate, onCancel }: FormProps) {
       </label>
       <label>
         Skills paths
-        <textarea data-testid="agent-form-skills" rows={2} value={f.skills} onChange={set("skills")} placeholder="/workspace/skills" />
+        <textarea data-testid="agent-form-skills" rows={2} value={f.skills} onChange={set("skills")} placeholder={DEFAULT_SKILLS_PATH} />
       </label>
       <label>
         Memory paths

@@ -22,6 +22,11 @@ import (
 // DemoName is the name of the embedded demo script ("script:demo").
 const DemoName = "demo"
 
+// ShowcaseName is the name of the embedded showcase script
+// ("script:showcase"): an agent that uses the csv-analyzer skill of the
+// skills library the way a model would, and writes a slide deck.
+const ShowcaseName = "showcase"
+
 // Defaults of a script.
 const (
 	// DefaultEndText is the reply once every turn has been played.
@@ -34,6 +39,9 @@ const (
 
 //go:embed demo.json
 var demoJSON []byte
+
+//go:embed showcase.json
+var showcaseJSON []byte
 
 // Script is a parsed script file.
 type Script struct {
@@ -77,10 +85,15 @@ type fileFormat struct {
 }
 
 // Demo returns the embedded demo script.
-func Demo() *Script {
-	s, err := Parse(demoJSON)
+func Demo() *Script { return mustParse(DemoName, demoJSON) }
+
+// Showcase returns the embedded showcase script.
+func Showcase() *Script { return mustParse(ShowcaseName, showcaseJSON) }
+
+func mustParse(name string, data []byte) *Script {
+	s, err := Parse(data)
 	if err != nil {
-		panic(fmt.Sprintf("embedded demo script: %v", err)) // a build defect, caught by tests
+		panic(fmt.Sprintf("embedded %s script: %v", name, err)) // a build defect, caught by tests
 	}
 	return s
 }

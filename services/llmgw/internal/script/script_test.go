@@ -61,6 +61,57 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestShowcase: the showcase script loads its skill progressively (the
+// SKILL.md before the script it names), runs the csv-analyzer on a CSV it
+// wrote, and writes a three-slide Marp deck that shows the chart.
+func TestShowcase(t *testing.T) {
+	t.Parallel()
+	sc := script.Showcase()
+	p := script.New(sc, 0)
+	type call struct{ name, key, want string }
+	want := []call{
+		{"read_file", "path", "/workspace/skills/csv-analyzer/SKILL.md"},
+		{"write_file", "path", "/workspace/sales.csv"},
+		{"execute", "command", "python3 skills/csv-analyzer/analyze.py sales.csv --out report"},
+		{"write_file", "path", "/workspace/sales.slides.md"},
+	}
+	for i, w := range want {
+		res, _ := play(t, p, i)
+		if res.FinishReason != llm.FinishToolCalls || len(res.ToolCalls) != 1 || res.ToolCalls[0].Name != w.name || res.ToolCalls[0].Args[w.key] != w.want {
+			t.Fatalf("turn %d = %+v, want %s %s=%q", i+1, res, w.name, w.key, w.want)
+		}
+		args := res.ToolCalls[0].Args
+		switch i {
+		case 1:
+			rows := strings.Split(strings.TrimSpace(args["content"].(string)), "\n")
+			if len(rows) != 13 || rows[0] != "month,region,units,revenue" {
+				t.Errorf("sales.csv has %d lines, header %q; want a header and 12 rows", len(rows), rows[0])
+			}
+			for _, r := range rows {
+				if strings.Count(r, ",") != 3 {
+					t.Errorf("sales.csv row %q has not 4 fields", r)
+				}
+			}
+		case 3:
+			deck := args["content"].(string)
+			front, body, ok := strings.Cut(strings.TrimPrefix(deck, "---\n"), "\n---\n")
+			if !strings.HasPrefix(deck, "---\n") || !ok || !strings.Contains(front, "marp: true") {
+				t.Fatalf("deck has no Marp front matter: %q", deck)
+			}
+			if slides := strings.Split(body, "\n---\n"); len(slides) != 3 || !strings.Contains(slides[1], "![chart](report/sales-chart.png)") {
+				t.Errorf("deck has %d slides (want 3, the second with the chart): %q", len(slides), body)
+			}
+		}
+	}
+	res, _ := play(t, p, len(want))
+	if len(res.ToolCalls) != 0 || res.FinishReason != llm.FinishStop || !strings.Contains(res.Content, "sales.slides.md") {
+		t.Fatalf("final turn = %+v", res)
+	}
+	if res, _ := play(t, p, len(want)+1); res.Content != sc.EndText {
+		t.Fatalf("after the end = %+v", res)
+	}
+}
+
 func TestParse(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

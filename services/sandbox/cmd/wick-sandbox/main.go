@@ -16,7 +16,7 @@ import (
 
 func main() {
 	var cfg sandbox.Config
-	var hosts, warmImages, localRO, llmHTTP, llmToken, egressAllow string
+	var hosts, warmImages, localRO, llmHTTP, llmToken, egressAllow, skillsDirs string
 	var singleUser bool
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", "", sandbox.ManagerIDUsage)
@@ -48,6 +48,8 @@ func main() {
 		fs.DurationVar(&cfg.DaemonStartTimeout, "daemon-start-timeout", sandbox.DefaultDaemonStart, "bound on the wait for wick-daemon to answer")
 		fs.IntVar(&cfg.WarmPool, "warm-pool", 0, fmt.Sprintf("ready containers kept per image of -warm-pool-images on the local engine, for new sandboxes to claim (0: none, at most %d)", sandbox.MaxWarmPool))
 		fs.StringVar(&warmImages, "warm-pool-images", "", "comma-separated images kept warm (default: -default-image)")
+		fs.BoolVar(&cfg.BuiltinSkills, "builtin-skills", true, sandbox.BuiltinSkillsUsage)
+		fs.StringVar(&skillsDirs, "skills-dir", "", sandbox.SkillsDirsUsage)
 		fs.StringVar(&llmHTTP, "llm-http-addr", "", "LLM gateway's HTTP API base URL (e.g. http://llmgw:8080), offered inside sandboxes whose spec sets model_endpoint; empty: such specs are refused")
 		fs.StringVar(&llmToken, "llm-http-token", "", "bearer token the LLM gateway's HTTP API requires, if any")
 	}
@@ -64,6 +66,9 @@ func main() {
 		}
 		if egressAllow != "" {
 			cfg.EgressAllow = strings.Split(egressAllow, ",")
+		}
+		if skillsDirs != "" {
+			cfg.SkillsDirs = strings.Split(skillsDirs, ",")
 		}
 		opts := []sandbox.Option{sandbox.WithLogger(env.Logger), sandbox.WithMetrics(env.Metrics)}
 		if llmHTTP != "" {

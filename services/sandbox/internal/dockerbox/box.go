@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +52,8 @@ const (
 	RunDir = "/run/wick"
 	// SocketName is the daemon's socket file in RunDir.
 	SocketName = "daemon.sock"
+	// SkillsDir is where the skills library appears in the workspace.
+	SkillsDir = "skills"
 	// DaemonBinary and WickfsBinary are the binaries' names in BinDir.
 	DaemonBinary = "wick-daemon"
 	WickfsBinary = "wickfs"
@@ -106,8 +110,15 @@ type Spec struct {
 	// Binaries are the host paths of wick-daemon and wickfs, copied in when
 	// HostBinDir is empty.
 	Binaries map[string]string
-	Labels   map[string]string
-	Params   Params
+	// HostSkillsDir, when set, is the host directory of the skills library,
+	// mounted read-only at SkillsDir in the workspace.
+	HostSkillsDir string
+	// CopySkillsDir, when set, is the host directory of the skills library,
+	// copied to SkillsDir in the workspace before start, for engines whose
+	// host filesystem the service cannot bind-mount from.
+	CopySkillsDir string
+	Labels        map[string]string
+	Params        Params
 	// User is the resolved user the sandbox runs as.
 	User User
 	// Daemon, when set, is the wick-daemon command the container starts with.
@@ -175,6 +186,12 @@ func Create(ctx context.Context, e Engine, s Spec) (id string, newVolume bool, e
 	if s.HostBinDir != "" {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.HostBinDir, Target: BinDir, ReadOnly: true})
 	}
+	if s.HostSkillsDir != "" {
+		// The engine makes the mount point in the workspace, owned by root,
+		// so the sandbox cannot remove it; the sandbox's own files are
+		// never touched.
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: s.HostSkillsDir, Target: path.Join(p.Workdir, SkillsDir), ReadOnly: true})
+	}
 	resp, err := e.ContainerCreate(ctx, cfg, hc, nil, nil, s.Name)
 	if err != nil {
 		if errdefs.IsConflict(err) {
@@ -188,7 +205,63 @@ func Create(ctx context.Context, e Engine, s Spec) (id string, newVolume bool, e
 			return "", newVolume, err
 		}
 	}
+	if s.CopySkillsDir != "" {
+		if err := copySkills(ctx, e, resp.ID, s.CopySkillsDir, path.Join(p.Workdir, SkillsDir)); err != nil {
+			_ = e.ContainerRemove(context.WithoutCancel(ctx), resp.ID, container.RemoveOptions{Force: true})
+			return "", newVolume, err
+		}
+	}
 	return resp.ID, newVolume, nil
+}
+
+// copySkills copies the skills library at the host directory src to dst in
+// a created container, owned by root with the library's read-only modes:
+// the sandbox's user, without capabilities, can read it and change nothing.
+// It lands on the workspace volume, so a skill removed from the library
+// stays in the volume of a sandbox made before.
+func copySkills(ctx context.Context, e Engine, id, src, dst string) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	base := strings.TrimPrefix(dst, "/")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		name := path.Join(base, filepath.ToSlash(rel))
+		if d.IsDir() {
+			return tw.WriteHeader(&tar.Header{Name: name + "/", Typeflag: tar.TypeDir, Mode: int64(fi.Mode().Perm())})
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("skills library: %s is not a regular file", p)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: int64(len(data))}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("skills library: %w", err)
+	}
+	if err := e.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copy the skills library into %s: %w", id, err)
+	}
+	return nil
 }
 
 func ensureVolume(ctx context.Context, e Engine, name, device string, labels map[string]string) (bool, error) {
