@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
@@ -36,7 +38,7 @@ func NewMeterProvider(ctx context.Context, serviceName string, reg prometheus.Re
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(prom)}
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(prom), boundedHTTP, boundedGRPC}
 	if otlpConfigured("METRICS") {
 		exp, err := newOTLPMetricExporter(ctx)
 		if err != nil {
@@ -81,3 +83,28 @@ func newOTLPMetricExporter(ctx context.Context) (sdkmetric.Exporter, error) {
 	}
 	return exp, nil
 }
+
+// Scopes of the contrib instrumentation the suite's HTTP handlers and gRPC
+// servers and clients use; they record on the global provider.
+const (
+	otelhttpScope = "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	otelgrpcScope = "go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+)
+
+// boundedHTTP keeps only the bounded attributes of otelhttp's instruments:
+// server.address and server.port come from the request's Host header, so
+// any client could add series, and a client's server.address is the host
+// a request may choose.
+var boundedHTTP = sdkmetric.WithView(sdkmetric.NewView(
+	sdkmetric.Instrument{Scope: instrumentation.Scope{Name: otelhttpScope}},
+	sdkmetric.Stream{AttributeFilter: attribute.NewAllowKeysFilter(
+		"http.request.method", "http.response.status_code", "error.type", "network.protocol.version")},
+))
+
+// boundedGRPC drops the peer's address and port from otelgrpc's
+// instruments: loopback ports change with every start and say nothing the
+// method does not.
+var boundedGRPC = sdkmetric.WithView(sdkmetric.NewView(
+	sdkmetric.Instrument{Scope: instrumentation.Scope{Name: otelgrpcScope}},
+	sdkmetric.Stream{AttributeFilter: attribute.NewDenyKeysFilter("server.address", "server.port")},
+))

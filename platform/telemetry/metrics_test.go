@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/grpc"
@@ -138,6 +140,63 @@ func TestMeterProviderExports(t *testing.T) {
 			service, ok := c.received["wick.test.calls"]
 			if ok != (tc.endpoint != "") || (ok && service != "wick-test") {
 				t.Errorf("collector received %v, want wick.test.calls of wick-test: %v", c.received, tc.endpoint != "")
+			}
+		})
+	}
+}
+
+// TestContribAttributesAreBounded checks that the attributes a client
+// chooses (the Host header's address and port) never become labels of the
+// HTTP and gRPC instrumentation's series.
+func TestContribAttributesAreBounded(t *testing.T) {
+	tests := []struct {
+		scope, name string
+		attrs       []attribute.KeyValue
+		want, never []string
+	}{
+		{otelhttpScope, "http.server.request.duration", []attribute.KeyValue{
+			attribute.String("http.request.method", "GET"), attribute.Int("http.response.status_code", 200),
+			attribute.String("server.address", "attacker.example"), attribute.Int("server.port", 1234), attribute.String("url.scheme", "http"),
+		}, []string{"http_request_method", "http_response_status_code"}, []string{"server_address", "server_port", "url_scheme"}},
+		{otelgrpcScope, "rpc.server.call.duration", []attribute.KeyValue{
+			attribute.String("rpc.method", "wick.agent.v1.AgentService/Invoke"), attribute.String("server.address", "127.0.0.1"), attribute.Int("server.port", 40001),
+		}, []string{"rpc_method"}, []string{"server_address", "server_port"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			mp, err := NewMeterProvider(context.Background(), "wick-test", reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			h, err := mp.Meter(tc.scope).Float64Histogram(tc.name, metric.WithUnit("s"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Record(context.Background(), 0.1, metric.WithAttributes(tc.attrs...))
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			labels := map[string]bool{}
+			for _, mf := range mfs {
+				if mf.GetName() != strings.ReplaceAll(tc.name, ".", "_")+"_seconds" {
+					continue
+				}
+				for _, l := range mf.GetMetric()[0].GetLabel() {
+					labels[l.GetName()] = true
+				}
+			}
+			for _, l := range tc.want {
+				if !labels[l] {
+					t.Errorf("label %s missing: %v", l, labels)
+				}
+			}
+			for _, l := range tc.never {
+				if labels[l] {
+					t.Errorf("label %s present: %v", l, labels)
+				}
 			}
 		})
 	}
