@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/metric/noop"
+
 	"github.com/wick-agent/wick/platform/diag"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/agent"
@@ -53,6 +55,10 @@ const (
 	benchLoopbackEnv = "WICK_BENCH_LOOPBACK"
 	// benchNoMergeEnv turns merging of a slow client's deltas off.
 	benchNoMergeEnv = "WICK_BENCH_NO_MERGE"
+	// benchNoMetricsEnv gives the child's services a no-op meter provider,
+	// as before they exported their instruments: the baseline of what the
+	// instruments cost per event.
+	benchNoMetricsEnv = "WICK_BENCH_NO_METRICS"
 )
 
 // BenchmarkSuiteSSEStreams runs concurrent SSE streams through the whole
@@ -253,6 +259,9 @@ func serveBenchChild() int {
 	cfg.Model = "script:bench50"
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(agent.Limits{}), agent.WithMerging(os.Getenv(benchNoMergeEnv) == ""))
 	cfg.Loopback = os.Getenv(benchLoopbackEnv) != ""
+	if os.Getenv(benchNoMetricsEnv) != "" {
+		cfg.MeterProvider = noop.NewMeterProvider()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := suite.Start(ctx, cfg)

@@ -19,6 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
+
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/config"
 	"github.com/wick-agent/wick/platform/diag"
@@ -60,8 +64,23 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	defer shutdownTelemetry(context.Background())
+	// One registry and one meter provider for the process: every service
+	// of the suite records on them.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mp, err := telemetry.NewMeterProvider(ctx, "wick", reg)
+	if err != nil {
+		return err
+	}
+	otel.SetMeterProvider(mp)
+	defer func() {
+		if err := mp.Shutdown(context.Background()); err != nil {
+			logger.Warn("metrics shutdown", "error", err)
+		}
+	}()
+	cfg.Metrics, cfg.MeterProvider = reg, mp
 
-	dl, err := diag.Start(o.diag, nil, logger)
+	dl, err := startDiag(o, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -77,11 +96,31 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	s := srv.Suite()
-	printReady(out, cfg, o.kb.Dir, s)
+	printReady(out, cfg, o.kb.Dir, s, dl.MetricsAddr)
 	if s.Anonymous {
 		logger.Warn("no authentication: every request acts as the single local user", "user", gateway.LocalUser)
 	}
 	return srv.Wait()
+}
+
+// DefaultMetricsAddr is where wick serves /metrics unless told otherwise:
+// loopback, so that only this host scrapes it; 9464 is the port
+// OpenTelemetry's Prometheus exporters use by convention.
+const DefaultMetricsAddr = "127.0.0.1:9464"
+
+// startDiag opens -pprof-addr and -metrics-addr. A second wick on one host
+// finds the default metrics port taken: it then runs without a metrics
+// listener rather than not at all, since the operator did not ask for that
+// address.
+func startDiag(o *options, reg *prometheus.Registry, logger *slog.Logger) (*diag.Listeners, error) {
+	dl, err := diag.Start(o.diag, reg, logger)
+	if err != nil && errors.Is(err, syscall.EADDRINUSE) && o.diag.MetricsAddr == DefaultMetricsAddr {
+		logger.Warn("metrics not served: the default -metrics-addr is taken (another wick?); give -metrics-addr another address", "addr", DefaultMetricsAddr, "error", err)
+		f := o.diag
+		f.MetricsAddr = ""
+		return diag.Start(f, reg, logger)
+	}
+	return dl, err
 }
 
 // options are wick's flags as parsed, before they become a suite.Config.
@@ -158,6 +197,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.secretsDir, "secrets-dir", "", "directory of mounted secrets, one file per key: provider keys (key_env) and the ${secret:NAME} references of agents' MCP servers and ACP env")
 	fs.StringVar(&o.grantsFile, "secret-grants", "", "YAML file mapping mounted secret names to the users and orgs that may name them as ${secret:NAME} in agents they write; without it only agents.yaml templates may")
 	o.diag.RegisterPprof(fs)
+	fs.StringVar(&o.diag.MetricsAddr, "metrics-addr", DefaultMetricsAddr, "address serving the Prometheus metrics of every service at /metrics; empty: off. When the default address is taken, wick starts without it (and says so); an address given that is taken stops wick")
+	o.cfg.Gateway.RegisterMetricsFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: json or text")
 	if err := config.Parse(fs, args); err != nil {
@@ -204,7 +245,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 
 // printReady tells the operator where everything is, how it is reached and
 // stored, and how to try it.
-func printReady(out io.Writer, cfg suite.Config, knowledgeDir string, s *suite.Suite) {
+func printReady(out io.Writer, cfg suite.Config, knowledgeDir string, s *suite.Suite, metricsAddr string) {
 	fmt.Fprintf(out, "Wick is running.\n\n")
 	if err := gateway.CheckUIDir(cfg.Gateway.UIDir); err != nil {
 		fmt.Fprintf(out, "  UI         none: %s\n", strings.TrimPrefix(err.Error(), gateway.ErrNoUI.Error()+": "))
@@ -215,6 +256,14 @@ func printReady(out io.Writer, cfg suite.Config, knowledgeDir string, s *suite.S
 	fmt.Fprintf(out, "  OpenAI API %s/v1/\n", s.HTTPURL)
 	fmt.Fprintf(out, "  gRPC API   %s   (wick.agent.v1.AgentService, %s)\n", s.Addrs["gateway"], grpcTransport(cfg))
 	fmt.Fprintf(out, "  gRPC       gateway %s, agent %s, sandbox %s, llmgw %s   (%s between services)\n", s.Addrs["gateway"], s.Addrs["agent"], s.Addrs["sandbox"], s.Addrs["llmgw"], internalTransport(cfg))
+	switch {
+	case metricsAddr != "":
+		fmt.Fprintf(out, "  metrics    http://%s/metrics\n", metricsAddr)
+	case cfg.Gateway.PublicMetrics:
+		fmt.Fprintf(out, "  metrics    %s/metrics\n", s.HTTPURL)
+	default:
+		fmt.Fprintf(out, "  metrics    off (-metrics-addr)\n")
+	}
 	fmt.Fprintf(out, "  model      %s\n", s.Model)
 	fmt.Fprintf(out, "  sandbox    %s\n", s.Backend)
 	store := "in memory"

@@ -216,15 +216,21 @@ func metricsOp() object {
 	return object{
 		"tags":        []any{gatewayTag},
 		"operationId": "Gateway_Metrics",
-		"summary":     "Prometheus metrics of the gateway.",
-		"description": "wick_gateway_http_requests_total{method,route,code}, " +
-			"wick_gateway_http_request_duration_seconds{method,route}, wick_gateway_sse_streams, and the Go and " +
-			"process collectors. Needs no token, as Prometheus expects: expose it to the scraper only.",
+		"summary":     "Prometheus metrics of the gateway's process.",
+		"description": "Served only when the operator turns it on (-public-metrics); otherwise 404, and the metrics " +
+			"are on the process's own -metrics-addr listener. Every metric of the process: " +
+			"wick_gateway_http_requests_total{method,route,code}, wick_gateway_http_request_duration_seconds{method,route}, " +
+			"wick_gateway_sse_streams, the OpenTelemetry instruments (wick_llm_* in one process), and the Go and process " +
+			"collectors (docs/observability.md). Users' tokens do not apply: with -metrics-token it needs that bearer token.",
 		"security": []any{},
-		"responses": object{"200": object{
-			"description": "The metrics in the Prometheus text exposition format.",
-			"content":     object{"text/plain": object{"schema": object{"type": "string"}}},
-		}},
+		"responses": object{
+			"200": object{
+				"description": "The metrics in the Prometheus text exposition format.",
+				"content":     object{"text/plain": object{"schema": object{"type": "string"}}},
+			},
+			"401": object{"description": "-metrics-token is set and the request does not carry it."},
+			"404": object{"description": "Metrics are not served on this listener (no -public-metrics)."},
+		},
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
 	"google.golang.org/grpc"
 
 	"github.com/wick-agent/wick/platform/config"
@@ -42,7 +43,8 @@ type Env struct {
 	// TLS is the service's TLS identity (-tls-cert…); nil in plaintext.
 	TLS *tlsconf.Source
 	// Metrics is the registry of the service's Prometheus metrics, served
-	// at -metrics-addr.
+	// at -metrics-addr. The process's OpenTelemetry meter provider, installed
+	// as the global one, exports every instrument here too.
 	Metrics *prometheus.Registry
 }
 
@@ -177,6 +179,21 @@ func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet),
 		return err
 	}
 	defer shutdownTelemetry(context.Background())
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mp, err := telemetry.NewMeterProvider(ctx, name, reg)
+	if err != nil {
+		return err
+	}
+	// Installed before the service starts, so that every instrument made on
+	// the global provider lands here; shut down after the service's stops
+	// (deferred earlier, so run later), which pushes the last OTLP figures.
+	otel.SetMeterProvider(mp)
+	defer func() {
+		if err := mp.Shutdown(context.Background()); err != nil {
+			logger.Warn("metrics shutdown", "error", err)
+		}
+	}()
 
 	key, err := c.Key(logger)
 	if err != nil {
@@ -197,8 +214,7 @@ func run(name, defaultAddr string, args []string, define func(fs *flag.FlagSet),
 			stops[i]()
 		}
 	}()
-	env := Env{Logger: logger, Key: key, TLS: src, stops: &stops, Metrics: prometheus.NewRegistry()}
-	env.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	env := Env{Logger: logger, Key: key, TLS: src, stops: &stops, Metrics: reg}
 	dl, err := diag.Start(c.Diag, env.Metrics, logger)
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -113,5 +116,43 @@ func TestOnStopRunsAfterTheServerStopped(t *testing.T) {
 	}
 	if got := strings.Join(order, ", "); got != "first registered, second registered" {
 		t.Fatalf("OnStop functions ran as %q, want the last registered first", got)
+	}
+}
+
+// TestGlobalMeterProviderReachesTheRegistry checks that an instrument a
+// service makes on the global OpenTelemetry provider is in the registry its
+// -metrics-addr serves, under the Prometheus name the docs list.
+func TestGlobalMeterProviderReachesTheRegistry(t *testing.T) {
+	start := func(ctx context.Context, env Env) error {
+		c, err := otel.GetMeterProvider().Meter("wick-test").Int64Counter("wick.test.calls", metric.WithUnit("{call}"))
+		if err != nil {
+			return err
+		}
+		c.Add(ctx, 3, metric.WithAttributes(attribute.String("code", "OK")))
+		mfs, err := env.Metrics.Gather()
+		if err != nil {
+			return err
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "wick_test_calls_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if strings.HasPrefix(l.GetName(), "otel_scope_") {
+						t.Errorf("label %s: scope labels are off", l.GetName())
+					}
+				}
+				if got := m.GetCounter().GetValue(); got != 3 {
+					t.Errorf("wick_test_calls_total = %v, want 3", got)
+				}
+			}
+			return errStarted
+		}
+		t.Errorf("wick_test_calls_total not in the registry")
+		return errStarted
+	}
+	if err := run("wick-test", "127.0.0.1:0", []string{"-grpc-addr", "127.0.0.1:0", "-log-level", "error"}, nil, start); !errors.Is(err, errStarted) {
+		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"flag"
 	"maps"
 	"strings"
 
@@ -49,4 +50,11 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// RegisterMetricsFlags defines -public-metrics and -metrics-token on fs, into
+// c.PublicMetrics and c.MetricsToken.
+func (c *Config) RegisterMetricsFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.PublicMetrics, "public-metrics", false, "also serve the Prometheus metrics at /metrics on the public HTTP listener (default: 404 there; scrape -metrics-addr); they show every user's traffic, models and errors, so set -metrics-token unless only trusted hosts reach the listener")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token that /metrics on the public listener requires with -public-metrics (prefer WICK_METRICS_TOKEN)")
 }

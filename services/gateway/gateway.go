@@ -86,6 +86,15 @@ type Config struct {
 	LLMToken string
 	// GRPC configures the gRPC edge (see GRPCEdge).
 	GRPC GRPCConfig
+	// PublicMetrics serves the process's Prometheus metrics at /metrics on
+	// this (public) listener; off, /metrics answers 404 and an operator
+	// scrapes -metrics-addr instead. The figures show traffic, models and
+	// error rates of every user, so whoever reaches the listener sees them
+	// unless MetricsToken is set.
+	PublicMetrics bool
+	// MetricsToken, with PublicMetrics, is the bearer token /metrics
+	// requires (401 without it); empty: none.
+	MetricsToken string
 }
 
 func (c *Config) setDefaults() {
@@ -256,7 +265,12 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	mux := newRouteMux()
 	mux.HandleFunc("GET /health", g.serveHealth)
 	mux.Handle("GET /openapi.json", serveOpenAPI())
-	mux.Handle("GET /metrics", m.handler(reg))
+	if cfg.PublicMetrics {
+		mux.Handle("GET /metrics", metricsToken(cfg.MetricsToken, m.handler(reg)))
+	} else {
+		// Answered here, not by the UI's fallback, which would serve its page.
+		mux.Handle("GET /metrics", http.NotFoundHandler())
+	}
 	authed := g.authenticate
 	mux.Handle("/agents/{agent_id}/terminal", authed(terminal.New(g.agent, cfg.CORSOrigins, cfg.TerminalReadLimit, g.log)))
 	mux.Handle("/agents/{agent_id}/files/raw/{path...}", authed(files.New(g.agent, cfg.MaxUploadBytes, cfg.UploadChunkBytes, g.log)))

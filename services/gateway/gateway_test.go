@@ -177,7 +177,7 @@ func TestREST(t *testing.T) {
 		{"health needs no token", "", "GET", "/health", "", 200, "", `"agent":"SERVING"`},
 		{"health counts the caller's agents", aliceToken, "GET", "/health", "", 200, "", `"agents":`},
 		{"openapi needs no token", "", "GET", "/openapi.json", "", 200, "", `"openapi": "3.1.0"`},
-		{"metrics", "", "GET", "/metrics", "", 200, "", "wick_gateway_http_requests_total"},
+		{"metrics are not public by default", "", "GET", "/metrics", "", 404, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -977,5 +977,38 @@ func TestSSEForwardMetric(t *testing.T) {
 	}
 	if len(events) != 7 || count != uint64(len(events)) {
 		t.Fatalf("%d events observed, %d sent", count, len(events))
+	}
+}
+
+// TestPublicMetrics checks /metrics on the public listener: 404 unless the
+// operator turns it on, then behind the metrics token when one is set (the
+// users' bearer tokens do not open it).
+func TestPublicMetrics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		cfg      gateway.Config
+		token    string
+		wantCode int
+	}{
+		{"off by default", gateway.Config{}, "", 404},
+		{"off by default, even with a user's token", gateway.Config{}, aliceToken, 404},
+		{"on without a token", gateway.Config{PublicMetrics: true}, "", 200},
+		{"on with a token, none sent", gateway.Config{PublicMetrics: true, MetricsToken: "scrape-secret"}, "", 401},
+		{"on with a token, a user's sent", gateway.Config{PublicMetrics: true, MetricsToken: "scrape-secret"}, aliceToken, 401},
+		{"on with a token, sent", gateway.Config{PublicMetrics: true, MetricsToken: "scrape-secret"}, "scrape-secret", 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := startGateway(t, tc.cfg)
+			r := do(t, env.url, tc.token, "GET", "/metrics", "")
+			if r.code != tc.wantCode {
+				t.Fatalf("GET /metrics = %d %s, want %d", r.code, r.body, tc.wantCode)
+			}
+			if tc.wantCode == 200 && !strings.Contains(r.body, "wick_gateway_http_requests_total") {
+				t.Errorf("metrics body lacks wick_gateway_http_requests_total:\n%s", r.body)
+			}
+		})
 	}
 }

@@ -76,7 +76,7 @@ func (s *Service) Embed(ctx context.Context, req *llmv1.EmbedRequest) (*llmv1.Em
 		cancel()
 	}
 	acct := accounting{usage: usage, overhead: max(time.Since(start)-out.Upstream-out.Backoff, 0)}
-	s.metrics.record(ctx, "Embed", out, acct, err)
+	s.metrics.record(ctx, "Embed", s.modelLabel(out.Target), out, acct, err)
 	_ = grpc.SetTrailer(ctx, trailer(acct))
 	if err != nil {
 		return nil, rpcstatus.FromError(ctx, err)

@@ -51,10 +51,14 @@ type registry struct {
 	keyEnvs  map[string]bool    // variables a request may name
 	keyPairs map[[2]string]bool // (base_url, key env) pairs configured together
 	baseURLs map[string]bool    // base URLs the operator configured: reached without the guard
+	// configured are the model names the operator wrote (models file
+	// entries, chain members, default models): their models are metric
+	// labels, unlike those requests name.
+	configured map[string]bool
 }
 
 func newRegistry(cfg Config) (*registry, error) {
-	r := &registry{byID: map[string]*entry{}, keyEnvs: map[string]bool{spec.OpenAIKeyEnv: true, spec.AnthropicKeyEnv: true}, keyPairs: map[[2]string]bool{}, baseURLs: map[string]bool{}}
+	r := &registry{byID: map[string]*entry{}, keyEnvs: map[string]bool{spec.OpenAIKeyEnv: true, spec.AnthropicKeyEnv: true}, keyPairs: map[[2]string]bool{}, baseURLs: map[string]bool{}, configured: map[string]bool{}}
 	models := cfg.Models
 	if cfg.ModelsFile != "" {
 		f, err := loadModelsFile(cfg.ModelsFile)
@@ -102,6 +106,7 @@ func newRegistry(cfg Config) (*registry, error) {
 			return nil, fmt.Errorf("models: %s: dimensions %d outside 0..%d", m.ID, m.Dimensions, hashembed.MaxDimensions)
 		}
 		e.model = &resolved{name: m.ID, spec: s, dims: m.Dimensions}
+		r.configured[m.ID] = true
 	}
 	for _, m := range chains {
 		if len(m.Fallback) > MaxChain {
@@ -125,6 +130,7 @@ func newRegistry(cfg Config) (*registry, error) {
 			}
 			r.baseURLs[strings.TrimRight(p.BaseURL, "/")] = true
 			e.chain = append(e.chain, resolved{name: name, spec: p})
+			r.configured[name] = true
 		}
 	}
 	if cfg.DefaultModel != "" {
@@ -141,6 +147,7 @@ func newRegistry(cfg Config) (*registry, error) {
 	}
 	r.trustDefault(r.def)
 	r.trustDefault(r.defEmbed)
+	r.configured[r.def], r.configured[r.defEmbed] = true, true
 	return r, nil
 }
 

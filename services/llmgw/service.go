@@ -160,13 +160,19 @@ type call struct {
 type accounting struct {
 	usage    llm.Usage
 	overhead time.Duration
+	// firstEvent is the time from the call's start to the provider's first
+	// event; 0 when none came.
+	firstEvent time.Duration
 }
 
 // run resolves the chain and runs the call. emit sees every event with the
 // model that produced it.
 func (s *Service) run(ctx context.Context, rpc string, c call, emit router.Emit) (router.Outcome, accounting, error) {
 	start := time.Now()
-	var out router.Outcome
+	var (
+		out        router.Outcome
+		firstEvent time.Duration
+	)
 	chain, err := s.resolve(c.models)
 	if err == nil {
 		timeout := s.cfg.Timeout
@@ -179,11 +185,16 @@ func (s *Service) run(ctx context.Context, rpc string, c call, emit router.Emit)
 		for i, r := range chain {
 			targets[i] = s.target(r)
 		}
-		out, err = s.cfg.Retry.Run(ctx, targets, c.req, emit)
+		out, err = s.cfg.Retry.Run(ctx, targets, c.req, func(t *router.Target, ev llm.Event) error {
+			if firstEvent == 0 {
+				firstEvent = max(time.Since(start), time.Nanosecond)
+			}
+			return emit(t, ev)
+		})
 	}
 	wall := time.Since(start)
-	acct := accounting{usage: out.Result.Usage, overhead: max(wall-out.Upstream-out.Backoff, 0)}
-	s.metrics.record(ctx, rpc, out, acct, err)
+	acct := accounting{usage: out.Result.Usage, overhead: max(wall-out.Upstream-out.Backoff, 0), firstEvent: firstEvent}
+	s.metrics.record(ctx, rpc, s.modelLabel(out.Target), out, acct, err)
 	if err != nil {
 		s.opts.logger.DebugContext(ctx, "llm call failed", "rpc", rpc, "error", err.Error(), "retries", out.Retries, "fallbacks", out.Fallbacks)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/docker/docker/client"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
@@ -30,6 +31,7 @@ import (
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/server"
+	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/platform/tlsconf"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
@@ -95,9 +97,17 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// GatewayOptions are passed to gateway.New.
 	GatewayOptions []gateway.Option
-	// Metrics is the registry of every service's Prometheus metrics,
-	// served at the gateway's /metrics; nil makes one.
+	// Metrics is the registry of every service's Prometheus metrics, where
+	// MeterProvider's instruments are exported too; nil makes one. The
+	// caller serves it (cmd/wick's -metrics-addr); the gateway's public
+	// listener serves it only with Gateway.PublicMetrics.
 	Metrics *prometheus.Registry
+	// MeterProvider receives every service's OpenTelemetry instruments; nil
+	// makes one for the suite that exports them to Metrics (and over OTLP
+	// when OTEL_EXPORTER_OTLP_ENDPOINT is set), shut down with the suite. A
+	// program that installs its own provider passes it here, with the
+	// registry its exporter writes to.
+	MeterProvider metric.MeterProvider
 	// Loopback has the gateway reach the agent service, and the agent
 	// service the LLM gateway, over their loopback gRPC ports instead of
 	// in process; the sandbox service is always reached on its port, where
@@ -238,6 +248,18 @@ func newStarter(ctx context.Context, cfg Config) (*starter, error) {
 	if b.s.Model == "" {
 		b.s.Model = ChooseModel(b.lookup)
 	}
+	if cfg.MeterProvider == nil {
+		// Not installed as the global provider: a process may host several
+		// suites (tests do), each with its own registry.
+		mp, err := telemetry.NewMeterProvider(ctx, "wick", cfg.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		b.cfg.MeterProvider = mp
+		// The first closer, after every service stopped: pushes the last
+		// OTLP figures.
+		b.closers = append(b.closers, func() { _ = mp.Shutdown(context.Background()) })
+	}
 	return b, nil
 }
 
@@ -315,7 +337,8 @@ func (b *starter) startLLM() (*llmgw.Service, error) {
 	if b.cfg.LLM != nil {
 		llmCfg = *b.cfg.LLM
 	}
-	llmSvc, err := llmgw.New(llmCfg, llmgw.WithLogger(b.log.With("service", "llmgw")), llmgw.WithLookupEnv(b.lookup))
+	llmSvc, err := llmgw.New(llmCfg, llmgw.WithLogger(b.log.With("service", "llmgw")), llmgw.WithLookupEnv(b.lookup),
+		llmgw.WithMeterProvider(b.cfg.MeterProvider))
 	if err != nil {
 		return nil, fmt.Errorf("llmgw: %w", err)
 	}

@@ -449,8 +449,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Prometheus metrics of the gateway.
-         * @description wick_gateway_http_requests_total{method,route,code}, wick_gateway_http_request_duration_seconds{method,route}, wick_gateway_sse_streams, and the Go and process collectors. Needs no token, as Prometheus expects: expose it to the scraper only.
+         * Prometheus metrics of the gateway's process.
+         * @description Served only when the operator turns it on (-public-metrics); otherwise 404, and the metrics are on the process's own -metrics-addr listener. Every metric of the process: wick_gateway_http_requests_total{method,route,code}, wick_gateway_http_request_duration_seconds{method,route}, wick_gateway_sse_streams, the OpenTelemetry instruments (wick_llm_* in one process), and the Go and process collectors (docs/observability.md). Users' tokens do not apply: with -metrics-token it needs that bearer token.
          */
         get: operations["Gateway_Metrics"];
         put?: never;
@@ -3968,6 +3968,20 @@ export interface operations {
                 content: {
                     "text/plain": string;
                 };
+            };
+            /** @description -metrics-token is set and the request does not carry it. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Metrics are not served on this listener (no -public-metrics). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

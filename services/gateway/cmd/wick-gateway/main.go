@@ -52,6 +52,7 @@ func main() {
 		fs.StringVar(&cfg.GRPC.KeyFile, "grpc-tls-key", "", "PEM key of -grpc-tls-cert")
 		fs.BoolVar(&cfg.GRPC.AllowPlaintext, "grpc-allow-plaintext", false, "serve the gRPC API without TLS on an address other than loopback (a proxy or mesh in front terminates TLS)")
 		fs.IntVar(&cfg.GRPC.MaxMsgBytes, "grpc-max-msg-bytes", gateway.DefaultGRPCMaxMsgBytes, "largest gRPC message to or from a client")
+		cfg.RegisterMetricsFlags(fs)
 	}
 	// The gateway is built before the gRPC server: the server of the gRPC
 	// API needs the edge's codec and TLS credentials from the start.
