@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/fullstorydev/grpchan/inprocgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -112,14 +113,36 @@ func exportedFields(t reflect.Type) []int {
 
 // callsOnly is a stats handler without the per-message events: in process
 // there is no wire size to report, and otelgrpc does nothing with a
-// payload event but look its span up, per message.
+// payload event but look its span up, per message. It also gives the call's
+// end its begin time, which grpchan leaves zero: otelgrpc measures a call's
+// duration from the end's BeginTime, and a zero one made every in-process
+// call last 292 years in rpc_*_call_duration_seconds.
 type callsOnly struct{ stats.Handler }
+
+// beganKey keys the call's begin time in the context TagRPC returns.
+type beganKey struct{}
+
+// TagRPC implements stats.Handler.
+func (h callsOnly) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	return context.WithValue(h.Handler.TagRPC(ctx, info), beganKey{}, new(time.Time))
+}
 
 // HandleRPC implements stats.Handler.
 func (h callsOnly) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	switch s.(type) {
+	switch s := s.(type) {
 	case *stats.InPayload, *stats.OutPayload:
 		return
+	case *stats.Begin:
+		if began, ok := ctx.Value(beganKey{}).(*time.Time); ok {
+			*began = s.BeginTime
+		}
+	case *stats.End:
+		if began, ok := ctx.Value(beganKey{}).(*time.Time); ok && s.BeginTime.IsZero() {
+			end := *s
+			end.BeginTime = *began
+			h.Handler.HandleRPC(ctx, &end)
+			return
+		}
 	}
 	h.Handler.HandleRPC(ctx, s)
 }

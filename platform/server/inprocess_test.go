@@ -5,9 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -76,5 +78,36 @@ func TestHandOver(t *testing.T) {
 	}
 	if c, _ := (handOver{}).Clone(sent); c != any(sent) {
 		t.Fatal("Clone copied the message")
+	}
+}
+
+// endRecorder keeps the End events a stats handler is given.
+type endRecorder struct {
+	stats.Handler
+	ends []*stats.End
+}
+
+func (r *endRecorder) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+func (r *endRecorder) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if e, ok := s.(*stats.End); ok {
+		r.ends = append(r.ends, e)
+	}
+}
+
+// TestCallsOnlyGivesTheEndItsBeginTime: grpchan's End carries no begin
+// time, and otelgrpc measures a call from it.
+func TestCallsOnlyGivesTheEndItsBeginTime(t *testing.T) {
+	rec := &endRecorder{}
+	h := callsOnly{rec}
+	ctx := h.TagRPC(context.Background(), &stats.RPCTagInfo{FullMethodName: "/x.Y/Z"})
+	began := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	h.HandleRPC(ctx, &stats.Begin{BeginTime: began})
+	h.HandleRPC(ctx, &stats.End{EndTime: began.Add(3 * time.Millisecond)})
+	if len(rec.ends) != 1 {
+		t.Fatalf("ends = %d, want 1", len(rec.ends))
+	}
+	if got := rec.ends[0].EndTime.Sub(rec.ends[0].BeginTime); got != 3*time.Millisecond {
+		t.Errorf("duration = %v, want 3ms (begin %v)", got, rec.ends[0].BeginTime)
 	}
 }

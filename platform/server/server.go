@@ -12,6 +12,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
 	"github.com/wick-agent/wick/platform/identity"
@@ -50,6 +52,10 @@ type Server struct {
 	// through, on the network server and on InProcess channels alike.
 	unary  []grpc.UnaryServerInterceptor
 	stream []grpc.StreamServerInterceptor
+	// methods are the full names of the methods served, listed once
+	// (gRPC refuses a service registered after Serve).
+	methodsOnce sync.Once
+	methods     map[string]bool
 }
 
 type options struct {
@@ -129,7 +135,7 @@ func New(name string, logger *slog.Logger, opts ...Option) *Server {
 		creds = append(creds, grpc.Creds(cfg.tls.ServerCredentials()))
 	}
 	gopts := append(append(creds,
-		grpc.StatsHandler(otelgrpc.NewServerHandler()),
+		grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithFilter(s.registered))),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
 		grpc.MaxRecvMsgSize(cfg.maxRecvMsgSize),
@@ -146,6 +152,23 @@ func New(name string, logger *slog.Logger, opts ...Option) *Server {
 		healthpb.RegisterHealthServer(s.probe, s.health)
 	}
 	return s
+}
+
+// registered tells otelgrpc whether a call is to a method this server
+// serves. Its label rpc_method is the name the client sent, so without the
+// filter any client could add metric series by calling made-up methods.
+// Services are registered before the server serves, so the first call's
+// listing holds for the server's life.
+func (s *Server) registered(info *stats.RPCTagInfo) bool {
+	s.methodsOnce.Do(func() {
+		s.methods = map[string]bool{}
+		for svc, si := range s.grpc.GetServiceInfo() {
+			for _, m := range si.Methods {
+				s.methods["/"+svc+"/"+m.Name] = true
+			}
+		}
+	})
+	return s.methods[info.FullMethodName]
 }
 
 // GRPC returns the underlying server for service registration.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -205,5 +207,22 @@ func TestShutdownDrainsThenStops(t *testing.T) {
 		s.done <- nil // for the cleanup
 	case <-time.After(30 * time.Second):
 		t.Fatal("Serve did not return after shutdown")
+	}
+}
+
+// TestMetricsOnlyForServedMethods: a call to a method nobody serves gets no
+// metric series of its own (otelgrpc labels calls with the name sent).
+func TestMetricsOnlyForServedMethods(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	for method, want := range map[string]bool{
+		"/grpc.health.v1.Health/Check":                 true,
+		"/wick.test.Probe/WhoAmI":                      true,
+		"/wick.test.Probe/Nope":                        false,
+		"/made.up.Service/" + strings.Repeat("x", 100): false,
+	} {
+		if got := s.srv.registered(&stats.RPCTagInfo{FullMethodName: method}); got != want {
+			t.Errorf("registered(%q) = %v, want %v", method, got, want)
+		}
 	}
 }
