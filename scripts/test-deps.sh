@@ -72,7 +72,10 @@ if ! docker_up; then
   fi
   if ! pgrep -x dockerd >/dev/null 2>&1; then
     log "starting dockerd"
-    nohup dockerd >/var/log/wick-dockerd.log 2>&1 &
+    # In a session of its own: the engine outlives the command that started
+    # it, also when that command's process group is killed (a timeout, a
+    # stopped CI step), instead of dying under the next test run.
+    setsid nohup dockerd >/var/log/wick-dockerd.log 2>&1 < /dev/null &
   fi
   for _ in $(seq 1 150); do
     docker_up && break
