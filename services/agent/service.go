@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
@@ -126,11 +127,14 @@ type RedisOptions struct {
 	RunRetention time.Duration
 	// Replica names this replica in the thread locks it holds (ReplicaName).
 	Replica string
+	// MeterProvider gets the count of the stores' Redis errors
+	// (wick.agent.redis.errors); nil means the global provider.
+	MeterProvider metric.MeterProvider
 }
 
 // RedisStores returns stores shared by every replica on rdb; the caller owns rdb.
 func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
-	topts := []threads.RedisOption{}
+	topts := []threads.RedisOption{threads.WithRedisMeterProvider(o.MeterProvider)}
 	if o.Prefix != "" {
 		topts = append(topts, threads.WithPrefix(o.Prefix))
 	}
@@ -144,7 +148,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 		topts = append(topts, threads.WithHolderName(o.Replica))
 	}
 	ts := threads.NewRedisStore(rdb, topts...)
-	ropts := []runs.RedisOption{}
+	ropts := []runs.RedisOption{runs.WithRedisMeterProvider(o.MeterProvider)}
 	if o.Prefix != "" {
 		ropts = append(ropts, runs.WithRedisPrefix(o.Prefix))
 	}
@@ -153,7 +157,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 	}
 	rr := runs.NewRedis(rdb, ropts...)
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
-		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease), Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
+		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease, quota.WithRedisMeterProvider(o.MeterProvider)), Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
 }
 
 // Deps are the service's dependencies.
@@ -189,6 +193,8 @@ type options struct {
 	run []runexec.Option
 	// metrics, when set, gets the service's Prometheus metrics.
 	metrics prometheus.Registerer
+	// meterProvider gets the service's OpenTelemetry instruments.
+	meterProvider metric.MeterProvider
 }
 
 // Option configures the service.
@@ -309,6 +315,14 @@ func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
 // be appended to the run log.
 func WithMetrics(reg prometheus.Registerer) Option { return func(o *options) { o.metrics = reg } }
 
+// WithMeterProvider sets where the service records its OpenTelemetry
+// instruments: runs, tool calls and quota rejections (docs/agent-service.md,
+// "Metrics"); the default is the global provider. The Redis stores take
+// theirs in RedisOptions.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meterProvider = mp }
+}
+
 // appendHistogram is wick_agent_run_log_append_seconds, registered on reg.
 func appendHistogram(reg prometheus.Registerer) (prometheus.Histogram, error) {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -373,6 +387,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if err := cfg.limits.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.limits.rejections = quota.NewRejections(cfg.meterProvider)
 	switch cfg.defaultBackend {
 	case backend.Local, backend.Docker, backend.None:
 	default:
@@ -492,7 +507,8 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		MCP:       s.mcp,
 		Processes: s.sandbox,
 	}
-	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
+	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run()),
+		runexec.WithMeterProvider(s.cfg.meterProvider)}
 	if s.cfg.metrics != nil {
 		h, err := appendHistogram(s.cfg.metrics)
 		if err != nil {

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/wick-agent/wick/services/agent/internal/meters"
 )
 
 // DefaultLease is how long a held member counts without renewal: the thread
@@ -23,18 +26,35 @@ type Redis struct {
 	rdb    redis.UniversalClient
 	prefix string
 	lease  time.Duration
+	errs   *meters.RedisErrors
+}
+
+// RedisOption configures Redis.
+type RedisOption func(*Redis)
+
+// WithRedisMeterProvider sets where the store's Redis errors are counted
+// (wick.agent.redis.errors); the default is the global provider.
+func WithRedisMeterProvider(mp metric.MeterProvider) RedisOption {
+	return func(r *Redis) { r.errs = meters.NewRedisErrors(mp) }
 }
 
 // NewRedis returns a store on rdb with keys under prefix ("wick") and
 // members that live lease (DefaultLease when 0) without renewal.
-func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration) *Redis {
+func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration, opts ...RedisOption) *Redis {
 	if prefix == "" {
 		prefix = "wick"
 	}
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	return &Redis{rdb: rdb, prefix: prefix, lease: lease}
+	r := &Redis{rdb: rdb, prefix: prefix, lease: lease}
+	for _, o := range opts {
+		o(r)
+	}
+	if r.errs == nil {
+		r.errs = meters.NewRedisErrors(nil)
+	}
+	return r
 }
 
 // key is the sorted set of a user's members of kind; the user is the hash
@@ -68,7 +88,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1`)
 
 // Take implements Store.
-func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int64, bool, error) {
+func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (_ int64, _ bool, err error) {
+	defer r.errs.Observe(ctx, "quota.take", &err)
 	res, err := takeScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id, max).Int64Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("take %s: %w", kind, err)
@@ -80,7 +101,8 @@ func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int
 }
 
 // Renew implements Store.
-func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
+func (r *Redis) Renew(ctx context.Context, user, kind, id string) (err error) {
+	defer r.errs.Observe(ctx, "quota.renew", &err)
 	if err := renewScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id).Err(); err != nil {
 		return fmt.Errorf("renew %s: %w", kind, err)
 	}
@@ -88,7 +110,8 @@ func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
 }
 
 // Drop implements Store.
-func (r *Redis) Drop(ctx context.Context, user, kind, id string) error {
+func (r *Redis) Drop(ctx context.Context, user, kind, id string) (err error) {
+	defer r.errs.Observe(ctx, "quota.drop", &err)
 	if err := r.rdb.ZRem(ctx, r.key(user, kind), id).Err(); err != nil {
 		return fmt.Errorf("drop %s: %w", kind, err)
 	}
