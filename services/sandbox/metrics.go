@@ -31,8 +31,21 @@ type metrics struct {
 	// sets and daemonSets hold one attribute set per label combination,
 	// built once.
 	mu         sync.RWMutex
-	sets       map[string]metric.MeasurementOption
-	daemonSets map[daemonKey]metric.MeasurementOption
+	sets       map[string]attrOpts
+	daemonSets map[daemonKey]attrOpts
+}
+
+// attrOpts are one attribute set as options of Add, Record and Observe,
+// kept so that a measurement passes an existing slice and allocates nothing.
+type attrOpts struct {
+	add     []metric.AddOption
+	record  []metric.RecordOption
+	observe []metric.ObserveOption
+}
+
+func newAttrOpts(kv ...attribute.KeyValue) attrOpts {
+	set := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return attrOpts{add: []metric.AddOption{set}, record: []metric.RecordOption{set}, observe: []metric.ObserveOption{set}}
 }
 
 func newMetrics(mp metric.MeterProvider) *metrics {
@@ -40,7 +53,7 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(meterName)
-	r := &metrics{meter: m, sets: map[string]metric.MeasurementOption{}, daemonSets: map[daemonKey]metric.MeasurementOption{}}
+	r := &metrics{meter: m, sets: map[string]attrOpts{}, daemonSets: map[daemonKey]attrOpts{}}
 	var errs [4]error
 	r.create, errs[0] = m.Float64Histogram("wick.sandbox.create.duration",
 		metric.WithDescription("time to bring a sandbox up (create, start or claim from the warm pool), by type, result and whether a warm container was claimed"), metric.WithUnit("s"))
@@ -60,14 +73,14 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 
 // set returns the attribute set of key, made by kv on first use; key
 // must name the label values in full.
-func (m *metrics) set(key string, kv ...attribute.KeyValue) metric.MeasurementOption {
+func (m *metrics) set(key string, kv ...attribute.KeyValue) attrOpts {
 	m.mu.RLock()
 	o, ok := m.sets[key]
 	m.mu.RUnlock()
 	if ok {
 		return o
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(kv...))
+	o = newAttrOpts(kv...)
 	m.mu.Lock()
 	m.sets[key] = o
 	m.mu.Unlock()
@@ -82,12 +95,12 @@ func (m *metrics) created(ctx context.Context, typ string, err error, warm bool,
 	}
 	w := strconv.FormatBool(warm)
 	m.create.Record(context.WithoutCancel(ctx), d.Seconds(), m.set("create "+typ+" "+result+" "+w,
-		attribute.String("type", typ), attribute.String("result", result), attribute.String("warm", w)))
+		attribute.String("type", typ), attribute.String("result", result), attribute.String("warm", w)).record...)
 }
 
 // fellBack counts a call that took Docker exec.
 func (m *metrics) fellBack(method string) {
-	m.fallbacks.Add(context.Background(), 1, m.set("fallback "+method, attribute.String("method", method)))
+	m.fallbacks.Add(context.Background(), 1, m.set("fallback "+method, attribute.String("method", method)).add...)
 }
 
 // daemonCall records one daemon call; fullMethod is gRPC's
@@ -95,12 +108,12 @@ func (m *metrics) fellBack(method string) {
 func (m *metrics) daemonCall(ctx context.Context, fullMethod string, code codes.Code, d time.Duration) {
 	method := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
 	c := code.String()
-	m.daemon.Record(context.WithoutCancel(ctx), d.Seconds(), m.setDaemon(method, c))
+	m.daemon.Record(ctx, d.Seconds(), m.setDaemon(method, c).record...)
 }
 
 // setDaemon is daemonCall's set; its key is built only on a miss, so a
 // call allocates nothing once its method and code were seen.
-func (m *metrics) setDaemon(method, code string) metric.MeasurementOption {
+func (m *metrics) setDaemon(method, code string) attrOpts {
 	k := daemonKey{method, code}
 	m.mu.RLock()
 	o, ok := m.daemonSets[k]
@@ -108,7 +121,7 @@ func (m *metrics) setDaemon(method, code string) metric.MeasurementOption {
 	if ok {
 		return o
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(attribute.String("method", method), attribute.String("code", code)))
+	o = newAttrOpts(attribute.String("method", method), attribute.String("code", code))
 	m.mu.Lock()
 	m.daemonSets[k] = o
 	m.mu.Unlock()
@@ -180,7 +193,7 @@ func (s *Service) observeSandboxes(_ context.Context, o metric.Observer) error {
 	s.mu.Unlock()
 	for k, n := range counts {
 		o.ObserveInt64(s.meters.gauge, n, s.meters.set("sandboxes "+k.typ+" "+k.state,
-			attribute.String("type", k.typ), attribute.String("state", k.state)))
+			attribute.String("type", k.typ), attribute.String("state", k.state)).observe...)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"google.golang.org/grpc/codes"
 
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/testenv"
@@ -83,4 +84,15 @@ func TestLocalCreateMetric(t *testing.T) {
 		t.Errorf("local sandboxes running = %v, want 1", got)
 	}
 	m.CheckKeys("wick.", sandboxKeys...)
+}
+
+// TestDaemonCallMetricAllocs: timing a daemon call, which happens per file
+// operation, allocates nothing once its method and code were seen.
+func TestDaemonCallMetricAllocs(t *testing.T) {
+	m := newMetrics(testenv.NewMeters(t))
+	ctx := context.Background()
+	m.daemonCall(ctx, "/wick.daemon.v1.Daemon/ReadFile", codes.OK, time.Millisecond)
+	if n := testing.AllocsPerRun(100, func() { m.daemonCall(ctx, "/wick.daemon.v1.Daemon/ReadFile", codes.OK, time.Millisecond) }); n > 0 {
+		t.Errorf("%v allocations per call", n)
+	}
 }

@@ -28,29 +28,38 @@ func Meter(mp metric.MeterProvider) metric.Meter {
 	return mp.Meter(Name)
 }
 
-// Sets keeps one attribute set per key, built on first use, so that a
-// measurement on a hot path allocates nothing. Keys must come from a bounded
-// set of values.
+// Sets keeps the measurement options of one attribute set per key, built
+// on first use, so that a measurement on a hot path allocates nothing (a
+// variadic option passed on its own would be a new slice each time). Keys
+// must come from a bounded set of values.
 type Sets[K comparable] struct {
 	build func(K) attribute.Set
 	mu    sync.RWMutex
-	m     map[K]metric.MeasurementOption
+	m     map[K]Opts
+}
+
+// Opts are an attribute set as the options of a counter's Add and a
+// histogram's Record: pass them as opts.Add... and opts.Record....
+type Opts struct {
+	Add    []metric.AddOption
+	Record []metric.RecordOption
 }
 
 // NewSets returns a cache of the sets build makes.
 func NewSets[K comparable](build func(K) attribute.Set) *Sets[K] {
-	return &Sets[K]{build: build, m: map[K]metric.MeasurementOption{}}
+	return &Sets[K]{build: build, m: map[K]Opts{}}
 }
 
-// Get returns k's set as a measurement option.
-func (s *Sets[K]) Get(k K) metric.MeasurementOption {
+// Get returns k's options.
+func (s *Sets[K]) Get(k K) Opts {
 	s.mu.RLock()
 	o, ok := s.m[k]
 	s.mu.RUnlock()
 	if ok {
 		return o
 	}
-	o = metric.WithAttributeSet(s.build(k))
+	set := metric.WithAttributeSet(s.build(k))
+	o = Opts{Add: []metric.AddOption{set}, Record: []metric.RecordOption{set}}
 	s.mu.Lock()
 	s.m[k] = o
 	s.mu.Unlock()
@@ -82,7 +91,7 @@ func (r *RedisErrors) Observe(ctx context.Context, op string, errp *error) {
 	if r == nil || !IsRedisError(*errp) {
 		return
 	}
-	r.c.Add(context.WithoutCancel(ctx), 1, r.sets.Get(op))
+	r.c.Add(context.WithoutCancel(ctx), 1, r.sets.Get(op).Add...)
 }
 
 // IsRedisError reports whether err came from Redis or from the way to it:

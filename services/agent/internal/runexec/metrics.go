@@ -63,13 +63,13 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 }
 
 func (m *metrics) runStarted(ctx context.Context, kind string) {
-	m.started.Add(ctx, 1, m.kinds.Get(kind))
+	m.started.Add(ctx, 1, m.kinds.Get(kind).Add...)
 }
 
 func (m *metrics) runFinished(ctx context.Context, status string, d time.Duration) {
 	set := m.statuses.Get(status)
-	m.finished.Add(ctx, 1, set)
-	m.runDuration.Record(ctx, d.Seconds(), set)
+	m.finished.Add(ctx, 1, set.Add...)
+	m.runDuration.Record(ctx, d.Seconds(), set.Record...)
 }
 
 // toolObserver records a run's tool calls; labels maps the names of tools
@@ -88,6 +88,6 @@ func (o toolObserver) ToolCallEnded(ctx context.Context, name string, known bool
 		tool = kind
 	}
 	set := o.m.tools.Get(toolKey{tool, outcome})
-	o.m.toolCalls.Add(ctx, 1, set)
-	o.m.toolDuration.Record(ctx, d.Seconds(), set)
+	o.m.toolCalls.Add(ctx, 1, set.Add...)
+	o.m.toolDuration.Record(ctx, d.Seconds(), set.Record...)
 }
