@@ -109,7 +109,7 @@ func (m *Meters) CheckKeys(prefix string, allowed ...string) {
 		}
 		for _, kv := range p.Attrs.ToSlice() {
 			if !slices.Contains(allowed, string(kv.Key)) {
-				m.t.Errorf("%s has attribute %s=%s; allowed keys are %v", p.Name, kv.Key, kv.Value.Emit(), allowed)
+				m.t.Errorf("%s has attribute %s=%s; allowed keys are %v", p.Name, kv.Key, kv.Value.String(), allowed)
 			}
 		}
 	}
