@@ -29,6 +29,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/mcp"
+	"github.com/wick-agent/wick/services/agent/internal/meters"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
@@ -157,7 +158,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 	}
 	rr := runs.NewRedis(rdb, ropts...)
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
-		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease, quota.WithRedisMeterProvider(o.MeterProvider)), Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
+		Quota: quota.NewRedis(rdb, o.Prefix, o.Lease, quota.WithRedisErrors(meters.NewRedisErrors(o.MeterProvider))), Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
 }
 
 // Deps are the service's dependencies.
@@ -387,7 +388,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if err := cfg.limits.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.limits.rejections = quota.NewRejections(cfg.meterProvider)
+	cfg.limits.rejections = quota.NewRejections(meters.Meter(cfg.meterProvider))
 	switch cfg.defaultBackend {
 	case backend.Local, backend.Docker, backend.None:
 	default:

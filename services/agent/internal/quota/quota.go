@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/wick-agent/wick/platform/errcode"
-	"github.com/wick-agent/wick/services/agent/internal/meters"
 )
 
 // ErrExceeded matches every refusal by a limit (errors.Is); a client sees
@@ -61,9 +60,9 @@ type Rejections struct {
 	c metric.Int64Counter
 }
 
-// NewRejections creates the counter on mp (nil: the global provider).
-func NewRejections(mp metric.MeterProvider) *Rejections {
-	c, err := meters.Meter(mp).Int64Counter("wick.agent.quota.rejections",
+// NewRejections creates the counter on m, the agent service's meter.
+func NewRejections(m metric.Meter) *Rejections {
+	c, err := m.Int64Counter("wick.agent.quota.rejections",
 		metric.WithDescription("requests refused by a per-user limit, by the limit's flag"), metric.WithUnit("{rejection}"))
 	if err != nil {
 		otel.Handle(err) // only an invalid name fails, and the name is a constant

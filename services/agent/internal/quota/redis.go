@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/metric"
-
-	"github.com/wick-agent/wick/services/agent/internal/meters"
 )
 
 // DefaultLease is how long a held member counts without renewal: the thread
@@ -26,16 +23,27 @@ type Redis struct {
 	rdb    redis.UniversalClient
 	prefix string
 	lease  time.Duration
-	errs   *meters.RedisErrors
+	errs   ErrorObserver
+}
+
+// ErrorObserver learns the error, if any, of each store operation (a
+// metric of Redis errors); it is deferred with the operation's name.
+type ErrorObserver interface {
+	Observe(ctx context.Context, op string, errp *error)
 }
 
 // RedisOption configures Redis.
 type RedisOption func(*Redis)
 
-// WithRedisMeterProvider sets where the store's Redis errors are counted
-// (wick.agent.redis.errors); the default is the global provider.
-func WithRedisMeterProvider(mp metric.MeterProvider) RedisOption {
-	return func(r *Redis) { r.errs = meters.NewRedisErrors(mp) }
+// WithRedisErrors tells o the result of every operation; without it
+// nothing is told.
+func WithRedisErrors(o ErrorObserver) RedisOption { return func(r *Redis) { r.errs = o } }
+
+// observe tells r.errs the result of op.
+func (r *Redis) observe(ctx context.Context, op string, errp *error) {
+	if r.errs != nil {
+		r.errs.Observe(ctx, op, errp)
+	}
 }
 
 // NewRedis returns a store on rdb with keys under prefix ("wick") and
@@ -50,9 +58,6 @@ func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration, opt
 	r := &Redis{rdb: rdb, prefix: prefix, lease: lease}
 	for _, o := range opts {
 		o(r)
-	}
-	if r.errs == nil {
-		r.errs = meters.NewRedisErrors(nil)
 	}
 	return r
 }
@@ -89,7 +94,7 @@ return 1`)
 
 // Take implements Store.
 func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (_ int64, _ bool, err error) {
-	defer r.errs.Observe(ctx, "quota.take", &err)
+	defer r.observe(ctx, "quota.take", &err)
 	res, err := takeScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id, max).Int64Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("take %s: %w", kind, err)
@@ -102,7 +107,7 @@ func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (_ i
 
 // Renew implements Store.
 func (r *Redis) Renew(ctx context.Context, user, kind, id string) (err error) {
-	defer r.errs.Observe(ctx, "quota.renew", &err)
+	defer r.observe(ctx, "quota.renew", &err)
 	if err := renewScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id).Err(); err != nil {
 		return fmt.Errorf("renew %s: %w", kind, err)
 	}
@@ -111,7 +116,7 @@ func (r *Redis) Renew(ctx context.Context, user, kind, id string) (err error) {
 
 // Drop implements Store.
 func (r *Redis) Drop(ctx context.Context, user, kind, id string) (err error) {
-	defer r.errs.Observe(ctx, "quota.drop", &err)
+	defer r.observe(ctx, "quota.drop", &err)
 	if err := r.rdb.ZRem(ctx, r.key(user, kind), id).Err(); err != nil {
 		return fmt.Errorf("drop %s: %w", kind, err)
 	}
