@@ -47,6 +47,9 @@ type Limits struct {
 	// first cuts the oldest tool results, read_file's included; a state
 	// still too large fails its run and the thread stays as last saved.
 	ThreadBytes int64
+
+	// rejections counts every limit's refusals; New sets it.
+	rejections *quota.Rejections
 }
 
 // DefaultLimits are the limits of a service without WithLimits.
@@ -101,28 +104,28 @@ func (l Limits) Validate() error {
 
 func (l Limits) agents() quota.Limit {
 	return quota.Limit{Max: int64(l.AgentsPerUser), Name: "agents per user", Unit: "agents", Flag: flagAgents,
-		Free: "delete one (a changed template counts until deleted) to store another"}
+		Free: "delete one (a changed template counts until deleted) to store another", Rejections: l.rejections}
 }
 
 func (l Limits) tools() quota.Limit {
 	return quota.Limit{Max: int64(l.ToolsPerUser), Name: "registered tools per user", Unit: "registered tools", Flag: flagTools,
-		Free: "delete one to register another"}
+		Free: "delete one to register another", Rejections: l.rejections}
 }
 
 func (l Limits) watchers() quota.Limit {
 	return quota.Limit{Max: int64(l.WatchersPerUser), Name: "open event streams per user", Unit: "event streams open", Flag: flagWatchers,
-		Free: "close one (WatchEvents, JoinRun) to open another"}
+		Free: "close one (WatchEvents, JoinRun) to open another", Rejections: l.rejections}
 }
 
 func (l Limits) run() runexec.Limits {
 	return runexec.Limits{
 		Runs: quota.Limit{Max: int64(l.RunsPerUser), Name: "concurrent runs per user", Unit: "runs going", Flag: flagRuns,
-			Free: "wait for one to end or cancel one"},
+			Free: "wait for one to end or cancel one", Rejections: l.rejections},
 		Queued: quota.Limit{Max: int64(l.QueuedRunsPerUser), Name: "queued runs per user", Unit: "runs waiting for a busy thread", Flag: flagQueued,
-			Free: "wait for one to start or cancel its request"},
+			Free: "wait for one to start or cancel its request", Rejections: l.rejections},
 		Threads: quota.Limit{Max: int64(l.ThreadsPerUser), Name: "threads per user", Unit: "threads", Flag: flagThreads,
-			Free: "delete one (DeleteThread) or wait for an idle one to expire"},
+			Free: "delete one (DeleteThread) or wait for an idle one to expire", Rejections: l.rejections},
 		ThreadBytes: quota.Limit{Max: l.ThreadBytes, Name: "stored bytes per thread", Unit: "bytes", Flag: flagBytes,
-			Free: "continue in a new thread"},
+			Free: "continue in a new thread", Rejections: l.rejections},
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/mcp"
+	"github.com/wick-agent/wick/services/agent/internal/meters"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
@@ -130,11 +132,14 @@ type RedisOptions struct {
 	RunRetention time.Duration
 	// Replica names this replica in the thread locks it holds (ReplicaName).
 	Replica string
+	// MeterProvider gets the count of the stores' Redis errors
+	// (wick.agent.redis.errors); nil means the global provider.
+	MeterProvider metric.MeterProvider
 }
 
 // RedisStores returns stores shared by every replica on rdb; the caller owns rdb.
 func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
-	topts := []threads.RedisOption{}
+	topts := []threads.RedisOption{threads.WithRedisMeterProvider(o.MeterProvider)}
 	if o.Prefix != "" {
 		topts = append(topts, threads.WithPrefix(o.Prefix))
 	}
@@ -148,7 +153,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 		topts = append(topts, threads.WithHolderName(o.Replica))
 	}
 	ts := threads.NewRedisStore(rdb, topts...)
-	ropts := []runs.RedisOption{}
+	ropts := []runs.RedisOption{runs.WithRedisMeterProvider(o.MeterProvider)}
 	if o.Prefix != "" {
 		ropts = append(ropts, runs.WithRedisPrefix(o.Prefix))
 	}
@@ -156,7 +161,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 		ropts = append(ropts, runs.WithRedisRetention(o.RunRetention))
 	}
 	rr := runs.NewRedis(rdb, ropts...)
-	q := quota.NewRedis(rdb, o.Prefix, o.Lease)
+	q := quota.NewRedis(rdb, o.Prefix, o.Lease, quota.WithRedisErrors(meters.NewRedisErrors(o.MeterProvider)))
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
 		Quota: q, Rates: q, Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
 }
@@ -197,6 +202,8 @@ type options struct {
 	metrics prometheus.Registerer
 	// web configures the web tools; nil offers none.
 	web *WebConfig
+	// meterProvider gets the service's OpenTelemetry instruments.
+	meterProvider metric.MeterProvider
 }
 
 // Option configures the service.
@@ -322,6 +329,14 @@ func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
 // be appended to the run log.
 func WithMetrics(reg prometheus.Registerer) Option { return func(o *options) { o.metrics = reg } }
 
+// WithMeterProvider sets where the service records its OpenTelemetry
+// instruments: runs, tool calls and quota rejections (docs/agent-service.md,
+// "Metrics"); the default is the global provider. The Redis stores take
+// theirs in RedisOptions.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meterProvider = mp }
+}
+
 // appendHistogram is wick_agent_run_log_append_seconds, registered on reg.
 func appendHistogram(reg prometheus.Registerer) (prometheus.Histogram, error) {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -388,6 +403,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if err := cfg.limits.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.limits.rejections = quota.NewRejections(meters.Meter(cfg.meterProvider))
 	switch cfg.defaultBackend {
 	case backend.Local, backend.Docker, backend.None:
 	default:
@@ -514,7 +530,8 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		MCP:       s.mcp,
 		Processes: s.sandbox,
 	}
-	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run())}
+	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run()),
+		runexec.WithMeterProvider(s.cfg.meterProvider)}
 	if s.cfg.metrics != nil {
 		h, err := appendHistogram(s.cfg.metrics)
 		if err != nil {

@@ -82,7 +82,7 @@ func (s *Service) adoptExisting(ctx context.Context, b *box, e dockerbox.Engine,
 }
 
 func (s *Service) healthy(ctx context.Context, sock string) bool {
-	conn, err := dialSocket(sock)
+	conn, err := dialSocket(sock, s.meters.dialOptions()...)
 	if err != nil {
 		return false
 	}

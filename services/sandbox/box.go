@@ -93,6 +93,8 @@ type box struct {
 	// sandbox is ensured or restarted, instead of starting it themselves as
 	// they do after idle reaping.
 	held bool
+	// warm says the running container was claimed from the warm pool.
+	warm bool
 	// reinjectAfter and backoff pace re-injection after failures.
 	reinjectAfter time.Time
 	backoff       time.Duration

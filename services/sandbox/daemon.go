@@ -50,7 +50,7 @@ func (s *Service) injectAndConnect(ctx context.Context, b *box) error {
 }
 
 func (s *Service) connect(ctx context.Context, b *box, sock string) error {
-	conn, err := dialSocket(sock)
+	conn, err := dialSocket(sock, s.meters.dialOptions()...)
 	if err != nil {
 		return err
 	}
@@ -103,16 +103,17 @@ func (s *Service) connect(ctx context.Context, b *box, sock string) error {
 // last path component without following it, checks that descriptor is a
 // socket, and connects through the descriptor itself, so no swap can come
 // between check and connect.
-func dialSocket(sock string) (*grpc.ClientConn, error) {
+func dialSocket(sock string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
 	dialer := func(ctx context.Context, _ string) (net.Conn, error) {
 		return dialPinned(ctx, sock)
 	}
-	return grpc.NewClient("passthrough:///wick-daemon",
+	return grpc.NewClient("passthrough:///wick-daemon", append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dialer),
 		// The daemon hop belongs to the caller's trace like every other hop.
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20), grpc.MaxCallSendMsgSize(32<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20), grpc.MaxCallSendMsgSize(32<<20)),
+	}, extra...)...)
 }
 
 // dialPinned connects to the Unix socket at path if, and only if, path
@@ -160,6 +161,7 @@ func (p *pinnedSocket) close() { unix.Close(p.fd) }
 // fallback records that the daemon did not answer a call, which then takes
 // Docker exec, and re-injects the daemon in the background.
 func (s *Service) fallback(b *box, op string) {
+	s.meters.fellBack(op)
 	if s.onFallback != nil {
 		s.onFallback(op)
 	}

@@ -115,7 +115,8 @@ func (h *harness) killDaemon(ctx context.Context, containerID string) {
 
 func TestDaemonFallbackAndReinjection(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	m := testenv.NewMeters(t)
+	h := newHarnessWith(t, []Option{WithMeterProvider(m)})
 	var fallbacks atomic.Int32
 	h.svc.onFallback = func(string) { fallbacks.Add(1) }
 	ctx, cancel := context.WithTimeout(as("alice"), 2*time.Minute)
@@ -190,6 +191,10 @@ func TestDaemonFallbackAndReinjection(t *testing.T) {
 		}
 		if fallbacks.Load() == before {
 			t.Fatalf("%s did not take the fallback", op.name)
+		}
+		// Every fallback is counted, under the method that took it.
+		if got := m.Value("wick.sandbox.exec_fallbacks"); got != float64(fallbacks.Load()) {
+			t.Fatalf("after %s: exec_fallbacks = %v, fallbacks taken %d", op.name, got, fallbacks.Load())
 		}
 	}
 	testenv.Eventually(t, 30*time.Second, func() bool {

@@ -73,7 +73,23 @@ func (s *Service) ensure(ctx context.Context, user, agent string, spec *sandboxv
 }
 
 // start brings a box up; b.life is held. fresh says the sandbox never ran.
+// Its time is recorded by type, result and whether a warm container was
+// claimed.
 func (s *Service) start(ctx context.Context, b *box, set settings, fresh bool) error {
+	begin := time.Now()
+	err := s.bringUp(ctx, b, set, fresh)
+	b.mu.Lock()
+	typ, warm := b.set.Type, b.warm
+	b.mu.Unlock()
+	if typ == "" {
+		typ = s.cfg.DefaultType
+	}
+	s.meters.created(ctx, typ, err, warm, time.Since(begin))
+	return err
+}
+
+// bringUp is start without its measurement.
+func (s *Service) bringUp(ctx context.Context, b *box, set settings, fresh bool) error {
 	now := s.now()
 	b.mu.Lock()
 	set.Created = b.set.Created // when the sandbox, not this container, was created
@@ -86,7 +102,7 @@ func (s *Service) start(ctx context.Context, b *box, set settings, fresh bool) e
 	if s.wantsEndpoints(set) {
 		set.EndpointToken = modelproxy.NewToken()
 	}
-	b.set, b.state, b.lastUsed, b.expires, b.held = set, stateCreating, now, time.Time{}, false
+	b.set, b.state, b.lastUsed, b.expires, b.held, b.warm = set, stateCreating, now, time.Time{}, false, false
 	if set.TTL > 0 {
 		b.expires = now.Add(set.TTL)
 	}
@@ -149,6 +165,9 @@ func (s *Service) startDocker(ctx context.Context, b *box, e dockerbox.Engine, s
 		// A warm container was made without endpoints (its command and
 		// environment are fixed), so a sandbox that wants them starts cold.
 		if fresh && !exists && !s.wantsEndpoints(set) && s.claimWarm(ctx, b, e, set) {
+			b.mu.Lock()
+			b.warm = true
+			b.mu.Unlock()
 			return nil
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -246,6 +248,13 @@ func WithEngineDialer(dial func(host string) (dockerbox.Engine, error)) Option {
 // on reg.
 func WithMetrics(reg prometheus.Registerer) Option { return func(s *Service) { s.metrics = reg } }
 
+// WithMeterProvider sets where the service records its OpenTelemetry
+// instruments (docs/sandbox.md, "Metrics"); the default is the global
+// provider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(s *Service) { s.meterProvider = mp }
+}
+
 // Service implements sandboxv1.SandboxServiceServer.
 type Service struct {
 	sandboxv1.UnimplementedSandboxServiceServer
@@ -277,6 +286,12 @@ type Service struct {
 
 	// onFallback, when set, is told each time a call takes the Docker-exec path.
 	onFallback func(op string)
+
+	// meters are the OpenTelemetry instruments, on meterProvider;
+	// sandboxGauge is the table's gauge callback, unregistered by Close.
+	meterProvider metric.MeterProvider
+	meters        *metrics
+	sandboxGauge  metric.Registration
 
 	// landlockABI probes the kernel (confine.ABI; tests inject others), once
 	// in New; confined records whether local sandboxes run under Landlock.
@@ -360,6 +375,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	s.meters = newMetrics(s.meterProvider)
 	s.endpoints = append(s.endpoints, s.egressEndpoint())
 	if s.pool == nil {
 		s.pool = dockerbox.NewPool(nil)
@@ -441,6 +457,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		s.bg.Add(1)
 		go s.refillWarm(ctx)
 	}
+	if s.sandboxGauge, err = s.meters.meter.RegisterCallback(s.observeSandboxes, s.meters.gauge); err != nil {
+		otel.Handle(err) // the gauge is missing, the service works
+	}
 	return s, nil
 }
 
@@ -504,6 +523,9 @@ func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	if s.sandboxGauge != nil {
+		_ = s.sandboxGauge.Unregister()
+	}
 	s.stopReaper()
 	done := make(chan struct{})
 	go func() { s.bg.Wait(); close(done) }()

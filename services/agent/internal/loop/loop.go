@@ -117,6 +117,26 @@ type Runner struct {
 	maxTokens   int
 	// stopRequested is asked at each step boundary whether to stop there.
 	stopRequested func(context.Context) bool
+	// observer learns how each tool call ended; nil when nobody asks.
+	observer ToolObserver
+}
+
+// How a tool call ended, as a ToolObserver is told.
+const (
+	ToolOK        = "ok"
+	ToolError     = "error"
+	ToolRejected  = "rejected"
+	ToolCancelled = "cancelled"
+	ToolTimeout   = "timeout"
+)
+
+// ToolObserver learns how each tool call the loop decided on ended, and how
+// long it ran: once per call, whatever happened to it.
+type ToolObserver interface {
+	// ToolCallEnded reports a call of name; known is false when the agent
+	// has no tool of that name (the model made it up). d is zero for a
+	// call that never ran (rejected, or cancelled before it started).
+	ToolCallEnded(ctx context.Context, name string, known bool, outcome string, d time.Duration)
 }
 
 // RunnerOption configures a Runner.
@@ -157,6 +177,9 @@ func WithSaveTimeout(d time.Duration) RunnerOption { return func(r *Runner) { r.
 func WithStopCheck(requested func(context.Context) bool) RunnerOption {
 	return func(r *Runner) { r.stopRequested = requested }
 }
+
+// WithToolObserver tells o how each tool call ended (for metrics).
+func WithToolObserver(o ToolObserver) RunnerOption { return func(r *Runner) { r.observer = o } }
 
 // WithMaxTokens sets the max_tokens of each model request.
 func WithMaxTokens(n int) RunnerOption { return func(r *Runner) { r.maxTokens = n } }
@@ -518,6 +541,7 @@ func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult,
 		res.Error = "invalid arguments: " + call.ArgsErr
 		return res, nil
 	}
+	parent := ctx
 	if w, ok := t.(UserWait); r.toolTimeout > 0 && (!ok || !w.WaitsForUser()) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.toolTimeout)
@@ -532,6 +556,9 @@ func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult,
 	res.Output = out
 	if execErr != nil {
 		res.Error = execErr.Error()
+		// Only the loop's own bound is a timeout; the round's or the run's
+		// end is a cancellation.
+		res.timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil
 	}
 	return res, nil
 }
@@ -539,6 +566,7 @@ func (r *run) execTool(ctx context.Context, call llm.ToolCall) (res *ToolResult,
 type indexedResult struct {
 	i   int
 	res *ToolResult
+	d   time.Duration
 }
 
 // toolRound runs the calls of one assistant message (after approval for
@@ -571,10 +599,13 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 		call := calls[i]
 		r.emitToolStart(call)
 		go func() {
-			done <- indexedResult{i, r.runOne(tctx, toolFn, call)}
+			start := time.Now()
+			res := r.runOne(tctx, toolFn, call)
+			done <- indexedResult{i, res, time.Since(start)}
 		}()
 	}
 
+	roundStart := time.Now()
 	pending := len(toRun)
 	need := r.needed(len(toRun))
 	var grace <-chan time.Time
@@ -585,8 +616,9 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 			pending--
 			results[ir.i] = ir.res
 			r.emitToolEnd(calls[ir.i], ir.res.Output, ir.res.Error)
+			r.observe(ctx, calls[ir.i], resultOutcome(ir.res), ir.d)
 			if need--; need == 0 && pending > 0 {
-				r.answerNotNeeded(calls, toRun, results)
+				r.answerNotNeeded(ctx, calls, toRun, results, time.Since(roundStart))
 				stopRound()
 				pending = 0
 			}
@@ -605,6 +637,7 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 			// is dropped, so its end is emitted now, saying what the thread
 			// will record.
 			r.emitToolEnd(calls[i], "", CancelledToolResult)
+			r.observe(ctx, calls[i], ToolCancelled, time.Since(roundStart))
 		}
 	}
 	for i, res := range results {
@@ -634,13 +667,35 @@ func (r *run) needed(n int) int {
 
 // answerNotNeeded gives every call of toRun still running its result that
 // says it was cancelled as not needed, with its end event.
-func (r *run) answerNotNeeded(calls []llm.ToolCall, toRun []int, results []*ToolResult) {
+func (r *run) answerNotNeeded(ctx context.Context, calls []llm.ToolCall, toRun []int, results []*ToolResult, d time.Duration) {
 	text := fmt.Sprintf(NotNeededToolResult, r.cfg.ToolWait)
 	for _, i := range toRun {
 		if results[i] == nil {
 			results[i] = &ToolResult{ToolCallID: calls[i].ID, Name: calls[i].Name, Output: text}
 			r.emitToolEnd(calls[i], "", text)
+			r.observe(ctx, calls[i], ToolCancelled, d)
 		}
+	}
+}
+
+// observe tells the observer how a call ended.
+func (r *run) observe(ctx context.Context, call llm.ToolCall, outcome string, d time.Duration) {
+	if r.observer == nil {
+		return
+	}
+	_, known := r.toolsByName[call.Name]
+	r.observer.ToolCallEnded(ctx, call.Name, known, outcome, d)
+}
+
+// resultOutcome is how a call that returned ended.
+func resultOutcome(res *ToolResult) string {
+	switch {
+	case res.timedOut:
+		return ToolTimeout
+	case res.Error != "":
+		return ToolError
+	default:
+		return ToolOK
 	}
 }
 
@@ -703,7 +758,7 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 		case ActionApprove:
 			toRun = append(toRun, i)
 		case ActionReject:
-			results[i] = r.reject(calls[i], RememberedRejectedToolResult)
+			results[i] = r.reject(ctx, calls[i], RememberedRejectedToolResult)
 		default:
 			ask = append(ask, c)
 		}
@@ -728,6 +783,7 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 			}
 			r.emitToolStart(c)
 			r.emitToolEnd(c, "", text)
+			r.observe(ctx, c, ToolCancelled, 0)
 		}
 		return nil, err
 	}
@@ -759,7 +815,7 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 			} else if !ok {
 				msg += ": no decision was made for this call"
 			}
-			results[i] = r.reject(calls[i], msg)
+			results[i] = r.reject(ctx, calls[i], msg)
 		}
 	}
 	// Edited arguments must be what the thread records as called.
@@ -770,9 +826,10 @@ func (r *run) approve(ctx context.Context, calls []llm.ToolCall, results []*Tool
 // reject emits a call's start and end events and returns its rejected
 // result. The thread keeps the rejection as the call's output, which the
 // model reads; the event reports it as the call's error.
-func (r *run) reject(call llm.ToolCall, msg string) *ToolResult {
+func (r *run) reject(ctx context.Context, call llm.ToolCall, msg string) *ToolResult {
 	r.emitToolStart(call)
 	r.emitToolEnd(call, "", msg)
+	r.observe(ctx, call, ToolRejected, 0)
 	return &ToolResult{ToolCallID: call.ID, Name: call.Name, Output: msg}
 }
 

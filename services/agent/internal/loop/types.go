@@ -18,6 +18,8 @@ type ToolResult struct {
 	Name       string `json:"name"`
 	Output     string `json:"output"`
 	Error      string `json:"error,omitempty"` // set only on failure
+	// timedOut says the call failed because the loop's tool timeout ended it.
+	timedOut bool
 }
 
 // Todo is one task item managed by the TodoList hook.

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc/codes"
 
 	"github.com/wick-agent/wick/platform/errcode"
@@ -33,6 +36,8 @@ type Limit struct {
 	Flag string
 	// Free says how to get under it: "wait for one to end or cancel one".
 	Free string
+	// Rejections, when set, counts the limit's refusals.
+	Rejections *Rejections
 }
 
 // Allows reports whether holding n is within the limit.
@@ -40,7 +45,38 @@ func (l Limit) Allows(n int64) bool { return l.Max <= 0 || n <= l.Max }
 
 // Refuse is the error of a user who holds n already.
 func (l Limit) Refuse(user string, n int64) error {
-	return &Exceeded{What: fmt.Sprintf("user %s has %d %s", user, n, l.Unit), Limit: l}
+	return l.Exceeded(fmt.Sprintf("user %s has %d %s", user, n, l.Unit))
+}
+
+// Exceeded is the refusal of what, a description of who holds how much.
+func (l Limit) Exceeded(what string) error {
+	l.Rejections.count(l.Flag)
+	return &Exceeded{What: what, Limit: l}
+}
+
+// Rejections counts refusals as wick.agent.quota.rejections by the name
+// of the flag that raises the limit. A nil *Rejections counts nothing.
+type Rejections struct {
+	c metric.Int64Counter
+}
+
+// NewRejections creates the counter on m, the agent service's meter.
+func NewRejections(m metric.Meter) *Rejections {
+	c, err := m.Int64Counter("wick.agent.quota.rejections",
+		metric.WithDescription("requests refused by a per-user limit, by the limit's flag"), metric.WithUnit("{rejection}"))
+	if err != nil {
+		otel.Handle(err) // only an invalid name fails, and the name is a constant
+	}
+	return &Rejections{c: c}
+}
+
+// count is off the hot path (a refusal), so its attribute set is built
+// each time.
+func (r *Rejections) count(flag string) {
+	if r == nil {
+		return
+	}
+	r.c.Add(context.Background(), 1, metric.WithAttributes(attribute.String("limit", flag)))
 }
 
 // Exceeded is a refusal by a limit.

@@ -24,18 +24,43 @@ type Redis struct {
 	rdb    redis.UniversalClient
 	prefix string
 	lease  time.Duration
+	errs   ErrorObserver
+}
+
+// ErrorObserver learns the error, if any, of each store operation (a
+// metric of Redis errors); it is deferred with the operation's name.
+type ErrorObserver interface {
+	Observe(ctx context.Context, op string, errp *error)
+}
+
+// RedisOption configures Redis.
+type RedisOption func(*Redis)
+
+// WithRedisErrors tells o the result of every operation; without it
+// nothing is told.
+func WithRedisErrors(o ErrorObserver) RedisOption { return func(r *Redis) { r.errs = o } }
+
+// observe tells r.errs the result of op.
+func (r *Redis) observe(ctx context.Context, op string, errp *error) {
+	if r.errs != nil {
+		r.errs.Observe(ctx, op, errp)
+	}
 }
 
 // NewRedis returns a store on rdb with keys under prefix ("wick") and
 // members that live lease (DefaultLease when 0) without renewal.
-func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration) *Redis {
+func NewRedis(rdb redis.UniversalClient, prefix string, lease time.Duration, opts ...RedisOption) *Redis {
 	if prefix == "" {
 		prefix = "wick"
 	}
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	return &Redis{rdb: rdb, prefix: prefix, lease: lease}
+	r := &Redis{rdb: rdb, prefix: prefix, lease: lease}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // key is the sorted set of a user's members of kind; the user is the hash
@@ -69,7 +94,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1`)
 
 // Take implements Store.
-func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int64, bool, error) {
+func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (_ int64, _ bool, err error) {
+	defer r.observe(ctx, "quota.take", &err)
 	res, err := takeScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id, max).Int64Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("take %s: %w", kind, err)
@@ -81,7 +107,8 @@ func (r *Redis) Take(ctx context.Context, user, kind, id string, max int64) (int
 }
 
 // Renew implements Store.
-func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
+func (r *Redis) Renew(ctx context.Context, user, kind, id string) (err error) {
+	defer r.observe(ctx, "quota.renew", &err)
 	if err := renewScript.Run(ctx, r.rdb, []string{r.key(user, kind)}, r.lease.Milliseconds(), id).Err(); err != nil {
 		return fmt.Errorf("renew %s: %w", kind, err)
 	}
@@ -89,7 +116,8 @@ func (r *Redis) Renew(ctx context.Context, user, kind, id string) error {
 }
 
 // Drop implements Store.
-func (r *Redis) Drop(ctx context.Context, user, kind, id string) error {
+func (r *Redis) Drop(ctx context.Context, user, kind, id string) (err error) {
+	defer r.observe(ctx, "quota.drop", &err)
 	if err := r.rdb.ZRem(ctx, r.key(user, kind), id).Err(); err != nil {
 		return fmt.Errorf("drop %s: %w", kind, err)
 	}

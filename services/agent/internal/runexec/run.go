@@ -62,6 +62,8 @@ type Run struct {
 	logFail error
 	// err is the loop's error, set before done is closed.
 	err error
+	// endStatus is the run's final status, set by execute.
+	endStatus string
 }
 
 // ID is the run's id.
@@ -206,10 +208,8 @@ func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
 		// Cut down to three quarters of the bound, so that the rounds that
 		// follow fit without cutting (and encoding twice) every time.
 		if hooks.CutToolResults(st.Messages, big.Size-big.Max*3/4, hooks.DefaultEvictKeepChars) == 0 {
-			return fmt.Errorf("save thread %s: %w", st.ThreadID, &quota.Exceeded{
-				What:  fmt.Sprintf("thread %s would store %d bytes with its old tool results cut", st.ThreadID, big.Size),
-				Limit: lim.ThreadBytes,
-			})
+			return fmt.Errorf("save thread %s: %w", st.ThreadID,
+				lim.ThreadBytes.Exceeded(fmt.Sprintf("thread %s would store %d bytes with its old tool results cut", st.ThreadID, big.Size)))
 		}
 	}
 }
@@ -250,6 +250,7 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 
 	final := context.WithoutCancel(r.ctx)
 	endStatus, msg, code := r.outcome(err)
+	r.endStatus = endStatus
 	mark := threads.MarkNone
 	if endStatus == runs.StatusFailed {
 		mark = threads.MarkFailed

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm"
@@ -168,6 +169,8 @@ type config struct {
 	appendLatency prometheus.Observer
 	// merge merges the text deltas waiting for a follower (mergeDeltas).
 	merge bool
+	// meterProvider gets the executor's instruments (nil: the global one).
+	meterProvider metric.MeterProvider
 }
 
 // Limits bound what one user's runs hold; a zero Limit does not bound.
@@ -246,6 +249,13 @@ func WithSubagentOptions(opts ...subagent.Option) Option {
 // run log takes (a Redis round trip in the shared setup), in seconds.
 func WithAppendLatency(o prometheus.Observer) Option { return func(c *config) { c.appendLatency = o } }
 
+// WithMeterProvider sets where the executor records runs and tool calls
+// (wick.agent.runs.*, wick.agent.run.duration, wick.agent.tool.*); the
+// default is the global provider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meterProvider = mp }
+}
+
 // WithMerging sets whether the text deltas waiting for a follower that fell
 // behind are merged into one event (mergeDeltas; on by default).
 func WithMerging(on bool) Option { return func(c *config) { c.merge = on } }
@@ -289,6 +299,7 @@ type env struct {
 	local   *runs.Memory // this replica's copy of its runs' events
 	logger  *slog.Logger
 	cfg     config
+	metrics *metrics
 }
 
 // Executor starts and controls runs. Runs it started live on this replica;
@@ -336,7 +347,7 @@ func New(deps Deps, opts ...Option) (*Executor, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	en := &env{threads: deps.Threads, quota: deps.Quota, runs: deps.Runs, log: deps.Log, logger: logger, cfg: cfg}
+	en := &env{threads: deps.Threads, quota: deps.Quota, runs: deps.Runs, log: deps.Log, logger: logger, cfg: cfg, metrics: newMetrics(cfg.meterProvider)}
 	if mem, ok := deps.Log.(*runs.Memory); ok {
 		en.local = mem
 	} else {

@@ -205,7 +205,8 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 	cfg := entry.Config
 	askUser := slices.Contains(cfg.Tools, AskUserTool)
 	return func(r *Run) runner {
-		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger), loop.WithStopCheck(r.stopRequested)}, e.cfg.runnerOptions...)
+		opts := append([]loop.RunnerOption{loop.WithLogger(e.logger), loop.WithStopCheck(r.stopRequested),
+			loop.WithToolObserver(toolObserver{e.metrics, p.labels})}, e.cfg.runnerOptions...)
 		if cfg.Approval == loop.ApprovalInteractive {
 			opts = append(opts, loop.WithApprover(approver{r}))
 		}
@@ -258,6 +259,9 @@ type runnerParts struct {
 	hooks []loop.Hook
 	// tools are the agent's tools but ask_user, which is bound to a run.
 	tools []loop.Tool
+	// labels are the metric labels of the tools whose names are not the
+	// operator's (the user's HTTP tools, MCP servers' tools): their kind.
+	labels map[string]string
 }
 
 // runnerParts resolves the agent's model, sandbox file system, hooks and
@@ -282,6 +286,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 	builtins := tools.Builtins()
 	maps.Copy(builtins, e.builtins)
 	var agentTools []loop.Tool
+	labels := map[string]string{}
 	if subagent.Enabled(cfg) {
 		opts := e.cfg.subagentOptions
 		if e.tasks != nil && subagent.Depth(ctx) == 0 {
@@ -319,18 +324,22 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 			t = e.tasks.AsyncHTTP(t)
 		}
 		agentTools = append(agentTools, t)
+		labels[name] = toolKindHTTP
 	}
 	if e.mcp != nil && len(cfg.MCPServers) > 0 {
 		servers, err := e.mcpWithSecrets(ctx, user, entry.ID, cfg.MCPServers)
 		if err != nil {
 			return nil, err
 		}
-		agentTools = append(agentTools, e.mcp.Tools(ctx, user, entry.ID, cfg.SandboxBackend(), servers)...)
+		for _, t := range e.mcp.Tools(ctx, user, entry.ID, cfg.SandboxBackend(), servers) {
+			agentTools = append(agentTools, t)
+			labels[t.Name()] = toolKindMCP
+		}
 	}
 	if e.tasks != nil && slices.ContainsFunc(agentTools, tasks.IsBackground) {
 		agentTools = append(agentTools, e.tasks.ModelTools()...)
 	}
-	return &runnerParts{model: model, hooks: agentHooks, tools: agentTools}, nil
+	return &runnerParts{model: model, hooks: agentHooks, tools: agentTools, labels: labels}, nil
 }
 
 // register records the run and makes it this replica's, then logs its
@@ -381,10 +390,17 @@ func (e *Executor) register(ctx context.Context, user string, req Request, runID
 // store, so that Get answers its record meanwhile and never takes it for a
 // run whose replica died.
 func (e *Executor) launch(r *Run, runner runner, state *loop.AgentState, input []llm.Message) {
+	kind := runKindLoop
+	if _, ok := runner.(*acp.Runner); ok {
+		kind = runKindACP
+	}
+	start := time.Now()
+	e.metrics.runStarted(r.ctx, kind)
 	go func() {
 		defer e.wg.Done()
 		defer r.timeout()
 		r.execute(runner, state, input)
+		e.metrics.runFinished(context.WithoutCancel(r.ctx), r.endStatus, time.Since(start))
 		if r.storeFailure() != nil {
 			close(r.done)
 			r.writeEnd(e.base)

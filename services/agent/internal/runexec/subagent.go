@@ -45,7 +45,8 @@ func (s spawner) Spawn(ctx context.Context, c subagent.Child, emit func(loop.Str
 		return nil, fmt.Errorf("load thread %s: %w", c.ThreadID, err)
 	}
 	state.AgentID = s.agentID
-	opts := append([]loop.RunnerOption{loop.WithLogger(s.e.logger), loop.WithStopCheck(c.Stop)}, s.e.cfg.runnerOptions...)
+	opts := append([]loop.RunnerOption{loop.WithLogger(s.e.logger), loop.WithStopCheck(c.Stop),
+		loop.WithToolObserver(toolObserver{s.e.metrics, p.labels})}, s.e.cfg.runnerOptions...)
 	runner := loop.NewRunner(c.Config, p.model, p.hooks, p.tools, opts...)
 	// The child saves as a run does (bounds, cutting old tool results),
 	// fenced by its own thread's lease.

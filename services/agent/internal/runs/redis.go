@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/meters"
 )
 
 // Redis is the Store and Log shared by replicas. A run is a hash {s: status,
@@ -27,6 +30,7 @@ type Redis struct {
 	// each holds a pooled connection; readers beyond it poll.
 	blockSlots chan struct{}
 	poll       time.Duration
+	errs       *meters.RedisErrors
 }
 
 // Defaults of Redis log readers.
@@ -56,6 +60,12 @@ func WithRedisPrefix(p string) RedisOption { return func(r *Redis) { r.prefix = 
 // WithRedisRetention sets how long a finished run's keys live.
 func WithRedisRetention(d time.Duration) RedisOption { return func(r *Redis) { r.retention = d } }
 
+// WithRedisMeterProvider sets where the store's Redis errors are counted
+// (wick.agent.redis.errors); the default is the global provider.
+func WithRedisMeterProvider(mp metric.MeterProvider) RedisOption {
+	return func(r *Redis) { r.errs = meters.NewRedisErrors(mp) }
+}
+
 // WithRedisMaxEvents caps a run's stream (approximately).
 func WithRedisMaxEvents(n int64) RedisOption { return func(r *Redis) { r.maxEvents = n } }
 
@@ -65,6 +75,9 @@ func NewRedis(rdb redis.UniversalClient, opts ...RedisOption) *Redis {
 		blockSlots: make(chan struct{}, DefaultBlockingReaders), poll: DefaultReadPoll}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.errs == nil {
+		r.errs = meters.NewRedisErrors(nil)
 	}
 	return r
 }
@@ -81,7 +94,8 @@ func (r *Redis) agentRunsKey(user, agentID string) string {
 }
 
 // Put implements Store.
-func (r *Redis) Put(ctx context.Context, run *Run) error {
+func (r *Redis) Put(ctx context.Context, run *Run) (err error) {
+	defer r.errs.Observe(ctx, "run.put", &err)
 	data, err := json.Marshal(run)
 	if err != nil {
 		return fmt.Errorf("encode run: %w", err)
@@ -121,7 +135,8 @@ func (r *Redis) Put(ctx context.Context, run *Run) error {
 
 // Unfinished implements Store. Members whose record is gone or ended are
 // dropped from the index as they are seen.
-func (r *Redis) Unfinished(ctx context.Context, user, agentID string) ([]string, error) {
+func (r *Redis) Unfinished(ctx context.Context, user, agentID string) (_ []string, err error) {
+	defer r.errs.Observe(ctx, "run.unfinished", &err)
 	key := r.agentRunsKey(user, agentID)
 	ids, err := r.rdb.SMembers(ctx, key).Result()
 	if err != nil {
@@ -143,7 +158,8 @@ func (r *Redis) Unfinished(ctx context.Context, user, agentID string) ([]string,
 }
 
 // Get implements Store.
-func (r *Redis) Get(ctx context.Context, runID string) (*Run, error) {
+func (r *Redis) Get(ctx context.Context, runID string) (_ *Run, err error) {
+	defer r.errs.Observe(ctx, "run.get", &err)
 	vals, err := r.rdb.HMGet(ctx, r.runKey(runID), "s", "j", "m", "k").Result()
 	if err != nil {
 		return nil, fmt.Errorf("load run: %w", err)
@@ -176,7 +192,8 @@ return 1`)
 
 // Finish implements Store. Only the status, message and code fields
 // change; Get reports them over the record's.
-func (r *Redis) Finish(ctx context.Context, runID, status, msg, code string) (bool, error) {
+func (r *Redis) Finish(ctx context.Context, runID, status, msg, code string) (_ bool, err error) {
+	defer r.errs.Observe(ctx, "run.finish", &err)
 	n, err := finishScript.Run(ctx, r.rdb, []string{r.runKey(runID)}, status, r.retention.Milliseconds(), msg, code).Int64()
 	if err != nil {
 		return false, fmt.Errorf("finish run: %w", err)
@@ -194,7 +211,8 @@ const (
 )
 
 // RequestCancel implements Store.
-func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
+func (r *Redis) RequestCancel(ctx context.Context, runID string) (err error) {
+	defer r.errs.Observe(ctx, "run.cancel", &err)
 	if err := r.rdb.HSet(ctx, r.runKey(runID), flagCancel, 1).Err(); err != nil {
 		return fmt.Errorf("request cancel: %w", err)
 	}
@@ -205,13 +223,15 @@ func (r *Redis) RequestCancel(ctx context.Context, runID string) error {
 }
 
 // CancelRequested implements Store.
-func (r *Redis) CancelRequested(ctx context.Context, runID string) (bool, error) {
+func (r *Redis) CancelRequested(ctx context.Context, runID string) (_ bool, err error) {
+	defer r.errs.Observe(ctx, "run.cancel_requested", &err)
 	return r.flag(ctx, runID, flagCancel)
 }
 
 // RequestStop implements Store. The owner reads the flag at each step
 // boundary, so no nudge is needed.
-func (r *Redis) RequestStop(ctx context.Context, runID string) error {
+func (r *Redis) RequestStop(ctx context.Context, runID string) (err error) {
+	defer r.errs.Observe(ctx, "run.stop", &err)
 	if err := r.rdb.HSet(ctx, r.runKey(runID), flagStop, 1).Err(); err != nil {
 		return fmt.Errorf("request stop: %w", err)
 	}
@@ -219,7 +239,8 @@ func (r *Redis) RequestStop(ctx context.Context, runID string) error {
 }
 
 // StopRequested implements Store.
-func (r *Redis) StopRequested(ctx context.Context, runID string) (bool, error) {
+func (r *Redis) StopRequested(ctx context.Context, runID string) (_ bool, err error) {
+	defer r.errs.Observe(ctx, "run.stop_requested", &err)
 	return r.flag(ctx, runID, flagStop)
 }
 
@@ -236,7 +257,8 @@ func (r *Redis) flag(ctx context.Context, runID, field string) (bool, error) {
 }
 
 // PutDecisions implements Store.
-func (r *Redis) PutDecisions(ctx context.Context, runID string, d []loop.Decision) error {
+func (r *Redis) PutDecisions(ctx context.Context, runID string, d []loop.Decision) (err error) {
+	defer r.errs.Observe(ctx, "run.put_decisions", &err)
 	data, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode decisions: %w", err)
@@ -251,7 +273,8 @@ func (r *Redis) PutDecisions(ctx context.Context, runID string, d []loop.Decisio
 }
 
 // TakeDecisions implements Store.
-func (r *Redis) TakeDecisions(ctx context.Context, runID string) ([]loop.Decision, error) {
+func (r *Redis) TakeDecisions(ctx context.Context, runID string) (_ []loop.Decision, err error) {
+	defer r.errs.Observe(ctx, "run.take_decisions", &err)
 	data, err := r.rdb.GetDel(ctx, r.decisionsKey(runID)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -296,6 +319,9 @@ func (r *Redis) Nudges(ctx context.Context) (<-chan string, error) {
 	return out, nil
 }
 
+// errRunEnded is appendScript's refusal of an event of a finished run.
+const errRunEnded = "run has ended"
+
 // appendScript adds an event unless the run was closed (by another replica
 // that found its owner dead): an owner that outlived its lease is fenced off
 // and stops, instead of writing after the log's end.
@@ -319,7 +345,13 @@ func (r *Redis) AppendClosing(ctx context.Context, runID string, ev loop.StreamE
 	return r.append(ctx, runID, ev, true)
 }
 
-func (r *Redis) append(ctx context.Context, runID string, ev loop.StreamEvent, force bool) (string, error) {
+func (r *Redis) append(ctx context.Context, runID string, ev loop.StreamEvent, force bool) (_ string, err error) {
+	defer func() {
+		// The script's refusal of a finished run's event is an answer.
+		if err == nil || !strings.Contains(err.Error(), errRunEnded) {
+			r.errs.Observe(ctx, "run.append", &err)
+		}
+	}()
 	ev.ID = ""
 	data, err := json.Marshal(ev)
 	if err != nil {
@@ -337,9 +369,10 @@ func (r *Redis) append(ctx context.Context, runID string, ev loop.StreamEvent, f
 }
 
 // End implements Log.
-func (r *Redis) End(ctx context.Context, runID string) error {
+func (r *Redis) End(ctx context.Context, runID string) (err error) {
+	defer r.errs.Observe(ctx, "run.end", &err)
 	key := r.eventsKey(runID)
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{"end", "1"}})
 		p.PExpire(ctx, key, r.retention)
 		p.PExpire(ctx, r.decisionsKey(runID), r.retention)
@@ -352,7 +385,8 @@ func (r *Redis) End(ctx context.Context, runID string) error {
 }
 
 // Read implements Log.
-func (r *Redis) Read(ctx context.Context, runID, after string, max int, block time.Duration) ([]loop.StreamEvent, bool, error) {
+func (r *Redis) Read(ctx context.Context, runID, after string, max int, block time.Duration) (_ []loop.StreamEvent, _ bool, err error) {
+	defer r.errs.Observe(ctx, "run.read", &err)
 	if _, err := parseAfter(after); err != nil {
 		return nil, false, err
 	}
@@ -414,7 +448,8 @@ func (r *Redis) read(ctx context.Context, runID, after string, max int, block ti
 }
 
 // Last implements Log.
-func (r *Redis) Last(ctx context.Context, runID string) (*loop.StreamEvent, error) {
+func (r *Redis) Last(ctx context.Context, runID string) (_ *loop.StreamEvent, err error) {
+	defer r.errs.Observe(ctx, "run.last", &err)
 	res, err := r.rdb.XRevRangeN(ctx, r.eventsKey(runID), "+", "-", 2).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read run log: %w", err)

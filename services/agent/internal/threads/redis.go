@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/meters"
 )
 
 // DefaultPrefix starts every key this package writes.
@@ -28,6 +30,12 @@ func WithLease(d time.Duration) RedisOption { return func(s *RedisStore) { s.lea
 
 // WithRetryInterval sets how often a waiting Acquire retries.
 func WithRetryInterval(d time.Duration) RedisOption { return func(s *RedisStore) { s.retry = d } }
+
+// WithRedisMeterProvider sets where the store's Redis errors are counted
+// (wick.agent.redis.errors); the default is the global provider.
+func WithRedisMeterProvider(mp metric.MeterProvider) RedisOption {
+	return func(s *RedisStore) { s.errs = meters.NewRedisErrors(mp) }
+}
 
 // WithPrefix sets the key prefix, so several suites can share one Redis.
 func WithPrefix(p string) RedisOption { return func(s *RedisStore) { s.prefix = p } }
@@ -52,6 +60,7 @@ type RedisStore struct {
 	retry  time.Duration
 	prefix string
 	holder string
+	errs   *meters.RedisErrors
 }
 
 // NewRedisStore returns a store on rdb; the caller owns rdb.
@@ -59,6 +68,9 @@ func NewRedisStore(rdb redis.UniversalClient, opts ...RedisOption) *RedisStore {
 	s := &RedisStore{rdb: rdb, ttl: DefaultTTL, lease: DefaultLease, retry: DefaultRetryInterval, prefix: DefaultPrefix}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.errs == nil {
+		s.errs = meters.NewRedisErrors(nil)
 	}
 	return s
 }
@@ -124,7 +136,8 @@ redis.call('PEXPIRE', KEYS[2], ARGV[6])
 return nv`)
 
 // LoadOrCreate implements Store.
-func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
+func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (_ *loop.AgentState, err error) {
+	defer s.errs.Observe(ctx, "thread.load", &err)
 	st, err := s.Get(ctx, user, threadID)
 	if errors.Is(err, ErrNotFound) {
 		return newState(threadID), nil
@@ -133,7 +146,8 @@ func (s *RedisStore) LoadOrCreate(ctx context.Context, user, threadID string) (*
 }
 
 // Get implements Store.
-func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.AgentState, error) {
+func (s *RedisStore) Get(ctx context.Context, user, threadID string) (_ *loop.AgentState, err error) {
+	defer s.errs.Observe(ctx, "thread.get", &err)
 	keys := []string{s.threadKey(user, threadID), s.indexKey(user), s.msgsKey(user, threadID)}
 	res, err := getScript.Run(ctx, s.rdb, keys, s.ttl.Milliseconds()).Slice()
 	if errors.Is(err, redis.Nil) {
@@ -161,10 +175,11 @@ func (s *RedisStore) Get(ctx context.Context, user, threadID string) (*loop.Agen
 }
 
 // Save implements Store.
-func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState, fence string, b Bounds) error {
+func (s *RedisStore) Save(ctx context.Context, user string, state *loop.AgentState, fence string, b Bounds) (err error) {
+	defer s.errs.Observe(ctx, "thread.save", &err)
 	prevV, prevT := state.Version, state.UpdatedAt
 	state.Version, state.UpdatedAt = prevV+1, time.Now().UTC()
-	err := s.save(ctx, user, state, prevV, fence, b)
+	err = s.save(ctx, user, state, prevV, fence, b)
 	if errors.Is(err, errMoved) {
 		// The thread was replaced by a whole write this state never saw
 		// (deleted and written again up to the same version): write it
@@ -229,7 +244,8 @@ redis.call('HSET', KEYS[1], 'r', ARGV[2])
 return 1`)
 
 // MarkRun implements Store.
-func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, mark string) error {
+func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, mark string) (err error) {
+	defer s.errs.Observe(ctx, "thread.mark", &err)
 	n, err := markScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.lockKey(user, threadID)}, fence, mark).Int64()
 	if err != nil {
 		return fmt.Errorf("mark thread %s: %w", threadID, err)
@@ -242,7 +258,8 @@ func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, mark st
 
 // Count implements Store. Index entries whose thread expired are dropped
 // first, so that expired threads free their place.
-func (s *RedisStore) Count(ctx context.Context, user string) (int64, error) {
+func (s *RedisStore) Count(ctx context.Context, user string) (_ int64, err error) {
+	defer s.errs.Observe(ctx, "thread.count", &err)
 	threadIDs, err := s.rdb.ZRange(ctx, s.indexKey(user), 0, -1).Result()
 	if err != nil {
 		return 0, fmt.Errorf("count threads: %w", err)
@@ -272,8 +289,9 @@ func (s *RedisStore) Count(ctx context.Context, user string) (int64, error) {
 }
 
 // Delete implements Store.
-func (s *RedisStore) Delete(ctx context.Context, user, threadID string) error {
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+func (s *RedisStore) Delete(ctx context.Context, user, threadID string) (err error) {
+	defer s.errs.Observe(ctx, "thread.delete", &err)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, s.threadKey(user, threadID), s.msgsKey(user, threadID))
 		p.ZRem(ctx, s.indexKey(user), threadID)
 		return nil
@@ -287,7 +305,8 @@ func (s *RedisStore) Delete(ctx context.Context, user, threadID string) error {
 // List implements Store. Index entries whose thread expired are dropped
 // here. Each thread's fields and whether its lock is held are read in one
 // pipeline.
-func (s *RedisStore) List(ctx context.Context, user, agentID string) ([]Summary, error) {
+func (s *RedisStore) List(ctx context.Context, user, agentID string) (_ []Summary, err error) {
+	defer s.errs.Observe(ctx, "thread.list", &err)
 	threadIDs, err := s.rdb.ZRevRange(ctx, s.indexKey(user), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)
@@ -344,7 +363,8 @@ return 0`)
 // Acquire implements Locker with a lease: SET NX PX, renewed by a goroutine
 // every third of the lease, released only by its owner's token. A crashed
 // holder stops renewing, so its lease expires and the thread frees itself.
-func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bool) (Lease, error) {
+func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bool) (_ Lease, err error) {
+	defer s.errs.Observe(ctx, "thread.lock", &err)
 	key := s.lockKey(user, threadID)
 	tok := ids.New("lk_")
 	if s.holder != "" {
@@ -373,7 +393,8 @@ func (s *RedisStore) Acquire(ctx context.Context, user, threadID string, wait bo
 }
 
 // Holder implements Locker.
-func (s *RedisStore) Holder(ctx context.Context, user, threadID string) (string, error) {
+func (s *RedisStore) Holder(ctx context.Context, user, threadID string) (_ string, err error) {
+	defer s.errs.Observe(ctx, "thread.holder", &err)
 	v, err := s.rdb.Get(ctx, s.lockKey(user, threadID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", nil
