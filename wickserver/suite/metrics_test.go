@@ -117,7 +117,9 @@ func TestRunMovesLLMMetrics(t *testing.T) {
 			t.Errorf("%s moved by %v, want %v (the run's on_usage events)", tc.name, got, tc.want)
 		}
 	}
-	for _, name := range []string{"wick_llm_calls_total", "wick_llm_time_to_first_token_seconds", "wick_llm_upstream_duration_seconds", "wick_llm_overhead_microseconds"} {
+	// The agent and sandbox services record on the suite's provider too.
+	for _, name := range []string{"wick_llm_calls_total", "wick_llm_time_to_first_token_seconds", "wick_llm_upstream_duration_seconds", "wick_llm_overhead_microseconds",
+		"wick_agent_runs_started_total", "wick_agent_runs_finished_total", "wick_agent_run_duration_seconds", "wick_sandbox_create_duration_seconds"} {
 		if after[name] <= before[name] {
 			t.Errorf("%s did not move: %v before, %v after", name, before[name], after[name])
 		}

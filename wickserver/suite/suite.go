@@ -381,6 +381,7 @@ func (b *starter) startSandbox(llmHTTP http.Handler) (string, error) {
 	// process, as their user, signed with the suite's key.
 	key := b.key
 	sbSvc, err := sandbox.New(sbCfg, sandbox.WithLogger(b.log.With("service", "sandbox")), sandbox.WithMetrics(cfg.Metrics),
+		sandbox.WithMeterProvider(b.cfg.MeterProvider),
 		sandbox.WithModelEndpoint(llmHTTP, func(h http.Header, user string) { key.SetHTTP(h, user, nil) }))
 	if err != nil {
 		return "", fmt.Errorf("sandbox: %w", err)
@@ -416,13 +417,14 @@ func (b *starter) startAgent(llmConn, sbConn *grpc.ClientConn, sbImage string) e
 			return err
 		}
 		b.closers = append(b.closers, func() { rdb.Close() })
-		stores = agent.RedisStores(rdb, agent.RedisOptions{Replica: replica})
+		stores = agent.RedisStores(rdb, agent.RedisOptions{Replica: replica, MeterProvider: b.cfg.MeterProvider})
 	}
 	agentOpts := append([]agent.Option{
 		agent.WithDefaultModel(b.s.Model),
 		agent.WithDefaultBackend(b.s.Backend),
 		agent.WithDefaultImage(sbImage),
 		agent.WithMetrics(cfg.Metrics),
+		agent.WithMeterProvider(b.cfg.MeterProvider),
 	}, cfg.AgentOptions...)
 	agentSvc, err := agent.New(agent.Deps{
 		LLM:     llmv1.NewLLMServiceClient(b.client("llmgw", llmConn)),
