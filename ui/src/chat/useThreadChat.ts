@@ -321,6 +321,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     if (!client || !runId) return;
     const myGen = gen.current;
     clearStoppedRun();
+    const agentId = opts.current.agentId;
+    if (agentId) snapshot.current = { gen: myGen, client, agentId, before: quietSnapshot(client, agentId) };
     client
       .continueRun(runId)
       .then((data) => {
