@@ -284,7 +284,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       clearStoppedRun();
       setChat(addUserMessage(c, text));
       const myGen = gen.current;
-      // Taken while the run's first model call is under way, before any command runs.
+      // Taken as the run starts: its first model call comes before any
+      // command, so the listing is normally done before a command writes.
       snapshot.current = { gen: myGen, client, agentId, before: quietSnapshot(client, agentId) };
       // A background run outlives this page, so that a reload re-joins it;
       // Stop cancels it explicitly.
