@@ -71,6 +71,16 @@ export const SALES_PATH = "/workspace/report/sales.csv";
 export const SALES_CONTENT = "month,region,sales,cost\nJan,north,120,80\nFeb,south,150,90\nMar,north,240,120\nApr,south,180,100\n";
 export const DECK_ANSWER = "The sales table and the deck are written.";
 
+/** What the embedded showcase script (services/llmgw/internal/script/showcase.json) does and writes. */
+export const SHOWCASE_SKILL_MD = "/workspace/skills/csv-analyzer/SKILL.md";
+export const SHOWCASE_DECK = "/workspace/sales.slides.md";
+/** Written by the skill's analyze.py, which the script runs with execute: no tool event names it. */
+export const SHOWCASE_CHART = "/workspace/report/sales-chart.png";
+/** The start of the script's final answer. */
+export const SHOWCASE_ANSWER_START = "Done. I read the csv-analyzer skill's SKILL.md";
+/** The skills of Wick's library (skills/), in the order the sidebar lists them. */
+export const SHIPPED_SKILLS = ["code-review", "csv-analyzer", "data-analysis", "research", "slides", "summarization"];
+
 export const SCRIPTS = {
   hello: { delay: "25ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
   tools: {
@@ -140,6 +150,8 @@ export function agentsFor(backend: "local" | "docker") {
     approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive", ...b },
     asker: { name: "Agent that asks the user", model: "script:ask", tools: ["ask_user"], ...b },
     stepper: { name: "Agent with a slow step", model: "script:step", tools: ["calculate"], ...b },
+    // The embedded script (no file in the suite's script directory) with the built-in skills library.
+    showcase: { name: "Showcase agent", model: "script:showcase", skills: { paths: ["/workspace/skills"] }, ...b },
   };
 }
 

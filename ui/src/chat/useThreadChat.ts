@@ -2,22 +2,28 @@
 // applies their events once per animation frame (a token each costs no
 // render of its own), persists the run followed so that a reload re-joins
 // it after the last event rendered, and cancels, stops (after the step in
-// flight) and continues runs, approves, rejects and answers questions.
+// flight) and continues runs, approves, rejects and answers questions. A run
+// it starts that runs commands has the files they made offered to the Canvas
+// when it is done (panels/snapshot.ts).
 import { ConnectionLost, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { isAbort, type ConnState } from "../api/client";
+import { changedFiles, snapshotWorkspace, type Snapshot } from "../panels/snapshot";
 import {
+  addFoundFiles,
   addUserMessage,
   applyEvent,
   emptyChat,
   endRunLocally,
   fromThreadState,
   markStopping,
+  ranCommands,
   resolveInterrupts,
   stoppedRunId,
   withStoppedRun,
   type ChatState,
+  type RunStatus,
 } from "../state/chat";
 import { clearActiveRun, clearStoppedRun, loadActiveRun, loadStoppedRun, saveActiveRun, saveStoppedRun } from "../state/session";
 
@@ -60,6 +66,25 @@ export interface ThreadChatOptions {
   onConn(s: ConnState): void;
 }
 
+/** The workspace as it was when this page started a run; runId is learnt from the run's first events. */
+interface RunSnapshot {
+  gen: number;
+  client: Wick;
+  agentId: string;
+  runId?: string;
+  before: Promise<Snapshot | undefined>;
+}
+
+/** Statuses of a run that has not ended. */
+const GOING: ReadonlySet<RunStatus | undefined> = new Set(["running", "interrupted", undefined]);
+
+// The snapshot is a convenience: a workspace that cannot be listed (no
+// sandbox yet, a backend that is down) only means that no files are found;
+// the Files panel reports the error when it is opened.
+function quietSnapshot(client: Wick, agentId: string): Promise<Snapshot | undefined> {
+  return snapshotWorkspace(client, agentId).catch(() => undefined);
+}
+
 export function useThreadChat(o: ThreadChatOptions): ThreadChat {
   const [chat, setChatState] = useState<ChatState>(emptyChat);
   const [loading, setLoading] = useState(false);
@@ -75,6 +100,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
   const scheduled = useRef(false);
   const lastPersist = useRef(0);
   const persistTimer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const snapshot = useRef<RunSnapshot | undefined>(undefined);
 
   const setChat = useCallback((next: ChatState) => {
     chatRef.current = next;
@@ -98,6 +124,39 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     persistTimer.current = setTimeout(persist, wait);
   }, [persist]);
 
+  // offerFoundFiles compares the workspace after a run that ran commands
+  // with the snapshot from its start and records what changed.
+  const offerFoundFiles = useCallback(
+    async (snap: RunSnapshot, runId: string) => {
+      const before = await snap.before;
+      if (!before) return;
+      const after = await quietSnapshot(snap.client, snap.agentId);
+      if (!after || gen.current !== snap.gen) return;
+      const found = changedFiles(before, after);
+      if (found.length > 0) setChat(addFoundFiles(chatRef.current, runId, found));
+    },
+    [setChat],
+  );
+
+  // watchSnapshot follows the run the snapshot was taken for to its end.
+  const watchSnapshot = useCallback(
+    (before: ChatState, next: ChatState) => {
+      const snap = snapshot.current;
+      if (!snap) return;
+      if (snap.gen !== gen.current) {
+        snapshot.current = undefined;
+        return;
+      }
+      // A short run may start and end within one batch of events.
+      snap.runId ??= next.activeRunId ?? Object.keys(next.runs).find((id) => !before.runs[id]);
+      const status = snap.runId ? next.runs[snap.runId]?.status : undefined;
+      if (!snap.runId || GOING.has(status)) return;
+      snapshot.current = undefined;
+      if ((status === "done" || status === "stopped") && ranCommands(next, snap.runId)) void offerFoundFiles(snap, snap.runId);
+    },
+    [offerFoundFiles],
+  );
+
   const flush = useCallback(() => {
     scheduled.current = false;
     const evs = pending.current.splice(0);
@@ -106,6 +165,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     let next = before;
     for (const { ev, at } of evs) next = applyEvent(next, ev, at);
     setChat(next);
+    watchSnapshot(before, next);
     if (!before.threadId && next.threadId && opts.current.agentId) opts.current.onThreadStarted(opts.current.agentId, next.threadId);
     if (next.activeRunId) {
       schedulePersist();
@@ -114,7 +174,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     }
     const stopped = stoppedRunId(next);
     if (stopped && stopped !== stoppedRunId(before) && next.threadId) saveStoppedRun(next.threadId, stopped);
-  }, [schedulePersist, setChat]);
+  }, [schedulePersist, setChat, watchSnapshot]);
 
   const enqueue = useCallback(
     (ev: WickEvent) => {
@@ -224,6 +284,9 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       clearStoppedRun();
       setChat(addUserMessage(c, text));
       const myGen = gen.current;
+      // Taken as the run starts: its first model call comes before any
+      // command, so the listing is normally done before a command writes.
+      snapshot.current = { gen: myGen, client, agentId, before: quietSnapshot(client, agentId) };
       // A background run outlives this page, so that a reload re-joins it;
       // Stop cancels it explicitly.
       const stream = client.stream(agentId, {
@@ -259,6 +322,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     if (!client || !runId) return;
     const myGen = gen.current;
     clearStoppedRun();
+    const agentId = opts.current.agentId;
+    if (agentId) snapshot.current = { gen: myGen, client, agentId, before: quietSnapshot(client, agentId) };
     client
       .continueRun(runId)
       .then((data) => {

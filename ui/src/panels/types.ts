@@ -4,7 +4,11 @@
 // talk to the API through the client.
 import type { Todo, Wick } from "@wick-agent/sdk";
 
-/** A file a run of the open thread wrote (write_file / edit_file tool calls that succeeded). */
+/**
+ * A file a run of the open thread wrote: by write_file / edit_file tool
+ * calls that succeeded, or found in the workspace when a run that ran
+ * commands was done (see snapshot.ts).
+ */
 export interface WrittenFile {
   /** Agent-facing path, e.g. "/workspace/report.md". */
   path: string;
@@ -13,6 +17,8 @@ export interface WrittenFile {
   eventId: string;
   /** Bumped every time the path is written again, so panels reload it. */
   version: number;
+  /** Found by comparing the workspace before and after the run, not named by a tool event (eventId is then ""). */
+  found?: boolean;
 }
 
 /** What every side panel receives. */

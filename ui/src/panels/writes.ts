@@ -43,12 +43,18 @@ function isArtifact(f: WrittenFile): boolean {
  * arrived together: the most telling rendered file (newest first among
  * equals), else the newest. While the Canvas shows a rendered file of the
  * same run, a later write of a working file (a script, a log) does not
- * replace it: undefined, leave the Canvas be.
+ * replace it, nor does a file found after the run (found) that ranks no
+ * higher: undefined, leave the Canvas be.
  */
 export function artifactToOpen(fresh: readonly WrittenFile[], shown?: WrittenFile): WrittenFile | undefined {
   let best: WrittenFile | undefined;
   for (const f of fresh) if (!best || rank(f) < rank(best)) best = f;
   if (!best) return undefined;
-  if (shown && shown.path !== best.path && shown.runId === best.runId && isArtifact(shown) && !isArtifact(best)) return undefined;
+  if (shown && shown.path !== best.path && shown.runId === best.runId) {
+    if (isArtifact(shown) && !isArtifact(best)) return undefined;
+    // Files the run's commands made arrive when it is done, after its tool
+    // writes: judged with them, they take the Canvas only when they tell more.
+    if (best.found && rank(shown) <= rank(best)) return undefined;
+  }
   return best;
 }

@@ -54,3 +54,32 @@ describe("AgentSettings skills", () => {
     expect(within(list).getByTestId("skill-problem").textContent).toContain("not loaded: no YAML front matter");
   });
 });
+
+describe("AgentSettings skills after a run started the sandbox", () => {
+  it("lists them again once the sandbox runs", async () => {
+    // The sandbox is created by the run: stopped (none) before, running after.
+    let sandbox = "";
+    const GET = vi.fn(async (route: string) => {
+      if (route === "/agents/skills/available") {
+        return sandbox === "running"
+          ? { data: { skills: [{ name: "csv-analyzer", description: "Analyse a CSV", path: "/workspace/skills/csv-analyzer/SKILL.md" }] } }
+          : { data: { skills: [], not_running_agent_ids: ["default"] } };
+      }
+      return { data: { agent: { agent_id: "default", sandbox_state: sandbox } } };
+    });
+    const client = { api: { GET } } as unknown as Wick;
+    const agent = { agent_id: "default", backend: { type: "docker" }, skills: { paths: ["/workspace/skills"] } };
+    const onError = (err: unknown) => {
+      throw err;
+    };
+    const props = { client, agent, onChanged: () => {}, onDelete: () => {}, onError };
+    const { rerender } = render(<AgentSettings {...props} running={false} />);
+    const list = await screen.findByTestId("skills-list");
+    await within(list).findByText("The sandbox is not running: its skills show once it starts.");
+
+    rerender(<AgentSettings {...props} running={true} />);
+    sandbox = "running";
+    rerender(<AgentSettings {...props} running={false} />);
+    await within(list).findByText("csv-analyzer");
+  });
+});

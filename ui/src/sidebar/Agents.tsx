@@ -279,7 +279,9 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
     setUrl(agent.backend?.sandbox_url ?? "");
   }, [agent]);
 
-  // Skills change with the sandbox (it may start) and the agent.
+  // Skills change with the sandbox and the agent. The state read above, not
+  // the agent's: a run starts the sandbox without changing the agent, and a
+  // list read before it started would say so for good.
   useEffect(() => {
     const ctrl = new AbortController();
     client.api
@@ -293,7 +295,7 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
         if (!ctrl.signal.aborted) onError(err);
       });
     return () => ctrl.abort();
-  }, [client, id, agent.sandbox_state, onError]);
+  }, [client, id, state, onError]);
 
   const act = async (f: () => Promise<void>) => {
     setBusy(true);

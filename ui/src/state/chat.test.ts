@@ -2,6 +2,7 @@ import type { SubagentInnerEvent, WickEvent } from "@wick-agent/sdk";
 import { describe, expect, it } from "vitest";
 
 import {
+  addFoundFiles,
   addUserMessage,
   applyEvents,
   emptyChat,
@@ -9,6 +10,7 @@ import {
   fromThreadState,
   isRunning,
   markStopping,
+  ranCommands,
   stoppedRunId,
   withStoppedRun,
   threadStatus,
@@ -432,5 +434,61 @@ describe("sub-agents", () => {
       1000,
     );
     expect(tools(s)[0]?.subagents?.[0]).toMatchObject({ status: "timeout", error: "sub-agent timed out" });
+  });
+});
+
+describe("files found after a run", () => {
+  const wrote = applyEvents(
+    emptyChat,
+    [
+      start(0),
+      toolStart(1, "c1", "write_file", { path: "/workspace/sales.csv" }),
+      toolEnd(2, "c1"),
+      toolStart(3, "c2", "execute", { command: "python3 analyze.py" }),
+      toolEnd(4, "c2", "execute"),
+      done(5),
+    ],
+    0,
+  );
+
+  it("knows a run that ran commands", () => {
+    expect(ranCommands(wrote, RUN)).toBe(true);
+    expect(ranCommands(applyEvents(emptyChat, [start(0), toolStart(1, "c1"), toolEnd(2, "c1")], 0), RUN)).toBe(false);
+    expect(ranCommands(wrote, "run-2")).toBe(false);
+  });
+
+  const cases: { name: string; state: ChatState; paths: string[]; want: { path: string; version: number; found?: boolean }[] }[] = [
+    {
+      name: "adds new files first, found, with the run's id",
+      state: wrote,
+      paths: ["/workspace/report/chart.png"],
+      want: [
+        { path: "/workspace/report/chart.png", version: 1, found: true },
+        { path: "/workspace/sales.csv", version: 1 },
+      ],
+    },
+    {
+      name: "keeps a file the run wrote through a tool as it is",
+      state: wrote,
+      paths: ["/workspace/sales.csv"],
+      want: [{ path: "/workspace/sales.csv", version: 1 }],
+    },
+    {
+      name: "bumps a file an earlier run wrote",
+      state: { ...wrote, writtenFiles: [{ path: "/workspace/old.md", runId: "run-0", eventId: "1-1", version: 2 }] },
+      paths: ["/workspace/old.md"],
+      want: [{ path: "/workspace/old.md", version: 3, found: true }],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const got = addFoundFiles(c.state, RUN, c.paths).writtenFiles;
+      expect(got.map((f) => ({ path: f.path, version: f.version, ...(f.found ? { found: true } : {}) }))).toEqual(c.want);
+      for (const f of got) if (f.found) expect(f).toMatchObject({ runId: RUN, eventId: "" });
+    });
+  }
+
+  it("returns the same state when nothing is new", () => {
+    expect(addFoundFiles(wrote, RUN, [])).toBe(wrote);
   });
 });

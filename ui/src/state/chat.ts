@@ -586,3 +586,28 @@ function recordWrite(s: ChatState, args: unknown, runId: string, eventId: string
   const file: WrittenFile = { path, runId, eventId, version: (old?.version ?? 0) + 1 };
   return { ...s, writtenFiles: [file, ...s.writtenFiles.filter((f) => f.path !== path)] };
 }
+
+/** The tool whose commands write files no event names. */
+const COMMAND_TOOL = "execute";
+
+/** ranCommands is true when the run made an execute call. */
+export function ranCommands(s: ChatState, runId: string): boolean {
+  return s.items.some((it) => it.kind === "tool" && it.runId === runId && it.name === COMMAND_TOOL);
+}
+
+/**
+ * addFoundFiles records files a run's commands made or changed, found by
+ * comparing the workspace before and after it. Files the run wrote through
+ * a tool are already recorded and keep their version.
+ */
+export function addFoundFiles(s: ChatState, runId: string, paths: readonly string[]): ChatState {
+  const fresh: WrittenFile[] = [];
+  for (const path of paths) {
+    const old = s.writtenFiles.find((f) => f.path === path);
+    if (old && old.runId === runId) continue;
+    fresh.push({ path, runId, eventId: "", version: (old?.version ?? 0) + 1, found: true });
+  }
+  if (fresh.length === 0) return s;
+  const added = new Set(fresh.map((f) => f.path));
+  return { ...s, writtenFiles: [...fresh, ...s.writtenFiles.filter((f) => !added.has(f.path))] };
+}
