@@ -233,13 +233,18 @@ def draw(df, kind, x, y, png):
         title = f"{y} by {x}{note}"
         plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     elif kind == "line":
-        data = df[[x, y]].dropna().sort_values(x)
-        if not (pd.api.types.is_numeric_dtype(data[x]) or pd.api.types.is_datetime64_any_dtype(data[x])):
-            data = data.groupby(x, sort=False)[y].sum().reset_index()
+        data = df[[x, y]].dropna()
+        label = y
+        # Rows that share an x (two regions in one month) are summed: one
+        # point per x, not a line zigzagging between the rows.
+        if data[x].duplicated().any():
+            data = data.groupby(x)[y].sum().reset_index()
+            label = f"sum of {y}"
+        data = data.sort_values(x)
         ax.plot(data[x], data[y], marker="o" if len(data) <= 50 else None, color="#4c72b0")
         ax.set_xlabel(x)
-        ax.set_ylabel(y)
-        title = f"{y} over {x}"
+        ax.set_ylabel(label)
+        title = f"{label} over {x}"
         fig.autofmt_xdate()
     else:  # scatter
         ax.scatter(df[x], df[y], s=12, alpha=0.7, color="#4c72b0")

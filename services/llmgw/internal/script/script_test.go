@@ -72,7 +72,7 @@ func TestShowcase(t *testing.T) {
 	want := []call{
 		{"read_file", "path", "/workspace/skills/csv-analyzer/SKILL.md"},
 		{"write_file", "path", "/workspace/sales.csv"},
-		{"execute", "command", "python3 skills/csv-analyzer/analyze.py sales.csv --out report"},
+		{"execute", "command", "python3 skills/csv-analyzer/analyze.py sales.csv --out report --x month --y revenue --kind line"},
 		{"write_file", "path", "/workspace/sales.slides.md"},
 	}
 	for i, w := range want {
