@@ -11,6 +11,9 @@ export default defineConfig({
     globalSetup: ["e2e/setup/wick.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // A poll waits on the browser and the suite, whose answers take longer
+    // than the default second on a busy machine.
+    expect: { poll: { timeout: 15_000 } },
     // The tests mostly wait on the browser and the suite, not the CPU.
     pool: "forks",
     poolOptions: { forks: { maxForks: 4, minForks: 1 } },

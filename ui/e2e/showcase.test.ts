@@ -40,9 +40,13 @@ describe.skipIf(docker.length === 0)("the skills showcase", () => {
       async () => {
         await openNewThread(page, AGENT);
         await send(page, "Analyse some sales data and make me three slides about it.");
+        // The answer first: right after the send, Stop may not be showing
+        // yet, and waiting for it to be hidden would return at once.
+        await expect
+          .poll(async () => (await lastAssistantText(page).textContent().catch(() => "")) ?? "", { timeout: RUN_TIMEOUT_MS })
+          .toContain(SHOWCASE_ANSWER_START);
         await waitForIdle(page, RUN_TIMEOUT_MS);
         expect(await page.getByTestId("run-error").count()).toBe(0);
-        await expect.poll(async () => (await lastAssistantText(page).textContent()) ?? "").toContain(SHOWCASE_ANSWER_START);
 
         const cards = page.getByTestId("tool-card");
         expect(await cards.evaluateAll((els) => els.map((el) => `${el.getAttribute("data-tool-name")}:${el.getAttribute("data-state")}`))).toEqual([
