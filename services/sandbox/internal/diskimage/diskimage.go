@@ -33,7 +33,10 @@ var ErrExists = errors.New("disk image exists")
 
 // Create makes a sparse ext4 image of size bytes at path whose root
 // directory belongs to uid:gid. The image appears at path only once it is
-// formatted, so a crash never leaves a half-made one behind to be mounted.
+// formatted, so a crash never leaves a half-made one behind to be mounted,
+// and only if path is still free: of two replicas making one workspace at
+// once, one image wins and the other gets ErrExists. (A rename would
+// replace the first image under the mount and lock that already use it.)
 func Create(ctx context.Context, path string, size int64, uid, gid int) error {
 	if size < MinBytes {
 		return fmt.Errorf("disk image of %d bytes: at least %d are needed", size, MinBytes)
@@ -65,7 +68,10 @@ func Create(ctx context.Context, path string, size int64, uid, gid int) error {
 		"-E", fmt.Sprintf("root_owner=%d:%d,lazy_itable_init=1,lazy_journal_init=1,nodiscard", uid, gid), tmp); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrExists, path)
+		}
 		return fmt.Errorf("disk image: %w", err)
 	}
 	return nil

@@ -100,3 +100,36 @@ func TestConcurrentMountsMountOnce(t *testing.T) {
 		t.Fatalf("%d mounts on %s, want 1", len(mounts), mnt)
 	}
 }
+
+// Replicas sharing a state dir make a new workspace's image at once: one
+// image must come out of it, so that every mount and lock uses that one.
+func TestConcurrentCreatesMakeOneImage(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := Probe(ctx, dir); err != nil {
+		testenv.Missing(t, "loop-mounted disk images (root, loop devices, mkfs.ext4): %v", err)
+	}
+	img := filepath.Join(dir, "ws.img")
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = Create(ctx, img, MinBytes, os.Getuid(), os.Getgid()) })
+	}
+	wg.Wait()
+	made := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			made++
+		case !errors.Is(err, ErrExists):
+			t.Errorf("create %d: %v", i, err)
+		}
+	}
+	if made != 1 {
+		t.Fatalf("%d creates made the image, want exactly 1", made)
+	}
+	left, err := filepath.Glob(filepath.Join(dir, ".ws.img-*"))
+	if err != nil || len(left) != 0 {
+		t.Fatalf("temporary images left behind: %v %v", left, err)
+	}
+}
