@@ -24,6 +24,10 @@ const MaxRangeDays = 366
 // agent (Claude Code, Codex) calling the LLM gateway's HTTP APIs.
 const External = "external"
 
+// AgentHeader names, on a request to the LLM gateway's HTTP APIs, the agent
+// whose sandbox made it; a sandbox's model endpoint sets it.
+const AgentHeader = "X-Wick-Agent"
+
 // Counts are what calls spent.
 type Counts struct {
 	// Calls is how many model calls (or embedding batches) were made.
@@ -54,7 +58,7 @@ type Call struct {
 // Row is what one user's agent spent on one model on one day.
 type Row struct {
 	// Day is the UTC day (DayLayout).
-	Day               string
+	Day                string
 	User, Agent, Model string
 	Counts
 }

@@ -22,6 +22,7 @@ type metrics struct {
 	upstream  metric.Float64Histogram
 	retries   metric.Int64Counter
 	fallbacks metric.Int64Counter
+	cost      metric.Float64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -47,6 +48,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		return nil, err
 	}
 	if r.fallbacks, err = m.Int64Counter("wick.llm.fallbacks", metric.WithDescription("moves to the next model of a chain"), metric.WithUnit("{fallback}")); err != nil {
+		return nil, err
+	}
+	if r.cost, err = m.Float64Counter("wick.llm.cost", metric.WithDescription("cost of the calls to models the models file prices"), metric.WithUnit("USD")); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -77,5 +81,11 @@ func (m *metrics) record(ctx context.Context, rpc string, out router.Outcome, a 
 	}
 	if out.Fallbacks > 0 {
 		m.fallbacks.Add(ctx, int64(out.Fallbacks), attrs)
+	}
+	if a.usage.CostMicroUSD > 0 {
+		m.cost.Add(ctx, float64(a.usage.CostMicroUSD)/1e6, metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("provider", provider),
+			attribute.String("model", model),
+		)))
 	}
 }
