@@ -143,3 +143,16 @@ func days(from, to time.Time) []time.Time {
 	}
 	return out
 }
+
+// ModelName is how usage names the model that answered a call:
+// "provider:model" ("openai:gpt-4o"). A scripted model given inline (its
+// whole script as its name) is "script:inline".
+func ModelName(provider, model string) string {
+	if provider == "script" && (strings.HasPrefix(model, "{") || strings.HasPrefix(model, "[")) {
+		model = "inline"
+	}
+	if provider == "" {
+		return model
+	}
+	return provider + ":" + model
+}

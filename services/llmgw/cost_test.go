@@ -154,8 +154,8 @@ func TestHTTPAPIRecordsUsage(t *testing.T) {
 	day := ""
 	c := usage.Counts{Calls: 1, InputTokens: 1000, OutputTokens: 200, CostMicroUSD: 4500}
 	want := []usage.Row{
-		{Day: day, User: "alice", Agent: "coder", Model: "priced", Counts: c},
-		{Day: day, User: "bob", Agent: usage.External, Model: "priced", Counts: c},
+		{Day: day, User: "alice", Agent: "coder", Model: "script:inline", Counts: c},
+		{Day: day, User: "bob", Agent: usage.External, Model: "script:inline", Counts: c},
 	}
 	if len(rows) != len(want) || rows[0] != want[0] || rows[1] != want[1] {
 		t.Errorf("rows\n got %+v\nwant %+v", rows, want)

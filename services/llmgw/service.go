@@ -189,7 +189,7 @@ func (s *Service) recordUsage(ctx context.Context, out router.Outcome, a account
 	if s.opts.usage == nil || !ok || out.Target == nil || a.usage == (llm.Usage{}) {
 		return
 	}
-	c := usage.Call{User: user, Agent: httpAgent(ctx), Model: out.Target.Name, At: time.Now(), Counts: usage.Counts{
+	c := usage.Call{User: user, Agent: httpAgent(ctx), Model: usage.ModelName(out.Target.Provider, out.Target.Model), At: time.Now(), Counts: usage.Counts{
 		Calls: 1, InputTokens: a.usage.InputTokens, OutputTokens: a.usage.OutputTokens, CostMicroUSD: a.usage.CostMicroUSD,
 	}}
 	if err := s.opts.usage.Record(context.WithoutCancel(ctx), c); err != nil {

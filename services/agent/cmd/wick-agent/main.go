@@ -35,6 +35,7 @@ func main() {
 		maxTransfer                                                                                    int64
 		limits                                                                                         = agent.DefaultLimits()
 		kb                                                                                             = agent.DefaultKnowledgeConfig()
+		usageCfg                                                                                       agent.UsageConfig
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
@@ -61,6 +62,7 @@ func main() {
 		fs.Int64Var(&maxTransfer, "max-transfer-bytes", agent.DefaultMaxTransferBytes, "largest file DownloadFile and UploadFile move")
 		limits.RegisterFlags(fs)
 		kb.RegisterFlags(fs)
+		usageCfg.RegisterFlags(fs)
 	}
 	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
 		allow, err := netguard.ParsePrefixes(toolAllow)
@@ -96,7 +98,7 @@ func main() {
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
 			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout), agent.WithTaskLease(taskLease),
-			agent.WithSecretsDir(secretsDir), agent.WithSecretGrantsFile(grantsFile),
+			agent.WithSecretsDir(secretsDir), agent.WithSecretGrantsFile(grantsFile), agent.WithUsage(usageCfg),
 		}, kbOpts...)
 		if agentsFile != "" {
 			opts = append(opts, agent.WithAgentsFile(agentsFile))
