@@ -2,8 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,36 +11,37 @@ import (
 	"google.golang.org/grpc/status"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/agent"
-	"github.com/wick-agent/wick/services/llmgw"
 )
 
-// usageSuite is the agent service over the real LLM gateway with two
-// scripted models that report exact token counts: small.json (100 in,
-// 20 out, priced $1/$2 per million: 140 µ$) and large.json (1000 in, 200
-// out, unpriced), each behind an agent of its own.
+// pricedLLM is the LLM gateway's Stream for two models that report exact
+// token counts: "small" (100 in, 20 out, priced by the gateway: 140 µ$)
+// and "script:large.json" (1000 in, 200 out, unpriced); it answers as the
+// gateway does, with the provider and model that answered and the cost.
+type pricedLLM struct {
+	llmv1.UnimplementedLLMServiceServer
+}
+
+func (pricedLLM) Stream(req *llmv1.StreamRequest, stream llmv1.LLMService_StreamServer) error {
+	first := &llmv1.StreamResponse{Provider: "script", Model: "large.json", Delta: "large answer"}
+	u := &llmv1.Usage{InputTokens: 1000, OutputTokens: 200}
+	if len(req.GetModels()) > 0 && req.GetModels()[0].GetSpec() == "small" {
+		first = &llmv1.StreamResponse{Provider: "script", Model: "small.json", Delta: "small answer"}
+		u = &llmv1.Usage{InputTokens: 100, OutputTokens: 20, CostMicroUsd: 140}
+	}
+	if err := stream.Send(first); err != nil {
+		return err
+	}
+	return stream.Send(&llmv1.StreamResponse{FinishReason: "stop", Usage: u})
+}
+
 func usageSuite(t *testing.T) *suite {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range map[string]string{
-		"small.json": `[{"text":"small answer","usage":{"input_tokens":100,"output_tokens":20}}]`,
-		"large.json": `[{"text":"large answer","usage":{"input_tokens":1000,"output_tokens":200}}]`,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := llmgw.DefaultConfig()
-	cfg.ScriptDir = dir
-	cfg.Models = []llmgw.ModelConfig{{ID: "small", Spec: "script:small.json", Price: &llmgw.Price{Input: 1, Output: 2}}}
-	gw, err := llmgw.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := newSuite(t, nil)
-	s.llmAddr = s.serve(func(g *grpc.Server) { gw.Register(g) })
+	s.llmAddr = s.serve(func(g *grpc.Server) { llmv1.RegisterLLMServiceServer(g, pricedLLM{}) })
 	return s
 }
 
