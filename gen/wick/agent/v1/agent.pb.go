@@ -7792,8 +7792,9 @@ type UsageData struct {
 	// Completion tokens.
 	OutputTokens *int32 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3,oneof" json:"output_tokens,omitempty"`
 	// What the call cost in millionths of a US dollar, when the LLM gateway's
-	// models file prices the model that answered.
-	CostMicroUsd  *int64 `protobuf:"varint,3,opt,name=cost_micro_usd,json=costMicroUsd,proto3,oneof" json:"cost_micro_usd,omitempty"`
+	// models file prices the model that answered (a JSON number, like the
+	// token counts: one call costs far less than the $2,147 it can hold).
+	CostMicroUsd  *int32 `protobuf:"varint,3,opt,name=cost_micro_usd,json=costMicroUsd,proto3,oneof" json:"cost_micro_usd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7842,7 +7843,7 @@ func (x *UsageData) GetOutputTokens() int32 {
 	return 0
 }
 
-func (x *UsageData) GetCostMicroUsd() int64 {
+func (x *UsageData) GetCostMicroUsd() int32 {
 	if x != nil && x.CostMicroUsd != nil {
 		return *x.CostMicroUsd
 	}
@@ -9473,7 +9474,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\tUsageData\x12&\n" +
 	"\finput_tokens\x18\x01 \x01(\x05H\x00R\vinputTokens\x88\x01\x01\x12(\n" +
 	"\routput_tokens\x18\x02 \x01(\x05H\x01R\foutputTokens\x88\x01\x01\x12)\n" +
-	"\x0ecost_micro_usd\x18\x03 \x01(\x03H\x02R\fcostMicroUsd\x88\x01\x01B\x0f\n" +
+	"\x0ecost_micro_usd\x18\x03 \x01(\x05H\x02R\fcostMicroUsd\x88\x01\x01B\x0f\n" +
 	"\r_input_tokensB\x10\n" +
 	"\x0e_output_tokensB\x11\n" +
 	"\x0f_cost_micro_usd\"\x8c\x02\n" +

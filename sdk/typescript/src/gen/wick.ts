@@ -3021,11 +3021,12 @@ export interface components {
         /** @description UsageData is the data of on_usage. */
         "wick.agent.v1.UsageData": {
             /**
-             * Format: int64
+             * Format: int32
              * @description What the call cost in millionths of a US dollar, when the LLM gateway's
-             *     models file prices the model that answered.
+             *     models file prices the model that answered (a JSON number, like the
+             *     token counts: one call costs far less than the $2,147 it can hold).
              */
-            cost_micro_usd?: string;
+            cost_micro_usd?: number;
             /**
              * Format: int32
              * @description Prompt tokens.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -456,7 +457,7 @@ func (r *run) callModel(ctx context.Context, msgs []llm.Message) (*llm.Result, e
 		if resp.Usage != (llm.Usage{}) {
 			u := &agentv1.UsageData{InputTokens: proto.Int32(int32(resp.Usage.InputTokens)), OutputTokens: proto.Int32(int32(resp.Usage.OutputTokens))}
 			if resp.Usage.CostMicroUSD > 0 {
-				u.CostMicroUsd = proto.Int64(resp.Usage.CostMicroUSD)
+				u.CostMicroUsd = proto.Int32(int32(min(resp.Usage.CostMicroUSD, math.MaxInt32)))
 			}
 			r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnUsage{OnUsage: u}}})
 		}
