@@ -62,6 +62,9 @@ type ToolSchema struct {
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CostMicroUSD is the call's cost in millionths of a US dollar, when
+	// the LLM gateway has a price for the model; providers leave it 0.
+	CostMicroUSD int64 `json:"cost_micro_usd,omitempty"`
 }
 
 // Request is one conversation sent to one model.

@@ -130,6 +130,7 @@ type options struct {
 	limits                                   agent.Limits
 	kb                                       agent.KnowledgeConfig
 	web                                      agent.WebConfig
+	usage                                    agent.UsageConfig
 	diag                                     diag.Flags
 	tokensFile, tokens, origins, agentsFile  string
 	logLevel, logFormat, warmImages, localRO string
@@ -189,6 +190,7 @@ func parseFlags(args []string) (*options, error) {
 	o.limits.RegisterFlags(fs)
 	o.kb.RegisterFlags(fs)
 	o.web.RegisterFlags(fs)
+	o.usage.RegisterFlags(fs)
 	fs.DurationVar(&o.questionTimeout, "question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
 	fs.IntVar(&o.subagentDepth, "subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
 	fs.DurationVar(&o.subagentTimeout, "subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
@@ -233,7 +235,7 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	}
 	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(o.limits), agent.WithQuestionTimeout(o.questionTimeout),
 		agent.WithSubagents(o.subagentDepth, o.subagentTimeout), agent.WithSecretsDir(o.secretsDir),
-		agent.WithSecretGrantsFile(o.grantsFile), agent.WithACPKeepIdle(o.acpKeepIdle, 0))
+		agent.WithSecretGrantsFile(o.grantsFile), agent.WithACPKeepIdle(o.acpKeepIdle, 0), agent.WithUsage(o.usage))
 	kbOpts, err := o.kb.Options()
 	if err != nil {
 		return cfg, err

@@ -22,9 +22,10 @@ const (
 func accountingHeaders() object {
 	h := func(desc string) object { return object{"description": desc, "schema": object{"type": "integer"}} }
 	return object{
-		"x-wick-input-tokens":  h("Prompt tokens the call used (a trailer of a stream)."),
-		"x-wick-output-tokens": h("Completion tokens the call used (a trailer of a stream)."),
-		"x-wick-overhead-us":   h("Microseconds the LLM gateway itself added (a trailer of a stream)."),
+		"x-wick-input-tokens":   h("Prompt tokens the call used (a trailer of a stream)."),
+		"x-wick-output-tokens":  h("Completion tokens the call used (a trailer of a stream)."),
+		"x-wick-overhead-us":    h("Microseconds the LLM gateway itself added (a trailer of a stream)."),
+		"x-wick-cost-micro-usd": h("What the call cost in millionths of a US dollar, when the models file prices the model that answered (a trailer of a stream)."),
 	}
 }
 

@@ -262,6 +262,8 @@ func scalar(fd protoreflect.FieldDescriptor) protoreflect.Value {
 		return protoreflect.ValueOfBool(true)
 	case protoreflect.Int32Kind:
 		return protoreflect.ValueOfInt32(2)
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(2)
 	case protoreflect.DoubleKind:
 		return protoreflect.ValueOfFloat64(0.5)
 	}

@@ -128,12 +128,12 @@ func ToolSchemasFromProto(tools []*llmv1.ToolSchema) []llm.ToolSchema {
 
 // UsageToProto converts token counts.
 func UsageToProto(u llm.Usage) *llmv1.Usage {
-	return &llmv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	return &llmv1.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostMicroUsd: u.CostMicroUSD}
 }
 
 // UsageFromProto converts token counts; absent usage is zero.
 func UsageFromProto(u *llmv1.Usage) llm.Usage {
-	return llm.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens()}
+	return llm.Usage{InputTokens: u.GetInputTokens(), OutputTokens: u.GetOutputTokens(), CostMicroUSD: u.GetCostMicroUsd()}
 }
 
 // Struct converts a JSON-shaped map to a Struct; nil stays nil. Maps,

@@ -120,7 +120,7 @@ func TestToolSchemasAndUsage(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("schemas = %+v, want %+v", got, want)
 	}
-	u := llm.Usage{InputTokens: 7, OutputTokens: 3}
+	u := llm.Usage{InputTokens: 7, OutputTokens: 3, CostMicroUSD: 11}
 	if back := llmpb.UsageFromProto(llmpb.UsageToProto(u)); back != u {
 		t.Fatalf("usage = %+v", back)
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
+	"github.com/wick-agent/wick/llm"
+	"github.com/wick-agent/wick/llm/llmpb"
+	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/sandboxfs"
 )
@@ -122,7 +125,7 @@ func (s *Service) openKnowledge(ctx context.Context) (*knowledge.Service, func()
 		store = knowledge.NewMemoryStore()
 	}
 	opts := append([]knowledge.Option{knowledge.WithFileReader(s.readForKnowledge)}, s.cfg.knowledge...)
-	kb, err := knowledge.NewService(store, gatewayEmbedder{s.llm}, opts...)
+	kb, err := knowledge.NewService(store, gatewayEmbedder{s.llm, s.recordUsage}, opts...)
 	if err != nil {
 		_ = closeStore()
 		return nil, nil, fmt.Errorf("agent: knowledge: %w", err)
@@ -143,9 +146,11 @@ func (s *Service) readForKnowledge(ctx context.Context, agentID, path string, ma
 	return text, err
 }
 
-// gatewayEmbedder embeds through the LLM gateway's Embed RPC.
+// gatewayEmbedder embeds through the LLM gateway's Embed RPC and records
+// each batch's usage on KnowledgeAgent.
 type gatewayEmbedder struct {
-	llm llmv1.LLMServiceClient
+	llm    llmv1.LLMServiceClient
+	record func(ctx context.Context, user, agentID, provider, model string, u llm.Usage)
 }
 
 func (g gatewayEmbedder) Embed(ctx context.Context, model string, texts []string) ([][]float32, string, error) {
@@ -156,6 +161,9 @@ func (g gatewayEmbedder) Embed(ctx context.Context, model string, texts []string
 	res, err := g.llm.Embed(ctx, req)
 	if err != nil {
 		return nil, "", err
+	}
+	if user, ok := identity.User(ctx); ok {
+		g.record(ctx, user, KnowledgeAgent, res.GetProvider(), res.GetModel(), llmpb.UsageFromProto(res.GetUsage()))
 	}
 	if len(res.GetEmbeddings()) != len(texts) {
 		return nil, "", fmt.Errorf("the LLM gateway returned %d vectors for %d texts", len(res.GetEmbeddings()), len(texts))

@@ -22,8 +22,11 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/agent/internal/acp"
+	"github.com/wick-agent/wick/services/agent/internal/budget"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/knowledge"
 	"github.com/wick-agent/wick/services/agent/internal/llmclient"
@@ -102,6 +105,9 @@ type Stores struct {
 	// Tasks keeps background tasks and their leases; nil keeps them in
 	// this process.
 	Tasks tasks.Store
+	// Usage counts model calls' tokens and cost per user, agent, model and
+	// day; nil keeps them in this process.
+	Usage usage.Store
 	// Redis carries configuration events between replicas; nil keeps them local.
 	// With it, the knowledge base is shared through Redis too.
 	Redis redis.UniversalClient
@@ -115,7 +121,7 @@ func MemoryStores() Stores {
 	ts := threads.NewMemoryStore()
 	rm := runs.NewMemory()
 	q := quota.NewMemory()
-	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: q, Rates: q, Tasks: tasks.NewMemoryStore(), close: ts.Close}
+	return Stores{Threads: ts, Locker: ts, Runs: rm, Log: rm, Agents: registry.NewMemoryStore(), Quota: q, Rates: q, Tasks: tasks.NewMemoryStore(), Usage: usage.NewMemory(), close: ts.Close}
 }
 
 // RedisOptions tune RedisStores.
@@ -163,7 +169,7 @@ func RedisStores(rdb redis.UniversalClient, o RedisOptions) Stores {
 	rr := runs.NewRedis(rdb, ropts...)
 	q := quota.NewRedis(rdb, o.Prefix, o.Lease, quota.WithRedisErrors(meters.NewRedisErrors(o.MeterProvider)))
 	return Stores{Threads: ts, Locker: ts, Runs: rr, Log: rr, Agents: registry.NewRedisStore(rdb, o.Prefix),
-		Quota: q, Rates: q, Tasks: tasks.NewRedisStore(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
+		Quota: q, Rates: q, Tasks: tasks.NewRedisStore(rdb, o.Prefix), Usage: usage.NewRedis(rdb, o.Prefix), Redis: rdb, prefix: o.Prefix}
 }
 
 // Deps are the service's dependencies.
@@ -204,6 +210,8 @@ type options struct {
 	web *WebConfig
 	// meterProvider gets the service's OpenTelemetry instruments.
 	meterProvider metric.MeterProvider
+	// usage holds the monthly budgets and the operators.
+	usage UsageConfig
 }
 
 // Option configures the service.
@@ -384,6 +392,8 @@ type Service struct {
 	// kb is the knowledge base; closeKB closes its store.
 	kb      *knowledge.Service
 	closeKB func() error
+	// budget checks users' monthly budgets.
+	budget *budget.Checker
 
 	stop      context.CancelFunc
 	closeOnce sync.Once
@@ -443,6 +453,17 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.Usage == nil {
+		st.Usage = usage.NewMemory()
+	}
+	limits, err := cfg.usage.limits()
+	if err != nil {
+		return nil, err
+	}
+	checker, err := budget.New(st.Usage, limits)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -465,7 +486,7 @@ func New(deps Deps, opts ...Option) (*Service, error) {
 		llm: deps.LLM, sandbox: deps.Sandbox, st: st,
 		registry: registry.New(templates, st.Agents, registry.WithAgentLimit(cfg.limits.agents()), registry.WithSecretGrants(grants)),
 		hub:      registry.NewHub(st.Redis, "", cfg.watchBuffer, logger), logger: logger, cfg: cfg, stop: stop,
-		native: native, background: background, web: web,
+		native: native, background: background, web: web, budget: checker,
 	}
 	if err := s.hub.Start(base); err != nil {
 		stop()
@@ -520,7 +541,11 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 	deps := runexec.Deps{
 		Threads: s.st.Threads, Locker: s.st.Locker, Runs: s.st.Runs, Log: s.st.Log, Quota: s.st.Quota,
 		Agents: s.registry, Tools: s.st.Agents, Native: native, Builtins: s.web,
-		Models: func(specs []*llmv1.ModelSpec) runexec.Model { return llmclient.New(s.llm, specs, lopts...) },
+		Models: func(user, agentID string, specs []*llmv1.ModelSpec) runexec.Model {
+			return llmclient.New(s.llm, specs, append(lopts, llmclient.WithUsage(func(ctx context.Context, provider, model string, u llm.Usage) {
+				s.recordUsage(ctx, user, agentID, provider, model, u)
+			}))...)
+		},
 		Sandboxes: func(agentID string, b *loop.BackendCfg) wickfs.FileSystem {
 			return sandboxfs.New(s.sandbox, agentID, sandboxfs.Spec(b))
 		},
@@ -531,7 +556,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 		Processes: s.sandbox,
 	}
 	opts := []runexec.Option{runexec.WithDefaultModel(s.cfg.defaultModel), runexec.WithLimits(s.cfg.limits.run()),
-		runexec.WithMeterProvider(s.cfg.meterProvider)}
+		runexec.WithMeterProvider(s.cfg.meterProvider), runexec.WithBudget(s.budget.Check)}
 	if s.cfg.metrics != nil {
 		h, err := appendHistogram(s.cfg.metrics)
 		if err != nil {

@@ -306,7 +306,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 }
 
 // apiPrefixes are the paths grpc-gateway serves.
-var apiPrefixes = []string{"/agents", "/threads", "/runs", "/tasks", "/knowledge"}
+var apiPrefixes = []string{"/agents", "/threads", "/runs", "/tasks", "/knowledge", "/usage"}
 
 // llmMount is where the LLM gateway's OpenAI-compatible API is served.
 const llmMount = "/v1/"

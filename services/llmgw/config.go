@@ -2,8 +2,10 @@ package llmgw
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/llm/hashembed"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
@@ -149,6 +152,33 @@ type ModelConfig struct {
 	Dimensions int `yaml:"dimensions" json:"dimensions"`
 	// Fallback makes this name a chain of other names or specs.
 	Fallback []string `yaml:"fallback" json:"fallback"`
+	// Price turns the model's tokens into cost; a model without one has no
+	// cost, only tokens.
+	Price *Price `yaml:"price" json:"price"`
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	// Input is the price of a million prompt tokens.
+	Input float64 `yaml:"input" json:"input"`
+	// Output is the price of a million completion tokens.
+	Output float64 `yaml:"output" json:"output"`
+}
+
+// CostMicroUSD is what u costs at p, in millionths of a US dollar: a
+// price per million tokens is a price in millionths per token.
+func (p *Price) CostMicroUSD(u llm.Usage) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(math.Round(float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output))
+}
+
+func (p *Price) check() error {
+	if p != nil && (p.Input < 0 || p.Output < 0 || math.IsNaN(p.Input) || math.IsNaN(p.Output) || math.IsInf(p.Input, 0) || math.IsInf(p.Output, 0)) {
+		return errors.New("price: input and output must be finite and not negative")
+	}
+	return nil
 }
 
 type modelsFile struct {

@@ -75,7 +75,8 @@ func (s *Service) Embed(ctx context.Context, req *llmv1.EmbedRequest) (*llmv1.Em
 		vecs, usage, err = s.embed(cctx, r, texts, &out)
 		cancel()
 	}
-	acct := accounting{usage: usage, overhead: max(time.Since(start)-out.Upstream-out.Backoff, 0)}
+	usage.CostMicroUSD = s.price(out.Target).CostMicroUSD(usage)
+	acct := accounting{usage: usage, overhead: max(time.Since(start)-out.Upstream-out.Backoff, 0), priced: s.price(out.Target) != nil}
 	s.metrics.record(ctx, "Embed", s.modelLabel(out.Target), out, acct, err)
 	_ = grpc.SetTrailer(ctx, trailer(acct))
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/rpcstatus"
+	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
@@ -103,12 +104,29 @@ func (o httpOptions) guard(rt route) http.Handler {
 			}
 			r = r.WithContext(ctx)
 		}
+		if a := r.Header.Get(usage.AgentHeader); a != "" {
+			r = r.WithContext(context.WithValue(r.Context(), httpAgentKey{}, a))
+		}
 		if _, ok := identity.User(r.Context()); o.requireUser && !ok {
 			rt.refuse(w, http.StatusUnauthorized, "a signed user identity is required")
 			return
 		}
 		rt.serve(w, r)
 	})
+}
+
+// httpAgentKey keys the agent a request names in its context.
+type httpAgentKey struct{}
+
+// httpAgent is the agent a request of the HTTP APIs names: the sandbox's
+// agent, which its model endpoint sets, or usage.External. The header is
+// not signed, so it only says which of the signed user's agents to count
+// the call on.
+func httpAgent(ctx context.Context) string {
+	if a, ok := ctx.Value(httpAgentKey{}).(string); ok {
+		return a
+	}
+	return usage.External
 }
 
 // requestToken is the token of "Authorization: Bearer <token>", or else of
@@ -467,7 +485,7 @@ func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c call, id, model string, created int64, includeUsage bool) {
 	h := w.Header()
-	h.Set("Trailer", TrailerInputTokens+", "+TrailerOutputTokens+", "+TrailerOverheadUS)
+	h.Set("Trailer", httpTrailers)
 	sw := newSSEWriter(w)
 	base := chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model}
 	write := func(ch any) error { return sw.write("", ch) }
@@ -577,6 +595,9 @@ func setAccountingHeaders(h http.Header, a accounting) {
 	h.Set(TrailerInputTokens, strconv.FormatInt(a.usage.InputTokens, 10))
 	h.Set(TrailerOutputTokens, strconv.FormatInt(a.usage.OutputTokens, 10))
 	h.Set(TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10))
+	if a.priced {
+		h.Set(TrailerCostMicroUSD, strconv.FormatInt(a.usage.CostMicroUSD, 10))
+	}
 }
 
 // refuseOpenAI answers a failure before the call in OpenAI's error shape.

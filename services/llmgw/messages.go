@@ -476,7 +476,7 @@ func (b *blockStream) event(ev llm.Event) error {
 
 func (s *Service) streamMessage(ctx context.Context, w http.ResponseWriter, c call, id, model string) {
 	h := w.Header()
-	h.Set("Trailer", TrailerInputTokens+", "+TrailerOutputTokens+", "+TrailerOverheadUS)
+	h.Set("Trailer", httpTrailers)
 	sw := newSSEWriter(w)
 	started := false
 	head := func() error {

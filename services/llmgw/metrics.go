@@ -27,6 +27,7 @@ type metrics struct {
 	retries   metric.Int64Counter
 	fallbacks metric.Int64Counter
 	ttft      metric.Float64Histogram
+	cost      metric.Float64Counter
 }
 
 // ttftBuckets are the bounds, in seconds, of the time to first token: from
@@ -70,6 +71,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	if r.ttft, err = m.Float64Histogram("wick.llm.time_to_first_token", metric.WithDescription("time from a call's arrival to the first event from its provider (retries and fallbacks included); calls that streamed nothing are not recorded"), metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(ttftBuckets...)); err != nil {
 		return nil, err
 	}
+	if r.cost, err = m.Float64Counter("wick.llm.cost", metric.WithDescription("cost of the calls to models the models file prices"), metric.WithUnit("USD")); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 
@@ -107,11 +111,17 @@ func (m *metrics) record(ctx context.Context, rpc, model string, out router.Outc
 			attribute.String("code", code.String()),
 		)))
 	}
+	if a.usage.CostMicroUSD > 0 {
+		m.cost.Add(ctx, float64(a.usage.CostMicroUSD)/1e6, metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("provider", provider),
+			attribute.String("model", model),
+		)))
+	}
 }
 
 // modelLabel is the model label of a call's target: its model when the
 // operator configured it (models file entries and their chains, the default
-// models), or when it is a script of the script directory (or the demo);
+// models), or when it is a script of the script directory (or an embedded one);
 // otherModel or inlineScript when a request named it. A label per distinct
 // string a request sends would let callers grow the series without bound.
 func (s *Service) modelLabel(t *router.Target) string {
@@ -131,7 +141,7 @@ func (s *Service) modelLabel(t *router.Target) string {
 	if err != nil {
 		return otherModel
 	}
-	if name == script.DemoName {
+	if name == script.DemoName || name == script.ShowcaseName {
 		return name
 	}
 	if s.cfg.ScriptDir == "" {

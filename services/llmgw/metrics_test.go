@@ -76,6 +76,7 @@ func TestMetricLabelsAreBounded(t *testing.T) {
 		{"named by the request", &llmv1.ModelSpec{Provider: "openai", Model: "gpt-made-up-7", BaseUrl: url + "/v1", ApiKeyEnv: "OPENAI_API_KEY"}, "other", "OK"},
 		{"script of the directory", &llmv1.ModelSpec{Spec: "script:mine.json?delay=1ms"}, "mine.json", "OK"},
 		{"demo script", &llmv1.ModelSpec{Spec: "script:demo"}, "demo", "OK"},
+		{"showcase script", &llmv1.ModelSpec{Spec: "script:showcase"}, "showcase", "OK"},
 		{"script that does not exist", &llmv1.ModelSpec{Spec: "script:no-such-" + t.Name()}, "other", "InvalidArgument"},
 		{"inline script", &llmv1.ModelSpec{Spec: `script:[{"text":"inline"}]`}, "inline", "OK"},
 	}

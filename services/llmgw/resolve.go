@@ -33,6 +33,8 @@ type resolved struct {
 	// dims is an embedding model's configured vector size (0: not an
 	// embedding model, or size not configured).
 	dims int
+	// price is the configured model's price (nil: none).
+	price *Price
 }
 
 // entry is a configured name: one model or a chain.
@@ -87,8 +89,14 @@ func newRegistry(cfg Config) (*registry, error) {
 		r.byID[m.ID] = e
 		r.order = append(r.order, m.ID)
 		if len(m.Fallback) > 0 {
+			if m.Price != nil {
+				return nil, fmt.Errorf("models: %s: a chain has no price of its own; price its models", m.ID)
+			}
 			chains = append(chains, m)
 			continue
+		}
+		if err := m.Price.check(); err != nil {
+			return nil, fmt.Errorf("models: %s: %w", m.ID, err)
 		}
 		s, err := m.specOf()
 		if err != nil {
@@ -105,7 +113,7 @@ func newRegistry(cfg Config) (*registry, error) {
 		if m.Dimensions < 0 || m.Dimensions > hashembed.MaxDimensions {
 			return nil, fmt.Errorf("models: %s: dimensions %d outside 0..%d", m.ID, m.Dimensions, hashembed.MaxDimensions)
 		}
-		e.model = &resolved{name: m.ID, spec: s, dims: m.Dimensions}
+		e.model = &resolved{name: m.ID, spec: s, dims: m.Dimensions, price: m.Price}
 		r.configured[m.ID] = true
 	}
 	for _, m := range chains {
@@ -277,6 +285,18 @@ func (s *Service) lookupKey(name string) (string, bool) {
 }
 
 // target turns a resolved model into a router target.
+// price is the price of the model t answers with: a configured model's, or
+// none for a spec given in a request.
+func (s *Service) price(t *router.Target) *Price {
+	if t == nil {
+		return nil
+	}
+	if e, ok := s.reg.byID[t.Name]; ok && e.model != nil {
+		return e.model.price
+	}
+	return nil
+}
+
 func (s *Service) target(r resolved) router.Target {
 	return router.Target{
 		Name:      r.name,

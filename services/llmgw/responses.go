@@ -612,7 +612,7 @@ func (st *responseStream) toolDelta(d *llm.ToolCallDelta) error {
 
 func (st *responseStream) run(ctx context.Context, s *Service, c call) {
 	h := st.w.Header()
-	h.Set("Trailer", TrailerInputTokens+", "+TrailerOutputTokens+", "+TrailerOverheadUS)
+	h.Set("Trailer", httpTrailers)
 	out, acct, err := s.run(ctx, "Responses", c, func(_ *router.Target, ev llm.Event) error {
 		if ev.Delta != "" {
 			if err := st.text(ev.Delta); err != nil {

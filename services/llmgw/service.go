@@ -31,6 +31,7 @@ import (
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/platform/rpcstatus"
+	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
 	"github.com/wick-agent/wick/services/llmgw/internal/script"
 	"github.com/wick-agent/wick/services/llmgw/internal/spec"
@@ -42,7 +43,13 @@ const (
 	TrailerInputTokens  = "x-wick-input-tokens"
 	TrailerOutputTokens = "x-wick-output-tokens"
 	TrailerOverheadUS   = "x-wick-overhead-us"
+	// TrailerCostMicroUSD is the call's cost in millionths of a US dollar,
+	// sent only when the models file prices the model that answered.
+	TrailerCostMicroUSD = "x-wick-cost-micro-usd"
 )
+
+// httpTrailers declares the accounting trailers of a streamed HTTP answer.
+const httpTrailers = TrailerInputTokens + ", " + TrailerOutputTokens + ", " + TrailerCostMicroUSD + ", " + TrailerOverheadUS
 
 // Service implements llmv1.LLMServiceServer and the OpenAI-compatible HTTP API.
 type Service struct {
@@ -63,6 +70,7 @@ type options struct {
 	logger        *slog.Logger
 	meterProvider metric.MeterProvider
 	lookupEnv     func(string) (string, bool)
+	usage         usage.Recorder
 }
 
 // Option configures a Service.
@@ -78,6 +86,13 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.meterProvider = mp }
 }
+
+// WithUsageRecorder records the tokens and cost of every call made through
+// the HTTP APIs (the external agents' calls), per signed user and the agent
+// the sandbox's model endpoint names (usage.AgentHeader; "external" when
+// none). Calls over gRPC are not recorded here: the agent service, which
+// knows their agent, records its own.
+func WithUsageRecorder(r usage.Recorder) Option { return func(o *options) { o.usage = r } }
 
 // WithLookupEnv replaces os.LookupEnv for reading API keys (for tests and for
 // embedding the gateway with keys from elsewhere).
@@ -163,6 +178,27 @@ type accounting struct {
 	// firstEvent is the time from the call's start to the provider's first
 	// event; 0 when none came.
 	firstEvent time.Duration
+	// priced says whether the model that answered has a price, so that a
+	// cost of 0 is reported as 0 rather than left out.
+	priced bool
+}
+
+// httpRPCs are the calls of the HTTP APIs, whose usage the gateway records.
+var httpRPCs = map[string]bool{"ChatCompletions": true, "Messages": true, "Responses": true}
+
+// recordUsage records a call of the HTTP APIs that reached a model. A
+// failure to record is logged, not returned: the answer is already out.
+func (s *Service) recordUsage(ctx context.Context, out router.Outcome, a accounting) {
+	user, ok := identity.User(ctx)
+	if s.opts.usage == nil || !ok || out.Target == nil || a.usage == (llm.Usage{}) {
+		return
+	}
+	c := usage.Call{User: user, Agent: httpAgent(ctx), Model: usage.ModelName(out.Target.Provider, out.Target.Model), At: time.Now(), Counts: usage.Counts{
+		Calls: 1, InputTokens: a.usage.InputTokens, OutputTokens: a.usage.OutputTokens, CostMicroUSD: a.usage.CostMicroUSD,
+	}}
+	if err := s.opts.usage.Record(context.WithoutCancel(ctx), c); err != nil {
+		s.opts.logger.WarnContext(ctx, "record usage", "error", err.Error())
+	}
 }
 
 // run resolves the chain and runs the call. emit sees every event with the
@@ -193,8 +229,12 @@ func (s *Service) run(ctx context.Context, rpc string, c call, emit router.Emit)
 		})
 	}
 	wall := time.Since(start)
-	acct := accounting{usage: out.Result.Usage, overhead: max(wall-out.Upstream-out.Backoff, 0), firstEvent: firstEvent}
+	out.Result.Usage.CostMicroUSD = s.price(out.Target).CostMicroUSD(out.Result.Usage)
+	acct := accounting{usage: out.Result.Usage, overhead: max(wall-out.Upstream-out.Backoff, 0), firstEvent: firstEvent, priced: s.price(out.Target) != nil}
 	s.metrics.record(ctx, rpc, s.modelLabel(out.Target), out, acct, err)
+	if httpRPCs[rpc] {
+		s.recordUsage(ctx, out, acct)
+	}
 	if err != nil {
 		s.opts.logger.DebugContext(ctx, "llm call failed", "rpc", rpc, "error", err.Error(), "retries", out.Retries, "fallbacks", out.Fallbacks)
 	}
@@ -341,11 +381,15 @@ func (s *Service) models() []*llmv1.Model {
 func (s *Service) DefaultModelName() string { return s.reg.def }
 
 func trailer(a accounting) metadata.MD {
-	return metadata.Pairs(
+	md := metadata.Pairs(
 		TrailerInputTokens, strconv.FormatInt(a.usage.InputTokens, 10),
 		TrailerOutputTokens, strconv.FormatInt(a.usage.OutputTokens, 10),
 		TrailerOverheadUS, strconv.FormatInt(a.overhead.Microseconds(), 10),
 	)
+	if a.priced {
+		md.Set(TrailerCostMicroUSD, strconv.FormatInt(a.usage.CostMicroUSD, 10))
+	}
+	return md
 }
 
 // toolCallsToProto converts a reply's tool calls. Arguments that cannot be

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/netguard"
+	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/services/sandbox/internal/egress"
 	"github.com/wick-agent/wick/services/sandbox/internal/endpoint"
@@ -38,7 +39,7 @@ type sandboxEndpoint struct {
 	// wanted says whether a sandbox built with set offers it.
 	wanted func(set settings) bool
 	// handler serves the requests of the sandbox key.
-	handler func(key, user string, set settings) http.Handler
+	handler func(key, user, agent string, set settings) http.Handler
 	// env is what the sandbox's processes get to find it at port.
 	env func(port int, set settings) map[string]string
 }
@@ -52,8 +53,14 @@ func WithModelEndpoint(upstream http.Handler, sign func(h http.Header, user stri
 		s.endpoints = append(s.endpoints, sandboxEndpoint{
 			name: "model", port: ModelEndpointPort,
 			wanted: func(set settings) bool { return set.ModelEndpoint },
-			handler: func(_, user string, set settings) http.Handler {
-				return modelproxy.Handler(upstream, sign, user, set.EndpointToken)
+			handler: func(_, user, agent string, set settings) http.Handler {
+				// The agent is not signed: it only says which of the signed
+				// user's agents the gateway counts the call's usage on.
+				signAgent := func(h http.Header, user string) {
+					sign(h, user)
+					h.Set(usage.AgentHeader, agent)
+				}
+				return modelproxy.Handler(upstream, signAgent, user, set.EndpointToken)
 			},
 			env: func(port int, set settings) map[string]string { return modelproxy.Env(port, set.EndpointToken) },
 		})
@@ -75,7 +82,7 @@ func (s *Service) egressEndpoint() sandboxEndpoint {
 	return sandboxEndpoint{
 		name: "egress", port: EgressProxyPort,
 		wanted: func(set settings) bool { return len(set.Egress) > 0 },
-		handler: func(key, user string, set settings) http.Handler {
+		handler: func(key, user, _ string, set settings) http.Handler {
 			log := s.log.With("user", user, "agent", set.Agent)
 			policy, err := s.egressPolicy(set.Egress)
 			if err != nil {
@@ -204,7 +211,7 @@ func (s *Service) serveEndpoints(b *box) error {
 		if cur != nil {
 			_ = cur.srv.Close()
 		}
-		srv, err := endpoint.ListenUnix(filepath.Join(b.hostDir, ep.name+".sock"), ep.handler(b.key, user, set))
+		srv, err := endpoint.ListenUnix(filepath.Join(b.hostDir, ep.name+".sock"), ep.handler(b.key, user, b.agent, set))
 		if err != nil {
 			return fmt.Errorf("%s endpoint: %w", ep.name, err)
 		}
@@ -226,7 +233,7 @@ func (s *Service) serveLocalEndpoints(b *box, set settings) (map[string]int, err
 		if !ep.wanted(set) {
 			continue
 		}
-		srv, err := endpoint.ListenLoopback(ep.handler(b.key, b.user, set))
+		srv, err := endpoint.ListenLoopback(ep.handler(b.key, b.user, b.agent, set))
 		if err != nil {
 			return nil, fmt.Errorf("%s endpoint: %w", ep.name, err)
 		}

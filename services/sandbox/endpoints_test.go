@@ -17,6 +17,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/platform/usage"
 )
 
 // fakeLLM stands for the LLM gateway's HTTP API: it answers every request
@@ -54,7 +55,7 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"user": user, "path": r.URL.Path,
+	_ = json.NewEncoder(w).Encode(map[string]string{"user": user, "agent": r.Header.Get(usage.AgentHeader), "path": r.URL.Path,
 		"leaked_key": r.Header.Get("x-api-key") + r.Header.Get("Authorization")})
 }
 
@@ -67,8 +68,9 @@ type endpointCase struct {
 	ok     bool
 }
 
-func endpointCases(own, other string) []endpointCase {
+func endpointCases(own, other, agent string) []endpointCase {
 	return []endpointCase{
+		{"the sandbox's agent is named", "x-api-key: " + own, "/v1/models", `"agent":"` + agent + `"`, true},
 		{"own token as x-api-key", "x-api-key: " + own, "/v1/models", `"user":"alice"`, true},
 		{"own token as bearer", "Authorization: Bearer " + own, "/v1/models", `"path":"/v1/models"`, true},
 		{"the token goes no further", "x-api-key: " + own, "/v1/models", `"leaked_key":""`, true},
@@ -112,7 +114,7 @@ func sandboxEnvOf(t *testing.T, ctx context.Context, cli sandboxv1.SandboxServic
 
 func checkEndpointCases(t *testing.T, ctx context.Context, cli sandboxv1.SandboxServiceClient, agent, base, own, other string) {
 	t.Helper()
-	for _, tc := range endpointCases(own, other) {
+	for _, tc := range endpointCases(own, other, agent) {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := execOn(ctx, cli, &sandboxv1.ExecRequest{AgentId: agent, Command: tc.wget(base)})
 			if err != nil {

@@ -166,7 +166,13 @@ func Start(ctx context.Context, cfg Config) (_ *Suite, err error) {
 			b.stop()
 		}
 	}()
-	llmSvc, err := b.startLLM()
+	stores, err := b.openStores()
+	if err != nil {
+		return nil, err
+	}
+	// The LLM gateway records the usage of external agents' calls where the
+	// agent service records its own, so GET /usage shows both.
+	llmSvc, err := b.startLLM(llmgw.WithUsageRecorder(stores.Usage))
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +189,7 @@ func Start(ctx context.Context, cfg Config) (_ *Suite, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.startAgent(llmConn, sbConn, sbImage); err != nil {
+	if err := b.startAgent(stores, llmConn, sbConn, sbImage); err != nil {
 		return nil, err
 	}
 	if err := b.startGateway(llmSvc, llmConn, sbConn); err != nil {
@@ -332,13 +338,13 @@ func (b *starter) client(name string, conn *grpc.ClientConn) grpc.ClientConnInte
 }
 
 // startLLM starts the LLM gateway.
-func (b *starter) startLLM() (*llmgw.Service, error) {
+func (b *starter) startLLM(opts ...llmgw.Option) (*llmgw.Service, error) {
 	llmCfg := llmgw.DefaultConfig()
 	if b.cfg.LLM != nil {
 		llmCfg = *b.cfg.LLM
 	}
-	llmSvc, err := llmgw.New(llmCfg, llmgw.WithLogger(b.log.With("service", "llmgw")), llmgw.WithLookupEnv(b.lookup),
-		llmgw.WithMeterProvider(b.cfg.MeterProvider))
+	llmSvc, err := llmgw.New(llmCfg, append([]llmgw.Option{llmgw.WithLogger(b.log.With("service", "llmgw")), llmgw.WithLookupEnv(b.lookup),
+		llmgw.WithMeterProvider(b.cfg.MeterProvider)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("llmgw: %w", err)
 	}
@@ -405,20 +411,24 @@ func (b *starter) startSandbox(llmHTTP http.Handler) (string, error) {
 	return sbCfg.DefaultImage, nil
 }
 
-// startAgent starts the agent service, with its stores in memory or Redis,
-// calling the LLM gateway and the sandbox service.
-func (b *starter) startAgent(llmConn, sbConn *grpc.ClientConn, sbImage string) error {
-	cfg := b.cfg
-	stores := agent.MemoryStores()
-	if cfg.RedisAddr != "" {
-		replica := agent.ReplicaName()
-		rdb, err := agent.OpenRedis(b.ctx, cfg.RedisAddr, "wick@"+replica)
-		if err != nil {
-			return err
-		}
-		b.closers = append(b.closers, func() { rdb.Close() })
-		stores = agent.RedisStores(rdb, agent.RedisOptions{Replica: replica, MeterProvider: b.cfg.MeterProvider})
+// openStores opens the agent service's stores, in memory or Redis.
+func (b *starter) openStores() (agent.Stores, error) {
+	if b.cfg.RedisAddr == "" {
+		return agent.MemoryStores(), nil
 	}
+	replica := agent.ReplicaName()
+	rdb, err := agent.OpenRedis(b.ctx, b.cfg.RedisAddr, "wick@"+replica)
+	if err != nil {
+		return agent.Stores{}, err
+	}
+	b.closers = append(b.closers, func() { rdb.Close() })
+	return agent.RedisStores(rdb, agent.RedisOptions{Replica: replica, MeterProvider: b.cfg.MeterProvider}), nil
+}
+
+// startAgent starts the agent service on stores, calling the LLM gateway
+// and the sandbox service.
+func (b *starter) startAgent(stores agent.Stores, llmConn, sbConn *grpc.ClientConn, sbImage string) error {
+	cfg := b.cfg
 	agentOpts := append([]agent.Option{
 		agent.WithDefaultModel(b.s.Model),
 		agent.WithDefaultBackend(b.s.Backend),

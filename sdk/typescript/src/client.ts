@@ -235,6 +235,20 @@ export class Wick {
     return data?.tasks ?? [];
   }
 
+  /**
+   * getUsage returns the caller's tokens and cost by UTC day, agent and model, with this
+   * month's total and the monthly budgets (GET /usage). from and to are days (YYYY-MM-DD;
+   * default: this month so far); all asks for every user's usage, which only operators
+   * (-operator-users) may (PERMISSION_DENIED otherwise). Counts are int64, so strings.
+   */
+  async getUsage(query: { from?: string; to?: string; all?: boolean } = {}, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.GET("/usage", {
+      params: { query },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data!;
+  }
+
   /** getTask returns a background task (GET /tasks/{task_id}); another user's is NOT_FOUND. */
   async getTask(taskId: string, options: { signal?: AbortSignal } = {}) {
     const { data } = await this.api.GET("/tasks/{task_id}", {

@@ -1,4 +1,4 @@
-// The side panel: Todos, Tasks, Files, Canvas, Knowledge and Terminal in tabs. A panel is
+// The side panel: Todos, Tasks, Files, Canvas, Knowledge, Usage and Terminal in tabs. A panel is
 // mounted when its tab is first shown and then kept (hidden) while another
 // is, so that an open file, a canvas selection and a terminal session
 // survive switching tabs. The Canvas opens itself when a run writes a file,
@@ -17,8 +17,9 @@ import "./panels.css";
 // Knowledge panel, which most sessions never open.
 const TerminalPanel = lazy(() => import("./TerminalPanel"));
 const KnowledgePanel = lazy(() => import("./KnowledgePanel"));
+const UsagePanel = lazy(() => import("./UsagePanel"));
 
-const LABELS: Record<PanelTab, string> = { todos: "Todos", tasks: "Tasks", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal" };
+const LABELS: Record<PanelTab, string> = { todos: "Todos", tasks: "Tasks", files: "Files", canvas: "Canvas", knowledge: "Knowledge", terminal: "Terminal", usage: "Usage" };
 
 const noFiles: PanelContext["writtenFiles"] = [];
 const noTodos: PanelContext["todos"] = [];
@@ -91,6 +92,14 @@ export function SidePanel(props: Partial<PanelContext>) {
   const noAgent = <p className="wp-empty">Choose an agent to see its files, canvas, knowledge and terminal.</p>;
   const panel = (t: PanelTab) => {
     if (t === "todos") return <TodosPanel todos={todos} />;
+    if (t === "usage" && client !== undefined) {
+      // The user's usage is not one agent's: it needs no agent chosen.
+      return (
+        <Suspense fallback={<p className="wp-empty">Loading your usage…</p>}>
+          <UsagePanel client={client} running={running} onError={onError} />
+        </Suspense>
+      );
+    }
     if (!ready) return noAgent;
     switch (t) {
       case "tasks":

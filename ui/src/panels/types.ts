@@ -1,5 +1,5 @@
 // The contract between the app shell (chat, threads, agents) and the side
-// panels (Todos, Tasks, Files, Canvas, Knowledge, Terminal). The shell owns the client, the
+// panels (Todos, Tasks, Files, Canvas, Knowledge, Usage, Terminal). The shell owns the client, the
 // selected agent and thread and the run state; panels only read them and
 // talk to the API through the client.
 import type { Todo, Wick } from "@wick-agent/sdk";
@@ -40,5 +40,5 @@ export interface PanelContext {
 }
 
 /** The side panel tabs, in order. */
-export const PANEL_TABS = ["todos", "tasks", "files", "canvas", "knowledge", "terminal"] as const;
+export const PANEL_TABS = ["todos", "tasks", "files", "canvas", "knowledge", "usage", "terminal"] as const;
 export type PanelTab = (typeof PANEL_TABS)[number];

@@ -7857,7 +7857,11 @@ type UsageData struct {
 	// Prompt tokens.
 	InputTokens *int32 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3,oneof" json:"input_tokens,omitempty"`
 	// Completion tokens.
-	OutputTokens  *int32 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3,oneof" json:"output_tokens,omitempty"`
+	OutputTokens *int32 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3,oneof" json:"output_tokens,omitempty"`
+	// What the call cost in millionths of a US dollar, when the LLM gateway's
+	// models file prices the model that answered (a JSON number, like the
+	// token counts: one call costs far less than the $2,147 it can hold).
+	CostMicroUsd  *int32 `protobuf:"varint,3,opt,name=cost_micro_usd,json=costMicroUsd,proto3,oneof" json:"cost_micro_usd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7902,6 +7906,13 @@ func (x *UsageData) GetInputTokens() int32 {
 func (x *UsageData) GetOutputTokens() int32 {
 	if x != nil && x.OutputTokens != nil {
 		return *x.OutputTokens
+	}
+	return 0
+}
+
+func (x *UsageData) GetCostMicroUsd() int32 {
+	if x != nil && x.CostMicroUsd != nil {
+		return *x.CostMicroUsd
 	}
 	return 0
 }
@@ -8603,6 +8614,346 @@ func (x *ErrorData) GetStopReason() string {
 	return ""
 }
 
+// GetUsageRequest selects the days of GetUsage.
+type GetUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first UTC day (YYYY-MM-DD); empty: the first day of this month.
+	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// The last UTC day (YYYY-MM-DD), included; empty: today. At most 366 days
+	// from from.
+	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// Every user's usage instead of the caller's; operators only.
+	All           bool `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageRequest) Reset() {
+	*x = GetUsageRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageRequest) ProtoMessage() {}
+
+func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
+func (*GetUsageRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
+}
+
+func (x *GetUsageRequest) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *GetUsageRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+// UsageRow is what one user's agent spent on one model on one UTC day.
+type UsageRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The UTC day (YYYY-MM-DD).
+	Day string `protobuf:"bytes,1,opt,name=day,proto3" json:"day,omitempty"`
+	// The user who made the calls.
+	User string `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	// The agent that made them; "external" for an agent outside Wick calling
+	// the LLM gateway's HTTP APIs without a sandbox's agent.
+	AgentId string `protobuf:"bytes,3,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The model that answered (the LLM gateway's name for it).
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// Model calls (or embedding batches).
+	Calls int64 `protobuf:"varint,5,opt,name=calls,proto3" json:"calls,omitempty"`
+	// Prompt tokens.
+	InputTokens int64 `protobuf:"varint,6,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	// Completion tokens.
+	OutputTokens int64 `protobuf:"varint,7,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// Cost in millionths of a US dollar, of the calls to priced models.
+	CostMicroUsd  int64 `protobuf:"varint,8,opt,name=cost_micro_usd,json=costMicroUsd,proto3" json:"cost_micro_usd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRow) Reset() {
+	*x = UsageRow{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRow) ProtoMessage() {}
+
+func (x *UsageRow) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
+func (*UsageRow) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
+}
+
+func (x *UsageRow) GetDay() string {
+	if x != nil {
+		return x.Day
+	}
+	return ""
+}
+
+func (x *UsageRow) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *UsageRow) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *UsageRow) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageRow) GetCalls() int64 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *UsageRow) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *UsageRow) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *UsageRow) GetCostMicroUsd() int64 {
+	if x != nil {
+		return x.CostMicroUsd
+	}
+	return 0
+}
+
+// UsageBudget is the caller's monthly budget and what this month has spent.
+type UsageBudget struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The UTC month (YYYY-MM).
+	Month string `protobuf:"bytes,1,opt,name=month,proto3" json:"month,omitempty"`
+	// Tokens (input plus output) spent this month.
+	Tokens int64 `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Cost spent this month, in millionths of a US dollar.
+	CostMicroUsd int64 `protobuf:"varint,3,opt,name=cost_micro_usd,json=costMicroUsd,proto3" json:"cost_micro_usd,omitempty"`
+	// The monthly token budget (-usage-budget-tokens); 0: none.
+	TokenBudget int64 `protobuf:"varint,4,opt,name=token_budget,json=tokenBudget,proto3" json:"token_budget,omitempty"`
+	// The monthly cost budget (-usage-budget-cost-usd) in millionths of a US
+	// dollar; 0: none.
+	CostBudgetMicroUsd int64 `protobuf:"varint,5,opt,name=cost_budget_micro_usd,json=costBudgetMicroUsd,proto3" json:"cost_budget_micro_usd,omitempty"`
+	// The UTC day the budgets reset (YYYY-MM-DD): the next month's first.
+	Resets        string `protobuf:"bytes,6,opt,name=resets,proto3" json:"resets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageBudget) Reset() {
+	*x = UsageBudget{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageBudget) ProtoMessage() {}
+
+func (x *UsageBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageBudget.ProtoReflect.Descriptor instead.
+func (*UsageBudget) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
+}
+
+func (x *UsageBudget) GetMonth() string {
+	if x != nil {
+		return x.Month
+	}
+	return ""
+}
+
+func (x *UsageBudget) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *UsageBudget) GetCostMicroUsd() int64 {
+	if x != nil {
+		return x.CostMicroUsd
+	}
+	return 0
+}
+
+func (x *UsageBudget) GetTokenBudget() int64 {
+	if x != nil {
+		return x.TokenBudget
+	}
+	return 0
+}
+
+func (x *UsageBudget) GetCostBudgetMicroUsd() int64 {
+	if x != nil {
+		return x.CostBudgetMicroUsd
+	}
+	return 0
+}
+
+func (x *UsageBudget) GetResets() string {
+	if x != nil {
+		return x.Resets
+	}
+	return ""
+}
+
+// GetUsageResponse is the usage of the days asked for.
+type GetUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first day, as given or defaulted.
+	From string `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	// The last day, as given or defaulted.
+	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// One row per day, user, agent and model with calls, sorted so.
+	Rows []*UsageRow `protobuf:"bytes,3,rep,name=rows,proto3" json:"rows,omitempty"`
+	// The caller's own month so far and budgets.
+	Budget        *UsageBudget `protobuf:"bytes,4,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUsageResponse) Reset() {
+	*x = GetUsageResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUsageResponse) ProtoMessage() {}
+
+func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
+func (*GetUsageResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
+}
+
+func (x *GetUsageResponse) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GetUsageResponse) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *GetUsageResponse) GetRows() []*UsageRow {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *GetUsageResponse) GetBudget() *UsageBudget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
 var File_wick_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_wick_agent_v1_agent_proto_rawDesc = "" +
@@ -9190,12 +9541,14 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\b_headingB\t\n" +
 	"\a_sourceB\a\n" +
-	"\x05_text\"\x80\x01\n" +
+	"\x05_text\"\xbe\x01\n" +
 	"\tUsageData\x12&\n" +
 	"\finput_tokens\x18\x01 \x01(\x05H\x00R\vinputTokens\x88\x01\x01\x12(\n" +
-	"\routput_tokens\x18\x02 \x01(\x05H\x01R\foutputTokens\x88\x01\x01B\x0f\n" +
+	"\routput_tokens\x18\x02 \x01(\x05H\x01R\foutputTokens\x88\x01\x01\x12)\n" +
+	"\x0ecost_micro_usd\x18\x03 \x01(\x05H\x02R\fcostMicroUsd\x88\x01\x01B\x0f\n" +
 	"\r_input_tokensB\x10\n" +
-	"\x0e_output_tokens\"\x8c\x02\n" +
+	"\x0e_output_tokensB\x11\n" +
+	"\x0f_cost_micro_usd\"\x8c\x02\n" +
 	"\x11SubagentStartData\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\x02R\x04name\x12\x1a\n" +
 	"\x06run_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x05runId\x12 \n" +
@@ -9266,7 +9619,32 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04code\x18\x02 \x01(\tB\x03\xe0A\x02R\x04code\x12$\n" +
 	"\vstop_reason\x18\x03 \x01(\tH\x00R\n" +
 	"stopReason\x88\x01\x01B\x0e\n" +
-	"\f_stop_reason2\xb3%\n" +
+	"\f_stop_reason\"G\n" +
+	"\x0fGetUsageRequest\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\"\x8d\x02\n" +
+	"\bUsageRow\x12\x15\n" +
+	"\x03day\x18\x01 \x01(\tB\x03\xe0A\x02R\x03day\x12\x17\n" +
+	"\x04user\x18\x02 \x01(\tB\x03\xe0A\x02R\x04user\x12\x1e\n" +
+	"\bagent_id\x18\x03 \x01(\tB\x03\xe0A\x02R\aagentId\x12\x19\n" +
+	"\x05model\x18\x04 \x01(\tB\x03\xe0A\x02R\x05model\x12\x19\n" +
+	"\x05calls\x18\x05 \x01(\x03B\x03\xe0A\x02R\x05calls\x12&\n" +
+	"\finput_tokens\x18\x06 \x01(\x03B\x03\xe0A\x02R\vinputTokens\x12(\n" +
+	"\routput_tokens\x18\a \x01(\x03B\x03\xe0A\x02R\foutputTokens\x12)\n" +
+	"\x0ecost_micro_usd\x18\b \x01(\x03B\x03\xe0A\x02R\fcostMicroUsd\"\xed\x01\n" +
+	"\vUsageBudget\x12\x19\n" +
+	"\x05month\x18\x01 \x01(\tB\x03\xe0A\x02R\x05month\x12\x1b\n" +
+	"\x06tokens\x18\x02 \x01(\x03B\x03\xe0A\x02R\x06tokens\x12)\n" +
+	"\x0ecost_micro_usd\x18\x03 \x01(\x03B\x03\xe0A\x02R\fcostMicroUsd\x12&\n" +
+	"\ftoken_budget\x18\x04 \x01(\x03B\x03\xe0A\x02R\vtokenBudget\x126\n" +
+	"\x15cost_budget_micro_usd\x18\x05 \x01(\x03B\x03\xe0A\x02R\x12costBudgetMicroUsd\x12\x1b\n" +
+	"\x06resets\x18\x06 \x01(\tB\x03\xe0A\x02R\x06resets\"\xa6\x01\n" +
+	"\x10GetUsageResponse\x12\x17\n" +
+	"\x04from\x18\x01 \x01(\tB\x03\xe0A\x02R\x04from\x12\x13\n" +
+	"\x02to\x18\x02 \x01(\tB\x03\xe0A\x02R\x02to\x12+\n" +
+	"\x04rows\x18\x03 \x03(\v2\x17.wick.agent.v1.UsageRowR\x04rows\x127\n" +
+	"\x06budget\x18\x04 \x01(\v2\x1a.wick.agent.v1.UsageBudgetB\x03\xe0A\x02R\x06budget2\x90&\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -9313,7 +9691,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x0fListThreadTasks\x12%.wick.agent.v1.ListThreadTasksRequest\x1a&.wick.agent.v1.ListThreadTasksResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/threads/{thread_id}/tasks\x12b\n" +
 	"\aGetTask\x12\x1d.wick.agent.v1.GetTaskRequest\x1a\x1e.wick.agent.v1.GetTaskResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/tasks/{task_id}\x12u\n" +
 	"\n" +
-	"CancelTask\x12 .wick.agent.v1.CancelTaskRequest\x1a!.wick.agent.v1.CancelTaskResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/tasks/{task_id}/cancelB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
+	"CancelTask\x12 .wick.agent.v1.CancelTaskRequest\x1a!.wick.agent.v1.CancelTaskResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/tasks/{task_id}/cancel\x12[\n" +
+	"\bGetUsage\x12\x1e.wick.agent.v1.GetUsageRequest\x1a\x1f.wick.agent.v1.GetUsageResponse\"\x0e\x82\xd3\xe4\x93\x02\b\x12\x06/usageB6Z4github.com/wick-agent/wick/gen/wick/agent/v1;agentv1b\x06proto3"
 
 var (
 	file_wick_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -9327,7 +9706,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 137)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 141)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -9455,39 +9834,43 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*TaskSubagent)(nil),                // 123: wick.agent.v1.TaskSubagent
 	(*DoneData)(nil),                    // 124: wick.agent.v1.DoneData
 	(*ErrorData)(nil),                   // 125: wick.agent.v1.ErrorData
-	nil,                                 // 126: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 127: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 128: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 129: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 130: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 131: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 132: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 133: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 134: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 135: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 136: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 137: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 138: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 139: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 140: google.protobuf.Duration
+	(*GetUsageRequest)(nil),             // 126: wick.agent.v1.GetUsageRequest
+	(*UsageRow)(nil),                    // 127: wick.agent.v1.UsageRow
+	(*UsageBudget)(nil),                 // 128: wick.agent.v1.UsageBudget
+	(*GetUsageResponse)(nil),            // 129: wick.agent.v1.GetUsageResponse
+	nil,                                 // 130: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 131: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 132: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 133: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 134: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 135: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 136: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 137: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 138: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 139: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 140: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 141: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 142: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 143: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 144: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	137, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	141, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	126, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	138, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	139, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	130, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	142, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	143, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
 	108, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
-	139, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	138, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	140, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	139, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	143, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	142, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	144, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	143, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	127, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	131, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	98,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
 	107, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
 	106, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
@@ -9504,58 +9887,58 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 29: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 30: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 31: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	128, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	132, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	28,  // 33: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	31,  // 34: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	41,  // 35: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	44,  // 36: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	45,  // 37: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	45,  // 38: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	137, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	140, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	129, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	141, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	144, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	133, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	47,  // 42: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 43: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 44: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	54,  // 45: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	55,  // 46: wick.agent.v1.ListAvailableSkillsResponse.problems:type_name -> wick.agent.v1.SkillProblem
 	6,   // 47: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	138, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	142, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	60,  // 49: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 50: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
 	1,   // 51: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	138, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	142, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
 	67,  // 53: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
 	67,  // 54: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	137, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	141, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
 	72,  // 56: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
 	67,  // 57: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
 	5,   // 58: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	138, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	130, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	138, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	131, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	142, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	134, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	142, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	135, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
 	77,  // 63: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
 	77,  // 64: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
 	77,  // 65: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	132, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	136, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
 	78,  // 67: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
 	78,  // 68: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	133, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	137, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
 	79,  // 70: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
 	67,  // 71: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
 	67,  // 72: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	139, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	140, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	138, // 75: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	138, // 76: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	143, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	144, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	142, // 75: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	142, // 76: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	99,  // 77: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
 	99,  // 78: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
 	99,  // 79: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	134, // 80: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	135, // 81: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	136, // 82: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	140, // 83: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	138, // 80: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	139, // 81: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	140, // 82: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	144, // 83: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
 	109, // 84: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
 	110, // 85: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
 	110, // 86: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
@@ -9573,98 +9956,102 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	122, // 98: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
 	124, // 99: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
 	125, // 100: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	137, // 101: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	141, // 101: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
 	3,   // 102: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
 	1,   // 103: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
 	116, // 104: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
 	120, // 105: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
 	108, // 106: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
 	123, // 107: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	10,  // 108: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 109: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 110: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 111: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
-	18,  // 112: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	20,  // 113: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	22,  // 114: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	24,  // 115: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	26,  // 116: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	29,  // 117: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	32,  // 118: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	34,  // 119: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	36,  // 120: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	38,  // 121: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	40,  // 122: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	43,  // 123: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	48,  // 124: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	50,  // 125: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	52,  // 126: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	56,  // 127: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	58,  // 128: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	61,  // 129: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	63,  // 130: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	65,  // 131: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	68,  // 132: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	70,  // 133: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	73,  // 134: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	75,  // 135: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	80,  // 136: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	82,  // 137: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	84,  // 138: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	86,  // 139: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	88,  // 140: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	90,  // 141: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	92,  // 142: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	94,  // 143: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	96,  // 144: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	100, // 145: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	102, // 146: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	104, // 147: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	11,  // 148: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 149: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 150: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 151: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
-	19,  // 152: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	21,  // 153: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	23,  // 154: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	25,  // 155: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	27,  // 156: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	30,  // 157: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	33,  // 158: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	35,  // 159: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	37,  // 160: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	39,  // 161: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	42,  // 162: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	46,  // 163: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	49,  // 164: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	51,  // 165: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	53,  // 166: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	57,  // 167: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	59,  // 168: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	62,  // 169: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	64,  // 170: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	66,  // 171: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	69,  // 172: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	71,  // 173: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	74,  // 174: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	76,  // 175: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	81,  // 176: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	83,  // 177: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	85,  // 178: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	87,  // 179: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	89,  // 180: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	91,  // 181: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	93,  // 182: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	95,  // 183: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	97,  // 184: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	101, // 185: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	103, // 186: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	105, // 187: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	148, // [148:188] is the sub-list for method output_type
-	108, // [108:148] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	127, // 108: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
+	128, // 109: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
+	10,  // 110: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 111: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 112: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 113: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 114: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 115: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 116: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 117: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 118: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 119: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 120: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 121: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 122: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 123: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 124: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 125: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 126: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 127: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 128: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	56,  // 129: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	58,  // 130: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	61,  // 131: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	63,  // 132: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	65,  // 133: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	68,  // 134: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	70,  // 135: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	73,  // 136: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	75,  // 137: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	80,  // 138: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	82,  // 139: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	84,  // 140: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	86,  // 141: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	88,  // 142: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	90,  // 143: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	92,  // 144: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	94,  // 145: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	96,  // 146: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	100, // 147: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	102, // 148: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	104, // 149: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	126, // 150: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
+	11,  // 151: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 152: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 153: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 154: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 155: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 156: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 157: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 158: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 159: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 160: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 161: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 162: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 163: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 164: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 165: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 166: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 167: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 168: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 169: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	57,  // 170: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	59,  // 171: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	62,  // 172: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	64,  // 173: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	66,  // 174: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	69,  // 175: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	71,  // 176: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	74,  // 177: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	76,  // 178: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	81,  // 179: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	83,  // 180: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	85,  // 181: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	87,  // 182: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	89,  // 183: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	91,  // 184: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	93,  // 185: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	95,  // 186: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	97,  // 187: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	101, // 188: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	103, // 189: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	105, // 190: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	129, // 191: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
+	151, // [151:192] is the sub-list for method output_type
+	110, // [110:151] is the sub-list for method input_type
+	110, // [110:110] is the sub-list for extension type_name
+	110, // [110:110] is the sub-list for extension extendee
+	0,   // [0:110] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -9725,7 +10112,7 @@ func file_wick_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   137,
+			NumMessages:   141,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -59,6 +59,7 @@ const (
 	AgentService_ListThreadTasks_FullMethodName     = "/wick.agent.v1.AgentService/ListThreadTasks"
 	AgentService_GetTask_FullMethodName             = "/wick.agent.v1.AgentService/GetTask"
 	AgentService_CancelTask_FullMethodName          = "/wick.agent.v1.AgentService/CancelTask"
+	AgentService_GetUsage_FullMethodName            = "/wick.agent.v1.AgentService/GetUsage"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -180,6 +181,11 @@ type AgentServiceClient interface {
 	// status is "cancelled" at once and the replica running it stops it. A
 	// finished task is returned unchanged.
 	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
+	// GetUsage returns the tokens and cost of the caller's model calls by UTC
+	// day, agent and model, with this month's total and the monthly budgets.
+	// With all, an operator (-operator-users) sees every user's;
+	// anyone else is PermissionDenied.
+	GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error)
 }
 
 type agentServiceClient struct {
@@ -632,6 +638,16 @@ func (c *agentServiceClient) CancelTask(ctx context.Context, in *CancelTaskReque
 	return out, nil
 }
 
+func (c *agentServiceClient) GetUsage(ctx context.Context, in *GetUsageRequest, opts ...grpc.CallOption) (*GetUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetUsageResponse)
+	err := c.cc.Invoke(ctx, AgentService_GetUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -751,6 +767,11 @@ type AgentServiceServer interface {
 	// status is "cancelled" at once and the replica running it stops it. A
 	// finished task is returned unchanged.
 	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
+	// GetUsage returns the tokens and cost of the caller's model calls by UTC
+	// day, agent and model, with this month's total and the monthly budgets.
+	// With all, an operator (-operator-users) sees every user's;
+	// anyone else is PermissionDenied.
+	GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -880,6 +901,9 @@ func (UnimplementedAgentServiceServer) GetTask(context.Context, *GetTaskRequest)
 }
 func (UnimplementedAgentServiceServer) CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelTask not implemented")
+}
+func (UnimplementedAgentServiceServer) GetUsage(context.Context, *GetUsageRequest) (*GetUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUsage not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -1572,6 +1596,24 @@ func _AgentService_CancelTask_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_GetUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).GetUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_GetUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).GetUsage(ctx, req.(*GetUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1714,6 +1756,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelTask",
 			Handler:    _AgentService_CancelTask_Handler,
+		},
+		{
+			MethodName: "GetUsage",
+			Handler:    _AgentService_GetUsage_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

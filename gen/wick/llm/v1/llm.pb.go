@@ -352,7 +352,10 @@ type Usage struct {
 	// input_tokens is the number of prompt tokens.
 	InputTokens int64 `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
 	// output_tokens is the number of completion tokens.
-	OutputTokens  int64 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	OutputTokens int64 `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	// cost_micro_usd is what the call cost in millionths of a US dollar, by the
+	// price the models file gives the model that answered; 0 when it gives none.
+	CostMicroUsd  int64 `protobuf:"varint,3,opt,name=cost_micro_usd,json=costMicroUsd,proto3" json:"cost_micro_usd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -397,6 +400,13 @@ func (x *Usage) GetInputTokens() int64 {
 func (x *Usage) GetOutputTokens() int64 {
 	if x != nil {
 		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCostMicroUsd() int64 {
+	if x != nil {
+		return x.CostMicroUsd
 	}
 	return 0
 }
@@ -1286,10 +1296,11 @@ const file_wick_llm_v1_llm_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x127\n" +
 	"\n" +
 	"parameters\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
-	"parameters\"O\n" +
+	"parameters\"u\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
-	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\"\xce\x02\n" +
+	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12$\n" +
+	"\x0ecost_micro_usd\x18\x03 \x01(\x03R\fcostMicroUsd\"\xce\x02\n" +
 	"\vCallRequest\x12.\n" +
 	"\x06models\x18\x01 \x03(\v2\x16.wick.llm.v1.ModelSpecR\x06models\x120\n" +
 	"\bmessages\x18\x02 \x03(\v2\x14.wick.llm.v1.MessageR\bmessages\x12-\n" +

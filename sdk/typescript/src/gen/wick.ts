@@ -692,6 +692,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * GetUsage returns the tokens and cost of the caller's model calls by UTC
+         *     day, agent and model, with this month's total and the monthly budgets.
+         *     With all, an operator (-operator-users) sees every user's;
+         *     anyone else is PermissionDenied.
+         */
+        get: operations["AgentService_GetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -2248,6 +2270,17 @@ export interface components {
             /** @description thread is the state. */
             thread?: components["schemas"]["wick.agent.v1.AgentState"];
         };
+        /** @description GetUsageResponse is the usage of the days asked for. */
+        "wick.agent.v1.GetUsageResponse": {
+            /** @description The caller's own month so far and budgets. */
+            budget: components["schemas"]["wick.agent.v1.UsageBudget"];
+            /** @description The first day, as given or defaulted. */
+            from: string;
+            /** @description One row per day, user, agent and model with calls, sorted so. */
+            rows?: components["schemas"]["wick.agent.v1.UsageRow"][];
+            /** @description The last day, as given or defaulted. */
+            to: string;
+        };
         /** @description HookStatus describes one hook of an agent. */
         "wick.agent.v1.HookStatus": {
             /** @description enabled is whether the hook runs. */
@@ -2973,8 +3006,43 @@ export interface components {
             /** @description path is the file written. */
             path?: string;
         };
+        /** @description UsageBudget is the caller's monthly budget and what this month has spent. */
+        "wick.agent.v1.UsageBudget": {
+            /**
+             * Format: int64
+             * @description The monthly cost budget (-usage-budget-cost-usd) in millionths of a US
+             *     dollar; 0: none.
+             */
+            cost_budget_micro_usd: string;
+            /**
+             * Format: int64
+             * @description Cost spent this month, in millionths of a US dollar.
+             */
+            cost_micro_usd: string;
+            /** @description The UTC month (YYYY-MM). */
+            month: string;
+            /** @description The UTC day the budgets reset (YYYY-MM-DD): the next month's first. */
+            resets: string;
+            /**
+             * Format: int64
+             * @description The monthly token budget (-usage-budget-tokens); 0: none.
+             */
+            token_budget: string;
+            /**
+             * Format: int64
+             * @description Tokens (input plus output) spent this month.
+             */
+            tokens: string;
+        };
         /** @description UsageData is the data of on_usage. */
         "wick.agent.v1.UsageData": {
+            /**
+             * Format: int32
+             * @description What the call cost in millionths of a US dollar, when the LLM gateway's
+             *     models file prices the model that answered (a JSON number, like the
+             *     token counts: one call costs far less than the $2,147 it can hold).
+             */
+            cost_micro_usd?: number;
             /**
              * Format: int32
              * @description Prompt tokens.
@@ -2985,6 +3053,40 @@ export interface components {
              * @description Completion tokens.
              */
             output_tokens?: number;
+        };
+        /** @description UsageRow is what one user's agent spent on one model on one UTC day. */
+        "wick.agent.v1.UsageRow": {
+            /**
+             * @description The agent that made them; "external" for an agent outside Wick calling
+             *     the LLM gateway's HTTP APIs without a sandbox's agent.
+             */
+            agent_id: string;
+            /**
+             * Format: int64
+             * @description Model calls (or embedding batches).
+             */
+            calls: string;
+            /**
+             * Format: int64
+             * @description Cost in millionths of a US dollar, of the calls to priced models.
+             */
+            cost_micro_usd: string;
+            /** @description The UTC day (YYYY-MM-DD). */
+            day: string;
+            /**
+             * Format: int64
+             * @description Prompt tokens.
+             */
+            input_tokens: string;
+            /** @description The model that answered (the LLM gateway's name for it). */
+            model: string;
+            /**
+             * Format: int64
+             * @description Completion tokens.
+             */
+            output_tokens: string;
+            /** @description The user who made the calls. */
+            user: string;
         };
         /** @description WriteFileResponse reports a write. */
         "wick.agent.v1.WriteFileResponse": {
@@ -4338,6 +4440,38 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    AgentService_GetUsage: {
+        parameters: {
+            query?: {
+                /** @description The first UTC day (YYYY-MM-DD); empty: the first day of this month. */
+                from?: string;
+                /**
+                 * @description The last UTC day (YYYY-MM-DD), included; empty: today. At most 366 days
+                 *     from from.
+                 */
+                to?: string;
+                /** @description Every user's usage instead of the caller's; operators only. */
+                all?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description GetUsageResponse is the usage of the days asked for. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.GetUsageResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
     OpenAI_CreateChatCompletion: {
         parameters: {
             query?: never;
@@ -4354,6 +4488,8 @@ export interface operations {
             /** @description The completion, or its stream when stream is true. */
             200: {
                 headers: {
+                    /** @description What the call cost in millionths of a US dollar, when the models file prices the model that answered (a trailer of a stream). */
+                    "x-wick-cost-micro-usd"?: number;
                     /** @description Prompt tokens the call used (a trailer of a stream). */
                     "x-wick-input-tokens"?: number;
                     /** @description Completion tokens the call used (a trailer of a stream). */
@@ -4399,6 +4535,8 @@ export interface operations {
             /** @description The message, or its stream when stream is true. */
             200: {
                 headers: {
+                    /** @description What the call cost in millionths of a US dollar, when the models file prices the model that answered (a trailer of a stream). */
+                    "x-wick-cost-micro-usd"?: number;
                     /** @description Prompt tokens the call used (a trailer of a stream). */
                     "x-wick-input-tokens"?: number;
                     /** @description Completion tokens the call used (a trailer of a stream). */
@@ -4504,6 +4642,8 @@ export interface operations {
             /** @description The response, or its stream when stream is true. */
             200: {
                 headers: {
+                    /** @description What the call cost in millionths of a US dollar, when the models file prices the model that answered (a trailer of a stream). */
+                    "x-wick-cost-micro-usd"?: number;
                     /** @description Prompt tokens the call used (a trailer of a stream). */
                     "x-wick-input-tokens"?: number;
                     /** @description Completion tokens the call used (a trailer of a stream). */

@@ -56,6 +56,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       ...["-tokens", Object.entries(TOKENS).map(([user, token]) => `${token}:${user}`).join(",")],
       ...["-knowledge-orgs", Object.keys(TOKENS).map((user) => `${user}=${ORG}`).join(",")],
       ...["-script-dir", scriptDir, "-model", "script:tools", "-agents-file", agentsFile],
+      ...["-operator-users", "bob"],
       ...["-log-level", "warn"],
     ];
     // Only what a process needs: WICK_* variables (and provider keys) of

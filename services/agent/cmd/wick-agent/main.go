@@ -36,6 +36,7 @@ func main() {
 		limits                                                                                         = agent.DefaultLimits()
 		kb                                                                                             = agent.DefaultKnowledgeConfig()
 		web                                                                                            = agent.DefaultWebConfig()
+		usageCfg                                                                                       agent.UsageConfig
 	)
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&llmAddr, "llm-addr", "127.0.0.1:7003", "LLM gateway gRPC address: "+dial.TargetHelp)
@@ -63,6 +64,7 @@ func main() {
 		limits.RegisterFlags(fs)
 		kb.RegisterFlags(fs)
 		web.RegisterFlags(fs)
+		usageCfg.RegisterFlags(fs)
 	}
 	app.Main("wick-agent", "127.0.0.1:7001", define, func(ctx context.Context, env app.Env) error {
 		allow, err := netguard.ParsePrefixes(toolAllow)
@@ -98,7 +100,7 @@ func main() {
 			agent.WithDefaultImage(defaultImage), agent.WithMaxTransferBytes(maxTransfer),
 			agent.WithToolNetworkAllow(allow...), agent.WithLimits(limits), agent.WithMetrics(env.Metrics),
 			agent.WithQuestionTimeout(questionTimeout), agent.WithSubagents(subagentDepth, subagentTimeout), agent.WithTaskLease(taskLease),
-			agent.WithSecretsDir(secretsDir), agent.WithSecretGrantsFile(grantsFile),
+			agent.WithSecretsDir(secretsDir), agent.WithSecretGrantsFile(grantsFile), agent.WithUsage(usageCfg),
 		}, kbOpts...)
 		opts = append(opts, web.Options()...)
 		if agentsFile != "" {

@@ -24,13 +24,21 @@ type Client struct {
 	api     llmv1.LLMServiceClient
 	models  []*llmv1.ModelSpec
 	timeout time.Duration
+	onUsage UsageFunc
 }
+
+// UsageFunc receives the usage of each call that reported some, with the
+// provider and model that answered.
+type UsageFunc func(ctx context.Context, provider, model string, u llm.Usage)
 
 // Option configures a Client.
 type Option func(*Client)
 
 // WithTimeout bounds each model call at the gateway (zero: the gateway's default).
 func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithUsage calls f after each call that reported usage.
+func WithUsage(f UsageFunc) Option { return func(c *Client) { c.onUsage = f } }
 
 // New returns a client of api for models.
 func New(api llmv1.LLMServiceClient, models []*llmv1.ModelSpec, opts ...Option) *Client {
@@ -76,10 +84,12 @@ func (c *Client) Call(ctx context.Context, req llm.Request) (*llm.Result, error)
 	if err != nil {
 		return nil, fmt.Errorf("llm call: %w", err)
 	}
-	return &llm.Result{
+	res := &llm.Result{
 		Content: resp.GetContent(), ToolCalls: llmpb.ToolCallsFromProto(resp.GetToolCalls()),
 		FinishReason: resp.GetFinishReason(), Usage: llmpb.UsageFromProto(resp.GetUsage()),
-	}, nil
+	}
+	c.used(ctx, resp.GetProvider(), resp.GetModel(), res.Usage)
+	return res, nil
 }
 
 // Stream implements llm.Provider: text deltas go to emit as they come;
@@ -98,6 +108,7 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (ll
 	}
 	var res llm.Result
 	var content strings.Builder
+	var provider, model string
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -105,6 +116,9 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (ll
 		}
 		if err != nil {
 			return llm.Result{}, streamError(err)
+		}
+		if m := resp.GetModel(); m != "" {
+			provider, model = resp.GetProvider(), m
 		}
 		if d := resp.GetDelta(); d != "" {
 			content.WriteString(d)
@@ -123,7 +137,15 @@ func (c *Client) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (ll
 		}
 	}
 	res.Content = content.String()
+	c.used(ctx, provider, model, res.Usage)
 	return res, nil
+}
+
+// used reports a call's usage, when it has some, to the UsageFunc.
+func (c *Client) used(ctx context.Context, provider, model string, u llm.Usage) {
+	if c.onUsage != nil && u != (llm.Usage{}) {
+		c.onUsage(ctx, provider, model, u)
+	}
 }
 
 // streamError wraps a failed call. Unavailable (the gateway was killed or

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -477,9 +478,11 @@ func (r *run) callModel(ctx context.Context, msgs []llm.Message) (*llm.Result, e
 			}
 		}
 		if resp.Usage != (llm.Usage{}) {
-			r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnUsage{OnUsage: &agentv1.UsageData{
-				InputTokens: proto.Int32(int32(resp.Usage.InputTokens)), OutputTokens: proto.Int32(int32(resp.Usage.OutputTokens)),
-			}}}})
+			u := &agentv1.UsageData{InputTokens: proto.Int32(int32(resp.Usage.InputTokens)), OutputTokens: proto.Int32(int32(resp.Usage.OutputTokens))}
+			if resp.Usage.CostMicroUSD > 0 {
+				u.CostMicroUsd = proto.Int32(int32(min(resp.Usage.CostMicroUSD, math.MaxInt32)))
+			}
+			r.emit(StreamEvent{ThreadID: r.state.ThreadID, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnUsage{OnUsage: u}}})
 		}
 		return resp, nil
 	case <-ctx.Done():

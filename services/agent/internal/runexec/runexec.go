@@ -81,9 +81,9 @@ type ToolDefs interface {
 	GetTool(ctx context.Context, user, name string) (*tools.HTTPToolDef, error)
 }
 
-// ModelFactory returns the model client of one run, for the agent's
-// resolved model specs (empty: the gateway's default).
-type ModelFactory func(specs []*llmv1.ModelSpec) Model
+// ModelFactory returns the model client of one run of user's agent, for the
+// agent's resolved model specs (empty: the gateway's default).
+type ModelFactory func(user, agentID string, specs []*llmv1.ModelSpec) Model
 
 // Model is what a run asks of its model: the loop streams from it, the
 // summarization hook calls it.
@@ -171,6 +171,8 @@ type config struct {
 	merge bool
 	// meterProvider gets the executor's instruments (nil: the global one).
 	meterProvider metric.MeterProvider
+	// budget, when set, may refuse a user's new run.
+	budget func(ctx context.Context, user string) error
 }
 
 // Limits bound what one user's runs hold; a zero Limit does not bound.
@@ -265,6 +267,13 @@ func WithMerging(on bool) Option { return func(c *config) { c.merge = on } }
 // once (acp.Pool); 0 (the default) stops it gracefully after every run.
 func WithACPKeepIdle(idle time.Duration, size int) Option {
 	return func(c *config) { c.acpKeepIdle, c.acpKeepSize = idle, size }
+}
+
+// WithBudget has check refuse a user's new run (a new message, a
+// continuation, a follow-up) before it takes its thread; sub-agents and
+// the model calls of runs going are not checked.
+func WithBudget(check func(ctx context.Context, user string) error) Option {
+	return func(c *config) { c.budget = check }
 }
 
 // WithLimits bounds what each user's runs hold.

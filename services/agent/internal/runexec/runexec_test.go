@@ -72,7 +72,7 @@ func newExecutor(t *testing.T, model *llmtest.Script, ts *threads.MemoryStore, s
 	exec, err := runexec.New(runexec.Deps{
 		Threads: ts, Locker: ts, Runs: store, Log: log, Quota: quota.NewMemory(),
 		Agents: registry.New(agents(), agentStore), Tools: agentStore,
-		Models:    func([]*llmv1.ModelSpec) runexec.Model { return model },
+		Models:    func(string, string, []*llmv1.ModelSpec) runexec.Model { return model },
 		Sandboxes: func(string, *loop.BackendCfg) wickfs.FileSystem { return nil },
 	}, append([]runexec.Option{runexec.WithPollInterval(20 * time.Millisecond), runexec.WithJoinBlock(50 * time.Millisecond)}, opts...)...)
 	if err != nil {

@@ -59,7 +59,7 @@ func TestRunChecksSecretReferences(t *testing.T) {
 	exec, err := runexec.New(runexec.Deps{
 		Threads: ts, Locker: ts, Runs: rm, Log: rm, Quota: quota.NewMemory(),
 		Agents: registry.New(templates, agentStore), Tools: agentStore, MCP: rec,
-		Models:    func([]*llmv1.ModelSpec) runexec.Model { return model },
+		Models:    func(string, string, []*llmv1.ModelSpec) runexec.Model { return model },
 		Sandboxes: func(string, *loop.BackendCfg) wickfs.FileSystem { return nil },
 	}, runexec.WithSecrets(secrets.NewDir(dir)))
 	if err != nil {

@@ -61,6 +61,11 @@ func (e *Executor) begin(ctx context.Context, user string, req Request, from *ru
 	if err != nil {
 		return nil, err
 	}
+	if e.cfg.budget != nil {
+		if err := e.cfg.budget(ctx, user); err != nil {
+			return nil, err
+		}
+	}
 	lease, err := e.lockThread(ctx, user, req)
 	if err != nil {
 		return nil, err
@@ -273,7 +278,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 	if err != nil {
 		return nil, fmt.Errorf("%w: model: %w", registry.ErrInvalid, err)
 	}
-	model := e.models(specs)
+	model := e.models(user, entry.ID, specs)
 	var fs wickfs.FileSystem
 	if cfg.Backend != nil {
 		fs = e.sandboxes(entry.ID, cfg.SandboxBackend())

@@ -62,6 +62,15 @@ type Turn struct {
 	ToolCalls    []ToolCall `json:"tool_calls"`
 	FinishReason string     `json:"finish_reason"`
 	Error        *TurnError `json:"error"`
+	// Usage replaces the estimated token counts of the turn, so that a test
+	// of accounting (usage, cost, budgets) knows them exactly.
+	Usage *TurnUsage `json:"usage"`
+}
+
+// TurnUsage is the token counts a turn reports.
+type TurnUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 // ToolCall is one call of a turn.
@@ -132,6 +141,9 @@ func Parse(data []byte) (*Script, error) {
 	for i, t := range s.Turns {
 		if t.Text == "" && len(t.ToolCalls) == 0 && t.Error == nil {
 			return nil, fmt.Errorf("script: turn %d has no text, tool_calls or error", i)
+		}
+		if u := t.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0) {
+			return nil, fmt.Errorf("script: turn %d: usage counts must not be negative", i)
 		}
 		for j, tc := range t.ToolCalls {
 			if tc.Name == "" {
@@ -254,6 +266,9 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (
 		if len(turn.ToolCalls) > 0 {
 			finish = llm.FinishToolCalls
 		}
+	}
+	if u := turn.Usage; u != nil {
+		in, out = u.InputTokens, u.OutputTokens
 	}
 	return acc.Result(finish, llm.Usage{InputTokens: in, OutputTokens: out}), nil
 }
