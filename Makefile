@@ -14,7 +14,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count=1 -timeout 30m
 BIN := $(CURDIR)/bin
 
-.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts test-ui bench bench-ui build ui images image-runtime image-claude-code run clean
+.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts test-clients test-ui bench bench-ui build ui images image-runtime image-claude-code run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
@@ -63,12 +63,18 @@ test-deps: ## install and start what the tests need (Docker engine, redis-server
 test: test-deps ## run every test (Go with the race detector, the TypeScript SDK, then the UI), against real dependencies
 	go test $(GOTEST_FLAGS) $(PKGS)
 	$(MAKE) test-ts
+	$(MAKE) test-clients
 	$(MAKE) test-ui
 
 # The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
 # and starts it on free ports.
 test-ts: ## build and test the TypeScript SDK (sdk/typescript) against the real suite
 	cd sdk/typescript && npm ci && npm run build && npm test
+
+# Third-party clients (LangGraph SDK, AI SDK, AG-UI, A2A, MCP, OpenAI),
+# pinned by e2e/clients/package-lock.json, against the real suite.
+test-clients: ## test the protocol adapters with the ecosystem's own clients (e2e/clients) against the real suite
+	cd e2e/clients && npm ci && npm test
 
 # The UI's unit tests (jsdom), then its browser tests: Debian's Chromium
 # (CHROMIUM_PATH, default /usr/bin/chromium; never downloaded) against the
