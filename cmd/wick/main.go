@@ -27,6 +27,7 @@ import (
 	"github.com/wick-agent/wick/platform/config"
 	"github.com/wick-agent/wick/platform/diag"
 	"github.com/wick-agent/wick/platform/logging"
+	"github.com/wick-agent/wick/platform/redisconn"
 	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/gateway"
@@ -270,7 +271,7 @@ func printReady(out io.Writer, cfg suite.Config, knowledgeDir string, s *suite.S
 	fmt.Fprintf(out, "  sandbox    %s\n", s.Backend)
 	store := "in memory"
 	if cfg.RedisAddr != "" {
-		store = "Redis at " + agent.ShownRedis(cfg.RedisAddr)
+		store = "Redis at " + redisconn.ShownRedis(cfg.RedisAddr)
 	}
 	fmt.Fprintf(out, "  state      %s\n", store)
 	switch {

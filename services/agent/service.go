@@ -24,6 +24,7 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/redisconn"
 	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/agent/internal/acp"
 	"github.com/wick-agent/wick/services/agent/internal/budget"
@@ -529,7 +530,7 @@ func (s *Service) newExecutor() (*runexec.Executor, error) {
 			bgTools[name] = t
 		}
 	}
-	s.tasks = tasks.NewManager(s.st.Tasks, ReplicaName()+"/"+ids.New("r"), bgTools, s.st.Agents, httpClient,
+	s.tasks = tasks.NewManager(s.st.Tasks, redisconn.ReplicaName()+"/"+ids.New("r"), bgTools, s.st.Agents, httpClient,
 		append([]tasks.Option{tasks.WithLogger(s.logger)}, s.cfg.tasks...)...)
 	native := make(map[string]loop.Tool, len(s.native))
 	for name, t := range s.native {

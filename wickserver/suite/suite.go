@@ -30,6 +30,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/redisconn"
 	"github.com/wick-agent/wick/platform/server"
 	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/platform/tlsconf"
@@ -416,8 +417,8 @@ func (b *starter) openStores() (agent.Stores, error) {
 	if b.cfg.RedisAddr == "" {
 		return agent.MemoryStores(), nil
 	}
-	replica := agent.ReplicaName()
-	rdb, err := agent.OpenRedis(b.ctx, b.cfg.RedisAddr, "wick@"+replica)
+	replica := redisconn.ReplicaName()
+	rdb, err := redisconn.Open(b.ctx, b.cfg.RedisAddr, "wick@"+replica)
 	if err != nil {
 		return agent.Stores{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/dial"
 	"github.com/wick-agent/wick/platform/netguard"
+	"github.com/wick-agent/wick/platform/redisconn"
 	"github.com/wick-agent/wick/services/agent"
 	"github.com/wick-agent/wick/services/agent/internal/placement"
 )
@@ -82,8 +83,8 @@ func main() {
 		stores := agent.MemoryStores()
 		var rdb redis.UniversalClient
 		if redisAddr != "" {
-			replica := agent.ReplicaName()
-			rdb, err = agent.OpenRedis(ctx, redisAddr, "wick-agent@"+replica)
+			replica := redisconn.ReplicaName()
+			rdb, err = redisconn.Open(ctx, redisAddr, "wick-agent@"+replica)
 			if err != nil {
 				return err
 			}

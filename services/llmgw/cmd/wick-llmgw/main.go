@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/wick-agent/wick/platform/app"
+	"github.com/wick-agent/wick/platform/redisconn"
+	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/llmgw"
 )
 
@@ -25,12 +28,13 @@ func main() {
 		debug.SetGCPercent(llmgw.RecommendedGCPercent)
 	}
 	cfg := llmgw.DefaultConfig()
-	var httpAddr, httpToken string
+	var httpAddr, httpToken, usageRedis string
 	var requireUser bool
 	app.Main("wick-llmgw", "127.0.0.1:7003", func(fs *flag.FlagSet) {
 		cfg.RegisterFlags(fs)
 		fs.StringVar(&httpAddr, "http-addr", DefaultHTTPAddr, "address of the HTTP model APIs (/v1/chat/completions, /v1/messages); empty disables it")
 		fs.StringVar(&httpToken, "http-token", "", "bearer token (or x-api-key) the HTTP APIs require (WICK_HTTP_TOKEN); may be empty only when -http-addr is loopback")
+		fs.StringVar(&usageRedis, "usage-redis-addr", "", "Redis of the agent service (its -redis-addr) where the HTTP APIs record each signed user's tokens and cost, so that GET /usage and the budgets count external agents' calls; empty: those calls are not recorded")
 		fs.BoolVar(&requireUser, "http-require-user", false, "refuse HTTP requests without a user identity signed with the identity key (X-Wick-User…), as the gateway's proxy and sandbox model endpoints send")
 	}, func(ctx context.Context, env app.Env) error {
 		if httpAddr != "" {
@@ -38,7 +42,21 @@ func main() {
 				return err
 			}
 		}
-		svc, err := llmgw.New(cfg, llmgw.WithLogger(env.Logger))
+		opts := []llmgw.Option{llmgw.WithLogger(env.Logger)}
+		if usageRedis != "" {
+			rdb, err := redisconn.Open(ctx, usageRedis, "wick-llmgw@"+redisconn.ReplicaName())
+			if err != nil {
+				return fmt.Errorf("-usage-redis-addr: %w", err)
+			}
+			go func() {
+				<-ctx.Done()
+				_ = rdb.Close()
+			}()
+			opts = append(opts, llmgw.WithUsageRecorder(usage.NewRedis(rdb, "")))
+		} else if httpAddr != "" {
+			env.Logger.Warn("no -usage-redis-addr: calls through the HTTP model APIs are not recorded in users' usage")
+		}
+		svc, err := llmgw.New(cfg, opts...)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,6 @@
-package agent
+// Package redisconn opens the Redis that a service's replicas share, from
+// the one address form every binary's -redis-addr takes.
+package redisconn
 
 import (
 	"context"
@@ -13,10 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultRedisPingTimeout bounds OpenRedis's first PING.
-const DefaultRedisPingTimeout = 10 * time.Second
+// DefaultPingTimeout bounds Open's first PING.
+const DefaultPingTimeout = 10 * time.Second
 
-// OpenRedis connects to the Redis the replicas share and checks that it
+// Open connects to the Redis the replicas share and checks that it
 // answers. target is one of
 //
 //	host:port                         one server
@@ -29,12 +31,12 @@ const DefaultRedisPingTimeout = 10 * time.Second
 // connections (CLIENT SETNAME), so CLIENT LIST shows which replica holds
 // which; empty leaves them unnamed. Errors show the target with its password
 // masked.
-func OpenRedis(ctx context.Context, target, name string) (redis.UniversalClient, error) {
+func Open(ctx context.Context, target, name string) (redis.UniversalClient, error) {
 	rdb, shown, err := newRedisClient(target, name)
 	if err != nil {
 		return nil, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, DefaultRedisPingTimeout)
+	pctx, cancel := context.WithTimeout(ctx, DefaultPingTimeout)
 	defer cancel()
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
@@ -43,7 +45,7 @@ func OpenRedis(ctx context.Context, target, name string) (redis.UniversalClient,
 	return rdb, nil
 }
 
-// newRedisClient parses target (see OpenRedis) and returns its client and
+// newRedisClient parses target (see Open) and returns its client and
 // the target as it may be shown, with any password masked.
 func newRedisClient(target, name string) (redis.UniversalClient, string, error) {
 	target = strings.TrimSpace(target)

@@ -1,4 +1,4 @@
-package agent
+package redisconn
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 )
 
-// TestOpenRedis connects to a real redis-server that requires a password,
+// TestOpen connects to a real redis-server that requires a password,
 // in every form -redis-addr takes, and checks that no error shows it.
-func TestOpenRedis(t *testing.T) {
+func TestOpen(t *testing.T) {
 	t.Parallel()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -31,7 +31,7 @@ func TestOpenRedis(t *testing.T) {
 	}
 	for _, tc := range good {
 		t.Run(tc.name, func(t *testing.T) {
-			rdb, err := OpenRedis(ctx, tc.target, "wick-agent@test")
+			rdb, err := Open(ctx, tc.target, "wick-agent@test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func TestOpenRedis(t *testing.T) {
 		})
 	}
 	// The db of the URL is the one used: db 3 has the key, db 0 does not.
-	rdb0, err := OpenRedis(ctx, "redis://:"+pass+"@"+addr+"/0", "")
+	rdb0, err := Open(ctx, "redis://:"+pass+"@"+addr+"/0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,10 @@ func TestOpenRedis(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			rdb, err := OpenRedis(ctx, tc.target, "")
+			rdb, err := Open(ctx, tc.target, "")
 			if err == nil {
 				rdb.Close()
-				t.Fatalf("OpenRedis(%q) succeeded", tc.target)
+				t.Fatalf("Open(%q) succeeded", tc.target)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q, want it to say %q", err, tc.want)
