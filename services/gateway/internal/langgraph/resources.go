@@ -259,7 +259,7 @@ func (h *Handler) createdThread(id string, md map[string]any, at time.Time) thre
 func (h *Handler) loadThread(r *http.Request, id string) (*agentv1.AgentState, memoEntry, error) {
 	e, known := h.memo.get(userOf(r), id)
 	resp, err := h.agent.GetThread(r.Context(), &agentv1.GetThreadRequest{ThreadId: id})
-	if status.Code(err) == codes.NotFound && known && e.created {
+	if status.Code(err) == codes.NotFound && known && (e.created || e.interrupt != "") {
 		return nil, e, nil
 	}
 	if status.Code(err) == codes.InvalidArgument {
