@@ -70,15 +70,15 @@ describe("LangGraph Agent Server API", () => {
         streamMode: ["messages-tuple", "values"],
       }) as AsyncIterable<Part>,
     );
-    expect(parts[0].event).toBe("metadata");
+    expect(parts[0]!.event).toBe("metadata");
     const streamed = [...text(parts).values()].join("");
     const expected = await wickInvoke("default", "hi");
     expect(streamed).toBe(expected);
     const final = lastValues(parts);
     expect(final.map((m) => m.type)).toEqual(["human", "ai"]);
-    expect(final[1].content).toBe(expected);
+    expect(final[1]!.content).toBe(expected);
     // The chunks' message id is the id the state gives the message.
-    expect([...text(parts).keys()]).toEqual([final[1].id]);
+    expect([...text(parts).keys()]).toEqual([final[1]!.id]);
 
     const state = await c.threads.getState<{ messages: Msg[] }>(th.thread_id);
     expect(state.values.messages.at(-1)?.content).toBe(expected);
@@ -115,7 +115,7 @@ describe("LangGraph Agent Server API", () => {
     expect(upd).toBeDefined();
     const [intr] = (upd!.data as { __interrupt__: { id: string; value: { action_requests: { name: string }[] } }[] })
       .__interrupt__;
-    expect(intr.value.action_requests[0].name).toBe("write_file");
+    expect(intr!.value.action_requests[0]!.name).toBe("write_file");
     const t = await c.threads.get(th.thread_id);
     expect(t.status).toBe("interrupted");
 
@@ -127,7 +127,7 @@ describe("LangGraph Agent Server API", () => {
     );
     const final = lastValues(second);
     expect(final.map((m) => m.type)).toEqual(["human", "ai", "tool", "ai"]);
-    expect(final[1].tool_calls?.[0].name).toBe("write_file");
+    expect(final[1]!.tool_calls?.[0]?.name).toBe("write_file");
     expect(final.at(-1)?.content).toBe("The file is written.");
   });
 
@@ -140,9 +140,9 @@ describe("LangGraph Agent Server API", () => {
     const v = first.filter((p) => p.event === "values").at(-1)!.data as {
       __interrupt__: { id: string; value: { question: string; choices: string[] } }[];
     };
-    expect(v.__interrupt__[0].value).toMatchObject({ question: "Which colour?", choices: ["red", "blue"] });
+    expect(v.__interrupt__[0]!.value).toMatchObject({ question: "Which colour?", choices: ["red", "blue"] });
     const out = (await c.runs.wait(th.thread_id, "langgraph-ask", {
-      command: { resume: { [v.__interrupt__[0].id]: "blue" } },
+      command: { resume: { [v.__interrupt__[0]!.id]: "blue" } },
     })) as { messages: Msg[] };
     expect(out.messages.find((m) => m.type === "tool")?.content).toContain("blue");
     expect(out.messages.at(-1)?.content).toBe("Thanks for answering.");
