@@ -235,6 +235,8 @@ func TestOpenAPIRouteCoverage(t *testing.T) {
 			continue // the LLM gateway's API: services/llmgw checks its routes against the document
 		case path == "/":
 			continue // the UI's files (SPA fallback): not an API
+		case path == "/langgraph/":
+			continue // LangGraph's API (docs/protocols.md), checked with its own SDK in e2e/clients
 		case hasMethod:
 			served[route{method, normalRoute(path)}] = true
 			continue
