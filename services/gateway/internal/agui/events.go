@@ -3,6 +3,7 @@ package agui
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -171,6 +172,12 @@ type translator struct {
 	// announced are tool calls whose start the client already has: the
 	// calls a resumed run was suspended on.
 	announced map[string]bool
+	// round is the calls of the current tool round, in the order the model
+	// made them; held are results that ended before an earlier call's. The
+	// thread records a round's results in call order, and so does the
+	// client, which appends them as they come.
+	round []string
+	held  map[string]toolResult
 }
 
 func newTranslator(threadID, runID string) *translator {
@@ -223,6 +230,10 @@ func (t *translator) frames(b []byte, ev *agentv1.StreamEvent) ([]byte, error) {
 		t.closeReasoning(add)
 		t.closeText(add)
 		id := k.OnToolStart.GetToolCallId()
+		if t.afterTools {
+			t.flushResults(add, true)
+		}
+		t.round = append(t.round, id)
 		if t.announced[id] {
 			break
 		}
@@ -232,8 +243,16 @@ func (t *translator) frames(b []byte, ev *agentv1.StreamEvent) ([]byte, error) {
 		t.closeReasoning(add)
 		t.closeText(add)
 		t.afterTools = true
-		add(toolResult{Type: typeToolResult, MessageID: t.newID("tool"), ToolCallID: k.OnToolEnd.GetToolCallId(),
-			Content: toolContent(k.OnToolEnd), Role: "tool"})
+		id := k.OnToolEnd.GetToolCallId()
+		if t.held == nil {
+			t.held = make(map[string]toolResult)
+		}
+		t.held[id] = toolResult{Type: typeToolResult, MessageID: t.newID("tool"), ToolCallID: id, Content: toolContent(k.OnToolEnd), Role: "tool"}
+		if !slices.Contains(t.round, id) {
+			// A result without a start in this stream: nothing to wait for.
+			t.round = append(t.round, id)
+		}
+		t.flushResults(add, false)
 	case *agentv1.RunEventData_OnTodos:
 		next := make([]todo, len(k.OnTodos.GetTodos()))
 		for i, td := range k.OnTodos.GetTodos() {
@@ -347,6 +366,23 @@ func (t *translator) closeReasoning(add func(any)) {
 func (t *translator) closeAll(add func(any)) {
 	t.closeReasoning(add)
 	t.closeText(add)
+	t.flushResults(add, true)
+}
+
+// flushResults sends the held results of the round's first calls, up to
+// the first call still running; all of them with all, when the round is
+// over (a call that never ended has no result to wait for).
+func (t *translator) flushResults(add func(any), all bool) {
+	for len(t.round) > 0 {
+		res, ok := t.held[t.round[0]]
+		if ok {
+			add(res)
+			delete(t.held, t.round[0])
+		} else if !all {
+			return
+		}
+		t.round = t.round[1:]
+	}
 }
 
 // announceCall sends a tool call's start, arguments and end.
