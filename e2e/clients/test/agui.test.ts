@@ -17,7 +17,7 @@ type WickMessage = {
   tool_call_id?: string;
 };
 
-function agent(agentId: string, user: "alice" | "bob" = "alice", threadId = randomUUID()): HttpAgent {
+function agent(agentId: string, user: "alice" | "bob" = "alice", threadId: string = randomUUID()): HttpAgent {
   return new HttpAgent({ url: `${url}/ag-ui/agents/${agentId}`, headers: headers(user), threadId });
 }
 
