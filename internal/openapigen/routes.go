@@ -121,6 +121,7 @@ func addGatewayRoutes(doc object) error {
 		"/metrics":                            {"get": metricsOp()},
 		"/agents/{agent_id}/files/raw/{path}": rawFileItem(),
 		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
+		"/ag-ui/agents/{agent_id}":            {"post": agUIOp()},
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
 		"/v1/messages":                        {"post": messagesOp()},
