@@ -122,6 +122,7 @@ func addGatewayRoutes(doc object) error {
 		"/agents/{agent_id}/files/raw/{path}": rawFileItem(),
 		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
 		"/ag-ui/agents/{agent_id}":            {"post": agUIOp()},
+		"/ai-sdk/agents/{agent_id}/chat":      {"post": aiSDKChatOp()},
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
 		"/v1/messages":                        {"post": messagesOp()},
@@ -148,6 +149,9 @@ func addGatewayRoutes(doc object) error {
 	for name, s := range anthropicSchemas() {
 		components[name] = s
 	}
+	for name, s := range aiSDKSchemas() {
+		components[name] = s
+	}
 	for name, s := range responsesSchemas() {
 		components[name] = s
 	}
@@ -162,6 +166,7 @@ func addGatewayRoutes(doc object) error {
 		object{"name": openAITag, "description": "The LLM gateway's OpenAI-compatible API, proxied at /v1 for " +
 			"authenticated users: any OpenAI SDK can use Wick's models, fallback chains and keys. Present when the " +
 			"gateway is connected to an LLM gateway (always in the single-process suite)."},
+		object{"name": aiSDKTag, "description": "The Vercel AI SDK's chat protocol over Wick's runs (docs/protocols.md)."},
 		object{"name": anthropicTag, "description": "The LLM gateway's Anthropic Messages API, proxied at /v1 for " +
 			"authenticated users (the token as a bearer token or as x-api-key): Anthropic's SDKs and Claude Code can " +
 			"use Wick's models, fallback chains and keys. Present when the gateway is connected to an LLM gateway."},

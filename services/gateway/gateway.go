@@ -26,6 +26,7 @@ import (
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/gateway/internal/agui"
+	"github.com/wick-agent/wick/services/gateway/internal/aisdk"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/files"
 	"github.com/wick-agent/wick/services/gateway/internal/langgraph"
@@ -278,6 +279,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	mux.Handle("/agents/{agent_id}/files/raw/{path...}", authed(files.New(g.agent, cfg.MaxUploadBytes, cfg.UploadChunkBytes, g.log)))
 	mux.Handle("/langgraph/", authed(g.limitBody(http.StripPrefix("/langgraph", langgraph.New(g.agent, langgraph.WithLogger(g.log), langgraph.WithHeartbeat(cfg.Heartbeat))))))
 	mux.Handle("POST /ag-ui/agents/{agent_id}", authed(g.limitBody(agui.New(g.agent, agui.WithLogger(g.log), agui.WithHeartbeat(cfg.Heartbeat)))))
+	mux.Handle("/ai-sdk/agents/{agent_id}/chat", authed(g.limitBody(aisdk.New(g.agent, g.log))))
 	if llm != nil {
 		mux.Handle(llmMount, authed(g.limitBody(withoutClientIdentity(llm))))
 	}
