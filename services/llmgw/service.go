@@ -184,7 +184,7 @@ type accounting struct {
 }
 
 // httpRPCs are the calls of the HTTP APIs, whose usage the gateway records.
-var httpRPCs = map[string]bool{"ChatCompletions": true, "Messages": true, "Responses": true}
+var httpRPCs = map[string]bool{"ChatCompletions": true, "Messages": true, "Responses": true, "Embeddings": true}
 
 // recordUsage records a call of the HTTP APIs that reached a model. A
 // failure to record is logged, not returned: the answer is already out.
