@@ -113,6 +113,9 @@ type reply struct {
 	// open holds the type of each content block started and not yet
 	// stopped: a delta or stop for any other index breaks the protocol.
 	open map[int64]string
+	// started counts the content blocks started: blocks are numbered from 0
+	// in the order they start, so the next one must have this index.
+	started int64
 }
 
 // handle takes one event. Its error ends the stream: the protocol broken,
@@ -146,6 +149,10 @@ func (r *reply) blockStart(i int64, cb anthropic.ContentBlockStartEventContentBl
 	if _, dup := r.open[i]; dup {
 		return protocolError("content_block_start for content block %d, which is already open", i)
 	}
+	if i != r.started {
+		return protocolError("content_block_start for content block %d, but the next block is %d (blocks start in order from 0)", i, r.started)
+	}
+	r.started++
 	r.open[i] = cb.Type
 	switch cb.Type {
 	case "tool_use":
