@@ -357,6 +357,9 @@ type contentPart struct {
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Refusal string `json:"refusal"`
+	// ImageURL is an object {url, detail} in Chat Completions (the
+	// Responses API's input_image has a string here).
+	ImageURL json.RawMessage `json:"image_url"`
 }
 
 // joinContent reads a message's content: a string, null, or an array of
@@ -396,6 +399,24 @@ func contentText(raw json.RawMessage) (string, error) {
 	})
 }
 
+// readImagePart reads an image_url part of message msg; the image is
+// loaded later (loadImages), when the request is otherwise known to be good.
+func readImagePart(p contentPart, msg int) (imageRef, error) {
+	var iu struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(p.ImageURL, &iu); err != nil || iu.URL == "" {
+		return imageRef{}, errors.New("an image_url part needs image_url: {\"url\": …}")
+	}
+	switch iu.Detail {
+	case "", "auto", "low", "high":
+	default:
+		return imageRef{}, fmt.Errorf("image_url.detail %q is not one of auto, low, high", iu.Detail)
+	}
+	return imageRef{msg: msg, url: iu.URL, detail: iu.Detail}, nil
+}
+
 func (cr *chatRequest) toCall() (call, error) {
 	var c call
 	if cr.Model != "" {
@@ -406,6 +427,19 @@ func (cr *chatRequest) toCall() (call, error) {
 	}
 	for i, m := range cr.Messages {
 		text, err := contentText(m.Content)
+		if m.Role == llm.RoleUser {
+			text, err = joinContent(m.Content, func(p contentPart) (string, error) {
+				switch p.Type {
+				case "text":
+					return p.Text, nil
+				case "image_url":
+					ref, err := readImagePart(p, len(c.req.Messages))
+					c.images = append(c.images, ref)
+					return "", err
+				}
+				return "", fmt.Errorf("content part type %q is not supported (text and image_url)", p.Type)
+			})
+		}
 		if err != nil {
 			return c, fmt.Errorf("messages[%d]: %w", i, err)
 		}
@@ -471,6 +505,10 @@ func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.unknownModel(cr.Model) {
 		writeModelNotFound(w, cr.Model)
+		return
+	}
+	if err := s.loadImages(r.Context(), c.req.Messages, c.images); err != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "messages", err.Error())
 		return
 	}
 	model := s.modelName(cr.Model)

@@ -4,6 +4,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,10 @@ func New(hc *http.Client, baseURL, apiKey string, opts ...Option) *Provider {
 	p.svc = anthropic.NewMessageService(ropts...)
 	return p
 }
+
+// AcceptsImages implements llm.ImageAccepter: the Messages API takes
+// base64 image blocks.
+func (p *Provider) AcceptsImages() bool { return true }
 
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
@@ -268,10 +273,18 @@ func (p *Provider) params(req llm.Request) (anthropic.MessageNewParams, error) {
 				params.System = append(params.System, anthropic.TextBlockParam{Text: m.Content})
 			}
 		case llm.RoleUser:
-			if m.Content == "" {
+			var blocks []anthropic.ContentBlockParamUnion
+			// Anthropic recommends images before the text that asks about them.
+			for _, img := range m.Images {
+				blocks = append(blocks, anthropic.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data)))
+			}
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			if len(blocks) == 0 {
 				continue
 			}
-			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
+			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, blocks...)
 		case llm.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" {
