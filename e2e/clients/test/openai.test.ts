@@ -60,15 +60,17 @@ describe("openai SDK: models and embeddings", () => {
     });
     expect(floats.object).toBe("list");
     expect(floats.data.map((d) => d.index)).toEqual([0, 1]);
-    expect(floats.data[0].embedding).toHaveLength(384);
-    const norm = Math.hypot(...floats.data[0].embedding);
+    const first = floats.data[0]!.embedding;
+    expect(first).toHaveLength(384);
+    const norm = Math.hypot(...first);
     expect(norm).toBeCloseTo(1, 5);
     expect(floats.usage).toMatchObject({ prompt_tokens: expect.any(Number), total_tokens: expect.any(Number) });
 
     // The SDK asks for base64 by default and decodes it to numbers.
     const decoded = await client.embeddings.create({ model: "wick-hash-384", input: "hello world" });
-    expect(decoded.data[0].embedding).toHaveLength(384);
-    decoded.data[0].embedding.forEach((x, i) => expect(x).toBeCloseTo(floats.data[0].embedding[i], 6));
+    const again = decoded.data[0]!.embedding;
+    expect(again).toHaveLength(384);
+    again.forEach((x, i) => expect(x).toBeCloseTo(first[i]!, 6));
   });
 
   it("refuses dimensions the model cannot make", async () => {
@@ -85,7 +87,7 @@ describe("openai SDK: image parts", () => {
       model: "script:llmedge-seeing",
       messages: withImage(`data:image/png;base64,${png}`),
     });
-    expect(resp.choices[0].message.content).toBe("I see 1 images.");
+    expect(resp.choices[0]?.message.content).toBe("I see 1 images.");
   });
 
   it("is refused by a text-only scripted model", async () => {
