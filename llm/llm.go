@@ -33,6 +33,36 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // set when Role == "assistant" and the model wants tools
 	ToolCallID string     `json:"tool_call_id,omitempty"` // set when Role == "tool" (matches ToolCall.ID)
 	Name       string     `json:"name,omitempty"`         // tool name when Role == "tool"
+	// Images are pictures a user message shows the model, after its text.
+	// Only providers that accept images take a request that has any.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is a picture, its bytes inline: a URL given by a caller is fetched
+// once, at the edge, so that no provider reaches a destination a user chose.
+type Image struct {
+	// MediaType is image/png, image/jpeg, image/gif or image/webp.
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
+	// Detail is OpenAI's image_url.detail (auto, low, high), passed to the
+	// providers that have it; empty leaves the provider's default.
+	Detail string `json:"detail,omitempty"`
+}
+
+// ImageAccepter is a Provider that can say whether a model takes images. A
+// provider that does not implement it takes none.
+type ImageAccepter interface {
+	AcceptsImages() bool
+}
+
+// HasImages reports whether any message of req carries an image.
+func (req Request) HasImages() bool {
+	for _, m := range req.Messages {
+		if len(m.Images) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolCall is a model's request to run a tool. Like Message, its JSON names

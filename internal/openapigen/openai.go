@@ -15,6 +15,9 @@ const (
 	oaModelList = "openai.ModelList"
 	oaError     = "openai.Error"
 	oaFrame     = "openai.ChatCompletionFrame"
+	oaModel     = "openai.Model"
+	oaEmbedReq  = "openai.EmbeddingsRequest"
+	oaEmbedList = "openai.Embeddings"
 )
 
 // accountingHeaders are what the LLM gateway reports of a call: headers of a
@@ -67,6 +70,40 @@ func modelsOp() object {
 	}
 }
 
+func modelOp() object {
+	return object{
+		"tags":        []any{openAITag},
+		"operationId": "OpenAI_RetrieveModel",
+		"summary":     "Describes one configured model, chat or embedding.",
+		"parameters": []any{object{
+			"name": "id", "in": "path", "required": true, "schema": object{"type": "string"},
+			"description": "The model's id, as GET /v1/models lists it (the offline embedder wick-hash-384 too).",
+		}},
+		"responses": object{
+			"200":     object{"description": "The model.", "content": jsonContent(schemaRef(oaModel))},
+			"404":     object{"description": "No such model: code model_not_found.", "content": jsonContent(schemaRef(oaError))},
+			"default": object{"description": "The LLM gateway failed, in OpenAI's error shape.", "content": jsonContent(schemaRef(oaError))},
+		},
+	}
+}
+
+func embeddingsOp() object {
+	return object{
+		"tags":        []any{openAITag},
+		"operationId": "OpenAI_CreateEmbeddings",
+		"summary":     "Embeds texts with one embedding model (OpenAI's Embeddings API).",
+		"description": "One model, never a fallback chain: vectors of two models do not compare. At most 2048 inputs of " +
+			"at most 65536 bytes each, within the gateway's body limit. Vectors are normalised to unit length.",
+		"requestBody": object{"required": true, "content": jsonContent(schemaRef(oaEmbedReq))},
+		"responses": object{
+			"200":     object{"description": "The vectors, in input order.", "content": jsonContent(schemaRef(oaEmbedList))},
+			"404":     object{"description": "No such model: code model_not_found.", "content": jsonContent(schemaRef(oaError))},
+			"413":     responseRef(errorResponse),
+			"default": object{"description": "The LLM gateway refused or failed the call, in OpenAI's error shape.", "content": jsonContent(schemaRef(oaError))},
+		},
+	}
+}
+
 func openAISchemas() map[string]object {
 	nonNegative := func(desc string) object {
 		o := integer(desc)
@@ -75,12 +112,19 @@ func openAISchemas() map[string]object {
 	}
 	temperature := object{"type": "number", "minimum": 0, "maximum": 2, "description": "Sampling temperature."}
 	textPart := obj("", object{"type": object{"const": "text"}, "text": object{"type": "string"}}, "type", "text")
+	imagePart := obj("An image, on a user message, for a model that accepts images.", object{
+		"type": object{"const": "image_url"},
+		"image_url": obj("", object{
+			"url":    str("A data: URL (base64) or an http(s) URL, which the gateway fetches through its network guard."),
+			"detail": enum("Passed to OpenAI-compatible upstreams.", "auto", "low", "high"),
+		}, "url"),
+	}, "type", "image_url")
 	content := object{
-		"description": "The text: a string, null, or an array of text parts (joined); other parts are refused.",
+		"description": "The content: a string, null, or an array of text parts and (on user messages) image_url parts; other parts are refused.",
 		"oneOf": []any{
 			object{"type": "string"},
 			object{"type": "null"},
-			object{"type": "array", "items": textPart},
+			object{"type": "array", "items": object{"oneOf": []any{textPart, imagePart}}},
 		},
 	}
 	function := obj("", object{
@@ -184,8 +228,37 @@ func openAISchemas() map[string]object {
 			"error": obj("", object{
 				"message": str("What went wrong."),
 				"type":    enum("The kind of error.", "invalid_request_error", "permission_error", "rate_limit_error", "server_error", "invalid_api_key"),
-				"code":    object{"type": "null", "description": "Always null."},
-			}, "message", "type", "code"),
+				"param":   object{"type": []any{"string", "null"}, "description": "The request field at fault, when one is."},
+				"code":    object{"type": []any{"string", "null"}, "description": "model_not_found (404), unknown_url (404), rate_limit_exceeded, or null."},
+			}, "message", "type", "param", "code"),
 		}, "error"),
+		oaModel: obj("A model.", object{
+			"id":       str("The model's id."),
+			"object":   object{"const": "model"},
+			"created":  integer("0."),
+			"owned_by": str("The model's provider."),
+		}, "id", "object", "created", "owned_by"),
+		oaEmbedReq: obj("An Embeddings request. Unknown fields are ignored.", object{
+			"model": str("An embedding model: configured, provider:model, or wick-hash-<dims>; empty uses the gateway's default embedding model."),
+			"input": object{
+				"description": "One text or an array of 1..2048 texts, each non-empty and at most 65536 bytes (token arrays are refused).",
+				"oneOf":       []any{object{"type": "string"}, object{"type": "array", "items": object{"type": "string"}}},
+			},
+			"encoding_format": enum("float (default) or base64 (little-endian float32s).", "float", "base64"),
+			"dimensions":      object{"type": "integer", "minimum": 1, "description": "The vectors' size: sent to OpenAI models; any other model must already make that size, else 400."},
+		}, "input"),
+		oaEmbedList: obj("The vectors.", object{
+			"object": object{"const": "list"},
+			"data": array("One per input, in order.", obj("", object{
+				"object":    object{"const": "embedding"},
+				"index":     integer("The input's position."),
+				"embedding": object{"description": "The vector: numbers, or a base64 string.", "oneOf": []any{object{"type": "array", "items": object{"type": "number"}}, object{"type": "string"}}},
+			}, "object", "index", "embedding")),
+			"model": str("The model requested."),
+			"usage": obj("Tokens the call used (0 for the offline embedder).", object{
+				"prompt_tokens": integer("Input tokens."),
+				"total_tokens":  integer("The same."),
+			}, "prompt_tokens", "total_tokens"),
+		}, "object", "data", "model", "usage"),
 	}
 }

@@ -125,6 +125,8 @@ func addGatewayRoutes(doc object) error {
 		"/ai-sdk/agents/{agent_id}/chat":      {"post": aiSDKChatOp()},
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
+		"/v1/models/{id}":                     {"get": modelOp()},
+		"/v1/embeddings":                      {"post": embeddingsOp()},
 		"/v1/messages":                        {"post": messagesOp()},
 		"/v1/messages/count_tokens":           {"post": countTokensOp()},
 		"/v1/responses":                       {"post": responsesOp()},

@@ -39,6 +39,13 @@ const (
 	DefaultEmbedModel = hashembed.DefaultModel
 	// MaxEmbedTexts bounds one Embed batch (OpenAI's own limit).
 	MaxEmbedTexts = 2048
+	// MaxImageBytes bounds one image of a request, decoded or fetched
+	// (Anthropic's API takes at most 5 MB an image).
+	MaxImageBytes = 5 << 20
+	// MaxImages bounds the images of one request.
+	MaxImages = 20
+	// ImageFetchTimeout bounds fetching one http(s) image URL.
+	ImageFetchTimeout = 10 * time.Second
 	// MaxModelsFileBytes bounds the models file.
 	MaxModelsFileBytes = 1 << 20
 	// RecommendedGCPercent is the GOGC the binary uses unless GOGC is set:
@@ -78,6 +85,9 @@ type Config struct {
 	// link-local …) a request's own base_url may reach; by default it reaches
 	// public addresses only. Base URLs of configured models are not limited.
 	RequestBaseURLAllowNets []netip.Prefix
+	// ImageURLAllowNets are the non-public networks an http(s) image URL of
+	// a request may reach; by default it reaches public addresses only.
+	ImageURLAllowNets []netip.Prefix
 	// ScriptDir holds the script files "script:<name>" may name; empty allows
 	// only script:demo and inline scripts.
 	ScriptDir string
@@ -124,6 +134,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Func("request-base-url-allow-nets", "comma-separated CIDRs that a request's own base_url may reach although not public", func(v string) error {
 		p, err := netguard.ParsePrefixes(v)
 		c.RequestBaseURLAllowNets = append(c.RequestBaseURLAllowNets, p...)
+		return err
+	})
+	fs.Func("image-url-allow-nets", "comma-separated CIDRs that an image_url of a request may reach although not public", func(v string) error {
+		p, err := netguard.ParsePrefixes(v)
+		c.ImageURLAllowNets = append(c.ImageURLAllowNets, p...)
 		return err
 	})
 	fs.StringVar(&c.ScriptDir, "script-dir", c.ScriptDir, "directory of script files for script:<name>")

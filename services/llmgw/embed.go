@@ -55,30 +55,11 @@ func (s *Service) Embed(ctx context.Context, req *llmv1.EmbedRequest) (*llmv1.Em
 	} else {
 		named = []requestSpec{{str: s.reg.defEmbed}}
 	}
-	start := time.Now()
-	var out router.Outcome
-	var vecs [][]float32
-	var usage llm.Usage
-	chain, err := s.resolve(named)
-	if err == nil && len(chain) != 1 {
-		err = upstream.Errorf(upstream.KindBadSpec, "embedding model %q is a fallback chain: vectors of two models do not compare, so Embed takes one model", named[0].str)
+	timeout := time.Duration(0)
+	if d := req.GetTimeout().AsDuration(); d > 0 {
+		timeout = d
 	}
-	if err == nil {
-		r := chain[0]
-		t := s.target(r)
-		out.Target = &t
-		timeout := s.cfg.Timeout
-		if d := req.GetTimeout().AsDuration(); d > 0 {
-			timeout = min(d, MaxTimeout)
-		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		vecs, usage, err = s.embed(cctx, r, texts, &out)
-		cancel()
-	}
-	usage.CostMicroUSD = s.price(out.Target).CostMicroUSD(usage)
-	acct := accounting{usage: usage, overhead: max(time.Since(start)-out.Upstream-out.Backoff, 0), priced: s.price(out.Target) != nil}
-	s.metrics.record(ctx, "Embed", s.modelLabel(out.Target), out, acct, err)
-	_ = grpc.SetTrailer(ctx, trailer(acct))
+	vecs, usage, out, err := s.embedCall(ctx, "Embed", named[0], texts, 0, timeout)
 	if err != nil {
 		return nil, rpcstatus.FromError(ctx, err)
 	}
@@ -95,18 +76,58 @@ func (s *Service) Embed(ctx context.Context, req *llmv1.EmbedRequest) (*llmv1.Em
 	return resp, nil
 }
 
+// embedCall runs one embedding call of model with the gateway's retry
+// policy, accounting and metrics, as rpc: dims > 0 asks the model for vectors
+// of that size, and timeout > 0 bounds the call (capped by MaxTimeout).
+func (s *Service) embedCall(ctx context.Context, rpc string, model requestSpec, texts []string, dims int, timeout time.Duration) ([][]float32, llm.Usage, router.Outcome, error) {
+	start := time.Now()
+	var out router.Outcome
+	var vecs [][]float32
+	var usage llm.Usage
+	chain, err := s.resolve([]requestSpec{model})
+	if err == nil && len(chain) != 1 {
+		err = upstream.Errorf(upstream.KindBadSpec, "embedding model %q is a fallback chain: vectors of two models do not compare, so Embed takes one model", model.str)
+	}
+	if err == nil {
+		r := chain[0]
+		t := s.target(r)
+		out.Target = &t
+		if timeout > 0 {
+			timeout = min(timeout, MaxTimeout)
+		} else {
+			timeout = s.cfg.Timeout
+		}
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		vecs, usage, err = s.embed(cctx, r, texts, dims, &out)
+		cancel()
+	}
+	usage.CostMicroUSD = s.price(out.Target).CostMicroUSD(usage)
+	acct := accounting{usage: usage, overhead: max(time.Since(start)-out.Upstream-out.Backoff, 0), priced: s.price(out.Target) != nil}
+	s.metrics.record(ctx, rpc, s.modelLabel(out.Target), out, acct, err)
+	if httpRPCs[rpc] {
+		s.recordUsage(ctx, out, acct)
+	}
+	_ = grpc.SetTrailer(ctx, trailer(acct))
+	return vecs, usage, out, err
+}
+
 // embed returns the normalised vectors of texts from r, checking that they
-// all have one size, and the configured one.
-func (s *Service) embed(ctx context.Context, r resolved, texts []string, out *router.Outcome) ([][]float32, llm.Usage, error) {
+// all have one size, and the configured one. dims > 0 is the size the caller
+// asks for: sent to a provider whose API takes one (OpenAI), else checked
+// against what the model makes.
+func (s *Service) embed(ctx context.Context, r resolved, texts []string, dims int, out *router.Outcome) ([][]float32, llm.Usage, error) {
 	if r.spec.Provider == spec.Hash {
-		dims, err := hashembed.ParseModel(r.spec.Model)
+		made, err := hashembed.ParseModel(r.spec.Model)
 		if err != nil {
 			return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadSpec, "%v", err)
 		}
-		if r.dims > 0 && r.dims != dims {
-			return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadSpec, "model %s: dimensions %d in the models file, but %s makes %d", r.name, r.dims, r.spec.Model, dims)
+		if r.dims > 0 && r.dims != made {
+			return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadSpec, "model %s: dimensions %d in the models file, but %s makes %d", r.name, r.dims, r.spec.Model, made)
 		}
-		e, _ := hashembed.New(dims)
+		if dims > 0 && dims != made {
+			return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadSpec, "model %s makes %d-dimensional vectors and cannot make %d; name %s%d for that size", r.name, made, dims, hashembed.ModelPrefix, dims)
+		}
+		e, _ := hashembed.New(made)
 		vecs := make([][]float32, len(texts))
 		for i, t := range texts {
 			vecs[i] = e.Embed(t)
@@ -124,6 +145,14 @@ func (s *Service) embed(ctx context.Context, r resolved, texts []string, out *ro
 	ask := 0
 	if r.spec.Provider == spec.OpenAI {
 		ask = r.dims // only OpenAI's API takes a size; others are checked below
+		if dims > 0 {
+			ask = dims
+		}
+		if dims > 0 && r.dims > 0 && dims != r.dims {
+			return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadSpec, "model %s makes %d-dimensional vectors (its models file entry), not %d", r.name, r.dims, dims)
+		}
+	} else if dims > 0 && dims != r.dims {
+		return nil, llm.Usage{}, upstream.Errorf(upstream.KindBadSpec, "model %s (provider %s) does not take a dimensions parameter; leave it out, or name an OpenAI model", r.name, r.spec.Provider)
 	}
 	var vecs [][]float32
 	var usage llm.Usage
@@ -137,13 +166,16 @@ func (s *Service) embed(ctx context.Context, r resolved, texts []string, out *ro
 	if err != nil {
 		return nil, usage, err
 	}
-	dims := len(vecs[0])
-	if r.dims > 0 && dims != r.dims {
-		return nil, usage, upstream.Errorf(upstream.KindBadResponse, "model %s returned %d-dimensional vectors; the models file says dimensions: %d", r.name, dims, r.dims)
+	got := len(vecs[0])
+	if r.dims > 0 && got != r.dims {
+		return nil, usage, upstream.Errorf(upstream.KindBadResponse, "model %s returned %d-dimensional vectors; the models file says dimensions: %d", r.name, got, r.dims)
+	}
+	if ask > 0 && got != ask {
+		return nil, usage, upstream.Errorf(upstream.KindBadResponse, "model %s returned %d-dimensional vectors, not the %d asked for", r.name, got, ask)
 	}
 	for i, v := range vecs {
-		if len(v) != dims || dims == 0 {
-			return nil, usage, upstream.Errorf(upstream.KindBadResponse, "model %s returned vectors of mixed sizes (%d and %d)", r.name, dims, len(v))
+		if len(v) != got || got == 0 {
+			return nil, usage, upstream.Errorf(upstream.KindBadResponse, "model %s returned vectors of mixed sizes (%d and %d)", r.name, got, len(v))
 		}
 		normalise(v)
 		vecs[i] = v

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,12 +44,28 @@ func (s *Service) HTTPHandler(opts ...HTTPOption) http.Handler {
 		opt(&o)
 	}
 	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	refusers := map[string]route{}
 	for pattern, rt := range s.httpRoutes() {
 		method, path, _ := strings.Cut(pattern, " ")
 		h := o.guard(rt)
-		mux.Handle(pattern, h)
-		mux.Handle(method+" "+strings.TrimPrefix(path, "/v1"), h)
+		for _, p := range []string{path, strings.TrimPrefix(path, "/v1")} {
+			mux.Handle(method+" "+p, h)
+			methods[p] = append(methods[p], method)
+			refusers[p] = rt
+		}
 	}
+	// Every other path or method answers in the API's own error shape too:
+	// the mux's plain-text 404 leaves an SDK without an error to raise.
+	mux.Handle("/", o.guard(route{serve: func(w http.ResponseWriter, r *http.Request) {
+		if ms, ok := methods[r.URL.Path]; ok {
+			slices.Sort(ms)
+			w.Header().Set("Allow", strings.Join(ms, ", "))
+			refusers[r.URL.Path].refuse(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(ms, ", ")))
+			return
+		}
+		writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "unknown_url", "", fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path))
+	}, refuse: refuseOpenAI}))
 	return mux
 }
 
@@ -149,6 +166,8 @@ func (s *Service) httpRoutes() map[string]route {
 	return map[string]route{
 		"POST /v1/chat/completions":      {s.chatCompletions, refuseOpenAI},
 		"GET /v1/models":                 {s.listModels, refuseOpenAI},
+		"GET /v1/models/{id}":            {s.getModel, refuseOpenAI},
+		"POST /v1/embeddings":            {s.embeddings, refuseOpenAI},
 		"POST /v1/messages":              {s.messages, refuseAnthropic},
 		"POST /v1/messages/count_tokens": {s.countTokens, refuseAnthropic},
 		"POST /v1/responses":             {s.responses, refuseOpenAI},
@@ -338,6 +357,9 @@ type contentPart struct {
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Refusal string `json:"refusal"`
+	// ImageURL is an object {url, detail} in Chat Completions (the
+	// Responses API's input_image has a string here).
+	ImageURL json.RawMessage `json:"image_url"`
 }
 
 // joinContent reads a message's content: a string, null, or an array of
@@ -377,6 +399,24 @@ func contentText(raw json.RawMessage) (string, error) {
 	})
 }
 
+// readImagePart reads an image_url part of message msg; the image is
+// loaded later (loadImages), when the request is otherwise known to be good.
+func readImagePart(p contentPart, msg int) (imageRef, error) {
+	var iu struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(p.ImageURL, &iu); err != nil || iu.URL == "" {
+		return imageRef{}, errors.New("an image_url part needs image_url: {\"url\": …}")
+	}
+	switch iu.Detail {
+	case "", "auto", "low", "high":
+	default:
+		return imageRef{}, fmt.Errorf("image_url.detail %q is not one of auto, low, high", iu.Detail)
+	}
+	return imageRef{msg: msg, url: iu.URL, detail: iu.Detail}, nil
+}
+
 func (cr *chatRequest) toCall() (call, error) {
 	var c call
 	if cr.Model != "" {
@@ -387,6 +427,19 @@ func (cr *chatRequest) toCall() (call, error) {
 	}
 	for i, m := range cr.Messages {
 		text, err := contentText(m.Content)
+		if m.Role == llm.RoleUser {
+			text, err = joinContent(m.Content, func(p contentPart) (string, error) {
+				switch p.Type {
+				case "text":
+					return p.Text, nil
+				case "image_url":
+					ref, err := readImagePart(p, len(c.req.Messages))
+					c.images = append(c.images, ref)
+					return "", err
+				}
+				return "", fmt.Errorf("content part type %q is not supported (text and image_url)", p.Type)
+			})
+		}
 		if err != nil {
 			return c, fmt.Errorf("messages[%d]: %w", i, err)
 		}
@@ -448,6 +501,14 @@ func (s *Service) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	c, err := cr.toCall()
 	if err != nil {
 		refuseOpenAI(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if s.unknownModel(cr.Model) {
+		writeModelNotFound(w, cr.Model)
+		return
+	}
+	if err := s.loadImages(r.Context(), c.req.Messages, c.images); err != nil {
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "messages", err.Error())
 		return
 	}
 	model := s.modelName(cr.Model)
@@ -520,7 +581,7 @@ func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c
 		}
 		// Mid-stream, OpenAI sends an error object as a data line.
 		st := status.Convert(rpcstatus.FromError(ctx, err))
-		_ = write(map[string]any{"error": map[string]any{"message": st.Message(), "type": errorType(st.Code()), "code": nil}})
+		_ = write(map[string]any{"error": map[string]any{"message": st.Message(), "type": errorType(st.Code()), "param": nil, "code": nil}})
 		return
 	}
 	fin := wireFinish(out.Result.FinishReason)
@@ -546,25 +607,41 @@ func (s *Service) streamCompletion(ctx context.Context, w http.ResponseWriter, c
 	}
 }
 
+// modelObject is OpenAI's model object.
+type modelObject struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
 func (s *Service) listModels(w http.ResponseWriter, _ *http.Request) {
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
 	resp := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
+		Object string        `json:"object"`
+		Data   []modelObject `json:"data"`
+	}{Object: "list", Data: []modelObject{}}
 	for _, m := range s.models() {
 		if m.Embedding {
 			continue // this endpoint serves chat completions only
 		}
-		resp.Data = append(resp.Data, model{ID: m.Id, Object: "model", OwnedBy: m.Provider})
+		resp.Data = append(resp.Data, modelObject{ID: m.Id, Object: "model", OwnedBy: m.Provider})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// getModel answers one configured model, chat or embedding (which the list
+// leaves out, as it serves chat completions only).
+func (s *Service) getModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, m := range s.models() {
+		if m.Id == id {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(modelObject{ID: m.Id, Object: "model", OwnedBy: m.Provider})
+			return
+		}
+	}
+	writeModelNotFound(w, id)
 }
 
 func wireToolCall(index *int, tc llm.ToolCall) chatToolCall {
@@ -611,18 +688,41 @@ func refuseOpenAI(w http.ResponseWriter, status int, msg string) {
 	case http.StatusTooManyRequests:
 		typ = "rate_limit_error"
 	}
-	writeHTTPError(w, status, typ, msg)
+	writeOpenAIError(w, status, typ, "", "", msg)
 }
 
 func writeStatusError(ctx context.Context, w http.ResponseWriter, err error) {
 	st := status.Convert(rpcstatus.FromError(ctx, err))
-	writeHTTPError(w, httpStatus(st.Code()), errorType(st.Code()), st.Message())
+	code := ""
+	switch st.Code() {
+	case codes.NotFound:
+		code = "model_not_found"
+	case codes.ResourceExhausted:
+		code = "rate_limit_exceeded"
+	}
+	writeOpenAIError(w, httpStatus(st.Code()), errorType(st.Code()), code, "", st.Message())
 }
 
-func writeHTTPError(w http.ResponseWriter, code int, typ, msg string) {
+// writeModelNotFound answers OpenAI's 404 for a model the gateway does not
+// know, in OpenAI's words.
+func writeModelNotFound(w http.ResponseWriter, model string) {
+	writeOpenAIError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
+		fmt.Sprintf("the model %q does not exist: name a model of GET /v1/models or write provider:model", model))
+}
+
+// writeOpenAIError writes OpenAI's error shape,
+// {"error":{"message","type","param","code"}}; code and param are null when
+// empty.
+func writeOpenAIError(w http.ResponseWriter, status int, typ, code, param, msg string) {
+	nullable := func(s string) any {
+		if s == "" {
+			return nil
+		}
+		return s
+	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nil}})
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nullable(param), "code": nullable(code)}})
 }
 
 func httpStatus(c codes.Code) int {

@@ -91,10 +91,12 @@ func TestOpenAPIRoutes(t *testing.T) {
 	h := svc.HTTPHandler()
 	for _, r := range documented {
 		method, path, _ := strings.Cut(r, " ")
+		path = strings.ReplaceAll(path, "{id}", "demo")
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader("{}")))
-		// The mux's own 404 and 405 mean no route; a handler answers JSON.
-		if w.Code == http.StatusNotFound || w.Code == http.StatusMethodNotAllowed || w.Header().Get("Content-Type") != "application/json" {
+		// The catch-all's 404 (code unknown_url) and 405 mean no route; a
+		// handler answers JSON.
+		if w.Code == http.StatusNotFound || w.Code == http.StatusMethodNotAllowed || w.Header().Get("Content-Type") != "application/json" || strings.Contains(w.Body.String(), "unknown_url") {
 			t.Errorf("%s = %d %q: not routed to a handler", r, w.Code, w.Body.String())
 		}
 	}
@@ -116,6 +118,9 @@ func TestOpenAPIShapes(t *testing.T) {
 		{"openai.ChatCompletion", completion{}},
 		{"openai.ChatCompletionChunk", chunk{}},
 		{"openai.Usage", chatUsage{}},
+		{"openai.Model", modelObject{}},
+		{"openai.EmbeddingsRequest", embeddingsRequest{}},
+		{"openai.Embeddings", embeddingsResponse{}},
 		{"anthropic.MessagesRequest", messagesRequest{}},
 		{"anthropic.ContentBlock", contentBlock{}},
 		{"anthropic.Tool", anthropicTool{}},
@@ -176,6 +181,20 @@ func TestOpenAPIShapes(t *testing.T) {
 
 	w = call("GET", "/v1/models", "")
 	keysWithin("the model list", "openai.ModelList", w.Body.Bytes())
+	w = call("GET", "/v1/models/demo", "")
+	keysWithin("a model", "openai.Model", w.Body.Bytes())
+	w = call("POST", "/v1/embeddings", `{"input":["a","b"],"encoding_format":"base64"}`)
+	if w.Code != http.StatusOK {
+		t.Fatalf("embeddings = %d %s", w.Code, w.Body)
+	}
+	keysWithin("embeddings", "openai.Embeddings", w.Body.Bytes())
+	for _, path := range []string{"/v1/models/nosuch", "/v1/nosuch"} {
+		w = call("GET", path, "")
+		if w.Code != http.StatusNotFound {
+			t.Fatalf("GET %s = %d", path, w.Code)
+		}
+		keysWithin("an error", "openai.Error", w.Body.Bytes())
+	}
 	w = call("POST", "/v1/chat/completions", `{"messages":[]}`)
 	if w.Code != http.StatusBadRequest {
 		t.Fatalf("no messages = %d", w.Code)

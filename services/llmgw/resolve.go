@@ -1,6 +1,7 @@
 package llmgw
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -303,8 +304,31 @@ func (s *Service) target(r resolved) router.Target {
 		Provider:  r.spec.Provider,
 		Model:     r.spec.Model,
 		MaxTokens: r.spec.MaxTokens,
-		Open:      func() (llm.Provider, error) { return s.provider(r) },
+		Open: func() (llm.Provider, error) {
+			p, err := s.provider(r)
+			if err != nil {
+				return nil, err
+			}
+			if a, ok := p.(llm.ImageAccepter); ok && a.AcceptsImages() {
+				return p, nil
+			}
+			return textOnly{Provider: p, name: r.name}, nil
+		},
 	}
+}
+
+// textOnly is a provider of a model that takes no images: it refuses a
+// request that has some, before sending anything.
+type textOnly struct {
+	llm.Provider
+	name string
+}
+
+func (t textOnly) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
+	if req.HasImages() {
+		return llm.Result{}, upstream.Errorf(upstream.KindBadSpec, "model %s does not accept images", t.name)
+	}
+	return t.Provider.Stream(ctx, req, emit)
 }
 
 // clientKey identifies a cached provider client; the key is hashed so that

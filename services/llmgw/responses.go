@@ -16,7 +16,6 @@ import (
 	"github.com/wick-agent/wick/platform/rpcstatus"
 	"github.com/wick-agent/wick/services/llmgw/internal/openai"
 	"github.com/wick-agent/wick/services/llmgw/internal/router"
-	"github.com/wick-agent/wick/services/llmgw/internal/spec"
 	"github.com/wick-agent/wick/services/llmgw/internal/upstream"
 )
 
@@ -388,10 +387,10 @@ func (s *Service) responses(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&rr); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeResponsesError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "", fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
+			writeOpenAIError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "", "", fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxHTTPBodyBytes))
 			return
 		}
-		writeResponsesError(w, http.StatusBadRequest, "invalid_request_error", "", "", "request body is not valid JSON: "+err.Error())
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", "", "request body is not valid JSON: "+err.Error())
 		return
 	}
 	c, kinds, err := rr.toCall()
@@ -403,15 +402,14 @@ func (s *Service) responses(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, errConversation):
 			param = "conversation"
 		}
-		writeResponsesError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
+		writeOpenAIError(w, http.StatusBadRequest, "invalid_request_error", "", param, err.Error())
 		return
 	}
 	model := rr.Model
 	if model == "" {
 		model = s.reg.def
-	} else if !s.knownModel(model) {
-		writeResponsesError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", "model",
-			fmt.Sprintf("the model %q does not exist: name a model of GET /v1/models or write provider:model", model))
+	} else if s.unknownModel(model) {
+		writeModelNotFound(w, model)
 		return
 	}
 	base := responseObject{
@@ -436,7 +434,7 @@ func (s *Service) responses(w http.ResponseWriter, r *http.Request) {
 	out, acct, err := s.run(r.Context(), "Responses", c, func(*router.Target, llm.Event) error { return nil })
 	setAccountingHeaders(w.Header(), acct)
 	if err != nil {
-		writeResponsesStatusError(r.Context(), w, err)
+		writeStatusError(r.Context(), w, err)
 		return
 	}
 	resp := base
@@ -450,17 +448,6 @@ func (s *Service) responses(w http.ResponseWriter, r *http.Request) {
 	finishResponse(&resp, out.Result)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
-}
-
-// knownModel reports whether name is a configured model or a model spec the
-// gateway can tell the provider of; anything else is a model that does not
-// exist, which the Responses API answers with 404.
-func (s *Service) knownModel(name string) bool {
-	if _, ok := s.reg.byID[name]; ok {
-		return true
-	}
-	_, err := spec.Parse(name)
-	return err == nil
 }
 
 func argumentsText(tc llm.ToolCall) string {
@@ -627,7 +614,7 @@ func (st *responseStream) run(ctx context.Context, s *Service, c call) {
 	setAccountingHeaders(h, acct)
 	if err != nil {
 		if !st.started {
-			writeResponsesStatusError(ctx, st.w, err)
+			writeStatusError(ctx, st.w, err)
 			return
 		}
 		st.resp.Status = "failed"
@@ -686,32 +673,6 @@ func responseFailureCode(c codes.Code) string {
 		return "invalid_request"
 	}
 	return "server_error"
-}
-
-func writeResponsesStatusError(ctx context.Context, w http.ResponseWriter, err error) {
-	st := status.Convert(rpcstatus.FromError(ctx, err))
-	code := ""
-	switch st.Code() {
-	case codes.NotFound:
-		code = "model_not_found"
-	case codes.ResourceExhausted:
-		code = "rate_limit_exceeded"
-	}
-	writeResponsesError(w, httpStatus(st.Code()), errorType(st.Code()), code, "", st.Message())
-}
-
-// writeResponsesError writes OpenAI's error shape; code and param are null
-// when empty.
-func writeResponsesError(w http.ResponseWriter, status int, typ, code, param, msg string) {
-	nullable := func(s string) any {
-		if s == "" {
-			return nil
-		}
-		return s
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": nullable(code), "param": nullable(param)}})
 }
 
 func indexPtr(i int) *int { return &i }

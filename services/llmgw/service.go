@@ -62,6 +62,7 @@ type Service struct {
 	embedded map[string]*script.Script
 	clients  sync.Map     // clientKey → llm.Provider
 	guarded  *http.Client // for base URLs that requests chose
+	images   *http.Client // for image URLs that requests chose
 	metrics  *metrics
 }
 
@@ -154,7 +155,7 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, opts: o, reg: reg, embedded: map[string]*script.Script{script.DemoName: script.Demo(), script.ShowcaseName: script.Showcase()}, metrics: m, guarded: newGuardedClient(cfg.RequestBaseURLAllowNets)}
+	s := &Service{cfg: cfg, opts: o, reg: reg, embedded: map[string]*script.Script{script.DemoName: script.Demo(), script.ShowcaseName: script.Showcase()}, metrics: m, guarded: newGuardedClient(cfg.RequestBaseURLAllowNets), images: newGuardedClient(cfg.ImageURLAllowNets)}
 	if _, err := s.resolve(nil); err != nil {
 		return nil, errors.New("default model " + reg.def + ": " + err.Error())
 	}
@@ -169,6 +170,9 @@ type call struct {
 	models  []requestSpec
 	req     llm.Request
 	timeout time.Duration
+	// images are the image_url parts read from the request, loaded into
+	// req's messages by loadImages before the call.
+	images []imageRef
 }
 
 // accounting is what a finished call reports.
@@ -184,7 +188,7 @@ type accounting struct {
 }
 
 // httpRPCs are the calls of the HTTP APIs, whose usage the gateway records.
-var httpRPCs = map[string]bool{"ChatCompletions": true, "Messages": true, "Responses": true}
+var httpRPCs = map[string]bool{"ChatCompletions": true, "Messages": true, "Responses": true, "Embeddings": true}
 
 // recordUsage records a call of the HTTP APIs that reached a model. A
 // failure to record is logged, not returned: the answer is already out.

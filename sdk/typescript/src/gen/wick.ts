@@ -774,6 +774,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/embeddings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Embeds texts with one embedding model (OpenAI's Embeddings API).
+         * @description One model, never a fallback chain: vectors of two models do not compare. At most 2048 inputs of at most 65536 bytes each, within the gateway's body limit. Vectors are normalised to unit length.
+         */
+        post: operations["OpenAI_CreateEmbeddings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/messages": {
         parameters: {
             query?: never;
@@ -823,6 +843,23 @@ export interface paths {
         };
         /** Lists the models the LLM gateway is configured with. */
         get: operations["OpenAI_ListModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Describes one configured model, chat or embedding. */
+        get: operations["OpenAI_RetrieveModel"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1532,12 +1569,24 @@ export interface components {
         };
         /** @description A message of the conversation. */
         "openai.ChatMessage": {
-            /** @description The text: a string, null, or an array of text parts (joined); other parts are refused. */
-            content?: string | null | {
+            /** @description The content: a string, null, or an array of text parts and (on user messages) image_url parts; other parts are refused. */
+            content?: string | null | ({
                 text: string;
                 /** @constant */
                 type: "text";
-            }[];
+            } | {
+                image_url: {
+                    /**
+                     * @description Passed to OpenAI-compatible upstreams.
+                     * @enum {string}
+                     */
+                    detail?: "auto" | "low" | "high";
+                    /** @description A data: URL (base64) or an http(s) URL, which the gateway fetches through its network guard. */
+                    url: string;
+                };
+                /** @constant */
+                type: "image_url";
+            })[];
             /** @description The tool's name, on a tool message. */
             name?: string;
             /**
@@ -1550,19 +1599,69 @@ export interface components {
             /** @description The calls of an assistant message; each needs id and function.name. */
             tool_calls?: components["schemas"]["openai.ToolCall"][];
         };
+        /** @description The vectors. */
+        "openai.Embeddings": {
+            /** @description One per input, in order. */
+            data: {
+                /** @description The vector: numbers, or a base64 string. */
+                embedding: number[] | string;
+                /** @description The input's position. */
+                index: number;
+                /** @constant */
+                object: "embedding";
+            }[];
+            /** @description The model requested. */
+            model: string;
+            /** @constant */
+            object: "list";
+            /** @description Tokens the call used (0 for the offline embedder). */
+            usage: {
+                /** @description Input tokens. */
+                prompt_tokens: number;
+                /** @description The same. */
+                total_tokens: number;
+            };
+        };
+        /** @description An Embeddings request. Unknown fields are ignored. */
+        "openai.EmbeddingsRequest": {
+            /** @description The vectors' size: sent to OpenAI models; any other model must already make that size, else 400. */
+            dimensions?: number;
+            /**
+             * @description float (default) or base64 (little-endian float32s).
+             * @enum {string}
+             */
+            encoding_format?: "float" | "base64";
+            /** @description One text or an array of 1..2048 texts, each non-empty and at most 65536 bytes (token arrays are refused). */
+            input: string | string[];
+            /** @description An embedding model: configured, provider:model, or wick-hash-<dims>; empty uses the gateway's default embedding model. */
+            model?: string;
+        };
         /** @description An error in OpenAI's shape. */
         "openai.Error": {
             error: {
-                /** @description Always null. */
-                code: null;
+                /** @description model_not_found (404), unknown_url (404), rate_limit_exceeded, or null. */
+                code: string | null;
                 /** @description What went wrong. */
                 message: string;
+                /** @description The request field at fault, when one is. */
+                param: string | null;
                 /**
                  * @description The kind of error.
                  * @enum {string}
                  */
                 type: "invalid_request_error" | "permission_error" | "rate_limit_error" | "server_error" | "invalid_api_key";
             };
+        };
+        /** @description A model. */
+        "openai.Model": {
+            /** @description 0. */
+            created: number;
+            /** @description The model's id. */
+            id: string;
+            /** @constant */
+            object: "model";
+            /** @description The model's provider. */
+            owned_by: string;
         };
         /** @description The models. */
         "openai.ModelList": {
@@ -4662,6 +4761,50 @@ export interface operations {
             };
         };
     };
+    OpenAI_CreateEmbeddings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["openai.EmbeddingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The vectors, in input order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Embeddings"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description No such model: code model_not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Error"];
+                };
+            };
+            413: components["responses"]["Error"];
+            /** @description The LLM gateway refused or failed the call, in OpenAI's error shape. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Error"];
+                };
+            };
+        };
+    };
     Anthropic_CreateMessage: {
         parameters: {
             query?: never;
@@ -4761,6 +4904,48 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            /** @description The LLM gateway failed, in OpenAI's error shape. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Error"];
+                };
+            };
+        };
+    };
+    OpenAI_RetrieveModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The model's id, as GET /v1/models lists it (the offline embedder wick-hash-384 too). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Model"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description No such model: code model_not_found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["openai.Error"];
+                };
+            };
             /** @description The LLM gateway failed, in OpenAI's error shape. */
             default: {
                 headers: {

@@ -4,6 +4,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +66,10 @@ func New(hc *http.Client, baseURL, apiKey string, opts ...Option) *Provider {
 	return p
 }
 
+// AcceptsImages implements llm.ImageAccepter: the Messages API takes
+// base64 image blocks.
+func (p *Provider) AcceptsImages() bool { return true }
+
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
 	params, err := p.params(req)
@@ -113,6 +118,9 @@ type reply struct {
 	// open holds the type of each content block started and not yet
 	// stopped: a delta or stop for any other index breaks the protocol.
 	open map[int64]string
+	// started counts the content blocks started: blocks are numbered from 0
+	// in the order they start, so the next one must have this index.
+	started int64
 }
 
 // handle takes one event. Its error ends the stream: the protocol broken,
@@ -146,6 +154,10 @@ func (r *reply) blockStart(i int64, cb anthropic.ContentBlockStartEventContentBl
 	if _, dup := r.open[i]; dup {
 		return protocolError("content_block_start for content block %d, which is already open", i)
 	}
+	if i != r.started {
+		return protocolError("content_block_start for content block %d, but the next block is %d (blocks start in order from 0)", i, r.started)
+	}
+	r.started++
 	r.open[i] = cb.Type
 	switch cb.Type {
 	case "tool_use":
@@ -261,10 +273,18 @@ func (p *Provider) params(req llm.Request) (anthropic.MessageNewParams, error) {
 				params.System = append(params.System, anthropic.TextBlockParam{Text: m.Content})
 			}
 		case llm.RoleUser:
-			if m.Content == "" {
+			var blocks []anthropic.ContentBlockParamUnion
+			// Anthropic recommends images before the text that asks about them.
+			for _, img := range m.Images {
+				blocks = append(blocks, anthropic.NewImageBlockBase64(img.MediaType, base64.StdEncoding.EncodeToString(img.Data)))
+			}
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			if len(blocks) == 0 {
 				continue
 			}
-			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
+			params.Messages = appendBlocks(params.Messages, anthropic.MessageParamRoleUser, blocks...)
 		case llm.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" {

@@ -207,10 +207,17 @@ func TestProtocolErrors(t *testing.T) {
 	t.Parallel()
 	begun := event("message_start", msgStart) + event("content_block_start", textStart) + event("content_block_delta", textDelta("Hi"))
 	tests := []struct {
-		name   string
-		events string
-		want   string
+		name    string
+		events  string
+		fixture string // replayed as it is, instead of events and a stop
+		want    string
 	}{
+		// Block 1 starts with no block 0, then message_stop without the
+		// blank line that would dispatch it: before the blocks were checked
+		// in order, this read as a stream cut before message_stop, a
+		// connection fault, and was sent again.
+		{name: "block 1 started before block 0", fixture: "anthropic/out_of_order_response.txt", want: "content_block_start for content block 1, but the next block is 0"},
+		{name: "block 2 started after block 0", events: begun + event("content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`), want: "content_block_start for content block 2, but the next block is 1"},
 		{name: "text delta for a block never started", events: event("message_start", msgStart) + event("content_block_delta", `{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`), want: "text_delta for content block 3, which was never started"},
 		{name: "json delta for a block never started", events: event("message_start", msgStart) + event("content_block_delta", jsonDelta(2, "{")), want: "input_json_delta for content block 2, which was never started"},
 		{name: "stop for an unknown block", events: begun + event("content_block_stop", `{"type":"content_block_stop","index":5}`), want: "content_block_stop for content block 5, which was never started"},
@@ -222,7 +229,11 @@ func TestProtocolErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f, url := start(t, fakellm.SSE([]byte(tt.events+stopEvents("end_turn"))))
+			body := []byte(tt.events + stopEvents("end_turn"))
+			if tt.fixture != "" {
+				body = fakellm.Fixture(tt.fixture)
+			}
+			f, url := start(t, fakellm.SSE(body))
 			target := router.Target{Name: "claude", Provider: "anthropic", Model: hello.Model, Open: func() (llm.Provider, error) {
 				return anthropic.New(http.DefaultClient, url, "sk-ant-test"), nil
 			}}

@@ -4,6 +4,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,6 +93,10 @@ func (p *Provider) Embed(ctx context.Context, model string, texts []string, dims
 	}
 	return out, llm.Usage{InputTokens: res.Usage.PromptTokens}, nil
 }
+
+// AcceptsImages implements llm.ImageAccepter: the Chat Completions API takes
+// image_url parts; a model that cannot see them says so itself.
+func (p *Provider) AcceptsImages() bool { return true }
 
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
@@ -237,7 +242,19 @@ func message(m llm.Message) (openai.ChatCompletionMessageParamUnion, error) {
 	case llm.RoleSystem:
 		return openai.SystemMessage(m.Content), nil
 	case llm.RoleUser:
-		return openai.UserMessage(m.Content), nil
+		if len(m.Images) == 0 {
+			return openai.UserMessage(m.Content), nil
+		}
+		var parts []openai.ChatCompletionContentPartUnionParam
+		if m.Content != "" {
+			parts = append(parts, openai.TextContentPart(m.Content))
+		}
+		for _, img := range m.Images {
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
+				URL: "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data), Detail: img.Detail,
+			}))
+		}
+		return openai.UserMessage(parts), nil
 	case llm.RoleTool:
 		return openai.ToolMessage(m.Content, m.ToolCallID), nil
 	case llm.RoleAssistant:

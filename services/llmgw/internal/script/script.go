@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -51,7 +52,15 @@ type Script struct {
 	Turns []Turn
 	// EndText is the reply after the last turn.
 	EndText string
+	// AcceptsImages makes the scripted model take requests with images, as
+	// a vision model does; without it they are refused like a text-only
+	// model's.
+	AcceptsImages bool
 }
+
+// ImagesPlaceholder in a turn's text is replaced by the number of images
+// the request carried, so that a test sees what reached the model.
+const ImagesPlaceholder = "{{images}}"
 
 // Turn is one reply of the model.
 type Turn struct {
@@ -88,9 +97,10 @@ type TurnError struct {
 }
 
 type fileFormat struct {
-	Delay   string `json:"delay"`
-	Turns   []Turn `json:"turns"`
-	EndText string `json:"end_text"`
+	Delay         string `json:"delay"`
+	Turns         []Turn `json:"turns"`
+	EndText       string `json:"end_text"`
+	AcceptsImages bool   `json:"accepts_images"`
 }
 
 // Demo returns the embedded demo script.
@@ -129,7 +139,7 @@ func Parse(data []byte) (*Script, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("script: data after the JSON value")
 	}
-	s := &Script{Turns: f.Turns, EndText: f.EndText}
+	s := &Script{Turns: f.Turns, EndText: f.EndText, AcceptsImages: f.AcceptsImages}
 	if s.EndText == "" {
 		s.EndText = DefaultEndText
 	}
@@ -179,20 +189,26 @@ func New(s *Script, delay time.Duration) *Provider {
 	return p
 }
 
+// AcceptsImages implements llm.ImageAccepter: a script takes images when it
+// says accepts_images.
+func (p *Provider) AcceptsImages() bool { return p.script.AcceptsImages }
+
 // Stream implements llm.Provider.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, emit llm.Emit) (llm.Result, error) {
-	n := 0
+	n, images := 0, 0
 	var in int64 = upstream.EstimateTokens(req.SystemPrompt)
 	for _, m := range req.Messages {
 		if m.Role == llm.RoleAssistant {
 			n++
 		}
 		in += upstream.EstimateTokens(m.Content)
+		images += len(m.Images)
 	}
 	turn := Turn{Text: p.script.EndText}
 	if n < len(p.script.Turns) {
 		turn = p.script.Turns[n]
 	}
+	turn.Text = strings.ReplaceAll(turn.Text, ImagesPlaceholder, strconv.Itoa(images))
 	if e := turn.Error; e != nil {
 		msg := e.Message
 		if msg == "" {
