@@ -210,6 +210,9 @@ func (s *server) call(ctx context.Context, name string, args map[string]any, pro
 	defer func() { s.lastUsed.Store(time.Now().UnixNano()) }()
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
 	if progress != nil {
+		// SetProgressToken writes into the existing Meta only: on a nil one
+		// it sets nothing.
+		params.Meta = sdk.Meta{}
 		token := newProgressToken()
 		s.progress.add(token, progress)
 		defer s.progress.remove(token)

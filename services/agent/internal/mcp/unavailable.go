@@ -6,10 +6,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
-	"google.golang.org/protobuf/proto"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxproc"
 )
 
 // Bounds of the standard error an unavailable server's event carries: the
@@ -36,7 +38,15 @@ type Unavailable struct {
 }
 
 func unavailable(server string, err error, stderr string) Unavailable {
-	return Unavailable{Server: server, Err: truncate(err.Error(), maxErrorChars), Stderr: tail(stderr, StderrTailLines, StderrTailBytes)}
+	msg := err.Error()
+	if stderr != "" {
+		// The process's exit error quotes its standard error, which the
+		// event carries on its own, bounded.
+		if before, _, ok := strings.Cut(msg, sandboxproc.StderrIntro); ok {
+			msg = before
+		}
+	}
+	return Unavailable{Server: server, Err: truncate(msg, maxErrorChars), Stderr: tail(stderr, StderrTailLines, StderrTailBytes)}
 }
 
 // Event is the run event that tells the user.
@@ -51,7 +61,7 @@ func (u Unavailable) Event() loop.StreamEvent {
 // Reason is what the model is told about the server.
 func (u Unavailable) Reason() string {
 	s := fmt.Sprintf("MCP server %s is unavailable, so its tools (%s%s*) cannot be called in this run: %s", u.Server, u.Server, Separator, u.Err)
-	if u.Stderr != "" && !strings.Contains(u.Err, u.Stderr) {
+	if u.Stderr != "" {
 		s += "\nIts standard error ends with:\n" + u.Stderr
 	}
 	return s

@@ -9,6 +9,7 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/sandboxproc"
 )
 
 func TestTail(t *testing.T) {
@@ -50,6 +51,7 @@ func TestUnavailableEvent(t *testing.T) {
 	}{
 		{"stdio", unavailable("ev", errors.New("start MCP server ev: handshake: EOF"), strings.Repeat("noise\n", 100)+"Error: cannot find module 'x'"), true},
 		{"http", unavailable("web", errors.New("list tools: 401 Unauthorized"), ""), false},
+		{"exit error quoting stderr", unavailable("ev", errors.New("handshake: the process exited (exit code 1)"+sandboxproc.StderrIntro+"Error: cannot find module 'x'"), "Error: cannot find module 'x'"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := tc.u.Event()
@@ -57,7 +59,7 @@ func TestUnavailableEvent(t *testing.T) {
 				t.Fatalf("event %s/%s, want %s/on_mcp_server_error", ev.Name, runevent.Kind(ev.Data), tc.u.Server)
 			}
 			d := ev.Data.GetOnMcpServerError()
-			if d.GetServer() != tc.u.Server || d.GetError() != tc.u.Err {
+			if d.GetServer() != tc.u.Server || d.GetError() != tc.u.Err || strings.Contains(d.GetError(), sandboxproc.StderrIntro) {
 				t.Fatalf("data = %v", d)
 			}
 			if d.Stderr != nil != tc.wantStderr {
