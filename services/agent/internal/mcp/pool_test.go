@@ -87,7 +87,7 @@ func TestHTTPServerTools(t *testing.T) {
 
 	// Namespaced, with their schemas; the tool whose schema is a string
 	// is refused and the others work.
-	want := []string{"short__big", "short__echo", "short__grow", "short__wait", "srv__big", "srv__echo", "srv__grow", "srv__wait"}
+	want := []string{"short__big", "short__echo", "short__grow", "short__progress", "short__wait", "srv__big", "srv__echo", "srv__grow", "srv__progress", "srv__wait"}
 	if got := names(listed(p.Tools(ctx, "alice", "dev", nil, cfg))); !slices.Equal(got, want) {
 		t.Fatalf("tools = %v, want %v", got, want)
 	}

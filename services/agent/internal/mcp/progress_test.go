@@ -10,6 +10,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/runevent"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/mcp/mcptest"
 )
 
 // TestProgressSink checks the rate limit and bound of a call's progress
@@ -134,5 +135,34 @@ func TestProgressRoutes(t *testing.T) {
 	r.route(&sdk.ProgressNotificationParams{ProgressToken: b, Progress: 1})
 	if got["A"] != 1 || got["B"] != 0 || len(got) != 1 {
 		t.Fatalf("events per call = %v, want A once", got)
+	}
+}
+
+// TestCallAsksForProgress checks that a call with a progress sink carries
+// a progress token to the server, and one without does not.
+func TestCallAsksForProgress(t *testing.T) {
+	t.Parallel()
+	url, _ := serveHTTP(t)
+	p := newPool(t, loopbackClient())
+	cfg := []loop.MCPServerCfg{{Name: "srv", URL: url, Headers: map[string]string{"Authorization": "Bearer " + testToken}}}
+	ctx := testCtx(t)
+	prog := byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))["srv__progress"].(*tool)
+	for _, tc := range []struct {
+		name string
+		sink *progressSink
+		want string
+	}{
+		{"with a sink", newProgressSink("srv__progress", "c1", func(loop.StreamEvent) {}), "token: wick-"},
+		{"without", nil, "token: <nil>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := prog.server.call(ctx, mcptest.Progress, map[string]any{}, tc.sink)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resultText(res); !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("answer %q, want it to start with %q", got, tc.want)
+			}
+		})
 	}
 }
