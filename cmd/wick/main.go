@@ -97,7 +97,7 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	s := srv.Suite()
-	printReady(out, cfg, o.kb.Dir, s, dl.MetricsAddr)
+	printReady(out, cfg, o.agent.Knowledge.Dir, s, dl.MetricsAddr)
 	if s.Anonymous {
 		logger.Warn("no authentication: every request acts as the single local user", "user", gateway.LocalUser)
 	}
@@ -128,25 +128,29 @@ func startDiag(o *options, reg *prometheus.Registry, logger *slog.Logger) (*diag
 type options struct {
 	cfg                                      suite.Config
 	llm                                      llmgw.Config
-	limits                                   agent.Limits
-	kb                                       agent.KnowledgeConfig
-	web                                      agent.WebConfig
-	usage                                    agent.UsageConfig
+	agent                                    agent.Flags
 	diag                                     diag.Flags
 	tokensFile, tokens, origins, agentsFile  string
 	logLevel, logFormat, warmImages, localRO string
 	egressAllow, skillsDirs                  string
-	secretsDir, grantsFile                   string
-	questionTimeout, subagentTimeout         time.Duration
+	secretsDir                               string
 	acpKeepIdle                              time.Duration
-	subagentDepth                            int
 }
 
 // parseFlags registers wick's flags, with their defaults, and parses args
 // (and the environment, through config.Parse).
 func parseFlags(args []string) (*options, error) {
+	fs, o := defineFlags()
+	if err := config.Parse(fs, args); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// defineFlags returns wick's flags, writing into the options it returns.
+func defineFlags() (*flag.FlagSet, *options) {
 	fs := flag.NewFlagSet("wick", flag.ContinueOnError)
-	o := &options{limits: agent.DefaultLimits(), kb: agent.DefaultKnowledgeConfig(), web: agent.DefaultWebConfig(), llm: llmgw.DefaultConfig()}
+	o := &options{agent: agent.DefaultFlags(), llm: llmgw.DefaultConfig()}
 	fs.StringVar(&o.cfg.HTTPAddr, "http-addr", suite.DefaultHTTPAddr, "REST gateway listen address")
 	fs.StringVar(&o.cfg.GatewayAddr, "gateway-grpc-addr", "127.0.0.1:7000", "public gRPC API address (wick.agent.v1.AgentService with bearer tokens) and gateway health")
 	fs.StringVar(&o.cfg.Gateway.GRPC.CertFile, "gateway-grpc-tls-cert", "", "PEM certificate of the public gRPC API; with -gateway-grpc-tls-key it serves TLS only")
@@ -188,26 +192,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.Gateway.UIDir, "ui-dir", "", "UI build directory served with SPA fallback")
 	fs.Int64Var(&o.cfg.Gateway.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "largest JSON request body")
 	fs.Int64Var(&o.cfg.Gateway.MaxUploadBytes, "max-upload-bytes", gateway.DefaultMaxUploadBytes, "largest raw file upload")
-	o.limits.RegisterFlags(fs)
-	o.kb.RegisterFlags(fs)
-	o.web.RegisterFlags(fs)
-	o.usage.RegisterFlags(fs)
-	fs.DurationVar(&o.questionTimeout, "question-timeout", agent.DefaultQuestionTimeout, "how long a run waits for the user's answer to an ask_user question; the tool's result then says nobody answered")
-	fs.IntVar(&o.subagentDepth, "subagent-max-depth", agent.DefaultSubagentMaxDepth, "how deep sub-agents (the task tool) nest; a deeper task call is a tool error")
-	fs.DurationVar(&o.subagentTimeout, "subagent-timeout", agent.DefaultSubagentTimeout, "how long a sub-agent runs when its declaration sets no timeout; then the task call is a tool error")
+	o.agent.RegisterFlags(fs)
 	fs.StringVar(&o.llm.ModelsFile, "models-file", "", "LLM gateway models file")
 	fs.StringVar(&o.llm.ScriptDir, "script-dir", "", "directory of script files for script:<name> models")
 	fs.StringVar(&o.secretsDir, "secrets-dir", "", "directory of mounted secrets, one file per key: provider keys (key_env) and the ${secret:NAME} references of agents' MCP servers and ACP env")
-	fs.StringVar(&o.grantsFile, "secret-grants", "", "YAML file mapping mounted secret names to the users and orgs that may name them as ${secret:NAME} in agents they write; without it only agents.yaml templates may")
 	o.diag.RegisterPprof(fs)
 	fs.StringVar(&o.diag.MetricsAddr, "metrics-addr", DefaultMetricsAddr, "address serving the Prometheus metrics of every service at /metrics; empty: off. When the default address is taken, wick starts without it (and says so); an address given that is taken stops wick")
 	o.cfg.Gateway.RegisterMetricsFlags(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: json or text")
-	if err := config.Parse(fs, args); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return fs, o
 }
 
 // config turns the parsed flags into the suite's configuration: files
@@ -234,15 +228,13 @@ func (o *options) config(logger *slog.Logger) (suite.Config, error) {
 	if o.agentsFile != "" {
 		cfg.AgentOptions = append(cfg.AgentOptions, agent.WithAgentsFile(o.agentsFile))
 	}
-	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithLimits(o.limits), agent.WithQuestionTimeout(o.questionTimeout),
-		agent.WithSubagents(o.subagentDepth, o.subagentTimeout), agent.WithSecretsDir(o.secretsDir),
-		agent.WithSecretGrantsFile(o.grantsFile), agent.WithACPKeepIdle(o.acpKeepIdle, 0), agent.WithUsage(o.usage))
-	kbOpts, err := o.kb.Options()
+	agentOpts, err := o.agent.Options()
 	if err != nil {
 		return cfg, err
 	}
-	cfg.AgentOptions = append(cfg.AgentOptions, kbOpts...)
-	cfg.AgentOptions = append(cfg.AgentOptions, o.web.Options()...)
+	cfg.AgentOptions = append(cfg.AgentOptions, agent.WithSecretsDir(o.secretsDir), agent.WithACPKeepIdle(o.acpKeepIdle, 0))
+	cfg.AgentOptions = append(cfg.AgentOptions, agentOpts...)
+	cfg.RedisOptions = o.agent.Redis
 	return cfg, nil
 }
 

@@ -70,6 +70,9 @@ type Config struct {
 	GatewayAddr, AgentAddr, SandboxAddr, LLMAddr string
 	// RedisAddr puts threads, runs and agents in Redis; empty keeps them in memory.
 	RedisAddr string
+	// RedisOptions tune the Redis stores (leases, TTLs, retention); zero
+	// values keep their defaults. Replica and MeterProvider are the suite's.
+	RedisOptions agent.RedisOptions
 	// Model is the default agent's model; empty chooses from the environment.
 	Model string
 	// Backend is backend.Auto (Docker when an engine answers and the daemon
@@ -423,7 +426,9 @@ func (b *starter) openStores() (agent.Stores, error) {
 		return agent.Stores{}, err
 	}
 	b.closers = append(b.closers, func() { rdb.Close() })
-	return agent.RedisStores(rdb, agent.RedisOptions{Replica: replica, MeterProvider: b.cfg.MeterProvider}), nil
+	ropts := b.cfg.RedisOptions
+	ropts.Replica, ropts.MeterProvider = replica, b.cfg.MeterProvider
+	return agent.RedisStores(rdb, ropts), nil
 }
 
 // startAgent starts the agent service on stores, calling the LLM gateway

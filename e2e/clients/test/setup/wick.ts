@@ -67,6 +67,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       ...["-knowledge-orgs", Object.keys(TOKENS).map((user) => `${user}=${ORG}`).join(",")],
       ...["-script-dir", scriptDir, "-model", "script:echo", "-agents-file", agentsFile],
       ...["-operator-users", "operator"],
+      // MCP servers over streamable HTTP that a test starts on loopback;
+      // stdio MCP servers run by local sandboxes from this package's
+      // node_modules, which Landlock lets them read only when listed.
+      ...["-tool-allow-nets", "127.0.0.0/8", "-local-read-only", path.join(clientsDir, "node_modules")],
       ...["-log-level", "warn"],
     ];
     // Only what a process needs: WICK_* variables (and provider keys) of

@@ -6951,6 +6951,8 @@ type RunEventData struct {
 	//	*RunEventData_OnTaskEnd
 	//	*RunEventData_Done
 	//	*RunEventData_Error
+	//	*RunEventData_OnMcpServerError
+	//	*RunEventData_OnToolProgress
 	Kind          isRunEventData_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7146,6 +7148,24 @@ func (x *RunEventData) GetError() *ErrorData {
 	return nil
 }
 
+func (x *RunEventData) GetOnMcpServerError() *McpServerErrorData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnMcpServerError); ok {
+			return x.OnMcpServerError
+		}
+	}
+	return nil
+}
+
+func (x *RunEventData) GetOnToolProgress() *ToolProgressData {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEventData_OnToolProgress); ok {
+			return x.OnToolProgress
+		}
+	}
+	return nil
+}
+
 type isRunEventData_Kind interface {
 	isRunEventData_Kind()
 }
@@ -7255,6 +7275,21 @@ type RunEventData_Error struct {
 	Error *ErrorData `protobuf:"bytes,17,opt,name=error,proto3,oneof"`
 }
 
+type RunEventData_OnMcpServerError struct {
+	// An MCP server of the agent could not be started or did not list its
+	// tools; the run goes on without its tools (the model is told why) unless
+	// no tool is left. Sent after on_run_start. The event's name is the
+	// server's name.
+	OnMcpServerError *McpServerErrorData `protobuf:"bytes,18,opt,name=on_mcp_server_error,json=onMcpServerError,proto3,oneof"`
+}
+
+type RunEventData_OnToolProgress struct {
+	// A tool call reported progress while it runs (an MCP server's progress
+	// notifications), at most a few per second. The event's name is the
+	// tool's name.
+	OnToolProgress *ToolProgressData `protobuf:"bytes,19,opt,name=on_tool_progress,json=onToolProgress,proto3,oneof"`
+}
+
 func (*RunEventData_OnRunStart) isRunEventData_Kind() {}
 
 func (*RunEventData_OnChatModelStream) isRunEventData_Kind() {}
@@ -7288,6 +7323,10 @@ func (*RunEventData_OnTaskEnd) isRunEventData_Kind() {}
 func (*RunEventData_Done) isRunEventData_Kind() {}
 
 func (*RunEventData_Error) isRunEventData_Kind() {}
+
+func (*RunEventData_OnMcpServerError) isRunEventData_Kind() {}
+
+func (*RunEventData_OnToolProgress) isRunEventData_Kind() {}
 
 // RunStartData is the data of on_run_start.
 type RunStartData struct {
@@ -7529,6 +7568,146 @@ func (x *ToolEndData) GetToolCallId() string {
 	return ""
 }
 
+// McpServerErrorData is the data of on_mcp_server_error.
+type McpServerErrorData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's name in the agent's configuration.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// What failed: starting the server, the protocol's handshake, or listing
+	// its tools.
+	Error string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	// The end of what a stdio server wrote to its standard error (at most
+	// 20 lines and 2 KiB); absent for a server over HTTP or one that wrote
+	// nothing.
+	Stderr        *string `protobuf:"bytes,3,opt,name=stderr,proto3,oneof" json:"stderr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerErrorData) Reset() {
+	*x = McpServerErrorData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerErrorData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerErrorData) ProtoMessage() {}
+
+func (x *McpServerErrorData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerErrorData.ProtoReflect.Descriptor instead.
+func (*McpServerErrorData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *McpServerErrorData) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpServerErrorData) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *McpServerErrorData) GetStderr() string {
+	if x != nil && x.Stderr != nil {
+		return *x.Stderr
+	}
+	return ""
+}
+
+// ToolProgressData is the data of on_tool_progress.
+type ToolProgressData struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's id, as in its on_tool_start.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// How far the call got; grows with every event of the call.
+	Progress float64 `protobuf:"fixed64,2,opt,name=progress,proto3" json:"progress,omitempty"`
+	// The total progress will reach, when the tool knows it.
+	Total *float64 `protobuf:"fixed64,3,opt,name=total,proto3,oneof" json:"total,omitempty"`
+	// What the tool is doing, when it says.
+	Message       *string `protobuf:"bytes,4,opt,name=message,proto3,oneof" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolProgressData) Reset() {
+	*x = ToolProgressData{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolProgressData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolProgressData) ProtoMessage() {}
+
+func (x *ToolProgressData) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolProgressData.ProtoReflect.Descriptor instead.
+func (*ToolProgressData) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *ToolProgressData) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ToolProgressData) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *ToolProgressData) GetTotal() float64 {
+	if x != nil && x.Total != nil {
+		return *x.Total
+	}
+	return 0
+}
+
+func (x *ToolProgressData) GetMessage() string {
+	if x != nil && x.Message != nil {
+		return *x.Message
+	}
+	return ""
+}
+
 // TodosData is the data of on_todos.
 type TodosData struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -7540,7 +7719,7 @@ type TodosData struct {
 
 func (x *TodosData) Reset() {
 	*x = TodosData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7552,7 +7731,7 @@ func (x *TodosData) String() string {
 func (*TodosData) ProtoMessage() {}
 
 func (x *TodosData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7565,7 +7744,7 @@ func (x *TodosData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TodosData.ProtoReflect.Descriptor instead.
 func (*TodosData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *TodosData) GetTodos() []*Todo {
@@ -7599,7 +7778,7 @@ type InterruptData struct {
 
 func (x *InterruptData) Reset() {
 	*x = InterruptData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7611,7 +7790,7 @@ func (x *InterruptData) String() string {
 func (*InterruptData) ProtoMessage() {}
 
 func (x *InterruptData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7624,7 +7803,7 @@ func (x *InterruptData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptData.ProtoReflect.Descriptor instead.
 func (*InterruptData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *InterruptData) GetToolCalls() []*ToolCall {
@@ -7684,7 +7863,7 @@ type KnowledgeRetrievalData struct {
 
 func (x *KnowledgeRetrievalData) Reset() {
 	*x = KnowledgeRetrievalData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7696,7 +7875,7 @@ func (x *KnowledgeRetrievalData) String() string {
 func (*KnowledgeRetrievalData) ProtoMessage() {}
 
 func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7709,7 +7888,7 @@ func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeRetrievalData.ProtoReflect.Descriptor instead.
 func (*KnowledgeRetrievalData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *KnowledgeRetrievalData) GetQuery() string {
@@ -7760,7 +7939,7 @@ type KnowledgeSource struct {
 
 func (x *KnowledgeSource) Reset() {
 	*x = KnowledgeSource{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7772,7 +7951,7 @@ func (x *KnowledgeSource) String() string {
 func (*KnowledgeSource) ProtoMessage() {}
 
 func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7785,7 +7964,7 @@ func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeSource.ProtoReflect.Descriptor instead.
 func (*KnowledgeSource) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *KnowledgeSource) GetN() int32 {
@@ -7868,7 +8047,7 @@ type UsageData struct {
 
 func (x *UsageData) Reset() {
 	*x = UsageData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7880,7 +8059,7 @@ func (x *UsageData) String() string {
 func (*UsageData) ProtoMessage() {}
 
 func (x *UsageData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7893,7 +8072,7 @@ func (x *UsageData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageData.ProtoReflect.Descriptor instead.
 func (*UsageData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *UsageData) GetInputTokens() int32 {
@@ -7941,7 +8120,7 @@ type SubagentStartData struct {
 
 func (x *SubagentStartData) Reset() {
 	*x = SubagentStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7953,7 +8132,7 @@ func (x *SubagentStartData) String() string {
 func (*SubagentStartData) ProtoMessage() {}
 
 func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7966,7 +8145,7 @@ func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStartData.ProtoReflect.Descriptor instead.
 func (*SubagentStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *SubagentStartData) GetName() string {
@@ -8042,7 +8221,7 @@ type SubagentEventData struct {
 
 func (x *SubagentEventData) Reset() {
 	*x = SubagentEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8054,7 +8233,7 @@ func (x *SubagentEventData) String() string {
 func (*SubagentEventData) ProtoMessage() {}
 
 func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8067,7 +8246,7 @@ func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEventData.ProtoReflect.Descriptor instead.
 func (*SubagentEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *SubagentEventData) GetName() string {
@@ -8135,7 +8314,7 @@ type ChildEvent struct {
 
 func (x *ChildEvent) Reset() {
 	*x = ChildEvent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8147,7 +8326,7 @@ func (x *ChildEvent) String() string {
 func (*ChildEvent) ProtoMessage() {}
 
 func (x *ChildEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8160,7 +8339,7 @@ func (x *ChildEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildEvent.ProtoReflect.Descriptor instead.
 func (*ChildEvent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *ChildEvent) GetEvent() string {
@@ -8211,7 +8390,7 @@ type SubagentEndData struct {
 
 func (x *SubagentEndData) Reset() {
 	*x = SubagentEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8223,7 +8402,7 @@ func (x *SubagentEndData) String() string {
 func (*SubagentEndData) ProtoMessage() {}
 
 func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8236,7 +8415,7 @@ func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEndData.ProtoReflect.Descriptor instead.
 func (*SubagentEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *SubagentEndData) GetName() string {
@@ -8328,7 +8507,7 @@ type TaskEventData struct {
 
 func (x *TaskEventData) Reset() {
 	*x = TaskEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8340,7 +8519,7 @@ func (x *TaskEventData) String() string {
 func (*TaskEventData) ProtoMessage() {}
 
 func (x *TaskEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8353,7 +8532,7 @@ func (x *TaskEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEventData.ProtoReflect.Descriptor instead.
 func (*TaskEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *TaskEventData) GetTaskId() string {
@@ -8443,7 +8622,7 @@ type TaskSubagent struct {
 
 func (x *TaskSubagent) Reset() {
 	*x = TaskSubagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8455,7 +8634,7 @@ func (x *TaskSubagent) String() string {
 func (*TaskSubagent) ProtoMessage() {}
 
 func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8468,7 +8647,7 @@ func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubagent.ProtoReflect.Descriptor instead.
 func (*TaskSubagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *TaskSubagent) GetName() string {
@@ -8511,7 +8690,7 @@ type DoneData struct {
 
 func (x *DoneData) Reset() {
 	*x = DoneData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8523,7 +8702,7 @@ func (x *DoneData) String() string {
 func (*DoneData) ProtoMessage() {}
 
 func (x *DoneData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8536,7 +8715,7 @@ func (x *DoneData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoneData.ProtoReflect.Descriptor instead.
 func (*DoneData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *DoneData) GetStopReason() string {
@@ -8565,7 +8744,7 @@ type ErrorData struct {
 
 func (x *ErrorData) Reset() {
 	*x = ErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8577,7 +8756,7 @@ func (x *ErrorData) String() string {
 func (*ErrorData) ProtoMessage() {}
 
 func (x *ErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8590,7 +8769,7 @@ func (x *ErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorData.ProtoReflect.Descriptor instead.
 func (*ErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *ErrorData) GetMessage() string {
@@ -8630,7 +8809,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8642,7 +8821,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8655,7 +8834,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *GetUsageRequest) GetFrom() string {
@@ -8705,7 +8884,7 @@ type UsageRow struct {
 
 func (x *UsageRow) Reset() {
 	*x = UsageRow{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8717,7 +8896,7 @@ func (x *UsageRow) String() string {
 func (*UsageRow) ProtoMessage() {}
 
 func (x *UsageRow) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8730,7 +8909,7 @@ func (x *UsageRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
 func (*UsageRow) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *UsageRow) GetDay() string {
@@ -8811,7 +8990,7 @@ type UsageBudget struct {
 
 func (x *UsageBudget) Reset() {
 	*x = UsageBudget{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8823,7 +9002,7 @@ func (x *UsageBudget) String() string {
 func (*UsageBudget) ProtoMessage() {}
 
 func (x *UsageBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8836,7 +9015,7 @@ func (x *UsageBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageBudget.ProtoReflect.Descriptor instead.
 func (*UsageBudget) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *UsageBudget) GetMonth() string {
@@ -8898,7 +9077,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8910,7 +9089,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8923,7 +9102,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *GetUsageResponse) GetFrom() string {
@@ -9462,7 +9641,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x93\t\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\n" +
+	"\n" +
 	"\fRunEventData\x12?\n" +
 	"\fon_run_start\x18\x01 \x01(\v2\x1b.wick.agent.v1.RunStartDataH\x00R\n" +
 	"onRunStart\x12K\n" +
@@ -9482,7 +9662,9 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x0eon_task_update\x18\x0e \x01(\v2\x1c.wick.agent.v1.TaskEventDataH\x00R\fonTaskUpdate\x12>\n" +
 	"\von_task_end\x18\x0f \x01(\v2\x1c.wick.agent.v1.TaskEventDataH\x00R\tonTaskEnd\x12-\n" +
 	"\x04done\x18\x10 \x01(\v2\x17.wick.agent.v1.DoneDataH\x00R\x04done\x120\n" +
-	"\x05error\x18\x11 \x01(\v2\x18.wick.agent.v1.ErrorDataH\x00R\x05errorB\x06\n" +
+	"\x05error\x18\x11 \x01(\v2\x18.wick.agent.v1.ErrorDataH\x00R\x05error\x12R\n" +
+	"\x13on_mcp_server_error\x18\x12 \x01(\v2!.wick.agent.v1.McpServerErrorDataH\x00R\x10onMcpServerError\x12K\n" +
+	"\x10on_tool_progress\x18\x13 \x01(\v2\x1f.wick.agent.v1.ToolProgressDataH\x00R\x0eonToolProgressB\x06\n" +
 	"\x04kind\"]\n" +
 	"\fRunStartData\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1b\n" +
@@ -9502,7 +9684,21 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x03 \x01(\tB\x03\xe0A\x02R\n" +
 	"toolCallIdB\t\n" +
 	"\a_outputB\b\n" +
-	"\x06_error\";\n" +
+	"\x06_error\"t\n" +
+	"\x12McpServerErrorData\x12\x1b\n" +
+	"\x06server\x18\x01 \x01(\tB\x03\xe0A\x02R\x06server\x12\x19\n" +
+	"\x05error\x18\x02 \x01(\tB\x03\xe0A\x02R\x05error\x12\x1b\n" +
+	"\x06stderr\x18\x03 \x01(\tH\x00R\x06stderr\x88\x01\x01B\t\n" +
+	"\a_stderr\"\xaa\x01\n" +
+	"\x10ToolProgressData\x12%\n" +
+	"\ftool_call_id\x18\x01 \x01(\tB\x03\xe0A\x02R\n" +
+	"toolCallId\x12\x1f\n" +
+	"\bprogress\x18\x02 \x01(\x01B\x03\xe0A\x02R\bprogress\x12\x19\n" +
+	"\x05total\x18\x03 \x01(\x01H\x00R\x05total\x88\x01\x01\x12\x1d\n" +
+	"\amessage\x18\x04 \x01(\tH\x01R\amessage\x88\x01\x01B\b\n" +
+	"\x06_totalB\n" +
+	"\n" +
+	"\b_message\";\n" +
 	"\tTodosData\x12.\n" +
 	"\x05todos\x18\x01 \x03(\v2\x13.wick.agent.v1.TodoB\x03\xe0A\x02R\x05todos\"\x96\x02\n" +
 	"\rInterruptData\x12;\n" +
@@ -9706,7 +9902,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 141)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 143)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -9821,56 +10017,58 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*DeltaData)(nil),                   // 110: wick.agent.v1.DeltaData
 	(*ToolStartData)(nil),               // 111: wick.agent.v1.ToolStartData
 	(*ToolEndData)(nil),                 // 112: wick.agent.v1.ToolEndData
-	(*TodosData)(nil),                   // 113: wick.agent.v1.TodosData
-	(*InterruptData)(nil),               // 114: wick.agent.v1.InterruptData
-	(*KnowledgeRetrievalData)(nil),      // 115: wick.agent.v1.KnowledgeRetrievalData
-	(*KnowledgeSource)(nil),             // 116: wick.agent.v1.KnowledgeSource
-	(*UsageData)(nil),                   // 117: wick.agent.v1.UsageData
-	(*SubagentStartData)(nil),           // 118: wick.agent.v1.SubagentStartData
-	(*SubagentEventData)(nil),           // 119: wick.agent.v1.SubagentEventData
-	(*ChildEvent)(nil),                  // 120: wick.agent.v1.ChildEvent
-	(*SubagentEndData)(nil),             // 121: wick.agent.v1.SubagentEndData
-	(*TaskEventData)(nil),               // 122: wick.agent.v1.TaskEventData
-	(*TaskSubagent)(nil),                // 123: wick.agent.v1.TaskSubagent
-	(*DoneData)(nil),                    // 124: wick.agent.v1.DoneData
-	(*ErrorData)(nil),                   // 125: wick.agent.v1.ErrorData
-	(*GetUsageRequest)(nil),             // 126: wick.agent.v1.GetUsageRequest
-	(*UsageRow)(nil),                    // 127: wick.agent.v1.UsageRow
-	(*UsageBudget)(nil),                 // 128: wick.agent.v1.UsageBudget
-	(*GetUsageResponse)(nil),            // 129: wick.agent.v1.GetUsageResponse
-	nil,                                 // 130: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 131: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 132: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 133: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 134: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 135: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 136: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 137: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 138: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 139: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 140: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 141: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 142: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 143: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 144: google.protobuf.Duration
+	(*McpServerErrorData)(nil),          // 113: wick.agent.v1.McpServerErrorData
+	(*ToolProgressData)(nil),            // 114: wick.agent.v1.ToolProgressData
+	(*TodosData)(nil),                   // 115: wick.agent.v1.TodosData
+	(*InterruptData)(nil),               // 116: wick.agent.v1.InterruptData
+	(*KnowledgeRetrievalData)(nil),      // 117: wick.agent.v1.KnowledgeRetrievalData
+	(*KnowledgeSource)(nil),             // 118: wick.agent.v1.KnowledgeSource
+	(*UsageData)(nil),                   // 119: wick.agent.v1.UsageData
+	(*SubagentStartData)(nil),           // 120: wick.agent.v1.SubagentStartData
+	(*SubagentEventData)(nil),           // 121: wick.agent.v1.SubagentEventData
+	(*ChildEvent)(nil),                  // 122: wick.agent.v1.ChildEvent
+	(*SubagentEndData)(nil),             // 123: wick.agent.v1.SubagentEndData
+	(*TaskEventData)(nil),               // 124: wick.agent.v1.TaskEventData
+	(*TaskSubagent)(nil),                // 125: wick.agent.v1.TaskSubagent
+	(*DoneData)(nil),                    // 126: wick.agent.v1.DoneData
+	(*ErrorData)(nil),                   // 127: wick.agent.v1.ErrorData
+	(*GetUsageRequest)(nil),             // 128: wick.agent.v1.GetUsageRequest
+	(*UsageRow)(nil),                    // 129: wick.agent.v1.UsageRow
+	(*UsageBudget)(nil),                 // 130: wick.agent.v1.UsageBudget
+	(*GetUsageResponse)(nil),            // 131: wick.agent.v1.GetUsageResponse
+	nil,                                 // 132: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 133: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 134: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 135: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 136: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 137: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 138: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 139: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 140: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 141: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 142: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 143: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 144: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 145: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 146: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	141, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	143, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	130, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	142, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	143, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	132, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	144, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	145, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
 	108, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
-	143, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	142, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	144, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	143, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	145, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	144, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	146, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	145, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	131, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	133, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	98,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
 	107, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
 	106, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
@@ -9887,171 +10085,173 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 29: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 30: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 31: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	132, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	134, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	28,  // 33: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	31,  // 34: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	41,  // 35: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	44,  // 36: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	45,  // 37: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	45,  // 38: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	141, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	144, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	133, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	143, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	146, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	135, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	47,  // 42: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 43: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 44: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	54,  // 45: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	55,  // 46: wick.agent.v1.ListAvailableSkillsResponse.problems:type_name -> wick.agent.v1.SkillProblem
 	6,   // 47: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	142, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	144, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	60,  // 49: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 50: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
 	1,   // 51: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	142, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	144, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
 	67,  // 53: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
 	67,  // 54: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	141, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	143, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
 	72,  // 56: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
 	67,  // 57: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
 	5,   // 58: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	142, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	134, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	142, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	135, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	144, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	136, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	144, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	137, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
 	77,  // 63: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
 	77,  // 64: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
 	77,  // 65: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	136, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	138, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
 	78,  // 67: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
 	78,  // 68: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	137, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	139, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
 	79,  // 70: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
 	67,  // 71: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
 	67,  // 72: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	143, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	144, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	142, // 75: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	142, // 76: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	145, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	146, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	144, // 75: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	144, // 76: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	99,  // 77: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
 	99,  // 78: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
 	99,  // 79: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	138, // 80: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	139, // 81: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	140, // 82: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	144, // 83: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	140, // 80: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	141, // 81: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	142, // 82: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	146, // 83: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
 	109, // 84: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
 	110, // 85: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
 	110, // 86: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
 	111, // 87: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
 	112, // 88: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
-	113, // 89: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
-	114, // 90: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
-	115, // 91: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
-	117, // 92: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
-	118, // 93: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
-	119, // 94: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
-	121, // 95: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
-	122, // 96: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
-	122, // 97: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
-	122, // 98: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
-	124, // 99: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
-	125, // 100: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	141, // 101: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
-	3,   // 102: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
-	1,   // 103: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
-	116, // 104: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
-	120, // 105: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
-	108, // 106: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
-	123, // 107: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	127, // 108: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
-	128, // 109: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
-	10,  // 110: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 111: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 112: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 113: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
-	18,  // 114: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	20,  // 115: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	22,  // 116: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	24,  // 117: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	26,  // 118: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	29,  // 119: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	32,  // 120: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	34,  // 121: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	36,  // 122: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	38,  // 123: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	40,  // 124: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	43,  // 125: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	48,  // 126: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	50,  // 127: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	52,  // 128: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	56,  // 129: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	58,  // 130: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	61,  // 131: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	63,  // 132: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	65,  // 133: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	68,  // 134: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	70,  // 135: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	73,  // 136: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	75,  // 137: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	80,  // 138: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	82,  // 139: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	84,  // 140: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	86,  // 141: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	88,  // 142: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	90,  // 143: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	92,  // 144: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	94,  // 145: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	96,  // 146: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	100, // 147: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	102, // 148: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	104, // 149: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	126, // 150: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
-	11,  // 151: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 152: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 153: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 154: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
-	19,  // 155: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	21,  // 156: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	23,  // 157: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	25,  // 158: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	27,  // 159: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	30,  // 160: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	33,  // 161: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	35,  // 162: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	37,  // 163: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	39,  // 164: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	42,  // 165: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	46,  // 166: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	49,  // 167: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	51,  // 168: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	53,  // 169: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	57,  // 170: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	59,  // 171: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	62,  // 172: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	64,  // 173: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	66,  // 174: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	69,  // 175: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	71,  // 176: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	74,  // 177: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	76,  // 178: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	81,  // 179: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	83,  // 180: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	85,  // 181: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	87,  // 182: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	89,  // 183: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	91,  // 184: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	93,  // 185: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	95,  // 186: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	97,  // 187: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	101, // 188: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	103, // 189: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	105, // 190: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	129, // 191: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
-	151, // [151:192] is the sub-list for method output_type
-	110, // [110:151] is the sub-list for method input_type
-	110, // [110:110] is the sub-list for extension type_name
-	110, // [110:110] is the sub-list for extension extendee
-	0,   // [0:110] is the sub-list for field type_name
+	115, // 89: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	116, // 90: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	117, // 91: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	119, // 92: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	120, // 93: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	121, // 94: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	123, // 95: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	124, // 96: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	124, // 97: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	124, // 98: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	126, // 99: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	127, // 100: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	113, // 101: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
+	114, // 102: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
+	143, // 103: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 104: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 105: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	118, // 106: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	122, // 107: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	108, // 108: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	125, // 109: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	129, // 110: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
+	130, // 111: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
+	10,  // 112: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 113: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 114: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 115: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 116: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 117: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 118: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 119: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 120: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 121: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 122: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 123: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 124: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 125: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 126: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 127: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 128: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 129: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 130: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	56,  // 131: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	58,  // 132: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	61,  // 133: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	63,  // 134: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	65,  // 135: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	68,  // 136: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	70,  // 137: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	73,  // 138: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	75,  // 139: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	80,  // 140: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	82,  // 141: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	84,  // 142: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	86,  // 143: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	88,  // 144: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	90,  // 145: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	92,  // 146: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	94,  // 147: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	96,  // 148: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	100, // 149: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	102, // 150: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	104, // 151: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	128, // 152: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
+	11,  // 153: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 154: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 155: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 156: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 157: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 158: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 159: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 160: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 161: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 162: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 163: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 164: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 165: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 166: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 167: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 168: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 169: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 170: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 171: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	57,  // 172: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	59,  // 173: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	62,  // 174: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	64,  // 175: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	66,  // 176: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	69,  // 177: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	71,  // 178: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	74,  // 179: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	76,  // 180: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	81,  // 181: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	83,  // 182: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	85,  // 183: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	87,  // 184: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	89,  // 185: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	91,  // 186: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	93,  // 187: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	95,  // 188: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	97,  // 189: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	101, // 190: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	103, // 191: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	105, // 192: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	131, // 193: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
+	153, // [153:194] is the sub-list for method output_type
+	112, // [112:153] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -10093,26 +10293,30 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*RunEventData_OnTaskEnd)(nil),
 		(*RunEventData_Done)(nil),
 		(*RunEventData_Error)(nil),
+		(*RunEventData_OnMcpServerError)(nil),
+		(*RunEventData_OnToolProgress)(nil),
 	}
 	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[113].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[114].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[115].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[116].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[117].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[118].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[119].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[120].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[121].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[122].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[123].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[124].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[125].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[126].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[127].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   141,
+			NumMessages:   143,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

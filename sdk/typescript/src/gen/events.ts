@@ -10,6 +10,7 @@ export const RUN_EVENT_KINDS = [
   "on_chat_model_stream",
   "on_interrupt",
   "on_knowledge_retrieval",
+  "on_mcp_server_error",
   "on_run_start",
   "on_subagent_end",
   "on_subagent_event",
@@ -20,6 +21,7 @@ export const RUN_EVENT_KINDS = [
   "on_thought_stream",
   "on_todos",
   "on_tool_end",
+  "on_tool_progress",
   "on_tool_start",
   "on_usage"
 ] as const;

@@ -1084,7 +1084,7 @@ export interface components {
             status: "ok" | "degraded";
         };
         /** @description One event of a run: a wick.agent.v1.StreamEvent whose `event` says its kind and the shape of its `data`. A run's first event is on_run_start and its last is done or error. Kinds may be added in a minor version; a client should skip kinds it does not know. */
-        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_thought_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"];
+        RunEvent: components["schemas"]["RunEvent.on_run_start"] | components["schemas"]["RunEvent.on_chat_model_stream"] | components["schemas"]["RunEvent.on_thought_stream"] | components["schemas"]["RunEvent.on_tool_start"] | components["schemas"]["RunEvent.on_tool_end"] | components["schemas"]["RunEvent.on_todos"] | components["schemas"]["RunEvent.on_interrupt"] | components["schemas"]["RunEvent.on_knowledge_retrieval"] | components["schemas"]["RunEvent.on_usage"] | components["schemas"]["RunEvent.on_subagent_start"] | components["schemas"]["RunEvent.on_subagent_event"] | components["schemas"]["RunEvent.on_subagent_end"] | components["schemas"]["RunEvent.on_task_start"] | components["schemas"]["RunEvent.on_task_update"] | components["schemas"]["RunEvent.on_task_end"] | components["schemas"]["RunEvent.done"] | components["schemas"]["RunEvent.error"] | components["schemas"]["RunEvent.on_mcp_server_error"] | components["schemas"]["RunEvent.on_tool_progress"];
         /** @description The run completed; the last event. */
         "RunEvent.done": {
             data?: components["schemas"]["wick.agent.v1.DoneData"];
@@ -1144,6 +1144,18 @@ export interface components {
              * @enum {string}
              */
             event: "on_knowledge_retrieval";
+        });
+        /** @description An MCP server of the agent could not be started or did not list its tools; the run goes on without its tools (the model is told why) unless no tool is left. Sent after on_run_start. The event's name is the server's name. */
+        "RunEvent.on_mcp_server_error": {
+            data?: components["schemas"]["wick.agent.v1.McpServerErrorData"];
+            /** @constant */
+            event: "on_mcp_server_error";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_mcp_server_error";
         });
         /** @description The run started; sent at once, so the stream's headers go out before the model answers. The event's name is the agent's id. */
         "RunEvent.on_run_start": {
@@ -1264,6 +1276,18 @@ export interface components {
              * @enum {string}
              */
             event: "on_tool_end";
+        });
+        /** @description A tool call reported progress while it runs (an MCP server's progress notifications), at most a few per second. The event's name is the tool's name. */
+        "RunEvent.on_tool_progress": {
+            data?: components["schemas"]["wick.agent.v1.ToolProgressData"];
+            /** @constant */
+            event: "on_tool_progress";
+        } & (WithRequired<components["schemas"]["wick.agent.v1.StreamEvent"], "event"> & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "on_tool_progress";
         });
         /** @description A tool call starts. The event's name is the tool's name. */
         "RunEvent.on_tool_start": {
@@ -2705,6 +2729,22 @@ export interface components {
              */
             url?: string;
         };
+        /** @description McpServerErrorData is the data of on_mcp_server_error. */
+        "wick.agent.v1.McpServerErrorData": {
+            /**
+             * @description What failed: starting the server, the protocol's handshake, or listing
+             *     its tools.
+             */
+            error: string;
+            /** @description The server's name in the agent's configuration. */
+            server: string;
+            /**
+             * @description The end of what a stdio server wrote to its standard error (at most
+             *     20 lines and 2 KiB); absent for a server over HTTP or one that wrote
+             *     nothing.
+             */
+            stderr?: string;
+        };
         /** @description Message is one message of a conversation. */
         "wick.agent.v1.Message": {
             /** @description content is the message text. */
@@ -2776,7 +2816,7 @@ export interface components {
          *     may be added in a minor version; a client should skip kinds it does not
          *     know.
          */
-        "wick.agent.v1.RunEventData": components["schemas"]["wick.agent.v1.RunStartData"] | components["schemas"]["wick.agent.v1.DeltaData"] | components["schemas"]["wick.agent.v1.ToolStartData"] | components["schemas"]["wick.agent.v1.ToolEndData"] | components["schemas"]["wick.agent.v1.TodosData"] | components["schemas"]["wick.agent.v1.InterruptData"] | components["schemas"]["wick.agent.v1.KnowledgeRetrievalData"] | components["schemas"]["wick.agent.v1.UsageData"] | components["schemas"]["wick.agent.v1.SubagentStartData"] | components["schemas"]["wick.agent.v1.SubagentEventData"] | components["schemas"]["wick.agent.v1.SubagentEndData"] | components["schemas"]["wick.agent.v1.TaskEventData"] | components["schemas"]["wick.agent.v1.DoneData"] | components["schemas"]["wick.agent.v1.ErrorData"];
+        "wick.agent.v1.RunEventData": components["schemas"]["wick.agent.v1.RunStartData"] | components["schemas"]["wick.agent.v1.DeltaData"] | components["schemas"]["wick.agent.v1.ToolStartData"] | components["schemas"]["wick.agent.v1.ToolEndData"] | components["schemas"]["wick.agent.v1.TodosData"] | components["schemas"]["wick.agent.v1.InterruptData"] | components["schemas"]["wick.agent.v1.KnowledgeRetrievalData"] | components["schemas"]["wick.agent.v1.UsageData"] | components["schemas"]["wick.agent.v1.SubagentStartData"] | components["schemas"]["wick.agent.v1.SubagentEventData"] | components["schemas"]["wick.agent.v1.SubagentEndData"] | components["schemas"]["wick.agent.v1.TaskEventData"] | components["schemas"]["wick.agent.v1.DoneData"] | components["schemas"]["wick.agent.v1.ErrorData"] | components["schemas"]["wick.agent.v1.McpServerErrorData"] | components["schemas"]["wick.agent.v1.ToolProgressData"];
         /** @description RunStartData is the data of on_run_start. */
         "wick.agent.v1.RunStartData": {
             /** @description The agent. */
@@ -3146,6 +3186,23 @@ export interface components {
             output?: string;
             /** @description The call's id. */
             tool_call_id: string;
+        };
+        /** @description ToolProgressData is the data of on_tool_progress. */
+        "wick.agent.v1.ToolProgressData": {
+            /** @description What the tool is doing, when it says. */
+            message?: string;
+            /**
+             * Format: double
+             * @description How far the call got; grows with every event of the call.
+             */
+            progress: number;
+            /** @description The call's id, as in its on_tool_start. */
+            tool_call_id: string;
+            /**
+             * Format: double
+             * @description The total progress will reach, when the tool knows it.
+             */
+            total?: number;
         };
         /** @description ToolStartData is the data of on_tool_start. */
         "wick.agent.v1.ToolStartData": {

@@ -122,15 +122,20 @@ type serverKey struct{ user, agentID, name string }
 // Tools connects to the agent's servers (or reuses their connections) and
 // returns their tools, in the servers' order; the servers are asked at once,
 // so a slow one delays the run by its own time only. A server that cannot
-// be reached, and a tool whose name or schema the providers would refuse,
-// is logged and left out: the agent runs with the tools it has.
-func (p *Pool) Tools(ctx context.Context, user, agentID string, backend *loop.BackendCfg, servers []loop.MCPServerCfg) []loop.Tool {
+// be started or does not list its tools is returned as unavailable, with
+// why and the end of its standard error, and the agent runs with the tools
+// it has; a tool whose name or schema the providers would refuse is logged
+// and left out.
+func (p *Pool) Tools(ctx context.Context, user, agentID string, backend *loop.BackendCfg, servers []loop.MCPServerCfg) ([]loop.Tool, []Unavailable) {
 	lists := make([][]loop.Tool, len(servers))
+	failed := make([]*Unavailable, len(servers))
 	var wg sync.WaitGroup
 	for i, cfg := range servers {
 		s, err := p.server(user, agentID, backend, cfg)
 		if err != nil {
 			p.logger.Warn("MCP server not used", "agent_id", agentID, "server", cfg.Name, "err", err)
+			u := unavailable(cfg.Name, err, "")
+			failed[i] = &u
 			continue
 		}
 		wg.Add(1)
@@ -139,16 +144,22 @@ func (p *Pool) Tools(ctx context.Context, user, agentID string, backend *loop.Ba
 			ts, err := s.tools(ctx)
 			if err != nil {
 				p.logger.Warn("MCP server's tools not listed", "agent_id", agentID, "server", cfg.Name, "err", err)
+				u := unavailable(cfg.Name, err, s.stderrTail())
+				failed[i] = &u
 			}
 			lists[i] = ts
 		}()
 	}
 	wg.Wait()
 	var out []loop.Tool
-	for _, ts := range lists {
+	var down []Unavailable
+	for i, ts := range lists {
 		out = append(out, ts...)
+		if failed[i] != nil {
+			down = append(down, *failed[i])
+		}
 	}
-	return out
+	return out, down
 }
 
 // server returns the connection of the key, replacing one made from

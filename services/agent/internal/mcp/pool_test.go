@@ -49,6 +49,9 @@ func newPool(t *testing.T, client *http.Client, opts ...Option) *Pool {
 	return p
 }
 
+// listed drops the unavailable servers of Pool.Tools.
+func listed(ts []loop.Tool, _ []Unavailable) []loop.Tool { return ts }
+
 func byName(ts []loop.Tool) map[string]loop.Tool {
 	out := map[string]loop.Tool{}
 	for _, t := range ts {
@@ -80,12 +83,12 @@ func TestHTTPServerTools(t *testing.T) {
 	auth := map[string]string{"Authorization": "Bearer " + testToken}
 	// The same server twice, under two names, one with a short timeout.
 	cfg := []loop.MCPServerCfg{{Name: "srv", URL: url, Headers: auth}, {Name: "short", URL: url, Headers: auth, Timeout: 300 * time.Millisecond}}
-	ts := byName(p.Tools(ctx, "alice", "dev", nil, cfg))
+	ts := byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))
 
 	// Namespaced, with their schemas; the tool whose schema is a string
 	// is refused and the others work.
-	want := []string{"short__big", "short__echo", "short__grow", "short__wait", "srv__big", "srv__echo", "srv__grow", "srv__wait"}
-	if got := names(p.Tools(ctx, "alice", "dev", nil, cfg)); !slices.Equal(got, want) {
+	want := []string{"short__big", "short__echo", "short__grow", "short__progress", "short__wait", "srv__big", "srv__echo", "srv__grow", "srv__progress", "srv__wait"}
+	if got := names(listed(p.Tools(ctx, "alice", "dev", nil, cfg))); !slices.Equal(got, want) {
 		t.Fatalf("tools = %v, want %v", got, want)
 	}
 	echo := ts["srv__echo"]
@@ -118,7 +121,7 @@ func TestHTTPServerTools(t *testing.T) {
 		t.Fatalf("grow = %q, %v", out, err)
 	}
 	// The next run's listing has the new tool.
-	late := byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__late"]
+	late := byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))["srv__late"]
 	if late == nil {
 		t.Fatal("the new tool is not listed")
 	}
@@ -144,8 +147,12 @@ func TestHTTPRefused(t *testing.T) {
 			t.Parallel()
 			p := newPool(t, tc.client)
 			cfg := []loop.MCPServerCfg{{Name: "srv", URL: url, Headers: tc.headers}}
-			if ts := p.Tools(testCtx(t), "alice", "dev", nil, cfg); len(ts) != 0 {
+			ts, down := p.Tools(testCtx(t), "alice", "dev", nil, cfg)
+			if len(ts) != 0 {
 				t.Fatalf("tools = %v, want none", names(ts))
+			}
+			if len(down) != 1 || down[0].Server != "srv" || down[0].Err == "" {
+				t.Fatalf("unavailable = %+v, want srv with its error", down)
 			}
 		})
 	}
@@ -159,7 +166,7 @@ func TestServerRestartedOnce(t *testing.T) {
 	ctx := testCtx(t)
 	p := newPool(t, loopbackClient())
 	cfg := []loop.MCPServerCfg{{Name: "srv", URL: url, Headers: map[string]string{"Authorization": "Bearer " + testToken}}}
-	echo := byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__echo"]
+	echo := byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))["srv__echo"]
 	if echo == nil {
 		t.Fatal("no echo tool")
 	}
@@ -185,7 +192,7 @@ func TestServerRestartedOnce(t *testing.T) {
 	}
 	// A changed configuration is a new server.
 	cfg[0].Timeout = time.Minute
-	echo = byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__echo"]
+	echo = byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))["srv__echo"]
 	if out, err := call(); echo == nil || err != nil || out != "echo: x" {
 		t.Fatalf("call with the new configuration = %q, %v", out, err)
 	}
@@ -199,7 +206,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 	ctx := testCtx(t)
 	p := newPool(t, loopbackClient(), WithIdleTimeout(time.Millisecond))
 	cfg := []loop.MCPServerCfg{{Name: "srv", URL: url, Headers: map[string]string{"Authorization": "Bearer " + testToken}}}
-	if len(p.Tools(ctx, "alice", "dev", nil, cfg)) == 0 {
+	if len(listed(p.Tools(ctx, "alice", "dev", nil, cfg))) == 0 {
 		t.Fatal("no tools")
 	}
 	poll := time.NewTicker(10 * time.Millisecond)
@@ -214,7 +221,7 @@ func TestIdleConnectionClosed(t *testing.T) {
 		open = len(p.servers)
 		p.mu.Unlock()
 	}
-	echo := byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__echo"]
+	echo := byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))["srv__echo"]
 	if out, err := echo.Execute(ctx, map[string]any{"text": "back"}); err != nil || out != "echo: back" {
 		t.Fatalf("echo after the idle close = %q, %v", out, err)
 	}
@@ -230,7 +237,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 	b.Cleanup(p.Close)
 	ctx := context.Background()
 	cfg := []loop.MCPServerCfg{{Name: "srv", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer " + testToken}}}
-	echo := byName(p.Tools(ctx, "alice", "dev", nil, cfg))["srv__echo"]
+	echo := byName(listed(p.Tools(ctx, "alice", "dev", nil, cfg)))["srv__echo"]
 	if echo == nil {
 		b.Fatal("no echo tool")
 	}

@@ -41,8 +41,14 @@ type server struct {
 	// read by the pool's sweeper without waiting for a start under mu.
 	lastUsed atomic.Int64
 
-	mu     sync.Mutex
-	sess   *sdk.ClientSession
+	// progress routes the servers' progress notifications to their calls.
+	progress progressRoutes
+
+	mu   sync.Mutex
+	sess *sdk.ClientSession
+	// proc is the stdio server's latest process, kept after it stopped for
+	// the end of its standard error.
+	proc   *sandboxproc.Process
 	starts int
 	closed bool
 }
@@ -86,8 +92,11 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 // connect starts the server (stdio) or opens the HTTP session, and does
 // the protocol's handshake.
 func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
-	client := sdk.NewClient(clientInfo, nil)
+	client := sdk.NewClient(clientInfo, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) { s.progress.route(req.Params) },
+	})
 	var t sdk.Transport
+	var proc *sandboxproc.Process
 	if s.cfg.URL != "" {
 		t = s.httpTransport()
 	} else {
@@ -96,10 +105,14 @@ func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		if err != nil {
 			return nil, err
 		}
+		proc, s.proc = p, p
 		t = &sdk.IOTransport{Reader: p, Writer: p}
 	}
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
+		if proc != nil {
+			_ = proc.Close()
+		}
 		return nil, fmt.Errorf("handshake: %w", err)
 	}
 	return sess, nil
@@ -117,6 +130,18 @@ func (s *server) watch(sess *sdk.ClientSession) {
 			s.pool.logger.Warn("MCP server stopped", "agent_id", s.key.agentID, "server", s.cfg.Name, "err", err)
 		}
 	}
+}
+
+// stderrTail is the end of the stdio server's standard error so far;
+// empty for a server over HTTP or one never started.
+func (s *server) stderrTail() string {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	return p.StderrTail()
 }
 
 func (s *server) idleSince(now time.Time) time.Duration {
@@ -165,11 +190,12 @@ func (s *server) list(ctx context.Context) ([]*sdk.Tool, error) {
 	return listed, nil
 }
 
-// call calls one tool of the server within the server's timeout. A call
+// call calls one tool of the server within the server's timeout, asking
+// for progress notifications when progress is not nil. A call
 // that fails for another reason than the server's own error answer means
 // the server is gone (its process exited, its endpoint stopped answering):
 // its session is dropped, so the next call starts it again, once.
-func (s *server) call(ctx context.Context, name string, args map[string]any) (*sdk.CallToolResult, error) {
+func (s *server) call(ctx context.Context, name string, args map[string]any, progress *progressSink) (*sdk.CallToolResult, error) {
 	sess, err := s.session(ctx)
 	if err != nil {
 		return nil, err
@@ -182,7 +208,17 @@ func (s *server) call(ctx context.Context, name string, args map[string]any) (*s
 	defer cancel()
 	// A long call keeps the connection from looking idle.
 	defer func() { s.lastUsed.Store(time.Now().UnixNano()) }()
-	res, err := sess.CallTool(callCtx, &sdk.CallToolParams{Name: name, Arguments: args})
+	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	if progress != nil {
+		// SetProgressToken writes into the existing Meta only: on a nil one
+		// it sets nothing.
+		params.Meta = sdk.Meta{}
+		token := newProgressToken()
+		s.progress.add(token, progress)
+		defer s.progress.remove(token)
+		params.SetProgressToken(token)
+	}
+	res, err := sess.CallTool(callCtx, params)
 	var wire *jsonrpc.Error
 	switch {
 	case err == nil:

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wick-agent/wick/services/agent/internal/ids"
+	"github.com/wick-agent/wick/services/agent/internal/loop"
 	"github.com/wick-agent/wick/services/agent/internal/tools"
 )
 
@@ -48,12 +49,18 @@ func (t *tool) Description() string        { return t.description }
 func (t *tool) Parameters() map[string]any { return t.params }
 
 // Execute calls the tool. The server's error answer (isError) is the
-// call's error, with its text, so the model sees it as a failed tool.
+// call's error, with its text, so the model sees it as a failed tool. The
+// server's progress notifications become on_tool_progress events of the
+// run while the call lasts.
 func (t *tool) Execute(ctx context.Context, args map[string]any) (string, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := t.server.call(ctx, t.remote, args)
+	var progress *progressSink
+	if info, ok := loop.CallInfoFromContext(ctx); ok && info.ToolCallID != "" {
+		progress = newProgressSink(t.name, info.ToolCallID, func(ev loop.StreamEvent) { loop.Emit(ctx, ev) })
+	}
+	res, err := t.server.call(ctx, t.remote, args, progress)
 	if err != nil {
 		return "", err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/acp"
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/mcp"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -140,10 +141,10 @@ type Deps struct {
 	Processes sandboxproc.Sandbox
 }
 
-// MCPTools lists the tools of an agent's MCP servers when a run starts
-// (mcp.Pool implements it).
+// MCPTools lists the tools of an agent's MCP servers when a run starts,
+// and the servers that could not give theirs (mcp.Pool implements it).
 type MCPTools interface {
-	Tools(ctx context.Context, user, agentID string, backend *loop.BackendCfg, servers []loop.MCPServerCfg) []loop.Tool
+	Tools(ctx context.Context, user, agentID string, backend *loop.BackendCfg, servers []loop.MCPServerCfg) ([]loop.Tool, []mcp.Unavailable)
 }
 
 type config struct {

@@ -11,6 +11,7 @@ import (
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
 	"github.com/wick-agent/wick/llm/llmtest"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/mcp"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runexec"
@@ -26,11 +27,11 @@ type mcpRecorder struct {
 	servers []loop.MCPServerCfg
 }
 
-func (m *mcpRecorder) Tools(_ context.Context, _, _ string, _ *loop.BackendCfg, servers []loop.MCPServerCfg) []loop.Tool {
+func (m *mcpRecorder) Tools(_ context.Context, _, _ string, _ *loop.BackendCfg, servers []loop.MCPServerCfg) ([]loop.Tool, []mcp.Unavailable) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.servers = append(m.servers, servers...)
-	return nil
+	return nil, nil
 }
 
 // TestRunChecksSecretReferences holds a run to the same rule as storing an

@@ -19,6 +19,7 @@ import (
 	"github.com/wick-agent/wick/services/agent/internal/hooks"
 	"github.com/wick-agent/wick/services/agent/internal/ids"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
+	"github.com/wick-agent/wick/services/agent/internal/mcp"
 	"github.com/wick-agent/wick/services/agent/internal/quota"
 	"github.com/wick-agent/wick/services/agent/internal/registry"
 	"github.com/wick-agent/wick/services/agent/internal/runs"
@@ -215,6 +216,14 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 		if cfg.Approval == loop.ApprovalInteractive {
 			opts = append(opts, loop.WithApprover(approver{r}))
 		}
+		// The user learns of a server that failed from the run itself, not
+		// only from the service's log.
+		for _, u := range p.unavailable {
+			r.emit(u.Event())
+		}
+		if len(p.unavailable) > 0 && len(p.tools) == 0 && !askUser {
+			return failedRunner{fmt.Errorf("no tool is left: %s", unavailableText(p.unavailable))}
+		}
 		runTools := p.tools
 		if askUser {
 			runTools = append(slices.Clip(p.tools), &asker{r: r})
@@ -267,6 +276,9 @@ type runnerParts struct {
 	// labels are the metric labels of the tools whose names are not the
 	// operator's (the user's HTTP tools, MCP servers' tools): their kind.
 	labels map[string]string
+	// unavailable are the MCP servers that could not be started or did not
+	// list their tools.
+	unavailable []mcp.Unavailable
 }
 
 // runnerParts resolves the agent's model, sandbox file system, hooks and
@@ -291,6 +303,7 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 	builtins := tools.Builtins()
 	maps.Copy(builtins, e.builtins)
 	var agentTools []loop.Tool
+	var unavailable []mcp.Unavailable
 	labels := map[string]string{}
 	if subagent.Enabled(cfg) {
 		opts := e.cfg.subagentOptions
@@ -336,15 +349,20 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range e.mcp.Tools(ctx, user, entry.ID, cfg.SandboxBackend(), servers) {
+		mcpTools, down := e.mcp.Tools(ctx, user, entry.ID, cfg.SandboxBackend(), servers)
+		for _, t := range mcpTools {
 			agentTools = append(agentTools, t)
 			labels[t.Name()] = toolKindMCP
+		}
+		if len(down) > 0 {
+			unavailable = down
+			agentHooks = append(slices.Clip(agentHooks), mcp.UnavailableHook(down))
 		}
 	}
 	if e.tasks != nil && slices.ContainsFunc(agentTools, tasks.IsBackground) {
 		agentTools = append(agentTools, e.tasks.ModelTools()...)
 	}
-	return &runnerParts{model: model, hooks: agentHooks, tools: agentTools, labels: labels}, nil
+	return &runnerParts{model: model, hooks: agentHooks, tools: agentTools, labels: labels, unavailable: unavailable}, nil
 }
 
 // register records the run and makes it this replica's, then logs its
@@ -421,4 +439,26 @@ func (e *Executor) forget(r *Run) {
 	e.mu.Lock()
 	delete(e.active, r.rec.ID)
 	e.mu.Unlock()
+}
+
+// failedRunner is the run of an agent left without any tool because its
+// MCP servers are unavailable: it fails at once, after the events that
+// say why.
+type failedRunner struct{ err error }
+
+func (f failedRunner) Run(context.Context, string, *loop.AgentState, []llm.Message, func(loop.StreamEvent), func(context.Context, *loop.AgentState) error) error {
+	return f.err
+}
+
+func (f failedRunner) Continue(context.Context, string, *loop.AgentState, func(loop.StreamEvent), func(context.Context, *loop.AgentState) error) error {
+	return f.err
+}
+
+// unavailableText names the unavailable servers and why, in one line.
+func unavailableText(down []mcp.Unavailable) string {
+	parts := make([]string, len(down))
+	for i, u := range down {
+		parts[i] = fmt.Sprintf("MCP server %s is unavailable (%s)", u.Server, u.Err)
+	}
+	return strings.Join(parts, "; ")
 }

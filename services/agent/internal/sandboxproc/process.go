@@ -224,9 +224,14 @@ func (p *Process) StderrTail() string {
 	return string(s)
 }
 
+// StderrIntro introduces the end of a process's standard error in the
+// error of a read after it exited; callers that show the standard error on
+// its own cut the error there.
+const StderrIntro = "; its last standard error: "
+
 func (p *Process) stderrText() string {
 	if s := p.StderrTail(); s != "" {
-		return "; its last standard error: " + s
+		return StderrIntro + s
 	}
 	return ""
 }

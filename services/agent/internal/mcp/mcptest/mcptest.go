@@ -5,6 +5,7 @@ package mcptest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -27,6 +28,9 @@ const (
 	Late = "late"
 	// BadSchema is listed with an input schema that is not an object.
 	BadSchema = "bad_schema"
+	// Progress sends one progress notification when its call carries a
+	// progress token, and answers "token: <the token>".
+	Progress = "progress"
 )
 
 // Options configures the server.
@@ -61,6 +65,13 @@ func New(opts Options) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: Wait, Description: "Never answers."}, func(ctx context.Context, _ *sdk.CallToolRequest, _ noArgs) (*sdk.CallToolResult, any, error) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
+	})
+	sdk.AddTool(s, &sdk.Tool{Name: Progress, Description: "Reports progress."}, func(ctx context.Context, req *sdk.CallToolRequest, _ noArgs) (*sdk.CallToolResult, any, error) {
+		token := req.Params.GetProgressToken()
+		if token != nil {
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 1, Message: "done"})
+		}
+		return text(fmt.Sprintf("token: %v", token)), nil, nil
 	})
 	if opts.Exit != nil {
 		sdk.AddTool(s, &sdk.Tool{Name: Crash, Description: "Ends the server."}, func(context.Context, *sdk.CallToolRequest, noArgs) (*sdk.CallToolResult, any, error) {
