@@ -27,6 +27,7 @@ import (
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/files"
+	"github.com/wick-agent/wick/services/gateway/internal/mcpserver"
 	"github.com/wick-agent/wick/services/gateway/internal/protoutf8"
 	"github.com/wick-agent/wick/services/gateway/internal/sse"
 	"github.com/wick-agent/wick/services/gateway/internal/terminal"
@@ -274,6 +275,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	authed := g.authenticate
 	mux.Handle("/agents/{agent_id}/terminal", authed(terminal.New(g.agent, cfg.CORSOrigins, cfg.TerminalReadLimit, g.log)))
 	mux.Handle("/agents/{agent_id}/files/raw/{path...}", authed(files.New(g.agent, cfg.MaxUploadBytes, cfg.UploadChunkBytes, g.log)))
+	mux.Handle("/mcp", authed(g.limitBody(mcpserver.New(g.agent, mcpserver.WithLogger(g.log)))))
 	if llm != nil {
 		mux.Handle(llmMount, authed(g.limitBody(withoutClientIdentity(llm))))
 	}
