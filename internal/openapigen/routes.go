@@ -121,6 +121,7 @@ func addGatewayRoutes(doc object) error {
 		"/metrics":                            {"get": metricsOp()},
 		"/agents/{agent_id}/files/raw/{path}": rawFileItem(),
 		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
+		"/mcp":                                mcpItem(),
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
 		"/v1/messages":                        {"post": messagesOp()},
@@ -158,6 +159,7 @@ func addGatewayRoutes(doc object) error {
 	tags, _ := doc["tags"].([]any)
 	doc["tags"] = append(tags,
 		object{"name": gatewayTag, "description": "The gateway's own endpoints: health, this document, metrics."},
+		object{"name": mcpTag, "description": "A Model Context Protocol server whose tools are the caller's agents."},
 		object{"name": openAITag, "description": "The LLM gateway's OpenAI-compatible API, proxied at /v1 for " +
 			"authenticated users: any OpenAI SDK can use Wick's models, fallback chains and keys. Present when the " +
 			"gateway is connected to an LLM gateway (always in the single-process suite)."},

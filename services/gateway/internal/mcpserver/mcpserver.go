@@ -19,9 +19,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/gateway/internal/httperr"
 )
 
 // Defaults of the options.
@@ -98,7 +100,7 @@ func New(agents Agents, opts ...Option) http.Handler {
 		SessionTimeout: o.sessionTimeout,
 		Logger:         o.logger,
 	})
-	return withBearer(auth.RequireBearerToken(tokenInfo, nil)(h))
+	return allowMethods(withBearer(auth.RequireBearerToken(tokenInfo, nil)(h)))
 }
 
 // orgsKey is where a request's TokenInfo keeps the user's organisations.
@@ -134,5 +136,19 @@ func withBearer(next http.Handler) http.Handler {
 			r.Header.Set("Authorization", "Bearer authenticated-by-gateway")
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// allowMethods answers 405 for what the transport does not define; the
+// SDK's handler would answer 400 for a missing Accept header first.
+func allowMethods(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodPost, http.MethodDelete:
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			httperr.Write(w, http.StatusMethodNotAllowed, codes.Unimplemented, "method not allowed: the MCP endpoint takes GET, POST and DELETE")
+		}
 	})
 }
