@@ -181,7 +181,8 @@ func (r *run) apply(ev *agentv1.StreamEvent) (string, *mcp.CallToolResult) {
 		if id := k.OnRunStart.GetRunId(); id != "" {
 			r.res.RunID = id
 		}
-		return "run started", nil
+		// The ids let a client follow the run in Wick while it goes on.
+		return fmt.Sprintf("run %s started on thread %s", r.res.RunID, r.res.ThreadID), nil
 	case *agentv1.RunEventData_OnChatModelStream:
 		if r.afterTool {
 			r.reply.Reset()
