@@ -61,7 +61,7 @@ describe("MCP server (/mcp)", () => {
     expect(sc.status).toBe("completed");
     expect(sc.thread_id).not.toBe("");
     expect(progress.length).toBeGreaterThan(0);
-    expect(progress[0].message).toBe(`run ${sc.run_id} started on thread ${sc.thread_id}`);
+    expect(progress[0]?.message).toBe(`run ${sc.run_id} started on thread ${sc.thread_id}`);
 
     const second = (await alice.callTool({
       name: "mcpserver-alice",
