@@ -123,6 +123,7 @@ func addGatewayRoutes(doc object) error {
 		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
 		"/ag-ui/agents/{agent_id}":            {"post": agUIOp()},
 		"/ai-sdk/agents/{agent_id}/chat":      {"post": aiSDKChatOp()},
+		"/mcp":                                mcpItem(),
 		"/v1/chat/completions":                {"post": chatCompletionsOp()},
 		"/v1/models":                          {"get": modelsOp()},
 		"/v1/models/{id}":                     {"get": modelOp()},
@@ -165,6 +166,7 @@ func addGatewayRoutes(doc object) error {
 	tags, _ := doc["tags"].([]any)
 	doc["tags"] = append(tags,
 		object{"name": gatewayTag, "description": "The gateway's own endpoints: health, this document, metrics."},
+		object{"name": mcpTag, "description": "A Model Context Protocol server whose tools are the caller's agents."},
 		object{"name": openAITag, "description": "The LLM gateway's OpenAI-compatible API, proxied at /v1 for " +
 			"authenticated users: any OpenAI SDK can use Wick's models, fallback chains and keys. Present when the " +
 			"gateway is connected to an LLM gateway (always in the single-process suite)."},

@@ -30,6 +30,7 @@ import (
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/files"
 	"github.com/wick-agent/wick/services/gateway/internal/langgraph"
+	"github.com/wick-agent/wick/services/gateway/internal/mcpserver"
 	"github.com/wick-agent/wick/services/gateway/internal/protoutf8"
 	"github.com/wick-agent/wick/services/gateway/internal/sse"
 	"github.com/wick-agent/wick/services/gateway/internal/terminal"
@@ -280,6 +281,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	mux.Handle("/langgraph/", authed(g.limitBody(http.StripPrefix("/langgraph", langgraph.New(g.agent, langgraph.WithLogger(g.log), langgraph.WithHeartbeat(cfg.Heartbeat))))))
 	mux.Handle("POST /ag-ui/agents/{agent_id}", authed(g.limitBody(agui.New(g.agent, agui.WithLogger(g.log), agui.WithHeartbeat(cfg.Heartbeat)))))
 	mux.Handle("/ai-sdk/agents/{agent_id}/chat", authed(g.limitBody(aisdk.New(g.agent, g.log))))
+	mux.Handle("/mcp", authed(g.limitBody(mcpserver.New(g.agent, mcpserver.WithLogger(g.log)))))
 	if llm != nil {
 		mux.Handle(llmMount, authed(g.limitBody(withoutClientIdentity(llm))))
 	}

@@ -481,6 +481,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Opens the session's stream of server messages.
+         * @description The streamable HTTP transport's standalone event stream (Accept: text/event-stream, Mcp-Session-Id).
+         */
+        get: operations["MCP_Listen"];
+        put?: never;
+        /**
+         * Sends a JSON-RPC message to the MCP server.
+         * @description Model Context Protocol, streamable HTTP transport. Each of the caller's agents is a tool: tools/list lists them, tools/call runs one with {message, thread_id?} and answers its final reply, with notifications/progress while it runs when the call has a progressToken (docs/protocols.md). Send Accept: application/json, text/event-stream.
+         */
+        post: operations["MCP_Post"];
+        /**
+         * Ends an MCP session.
+         * @description Closes the session named by Mcp-Session-Id.
+         */
+        delete: operations["MCP_EndSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -4353,6 +4381,119 @@ export interface operations {
             };
             401: components["responses"]["Unauthenticated"];
             default: components["responses"]["Error"];
+        };
+    };
+    MCP_Listen: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The session, as the answer to initialize named it; required after initialize. A session is bound to the user who opened it (403 for another). */
+                "Mcp-Session-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description No session id, or no text/event-stream in Accept. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description The session does not exist (any more). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MCP_Post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The session, as the answer to initialize named it; required after initialize. A session is bound to the user who opened it (403 for another). */
+                "Mcp-Session-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The response, as an event stream (with the call's notifications) or JSON. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a JSON-RPC message, a missing Accept, or an unsupported protocol version. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
+            /** @description The session does not exist (any more): initialize again. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    MCP_EndSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The session, as the answer to initialize named it; required after initialize. A session is bound to the user who opened it (403 for another). */
+                "Mcp-Session-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session is closed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No session id. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthenticated"];
         };
     };
     Gateway_Metrics: {
