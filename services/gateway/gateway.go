@@ -25,6 +25,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/gateway/internal/a2a"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
 	"github.com/wick-agent/wick/services/gateway/internal/files"
 	"github.com/wick-agent/wick/services/gateway/internal/protoutf8"
@@ -274,6 +275,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	authed := g.authenticate
 	mux.Handle("/agents/{agent_id}/terminal", authed(terminal.New(g.agent, cfg.CORSOrigins, cfg.TerminalReadLimit, g.log)))
 	mux.Handle("/agents/{agent_id}/files/raw/{path...}", authed(files.New(g.agent, cfg.MaxUploadBytes, cfg.UploadChunkBytes, g.log)))
+	mux.Handle(a2a.Prefix, authed(g.limitBody(a2a.New(g.agent, a2a.WithLogger(g.log), a2a.WithHeartbeat(cfg.Heartbeat)))))
 	if llm != nil {
 		mux.Handle(llmMount, authed(g.limitBody(withoutClientIdentity(llm))))
 	}
