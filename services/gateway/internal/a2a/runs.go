@@ -325,18 +325,26 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, id json.RawMess
 
 // writeFrame writes one SSE frame holding v's JSON and flushes it.
 func writeFrame(sw *sse.Writer, v any) error {
-	b, err := json.Marshal(v)
+	frame, err := encodeFrame(v)
 	if err != nil {
 		return err
 	}
-	frame := make([]byte, 0, len(b)+8)
-	frame = append(frame, "data: "...)
-	frame = append(frame, b...)
-	frame = append(frame, "\n\n"...)
 	if _, err := sw.Write(frame); err != nil {
 		return err
 	}
 	return sw.FlushError()
+}
+
+// encodeFrame is the SSE frame holding v's JSON.
+func encodeFrame(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 0, len(b)+8)
+	frame = append(frame, "data: "...)
+	frame = append(frame, b...)
+	return append(frame, "\n\n"...), nil
 }
 
 // getTask answers a task as its run stands. A finished run's artifacts are

@@ -46,8 +46,11 @@ func terminal(state string) bool {
 // artifact, streamed as artifact-update events.
 type tracker struct {
 	task Task
-	// open is true while the last artifact takes more text.
+	// open is true while the last artifact takes more text, which text
+	// collects (appending to a string per token would copy the answer
+	// each time).
 	open bool
+	text strings.Builder
 	now  func() time.Time
 }
 
@@ -72,14 +75,29 @@ func (t *tracker) status(state string, msg *Message, final bool) *StatusUpdate {
 // answer is the text of the last artifact: the agent's final reply once
 // the run is done.
 func (t *tracker) answer() string {
+	t.sync()
 	if n := len(t.task.Artifacts); n > 0 {
 		return t.task.Artifacts[n-1].Parts[0].Text
 	}
 	return ""
 }
 
+// sync puts the collected text into the open artifact.
+func (t *tracker) sync() {
+	if t.open {
+		t.task.Artifacts[len(t.task.Artifacts)-1].Parts[0].Text = t.text.String()
+	}
+}
+
+// close ends the open artifact.
+func (t *tracker) close() {
+	t.sync()
+	t.open = false
+}
+
 // snapshot is a copy of the task as it stands.
 func (t *tracker) snapshot() *Task {
+	t.sync()
 	c := t.task
 	c.Artifacts = make([]Artifact, len(t.task.Artifacts))
 	for i, a := range t.task.Artifacts {
@@ -110,6 +128,7 @@ func (t *tracker) apply(ev *agentv1.StreamEvent) (out any, final bool) {
 		appendTo := t.open
 		if !t.open {
 			t.open = true
+			t.text.Reset()
 			t.task.Artifacts = append(t.task.Artifacts, Artifact{
 				// Named by the event that opened it: unique also across the
 				// streams of a run resumed after an interrupt.
@@ -119,13 +138,13 @@ func (t *tracker) apply(ev *agentv1.StreamEvent) (out any, final bool) {
 			})
 		}
 		a := &t.task.Artifacts[len(t.task.Artifacts)-1]
-		a.Parts[0].Text += delta
+		t.text.WriteString(delta)
 		return &ArtifactUpdate{
 			Kind: "artifact-update", TaskID: t.task.ID, ContextID: t.task.ContextID, Append: appendTo,
 			Artifact: Artifact{ArtifactID: a.ArtifactID, Name: a.Name, Parts: []Part{{Kind: "text", Text: delta}}},
 		}, false
 	case *agentv1.RunEventData_OnToolStart:
-		t.open = false
+		t.close()
 		call := map[string]any{"id": k.OnToolStart.GetToolCallId(), "name": ev.GetName()}
 		if args := k.OnToolStart.GetArgs(); args != nil {
 			call["args"] = args.AsMap()
@@ -141,17 +160,17 @@ func (t *tracker) apply(ev *agentv1.StreamEvent) (out any, final bool) {
 		}
 		return t.status(StateWorking, t.agentMessage(ev.GetId(), Part{Kind: "data", Data: map[string]any{"tool_result": res}}), false), false
 	case *agentv1.RunEventData_OnInterrupt:
-		t.open = false
+		t.close()
 		return t.status(StateInputRequired, t.interruptMessage(ev.GetId(), k.OnInterrupt.GetQuestion(), k.OnInterrupt.GetToolCalls()), true), true
 	case *agentv1.RunEventData_Done:
-		t.open = false
+		t.close()
 		var msg *Message
 		if a := t.answer(); a != "" {
 			msg = t.agentMessage(ev.GetId(), Part{Kind: "text", Text: a})
 		}
 		return t.status(StateCompleted, msg, true), true
 	case *agentv1.RunEventData_Error:
-		t.open = false
+		t.close()
 		state := StateFailed
 		if r := k.Error.GetStopReason(); r == runCancelled || r == runStopped {
 			state = StateCanceled
