@@ -116,21 +116,23 @@ func describeErrors(doc object, bindings []*binding) error {
 func addGatewayRoutes(doc object) error {
 	paths := ensure(doc, "paths")
 	routes := map[string]object{
-		"/health":                             {"get": healthOp()},
-		"/openapi.json":                       {"get": openAPIOp()},
-		"/metrics":                            {"get": metricsOp()},
-		"/agents/{agent_id}/files/raw/{path}": rawFileItem(),
-		"/agents/{agent_id}/terminal":         {"get": terminalOp()},
-		"/ag-ui/agents/{agent_id}":            {"post": agUIOp()},
-		"/ai-sdk/agents/{agent_id}/chat":      {"post": aiSDKChatOp()},
-		"/mcp":                                mcpItem(),
-		"/v1/chat/completions":                {"post": chatCompletionsOp()},
-		"/v1/models":                          {"get": modelsOp()},
-		"/v1/models/{id}":                     {"get": modelOp()},
-		"/v1/embeddings":                      {"post": embeddingsOp()},
-		"/v1/messages":                        {"post": messagesOp()},
-		"/v1/messages/count_tokens":           {"post": countTokensOp()},
-		"/v1/responses":                       {"post": responsesOp()},
+		"/health":                                {"get": healthOp()},
+		"/openapi.json":                          {"get": openAPIOp()},
+		"/metrics":                               {"get": metricsOp()},
+		"/agents/{agent_id}/files/raw/{path}":    rawFileItem(),
+		"/agents/{agent_id}/terminal":            {"get": terminalOp()},
+		"/ag-ui/agents/{agent_id}":               {"post": agUIOp()},
+		a2aPath:                                  {"post": a2aRPCOp()},
+		a2aPath + "/.well-known/agent-card.json": {"get": a2aCardOp()},
+		"/ai-sdk/agents/{agent_id}/chat":         {"post": aiSDKChatOp()},
+		"/mcp":                                   mcpItem(),
+		"/v1/chat/completions":                   {"post": chatCompletionsOp()},
+		"/v1/models":                             {"get": modelsOp()},
+		"/v1/models/{id}":                        {"get": modelOp()},
+		"/v1/embeddings":                         {"post": embeddingsOp()},
+		"/v1/messages":                           {"post": messagesOp()},
+		"/v1/messages/count_tokens":              {"post": countTokensOp()},
+		"/v1/responses":                          {"post": responsesOp()},
 	}
 	for _, p := range sortedKeys(routes) {
 		if _, dup := paths[p]; dup {

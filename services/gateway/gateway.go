@@ -25,6 +25,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/services/gateway/internal/a2a"
 	"github.com/wick-agent/wick/services/gateway/internal/agui"
 	"github.com/wick-agent/wick/services/gateway/internal/aisdk"
 	"github.com/wick-agent/wick/services/gateway/internal/auth"
@@ -282,6 +283,9 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	mux.Handle("POST /ag-ui/agents/{agent_id}", authed(g.limitBody(agui.New(g.agent, agui.WithLogger(g.log), agui.WithHeartbeat(cfg.Heartbeat)))))
 	mux.Handle("/ai-sdk/agents/{agent_id}/chat", authed(g.limitBody(aisdk.New(g.agent, g.log))))
 	mux.Handle("/mcp", authed(g.limitBody(mcpserver.New(g.agent, mcpserver.WithLogger(g.log)))))
+	a2aHandler := authed(g.limitBody(a2a.New(g.agent, a2a.WithLogger(g.log), a2a.WithHeartbeat(cfg.Heartbeat))))
+	mux.Handle("GET "+a2a.Prefix+"{agent_id}"+a2a.CardPath, a2aHandler)
+	mux.Handle("POST "+a2a.Prefix+"{agent_id}", a2aHandler)
 	if llm != nil {
 		mux.Handle(llmMount, authed(g.limitBody(withoutClientIdentity(llm))))
 	}
