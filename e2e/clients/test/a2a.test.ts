@@ -17,8 +17,14 @@ function authFetch(user: keyof typeof TOKENS): typeof fetch {
   return (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers(user) } });
 }
 
-function agentBase(agent: string): string {
+/** The agent's JSON-RPC endpoint, as its card names it. */
+function rpcURL(agent: string): string {
   return `${url}/a2a/agents/${agent}`;
+}
+
+function agentBase(agent: string): string {
+  // With the slash: the SDK resolves the card path relative to it.
+  return `${url}/a2a/agents/${agent}/`;
 }
 
 async function client(user: keyof typeof TOKENS, agent: string): Promise<Client> {
@@ -61,7 +67,7 @@ describe("A2A", () => {
     expect(card.name).toBe("A2A helper");
     expect(card.description).toBe("Answers greetings for the A2A tests.");
     expect(card.capabilities?.streaming).toBe(true);
-    expect(card.supportedInterfaces[0]?.url).toBe(agentBase("a2a-hello"));
+    expect(card.supportedInterfaces[0]?.url).toBe(rpcURL("a2a-hello"));
     expect(card.supportedInterfaces[0]?.protocolBinding).toBe("JSONRPC");
     expect(Object.keys(card.securitySchemes)).toEqual(["bearer"]);
     expect(card.skills.map((s) => s.id)).toEqual(["chat", "tool:calculate"]);
@@ -69,8 +75,8 @@ describe("A2A", () => {
   });
 
   it("refuses the card without a token and for an unknown agent", async () => {
-    expect((await fetch(`${agentBase("a2a-hello")}/.well-known/agent-card.json`)).status).toBe(401);
-    const res = await fetch(`${agentBase("nobody")}/.well-known/agent-card.json`, { headers: headers("alice") });
+    expect((await fetch(`${agentBase("a2a-hello")}.well-known/agent-card.json`)).status).toBe(401);
+    const res = await fetch(`${agentBase("nobody")}.well-known/agent-card.json`, { headers: headers("alice") });
     expect(res.status).toBe(404);
     expect(((await res.json()) as { status?: string }).status).toBe("NOT_FOUND");
   });
@@ -144,7 +150,7 @@ describe("A2A", () => {
 
   it("answers malformed and unknown requests with JSON-RPC errors", async () => {
     const rpc = async (body: string) => {
-      const res = await fetch(agentBase("a2a-hello"), { method: "POST", headers: { ...headers("alice"), "Content-Type": "application/json" }, body });
+      const res = await fetch(rpcURL("a2a-hello"), { method: "POST", headers: { ...headers("alice"), "Content-Type": "application/json" }, body });
       return (await res.json()) as { error?: { code: number } };
     };
     expect((await rpc("{")).error?.code).toBe(-32700);
