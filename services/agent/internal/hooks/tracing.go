@@ -18,11 +18,14 @@ const (
 	SpanLLMCall  = "llm.call"
 	SpanToolCall = "tool.call"
 	// DefaultPreviewChars is how much of a message's content and a tool's
-	// output a span records.
-	DefaultPreviewChars = 500
-	// DefaultMaxArgsChars caps the tool_args attribute: a write_file call can
-	// carry megabytes, too much for a span attribute.
-	DefaultMaxArgsChars = 4096
+	// output a span records: none. Tracing backends are read by operators
+	// and kept for long; what users and models write stays out of them
+	// unless the operator asks (WithPreviewChars).
+	DefaultPreviewChars = 0
+	// DefaultMaxArgsChars caps the tool_args attribute: none recorded by
+	// default, for the same reason (WithMaxArgsChars). A write_file call can
+	// carry megabytes, too much for a span attribute anyway.
+	DefaultMaxArgsChars = 0
 	tracerName          = "github.com/wick-agent/wick/services/agent/internal/hooks"
 )
 
@@ -42,10 +45,12 @@ func WithTracerProvider(tp trace.TracerProvider) TracingOption {
 	return func(h *TracingHook) { h.tracer = tp.Tracer(tracerName) }
 }
 
-// WithPreviewChars sets the length of the content and output previews.
+// WithPreviewChars records content and output previews of n characters,
+// and a failed tool's error text (default none).
 func WithPreviewChars(n int) TracingOption { return func(h *TracingHook) { h.previewChars = n } }
 
-// WithMaxArgsChars caps the tool_args attribute.
+// WithMaxArgsChars records a tool's arguments, capped at n characters, as
+// tool_args (default none).
 func WithMaxArgsChars(n int) TracingOption { return func(h *TracingHook) { h.maxArgsChars = n } }
 
 // NewTracingHook returns the tracing hook.
@@ -89,11 +94,13 @@ func (h *TracingHook) WrapModelCall(ctx context.Context, msgs []llm.Message, nex
 		span.SetAttributes(
 			attribute.Int("content_length", len(resp.Content)),
 			attribute.Int("tool_calls_count", len(resp.ToolCalls)),
-			attribute.String("content_preview", prefix(resp.Content, h.previewChars)),
 			attribute.StringSlice("tool_call_names", names),
 			attribute.Int64("input_tokens", resp.Usage.InputTokens),
 			attribute.Int64("output_tokens", resp.Usage.OutputTokens),
 		)
+		if h.previewChars > 0 {
+			span.SetAttributes(attribute.String("content_preview", prefix(resp.Content, h.previewChars)))
+		}
 	}
 	return resp, nil
 }
@@ -105,24 +112,32 @@ func (h *TracingHook) WrapToolCall(ctx context.Context, call llm.ToolCall, next 
 	if !span.IsRecording() {
 		return next(ctx, call)
 	}
-	args := call.RawArgs
-	if args == "" {
-		args = loop.ArgsJSON(call.Args)
-	}
 	span.SetAttributes(
 		attribute.String("tool_name", call.Name),
 		attribute.String("tool_call_id", call.ID),
-		attribute.String("tool_args", prefix(args, h.maxArgsChars)),
 	)
+	if h.maxArgsChars > 0 {
+		args := call.RawArgs
+		if args == "" {
+			args = loop.ArgsJSON(call.Args)
+		}
+		span.SetAttributes(attribute.String("tool_args", prefix(args, h.maxArgsChars)))
+	}
 	res, err := next(ctx, call)
 	if res != nil {
-		span.SetAttributes(
-			attribute.Int("output_length", len(res.Output)),
-			attribute.String("output_preview", prefix(res.Output, h.previewChars)),
-		)
+		span.SetAttributes(attribute.Int("output_length", len(res.Output)))
+		if h.previewChars > 0 {
+			span.SetAttributes(attribute.String("output_preview", prefix(res.Output, h.previewChars)))
+		}
 		if res.Error != "" {
-			span.SetAttributes(attribute.String("tool_error", res.Error))
-			span.SetStatus(codes.Error, res.Error)
+			// A tool's error quotes what it was given (a path, the text
+			// an edit did not find): content, like its output.
+			msg := "tool error"
+			if h.previewChars > 0 {
+				msg = res.Error
+				span.SetAttributes(attribute.String("tool_error", res.Error))
+			}
+			span.SetStatus(codes.Error, msg)
 		}
 	}
 	if err != nil {

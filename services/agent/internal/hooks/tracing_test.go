@@ -21,7 +21,7 @@ func newTracing(t *testing.T) (*hooks.TracingHook, *tracetest.InMemoryExporter) 
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return hooks.NewTracingHook(hooks.WithTracerProvider(tp)), exp
+	return hooks.NewTracingHook(hooks.WithTracerProvider(tp), hooks.WithPreviewChars(500), hooks.WithMaxArgsChars(4096)), exp
 }
 
 func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
@@ -96,5 +96,60 @@ func TestTracingToolSpan(t *testing.T) {
 	}
 	if strings.Join(h.Phases(), ",") != "wrap_model_call,wrap_tool_call" || h.Name() != "tracing" {
 		t.Fatal("name/phases")
+	}
+}
+
+// By default no span carries what a user, a model or a tool wrote: the
+// tracing backend is the operator's, not the user's.
+func TestTracingRecordsNoContentByDefault(t *testing.T) {
+	t.Parallel()
+	const secret = "the user's private words"
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	h := hooks.NewTracingHook(hooks.WithTracerProvider(tp))
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"model call", func() error {
+			_, err := h.WrapModelCall(context.Background(), []llm.Message{loop.Human(secret)},
+				func(context.Context, []llm.Message) (*llm.Result, error) {
+					return &llm.Result{Content: secret, ToolCalls: []llm.ToolCall{{ID: "1", Name: "ls"}}}, nil
+				})
+			return err
+		}},
+		{"tool call", func() error {
+			call := llm.ToolCall{ID: "c1", Name: "write_file", Args: map[string]any{"content": secret}}
+			_, err := h.WrapToolCall(context.Background(), call, func(context.Context, llm.ToolCall) (*loop.ToolResult, error) {
+				return &loop.ToolResult{Output: secret}, nil
+			})
+			return err
+		}},
+		{"failed tool call", func() error {
+			call := llm.ToolCall{ID: "c2", Name: "edit_file", Args: map[string]any{"old_text": secret}}
+			_, err := h.WrapToolCall(context.Background(), call, func(context.Context, llm.ToolCall) (*loop.ToolResult, error) {
+				return &loop.ToolResult{Error: "not found: " + secret}, nil
+			})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exp.Reset()
+			if err := tt.call(); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range exp.GetSpans() {
+				if strings.Contains(s.Status.Description, secret) {
+					t.Errorf("span %s status %q holds content", s.Name, s.Status.Description)
+				}
+				for _, kv := range s.Attributes {
+					if strings.Contains(kv.Value.Emit(), secret) {
+						t.Errorf("span %s attribute %s holds content: %q", s.Name, kv.Key, kv.Value.Emit())
+					}
+				}
+			}
+		})
 	}
 }
