@@ -303,6 +303,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	h = g.localHostOnly(h)
 	h = secureHeaders(h)
 	h = m.instrument(h)
+	h = traceResponse(h)
 	otelOpts := []otelhttp.Option{
 		// Renamed by route once routed (metrics.instrument).
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 
 	"github.com/wick-agent/wick/platform/identity"
@@ -164,6 +165,23 @@ func sameOrigin(r *http.Request, origin string) bool {
 func secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TraceResponseHeader carries the trace of a request back to the client, in
+// the form of W3C Trace Context Level 2 (version-traceid-spanid-flags), so
+// an operator can find the request in the tracing backend from what the
+// client saw.
+const TraceResponseHeader = "Traceresponse"
+
+// traceResponse sets TraceResponseHeader from the request's server span;
+// it runs inside the otelhttp handler.
+func traceResponse(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+			w.Header().Set(TraceResponseHeader, "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-"+sc.TraceFlags().String())
+		}
 		next.ServeHTTP(w, r)
 	})
 }

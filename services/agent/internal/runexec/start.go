@@ -11,6 +11,7 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wick-agent/wick/llm"
@@ -44,6 +45,9 @@ type Request struct {
 	followUp bool
 }
 
+// RunIDAttribute is the span attribute that holds a run's id.
+const RunIDAttribute = "wick.run_id"
+
 // Start validates the request, takes the thread's run lock and starts the
 // run in the background. The run's first event is logged before Start
 // returns. The run outlives ctx; see Await and CancelWith.
@@ -74,6 +78,9 @@ func (e *Executor) begin(ctx context.Context, user string, req Request, from *ru
 	// The run's slot is taken once it holds its thread: a run waiting for
 	// a busy thread counts as queued, not as going.
 	runID := ids.New("run_")
+	// The span of the call that started the run (Stream, Invoke, ...) names
+	// it, so a trace is found by the id a client sees.
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String(RunIDAttribute, runID))
 	slot, err := quota.Hold(ctx, e.quota, user, kindRuns, runID, e.cfg.limits.Runs)
 	if err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
