@@ -138,7 +138,7 @@ func (g *Gateway) cors(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Allow-Origin", origin)
-		h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Disposition")
+		h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Disposition, "+TraceResponseHeader)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID")
