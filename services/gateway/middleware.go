@@ -141,7 +141,9 @@ func (g *Gateway) cors(next http.Handler) http.Handler {
 		h.Set("Access-Control-Expose-Headers", "Content-Length, Content-Disposition, "+TraceResponseHeader)
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Last-Event-ID")
+			// X-Api-Key: LangGraph's SDK (and useStream in a page) sends
+			// its API key there, as Anthropic's clients do.
+			h.Set("Access-Control-Allow-Headers", "Authorization, "+apiKeyHeader+", Content-Type, Accept, Last-Event-ID")
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
