@@ -6,6 +6,7 @@
 // servers), and the users of fixtures.ts.
 // Stopped (SIGTERM) when the run ends.
 import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
 import { copyFile, mkdtemp, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -28,6 +29,12 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** The suite's REST API, e.g. "http://127.0.0.1:41234". */
     wickUrl: string;
+    /**
+     * The origin a test serves its browser pages from, e.g.
+     * "http://127.0.0.1:41235": the suite allows it (-cors-origins), and
+     * its port was free when the suite started.
+     */
+    pageOrigin: string;
   }
 }
 
@@ -60,6 +67,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await mkdir(stateDir);
 
     const addr = "127.0.0.1:0";
+    const pageOrigin = `http://127.0.0.1:${await freePort()}`;
     const args = [
       ...["-http-addr", addr, "-gateway-grpc-addr", addr, "-agent-addr", addr, "-sandbox-addr", addr, "-llm-addr", addr],
       ...["-sandbox", "local", "-allow-local", "-sandbox-state-dir", stateDir],
@@ -67,6 +75,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
       ...["-knowledge-orgs", Object.keys(TOKENS).map((user) => `${user}=${ORG}`).join(",")],
       ...["-script-dir", scriptDir, "-model", "script:echo", "-agents-file", agentsFile],
       ...["-operator-users", "operator"],
+      // Pages a test renders in a browser call the API cross-origin.
+      ...["-cors-origins", pageOrigin],
       // MCP servers over streamable HTTP that a test starts on loopback;
       // stdio MCP servers run by local sandboxes from this package's
       // node_modules, which Landlock lets them read only when listed.
@@ -78,11 +88,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? dir, TMPDIR: tmpdir() };
     child = spawn(bin, args, { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] });
     project.provide("wickUrl", await restURL(child));
+    project.provide("pageOrigin", pageOrigin);
   } catch (err) {
     await teardown();
     throw err;
   }
   return teardown;
+}
+
+// freePort is a loopback port nothing listens on now; the suite starts
+// before any test file, so the page server's origin is fixed here.
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === "object" ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
 }
 
 async function jsonFiles(dir: string): Promise<string[]> {
