@@ -23,8 +23,8 @@ func TestCheckSecrets(t *testing.T) {
 	}
 	tmplACP := &loop.ACPCfg{Command: "claude-code-acp", Env: map[string]string{"ANTHROPIC_API_KEY": "${secret:ANTHROPIC_KEY}"}}
 	templates := map[string]*loop.AgentConfig{
-		"tools": {Name: "T", Backend: local, MCPServers: []loop.MCPServerCfg{tmplServer, tmplURL}},
-		"coder": {Name: "C", Backend: local, ACP: tmplACP},
+		"tools":  {Name: "T", Backend: local, MCPServers: []loop.MCPServerCfg{tmplServer, tmplURL}},
+		"coder":  {Name: "C", Backend: local, ACP: tmplACP},
 		"caller": {Name: "R", Subagents: []loop.SubagentCfg{tmplRemote}},
 	}
 	grants, err := secrets.NewGrants(map[string]secrets.Grant{
