@@ -199,6 +199,9 @@ func subagentsToProto(subs []loop.SubagentCfg) []*agentv1.Subagent {
 		if s.Timeout > 0 {
 			p.Timeout = durationpb.New(s.Timeout)
 		}
+		if s.A2A != nil {
+			p.A2A = &agentv1.A2AAgent{Url: redact.String(s.A2A.URL), Token: registry.Masked(map[string]string{"token": s.A2A.Token})["token"]}
+		}
 		out = append(out, p)
 	}
 	return out
@@ -213,6 +216,9 @@ func subagentsFromProto(subs []*agentv1.Subagent) []loop.SubagentCfg {
 		}
 		if p.GetTimeout() != nil {
 			s.Timeout = p.GetTimeout().AsDuration()
+		}
+		if a := p.GetA2A(); a != nil {
+			s.A2A = &loop.A2ACfg{URL: a.GetUrl(), Token: a.GetToken()}
 		}
 		out = append(out, s)
 	}

@@ -133,6 +133,18 @@ type SubagentCfg struct {
 	// Timeout bounds one run of the sub-agent; 0 uses the service's
 	// default (300 s).
 	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// A2A makes the sub-agent a remote Agent2Agent agent, called over
+	// JSON-RPC instead of run here; it then has no prompt, model or tools.
+	A2A *A2ACfg `yaml:"a2a" json:"a2a,omitempty"`
+}
+
+// A2ACfg is a remote A2A agent a sub-agent entry stands for.
+type A2ACfg struct {
+	// URL is the agent's JSON-RPC endpoint (its card's url).
+	URL string `yaml:"url" json:"url"`
+	// Token is the bearer token sent to it; may be a ${secret:NAME}
+	// reference.
+	Token string `yaml:"token" json:"token,omitempty"`
 }
 
 // BackendCfg is where the agent's files and commands live.

@@ -6234,7 +6234,11 @@ type Subagent struct {
 	Tools []string `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
 	// timeout bounds one run of the sub-agent; unset uses the service's
 	// default (300 s). Past it the parent's task call fails.
-	Timeout       *durationpb.Duration `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,6,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// a2a makes the sub-agent a remote Agent2Agent agent: the goal is sent
+	// to it as an A2A message and its task's final text is the answer.
+	// Such a sub-agent has no prompt, model or tools of its own.
+	A2A           *A2AAgent `protobuf:"bytes,7,opt,name=a2a,proto3" json:"a2a,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6311,6 +6315,71 @@ func (x *Subagent) GetTimeout() *durationpb.Duration {
 	return nil
 }
 
+func (x *Subagent) GetA2A() *A2AAgent {
+	if x != nil {
+		return x.A2A
+	}
+	return nil
+}
+
+// A2aAgent is a remote Agent2Agent (A2A 0.3, JSON-RPC binding) agent that
+// a sub-agent entry stands for, reached through the tool network guard.
+type A2AAgent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// url is the agent's JSON-RPC endpoint (http:// or https://, no
+	// credentials in it), as its card's url names it.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// token is sent as "Authorization: Bearer <token>"; it may be a
+	// ${secret:NAME} reference. The API shows a literal token masked.
+	Token         string `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *A2AAgent) Reset() {
+	*x = A2AAgent{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2AAgent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2AAgent) ProtoMessage() {}
+
+func (x *A2AAgent) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2AAgent.ProtoReflect.Descriptor instead.
+func (*A2AAgent) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *A2AAgent) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *A2AAgent) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 // Task is a background tool call: the call answered its id at once and the
 // run went on, while the tool runs (or its status URL is polled) on some
 // replica. Its result joins the thread once it finishes.
@@ -6347,7 +6416,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6359,7 +6428,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6372,7 +6441,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Task) GetTaskId() string {
@@ -6470,7 +6539,7 @@ type ListThreadTasksRequest struct {
 
 func (x *ListThreadTasksRequest) Reset() {
 	*x = ListThreadTasksRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6482,7 +6551,7 @@ func (x *ListThreadTasksRequest) String() string {
 func (*ListThreadTasksRequest) ProtoMessage() {}
 
 func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6495,7 +6564,7 @@ func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListThreadTasksRequest) GetThreadId() string {
@@ -6516,7 +6585,7 @@ type ListThreadTasksResponse struct {
 
 func (x *ListThreadTasksResponse) Reset() {
 	*x = ListThreadTasksResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6528,7 +6597,7 @@ func (x *ListThreadTasksResponse) String() string {
 func (*ListThreadTasksResponse) ProtoMessage() {}
 
 func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6541,7 +6610,7 @@ func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ListThreadTasksResponse) GetTasks() []*Task {
@@ -6562,7 +6631,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6574,7 +6643,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6587,7 +6656,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -6608,7 +6677,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6620,7 +6689,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6633,7 +6702,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -6654,7 +6723,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6666,7 +6735,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6679,7 +6748,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -6700,7 +6769,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6712,7 +6781,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6725,7 +6794,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -6759,7 +6828,7 @@ type AcpAgent struct {
 
 func (x *AcpAgent) Reset() {
 	*x = AcpAgent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6771,7 +6840,7 @@ func (x *AcpAgent) String() string {
 func (*AcpAgent) ProtoMessage() {}
 
 func (x *AcpAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6784,7 +6853,7 @@ func (x *AcpAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcpAgent.ProtoReflect.Descriptor instead.
 func (*AcpAgent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *AcpAgent) GetCommand() string {
@@ -6844,7 +6913,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6856,7 +6925,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6869,7 +6938,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *McpServer) GetName() string {
@@ -6960,7 +7029,7 @@ type RunEventData struct {
 
 func (x *RunEventData) Reset() {
 	*x = RunEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6972,7 +7041,7 @@ func (x *RunEventData) String() string {
 func (*RunEventData) ProtoMessage() {}
 
 func (x *RunEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6985,7 +7054,7 @@ func (x *RunEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEventData.ProtoReflect.Descriptor instead.
 func (*RunEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RunEventData) GetKind() isRunEventData_Kind {
@@ -7343,7 +7412,7 @@ type RunStartData struct {
 
 func (x *RunStartData) Reset() {
 	*x = RunStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7355,7 +7424,7 @@ func (x *RunStartData) String() string {
 func (*RunStartData) ProtoMessage() {}
 
 func (x *RunStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7368,7 +7437,7 @@ func (x *RunStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStartData.ProtoReflect.Descriptor instead.
 func (*RunStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RunStartData) GetRunId() string {
@@ -7404,7 +7473,7 @@ type DeltaData struct {
 
 func (x *DeltaData) Reset() {
 	*x = DeltaData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7416,7 +7485,7 @@ func (x *DeltaData) String() string {
 func (*DeltaData) ProtoMessage() {}
 
 func (x *DeltaData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7429,7 +7498,7 @@ func (x *DeltaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeltaData.ProtoReflect.Descriptor instead.
 func (*DeltaData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *DeltaData) GetDelta() string {
@@ -7455,7 +7524,7 @@ type ToolStartData struct {
 
 func (x *ToolStartData) Reset() {
 	*x = ToolStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7467,7 +7536,7 @@ func (x *ToolStartData) String() string {
 func (*ToolStartData) ProtoMessage() {}
 
 func (x *ToolStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7480,7 +7549,7 @@ func (x *ToolStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStartData.ProtoReflect.Descriptor instead.
 func (*ToolStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ToolStartData) GetArgs() *structpb.Struct {
@@ -7519,7 +7588,7 @@ type ToolEndData struct {
 
 func (x *ToolEndData) Reset() {
 	*x = ToolEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7531,7 +7600,7 @@ func (x *ToolEndData) String() string {
 func (*ToolEndData) ProtoMessage() {}
 
 func (x *ToolEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7544,7 +7613,7 @@ func (x *ToolEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEndData.ProtoReflect.Descriptor instead.
 func (*ToolEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ToolEndData) GetOutput() string {
@@ -7586,7 +7655,7 @@ type McpServerErrorData struct {
 
 func (x *McpServerErrorData) Reset() {
 	*x = McpServerErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7598,7 +7667,7 @@ func (x *McpServerErrorData) String() string {
 func (*McpServerErrorData) ProtoMessage() {}
 
 func (x *McpServerErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7611,7 +7680,7 @@ func (x *McpServerErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerErrorData.ProtoReflect.Descriptor instead.
 func (*McpServerErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *McpServerErrorData) GetServer() string {
@@ -7652,7 +7721,7 @@ type ToolProgressData struct {
 
 func (x *ToolProgressData) Reset() {
 	*x = ToolProgressData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7664,7 +7733,7 @@ func (x *ToolProgressData) String() string {
 func (*ToolProgressData) ProtoMessage() {}
 
 func (x *ToolProgressData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7677,7 +7746,7 @@ func (x *ToolProgressData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolProgressData.ProtoReflect.Descriptor instead.
 func (*ToolProgressData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ToolProgressData) GetToolCallId() string {
@@ -7719,7 +7788,7 @@ type TodosData struct {
 
 func (x *TodosData) Reset() {
 	*x = TodosData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7731,7 +7800,7 @@ func (x *TodosData) String() string {
 func (*TodosData) ProtoMessage() {}
 
 func (x *TodosData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7744,7 +7813,7 @@ func (x *TodosData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TodosData.ProtoReflect.Descriptor instead.
 func (*TodosData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *TodosData) GetTodos() []*Todo {
@@ -7778,7 +7847,7 @@ type InterruptData struct {
 
 func (x *InterruptData) Reset() {
 	*x = InterruptData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7790,7 +7859,7 @@ func (x *InterruptData) String() string {
 func (*InterruptData) ProtoMessage() {}
 
 func (x *InterruptData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7803,7 +7872,7 @@ func (x *InterruptData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptData.ProtoReflect.Descriptor instead.
 func (*InterruptData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *InterruptData) GetToolCalls() []*ToolCall {
@@ -7863,7 +7932,7 @@ type KnowledgeRetrievalData struct {
 
 func (x *KnowledgeRetrievalData) Reset() {
 	*x = KnowledgeRetrievalData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7875,7 +7944,7 @@ func (x *KnowledgeRetrievalData) String() string {
 func (*KnowledgeRetrievalData) ProtoMessage() {}
 
 func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7888,7 +7957,7 @@ func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeRetrievalData.ProtoReflect.Descriptor instead.
 func (*KnowledgeRetrievalData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *KnowledgeRetrievalData) GetQuery() string {
@@ -7939,7 +8008,7 @@ type KnowledgeSource struct {
 
 func (x *KnowledgeSource) Reset() {
 	*x = KnowledgeSource{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7951,7 +8020,7 @@ func (x *KnowledgeSource) String() string {
 func (*KnowledgeSource) ProtoMessage() {}
 
 func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7964,7 +8033,7 @@ func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeSource.ProtoReflect.Descriptor instead.
 func (*KnowledgeSource) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *KnowledgeSource) GetN() int32 {
@@ -8047,7 +8116,7 @@ type UsageData struct {
 
 func (x *UsageData) Reset() {
 	*x = UsageData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8059,7 +8128,7 @@ func (x *UsageData) String() string {
 func (*UsageData) ProtoMessage() {}
 
 func (x *UsageData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8072,7 +8141,7 @@ func (x *UsageData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageData.ProtoReflect.Descriptor instead.
 func (*UsageData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *UsageData) GetInputTokens() int32 {
@@ -8120,7 +8189,7 @@ type SubagentStartData struct {
 
 func (x *SubagentStartData) Reset() {
 	*x = SubagentStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8132,7 +8201,7 @@ func (x *SubagentStartData) String() string {
 func (*SubagentStartData) ProtoMessage() {}
 
 func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8145,7 +8214,7 @@ func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStartData.ProtoReflect.Descriptor instead.
 func (*SubagentStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *SubagentStartData) GetName() string {
@@ -8221,7 +8290,7 @@ type SubagentEventData struct {
 
 func (x *SubagentEventData) Reset() {
 	*x = SubagentEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8233,7 +8302,7 @@ func (x *SubagentEventData) String() string {
 func (*SubagentEventData) ProtoMessage() {}
 
 func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8246,7 +8315,7 @@ func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEventData.ProtoReflect.Descriptor instead.
 func (*SubagentEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *SubagentEventData) GetName() string {
@@ -8314,7 +8383,7 @@ type ChildEvent struct {
 
 func (x *ChildEvent) Reset() {
 	*x = ChildEvent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8326,7 +8395,7 @@ func (x *ChildEvent) String() string {
 func (*ChildEvent) ProtoMessage() {}
 
 func (x *ChildEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8339,7 +8408,7 @@ func (x *ChildEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildEvent.ProtoReflect.Descriptor instead.
 func (*ChildEvent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *ChildEvent) GetEvent() string {
@@ -8390,7 +8459,7 @@ type SubagentEndData struct {
 
 func (x *SubagentEndData) Reset() {
 	*x = SubagentEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8402,7 +8471,7 @@ func (x *SubagentEndData) String() string {
 func (*SubagentEndData) ProtoMessage() {}
 
 func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8415,7 +8484,7 @@ func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEndData.ProtoReflect.Descriptor instead.
 func (*SubagentEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *SubagentEndData) GetName() string {
@@ -8507,7 +8576,7 @@ type TaskEventData struct {
 
 func (x *TaskEventData) Reset() {
 	*x = TaskEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8519,7 +8588,7 @@ func (x *TaskEventData) String() string {
 func (*TaskEventData) ProtoMessage() {}
 
 func (x *TaskEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8532,7 +8601,7 @@ func (x *TaskEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEventData.ProtoReflect.Descriptor instead.
 func (*TaskEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *TaskEventData) GetTaskId() string {
@@ -8622,7 +8691,7 @@ type TaskSubagent struct {
 
 func (x *TaskSubagent) Reset() {
 	*x = TaskSubagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8634,7 +8703,7 @@ func (x *TaskSubagent) String() string {
 func (*TaskSubagent) ProtoMessage() {}
 
 func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8647,7 +8716,7 @@ func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubagent.ProtoReflect.Descriptor instead.
 func (*TaskSubagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *TaskSubagent) GetName() string {
@@ -8690,7 +8759,7 @@ type DoneData struct {
 
 func (x *DoneData) Reset() {
 	*x = DoneData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8702,7 +8771,7 @@ func (x *DoneData) String() string {
 func (*DoneData) ProtoMessage() {}
 
 func (x *DoneData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8715,7 +8784,7 @@ func (x *DoneData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoneData.ProtoReflect.Descriptor instead.
 func (*DoneData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *DoneData) GetStopReason() string {
@@ -8744,7 +8813,7 @@ type ErrorData struct {
 
 func (x *ErrorData) Reset() {
 	*x = ErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8756,7 +8825,7 @@ func (x *ErrorData) String() string {
 func (*ErrorData) ProtoMessage() {}
 
 func (x *ErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8769,7 +8838,7 @@ func (x *ErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorData.ProtoReflect.Descriptor instead.
 func (*ErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ErrorData) GetMessage() string {
@@ -8809,7 +8878,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8821,7 +8890,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8834,7 +8903,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *GetUsageRequest) GetFrom() string {
@@ -8884,7 +8953,7 @@ type UsageRow struct {
 
 func (x *UsageRow) Reset() {
 	*x = UsageRow{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8896,7 +8965,7 @@ func (x *UsageRow) String() string {
 func (*UsageRow) ProtoMessage() {}
 
 func (x *UsageRow) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8909,7 +8978,7 @@ func (x *UsageRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
 func (*UsageRow) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *UsageRow) GetDay() string {
@@ -8990,7 +9059,7 @@ type UsageBudget struct {
 
 func (x *UsageBudget) Reset() {
 	*x = UsageBudget{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9002,7 +9071,7 @@ func (x *UsageBudget) String() string {
 func (*UsageBudget) ProtoMessage() {}
 
 func (x *UsageBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9015,7 +9084,7 @@ func (x *UsageBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageBudget.ProtoReflect.Descriptor instead.
 func (*UsageBudget) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{130}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *UsageBudget) GetMonth() string {
@@ -9077,7 +9146,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9089,7 +9158,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9102,7 +9171,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{131}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *GetUsageResponse) GetFrom() string {
@@ -9583,14 +9652,18 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x12ContinueRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\";\n" +
 	"\x13ContinueRunResponse\x12$\n" +
-	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"\xd1\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x12.wick.agent.v1.RunR\x03run\"\xfc\x01\n" +
 	"\bSubagent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x16\n" +
 	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12,\n" +
 	"\x05model\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x05model\x12\x14\n" +
 	"\x05tools\x18\x05 \x03(\tR\x05tools\x123\n" +
-	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"\xfd\x02\n" +
+	"\atimeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12)\n" +
+	"\x03a2a\x18\a \x01(\v2\x17.wick.agent.v1.A2aAgentR\x03a2a\"2\n" +
+	"\bA2aAgent\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\xfd\x02\n" +
 	"\x04Task\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tthread_id\x18\x02 \x01(\tR\bthreadId\x12\x15\n" +
@@ -9902,7 +9975,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 143)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 144)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -10003,75 +10076,76 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*ContinueRunRequest)(nil),          // 96: wick.agent.v1.ContinueRunRequest
 	(*ContinueRunResponse)(nil),         // 97: wick.agent.v1.ContinueRunResponse
 	(*Subagent)(nil),                    // 98: wick.agent.v1.Subagent
-	(*Task)(nil),                        // 99: wick.agent.v1.Task
-	(*ListThreadTasksRequest)(nil),      // 100: wick.agent.v1.ListThreadTasksRequest
-	(*ListThreadTasksResponse)(nil),     // 101: wick.agent.v1.ListThreadTasksResponse
-	(*GetTaskRequest)(nil),              // 102: wick.agent.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 103: wick.agent.v1.GetTaskResponse
-	(*CancelTaskRequest)(nil),           // 104: wick.agent.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 105: wick.agent.v1.CancelTaskResponse
-	(*AcpAgent)(nil),                    // 106: wick.agent.v1.AcpAgent
-	(*McpServer)(nil),                   // 107: wick.agent.v1.McpServer
-	(*RunEventData)(nil),                // 108: wick.agent.v1.RunEventData
-	(*RunStartData)(nil),                // 109: wick.agent.v1.RunStartData
-	(*DeltaData)(nil),                   // 110: wick.agent.v1.DeltaData
-	(*ToolStartData)(nil),               // 111: wick.agent.v1.ToolStartData
-	(*ToolEndData)(nil),                 // 112: wick.agent.v1.ToolEndData
-	(*McpServerErrorData)(nil),          // 113: wick.agent.v1.McpServerErrorData
-	(*ToolProgressData)(nil),            // 114: wick.agent.v1.ToolProgressData
-	(*TodosData)(nil),                   // 115: wick.agent.v1.TodosData
-	(*InterruptData)(nil),               // 116: wick.agent.v1.InterruptData
-	(*KnowledgeRetrievalData)(nil),      // 117: wick.agent.v1.KnowledgeRetrievalData
-	(*KnowledgeSource)(nil),             // 118: wick.agent.v1.KnowledgeSource
-	(*UsageData)(nil),                   // 119: wick.agent.v1.UsageData
-	(*SubagentStartData)(nil),           // 120: wick.agent.v1.SubagentStartData
-	(*SubagentEventData)(nil),           // 121: wick.agent.v1.SubagentEventData
-	(*ChildEvent)(nil),                  // 122: wick.agent.v1.ChildEvent
-	(*SubagentEndData)(nil),             // 123: wick.agent.v1.SubagentEndData
-	(*TaskEventData)(nil),               // 124: wick.agent.v1.TaskEventData
-	(*TaskSubagent)(nil),                // 125: wick.agent.v1.TaskSubagent
-	(*DoneData)(nil),                    // 126: wick.agent.v1.DoneData
-	(*ErrorData)(nil),                   // 127: wick.agent.v1.ErrorData
-	(*GetUsageRequest)(nil),             // 128: wick.agent.v1.GetUsageRequest
-	(*UsageRow)(nil),                    // 129: wick.agent.v1.UsageRow
-	(*UsageBudget)(nil),                 // 130: wick.agent.v1.UsageBudget
-	(*GetUsageResponse)(nil),            // 131: wick.agent.v1.GetUsageResponse
-	nil,                                 // 132: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 133: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 134: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 135: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 136: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 137: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 138: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 139: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 140: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 141: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 142: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 143: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 144: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 145: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 146: google.protobuf.Duration
+	(*A2AAgent)(nil),                    // 99: wick.agent.v1.A2aAgent
+	(*Task)(nil),                        // 100: wick.agent.v1.Task
+	(*ListThreadTasksRequest)(nil),      // 101: wick.agent.v1.ListThreadTasksRequest
+	(*ListThreadTasksResponse)(nil),     // 102: wick.agent.v1.ListThreadTasksResponse
+	(*GetTaskRequest)(nil),              // 103: wick.agent.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 104: wick.agent.v1.GetTaskResponse
+	(*CancelTaskRequest)(nil),           // 105: wick.agent.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 106: wick.agent.v1.CancelTaskResponse
+	(*AcpAgent)(nil),                    // 107: wick.agent.v1.AcpAgent
+	(*McpServer)(nil),                   // 108: wick.agent.v1.McpServer
+	(*RunEventData)(nil),                // 109: wick.agent.v1.RunEventData
+	(*RunStartData)(nil),                // 110: wick.agent.v1.RunStartData
+	(*DeltaData)(nil),                   // 111: wick.agent.v1.DeltaData
+	(*ToolStartData)(nil),               // 112: wick.agent.v1.ToolStartData
+	(*ToolEndData)(nil),                 // 113: wick.agent.v1.ToolEndData
+	(*McpServerErrorData)(nil),          // 114: wick.agent.v1.McpServerErrorData
+	(*ToolProgressData)(nil),            // 115: wick.agent.v1.ToolProgressData
+	(*TodosData)(nil),                   // 116: wick.agent.v1.TodosData
+	(*InterruptData)(nil),               // 117: wick.agent.v1.InterruptData
+	(*KnowledgeRetrievalData)(nil),      // 118: wick.agent.v1.KnowledgeRetrievalData
+	(*KnowledgeSource)(nil),             // 119: wick.agent.v1.KnowledgeSource
+	(*UsageData)(nil),                   // 120: wick.agent.v1.UsageData
+	(*SubagentStartData)(nil),           // 121: wick.agent.v1.SubagentStartData
+	(*SubagentEventData)(nil),           // 122: wick.agent.v1.SubagentEventData
+	(*ChildEvent)(nil),                  // 123: wick.agent.v1.ChildEvent
+	(*SubagentEndData)(nil),             // 124: wick.agent.v1.SubagentEndData
+	(*TaskEventData)(nil),               // 125: wick.agent.v1.TaskEventData
+	(*TaskSubagent)(nil),                // 126: wick.agent.v1.TaskSubagent
+	(*DoneData)(nil),                    // 127: wick.agent.v1.DoneData
+	(*ErrorData)(nil),                   // 128: wick.agent.v1.ErrorData
+	(*GetUsageRequest)(nil),             // 129: wick.agent.v1.GetUsageRequest
+	(*UsageRow)(nil),                    // 130: wick.agent.v1.UsageRow
+	(*UsageBudget)(nil),                 // 131: wick.agent.v1.UsageBudget
+	(*GetUsageResponse)(nil),            // 132: wick.agent.v1.GetUsageResponse
+	nil,                                 // 133: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 134: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 135: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 136: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 137: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 138: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 139: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 140: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 141: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 142: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 143: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 144: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 145: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 146: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 147: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	143, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	144, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	132, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	144, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	145, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	108, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
-	145, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	144, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	146, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	145, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	133, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	145, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	146, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	109, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
+	146, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	145, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	147, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	146, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	133, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	134, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
 	98,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	107, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
-	106, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
+	108, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	107, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
 	9,   // 19: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,   // 20: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
 	9,   // 21: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
@@ -10085,173 +10159,174 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 29: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 30: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 31: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	134, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	135, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	28,  // 33: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	31,  // 34: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	41,  // 35: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	44,  // 36: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	45,  // 37: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	45,  // 38: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	143, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	146, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	135, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	144, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	147, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	136, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	47,  // 42: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 43: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 44: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	54,  // 45: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	55,  // 46: wick.agent.v1.ListAvailableSkillsResponse.problems:type_name -> wick.agent.v1.SkillProblem
 	6,   // 47: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	144, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	145, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	60,  // 49: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 50: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
 	1,   // 51: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	144, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	145, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
 	67,  // 53: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
 	67,  // 54: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	143, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	144, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
 	72,  // 56: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
 	67,  // 57: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
 	5,   // 58: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	144, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	136, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	144, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	137, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	145, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	137, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	145, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	138, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
 	77,  // 63: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
 	77,  // 64: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
 	77,  // 65: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	138, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	139, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
 	78,  // 67: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
 	78,  // 68: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	139, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	140, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
 	79,  // 70: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
 	67,  // 71: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
 	67,  // 72: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	145, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	146, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	144, // 75: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	144, // 76: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	99,  // 77: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	99,  // 78: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	99,  // 79: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	140, // 80: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	141, // 81: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	142, // 82: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	146, // 83: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	109, // 84: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
-	110, // 85: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
-	110, // 86: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
-	111, // 87: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
-	112, // 88: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
-	115, // 89: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
-	116, // 90: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
-	117, // 91: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
-	119, // 92: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
-	120, // 93: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
-	121, // 94: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
-	123, // 95: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
-	124, // 96: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
-	124, // 97: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
-	124, // 98: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
-	126, // 99: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
-	127, // 100: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	113, // 101: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
-	114, // 102: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
-	143, // 103: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
-	3,   // 104: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
-	1,   // 105: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
-	118, // 106: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
-	122, // 107: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
-	108, // 108: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
-	125, // 109: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	129, // 110: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
-	130, // 111: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
-	10,  // 112: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 113: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 114: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 115: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
-	18,  // 116: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	20,  // 117: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	22,  // 118: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	24,  // 119: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	26,  // 120: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	29,  // 121: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	32,  // 122: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	34,  // 123: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	36,  // 124: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	38,  // 125: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	40,  // 126: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	43,  // 127: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	48,  // 128: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	50,  // 129: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	52,  // 130: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	56,  // 131: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	58,  // 132: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	61,  // 133: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	63,  // 134: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	65,  // 135: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	68,  // 136: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	70,  // 137: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	73,  // 138: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	75,  // 139: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	80,  // 140: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	82,  // 141: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	84,  // 142: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	86,  // 143: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	88,  // 144: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	90,  // 145: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	92,  // 146: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	94,  // 147: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	96,  // 148: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	100, // 149: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	102, // 150: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	104, // 151: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	128, // 152: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
-	11,  // 153: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 154: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 155: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 156: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
-	19,  // 157: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	21,  // 158: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	23,  // 159: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	25,  // 160: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	27,  // 161: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	30,  // 162: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	33,  // 163: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	35,  // 164: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	37,  // 165: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	39,  // 166: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	42,  // 167: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	46,  // 168: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	49,  // 169: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	51,  // 170: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	53,  // 171: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	57,  // 172: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	59,  // 173: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	62,  // 174: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	64,  // 175: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	66,  // 176: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	69,  // 177: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	71,  // 178: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	74,  // 179: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	76,  // 180: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	81,  // 181: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	83,  // 182: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	85,  // 183: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	87,  // 184: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	89,  // 185: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	91,  // 186: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	93,  // 187: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	95,  // 188: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	97,  // 189: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	101, // 190: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	103, // 191: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	105, // 192: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	131, // 193: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
-	153, // [153:194] is the sub-list for method output_type
-	112, // [112:153] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	146, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	147, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	99,  // 75: wick.agent.v1.Subagent.a2a:type_name -> wick.agent.v1.A2aAgent
+	145, // 76: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	145, // 77: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	100, // 78: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	100, // 79: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	100, // 80: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	141, // 81: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	142, // 82: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	143, // 83: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	147, // 84: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	110, // 85: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
+	111, // 86: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
+	111, // 87: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
+	112, // 88: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
+	113, // 89: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
+	116, // 90: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	117, // 91: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	118, // 92: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	120, // 93: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	121, // 94: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	122, // 95: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	124, // 96: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	125, // 97: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	125, // 98: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	125, // 99: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	127, // 100: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	128, // 101: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	114, // 102: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
+	115, // 103: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
+	144, // 104: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 105: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 106: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	119, // 107: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	123, // 108: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	109, // 109: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	126, // 110: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	130, // 111: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
+	131, // 112: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
+	10,  // 113: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 114: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 115: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 116: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 117: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 118: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 119: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 120: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 121: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 122: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 123: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 124: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 125: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 126: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 127: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 128: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 129: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 130: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 131: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	56,  // 132: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	58,  // 133: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	61,  // 134: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	63,  // 135: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	65,  // 136: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	68,  // 137: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	70,  // 138: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	73,  // 139: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	75,  // 140: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	80,  // 141: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	82,  // 142: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	84,  // 143: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	86,  // 144: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	88,  // 145: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	90,  // 146: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	92,  // 147: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	94,  // 148: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	96,  // 149: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	101, // 150: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	103, // 151: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	105, // 152: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	129, // 153: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
+	11,  // 154: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 155: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 156: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 157: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 158: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 159: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 160: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 161: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 162: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 163: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 164: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 165: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 166: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 167: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 168: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 169: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 170: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 171: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 172: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	57,  // 173: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	59,  // 174: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	62,  // 175: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	64,  // 176: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	66,  // 177: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	69,  // 178: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	71,  // 179: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	74,  // 180: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	76,  // 181: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	81,  // 182: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	83,  // 183: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	85,  // 184: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	87,  // 185: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	89,  // 186: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	91,  // 187: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	93,  // 188: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	95,  // 189: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	97,  // 190: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	102, // 191: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	104, // 192: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	106, // 193: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	132, // 194: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
+	154, // [154:195] is the sub-list for method output_type
+	113, // [113:154] is the sub-list for method input_type
+	113, // [113:113] is the sub-list for extension type_name
+	113, // [113:113] is the sub-list for extension extendee
+	0,   // [0:113] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -10275,7 +10350,7 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*TerminalResponse_ExitCode)(nil),
 	}
 	file_wick_agent_v1_agent_proto_msgTypes[92].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[108].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[109].OneofWrappers = []any{
 		(*RunEventData_OnRunStart)(nil),
 		(*RunEventData_OnChatModelStream)(nil),
 		(*RunEventData_OnThoughtStream)(nil),
@@ -10296,27 +10371,27 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*RunEventData_OnMcpServerError)(nil),
 		(*RunEventData_OnToolProgress)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[113].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[114].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[116].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[115].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[117].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[118].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[119].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[120].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[122].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[121].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[123].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[124].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[126].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[125].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[127].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[128].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   143,
+			NumMessages:   144,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2069,6 +2069,22 @@ export interface components {
             total_tokens: number;
         };
         /**
+         * @description A2aAgent is a remote Agent2Agent (A2A 0.3, JSON-RPC binding) agent that
+         *     a sub-agent entry stands for, reached through the tool network guard.
+         */
+        "wick.agent.v1.A2aAgent": {
+            /**
+             * @description token is sent as "Authorization: Bearer <token>"; it may be a
+             *     ${secret:NAME} reference. The API shows a literal token masked.
+             */
+            token?: string;
+            /**
+             * @description url is the agent's JSON-RPC endpoint (http:// or https://, no
+             *     credentials in it), as its card's url names it.
+             */
+            url?: string;
+        };
+        /**
          * @description AcpAgent is an external coding agent that speaks the Agent Client
          *     Protocol over its stdin and stdout: a command started inside the agent's
          *     sandbox (which needs a backend) for each run.
@@ -2964,6 +2980,12 @@ export interface components {
          *     in the parent's sandbox, and answers with its final reply.
          */
         "wick.agent.v1.Subagent": {
+            /**
+             * @description a2a makes the sub-agent a remote Agent2Agent agent: the goal is sent
+             *     to it as an A2A message and its task's final text is the answer.
+             *     Such a sub-agent has no prompt, model or tools of its own.
+             */
+            a2a?: components["schemas"]["wick.agent.v1.A2aAgent"];
             /** @description description tells the parent's model when to use it (at most 1000 bytes). */
             description?: string;
             /** @description model is a model spec as Agent.model; unset uses the parent's. */

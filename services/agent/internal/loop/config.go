@@ -14,6 +14,7 @@ type (
 	ACPCfg       = agentconfig.ACPCfg
 	MCPServerCfg = agentconfig.MCPServerCfg
 	SubagentCfg  = agentconfig.SubagentCfg
+	A2ACfg       = agentconfig.A2ACfg
 	BackendCfg   = agentconfig.BackendCfg
 	SkillsCfg    = agentconfig.SkillsCfg
 	MemoryCfg    = agentconfig.MemoryCfg

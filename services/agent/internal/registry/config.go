@@ -284,6 +284,12 @@ func validateSubagents(subs []loop.SubagentCfg, fail func(string, ...any) error)
 			return fail("subagents[%d].timeout must not be negative", i)
 		}
 		seen[s.Name] = true
+		if s.A2A != nil {
+			if err := validateA2A(i, s, fail); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.Model != nil {
 			if _, err := ModelSpecs(s.Model, ""); err != nil {
 				return fail("subagents[%d].model: %v", i, err)
@@ -296,6 +302,24 @@ func validateSubagents(subs []loop.SubagentCfg, fail func(string, ...any) error)
 		}
 	}
 	return nil
+}
+
+// validateA2A checks sub-agent i, declared as a remote A2A agent: the
+// remote agent has its own prompt, model and tools, so setting those too is
+// refused rather than silently ignored.
+func validateA2A(i int, s loop.SubagentCfg, fail func(string, ...any) error) error {
+	at := fmt.Sprintf("subagents[%d]", i)
+	if s.Prompt != "" || s.Model != nil || len(s.Tools) > 0 {
+		return fail("%s (%s) is a remote A2A agent, which has its own prompt, model and tools: remove prompt, model and tools, or a2a", at, s.Name)
+	}
+	u, err := url.Parse(s.A2A.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fail("%s.a2a.url %q must be an http:// or https:// URL (the agent's JSON-RPC endpoint)", at, s.A2A.URL)
+	}
+	if u.User != nil {
+		return fail("%s.a2a.url must not carry credentials; give them as token", at)
+	}
+	return checkValues(at+".a2a", map[string]string{"token": s.A2A.Token}, fail)
 }
 
 // Bounds of MCP servers.

@@ -57,13 +57,26 @@ func hidden(k, v string) bool {
 
 // keepMasked gives each value of next that a client sent back as
 // redact.Mask the value cur stores for the same key of the same entry: the
-// acp agent, or the MCP server of the same name. An entry whose command,
+// acp agent, the MCP server of the same name, or the token of the remote
+// A2A sub-agent of the same name and url. An entry whose command,
 // args or url changed keeps nothing, so a stored key cannot be carried to
 // another program or endpoint by a client that never knew it; its masked
 // values are then refused by Validate, asking for the real ones.
 func keepMasked(cur, next *loop.AgentConfig) {
 	if cur.ACP != nil && next.ACP != nil && sameTarget(cur.ACP.Command, next.ACP.Command, cur.ACP.Args, next.ACP.Args, "", "") {
 		keepValues(cur.ACP.Env, next.ACP.Env)
+	}
+	for i := range next.Subagents {
+		n := &next.Subagents[i]
+		j := slices.IndexFunc(cur.Subagents, func(c loop.SubagentCfg) bool { return c.Name == n.Name })
+		if j < 0 || n.A2A == nil || cur.Subagents[j].A2A == nil || n.A2A.URL != cur.Subagents[j].A2A.URL {
+			continue
+		}
+		if n.A2A.Token == redact.Mask {
+			a := *n.A2A
+			a.Token = cur.Subagents[j].A2A.Token
+			n.A2A = &a
+		}
 	}
 	for i := range next.MCPServers {
 		n := &next.MCPServers[i]

@@ -78,6 +78,11 @@ subagents:
 		{"subagent twice", "subagents: [{name: r, description: x}, {name: r, description: y}]\n", nil, "subagents[1].name"},
 		{"subagent unknown key", "subagents: [{name: r, description: x, tool: [a]}]\n", nil, "tool"},
 		{"subagent bad model", "subagents: [{name: r, description: x, model: {provider: openai, model: m, api_key: sk-x}}]\n", nil, "subagents[0].model"},
+		{"a2a subagent", "subagents: [{name: far, description: x, timeout: 1m, a2a: {url: 'https://h/a2a/agents/x', token: '${secret:far_token}'}}]\n", []string{"default"}, ""},
+		{"a2a subagent with prompt", "subagents: [{name: far, description: x, prompt: p, a2a: {url: 'https://h/a'}}]\n", nil, "remove prompt, model and tools, or a2a"},
+		{"a2a bad url", "subagents: [{name: far, description: x, a2a: {url: 'ftp://h/a'}}]\n", nil, "subagents[0].a2a.url"},
+		{"a2a url with credentials", "subagents: [{name: far, description: x, a2a: {url: 'https://u:p@h/a'}}]\n", nil, "must not carry credentials"},
+		{"a2a masked token", "subagents: [{name: far, description: x, a2a: {url: 'https://h/a', token: '[REDACTED]'}}]\n", nil, "give the real value"},
 		{"mcp servers", `
 backend: {type: local}
 mcp_servers:

@@ -25,7 +25,8 @@ func WithSecretGrants(g secrets.Grants) Option { return func(r *Registry) { r.gr
 // CheckSecrets refuses a ${secret:NAME} reference in cfg, the user's agent
 // id, that the user (with the organisations ctx carries) may not use.
 // Mounted secrets are the operator's: a reference is allowed where the
-// agent's template holds the same MCP server or ACP agent unchanged — so a
+// agent's template holds the same MCP server, ACP agent or remote A2A
+// sub-agent unchanged — so a
 // copy of a template keeps working while a changed command or URL cannot
 // carry the template's secret elsewhere — or where the operator granted the
 // secret to the user or one of their organisations.
@@ -50,6 +51,14 @@ func (r *Registry) CheckSecrets(ctx context.Context, user, id string, cfg *loop.
 			return err
 		}
 		if err := check(fmt.Sprintf("mcp_servers[%d].headers", i), m.Headers); err != nil {
+			return err
+		}
+	}
+	for i, s := range cfg.Subagents {
+		if s.A2A == nil || tmpl != nil && slices.ContainsFunc(tmpl.Subagents, func(t loop.SubagentCfg) bool { return sameConfig(t, s) }) {
+			continue
+		}
+		if err := check(fmt.Sprintf("subagents[%d].a2a", i), map[string]string{"token": s.A2A.Token}); err != nil {
 			return err
 		}
 	}

@@ -17,10 +17,15 @@ func TestCheckSecrets(t *testing.T) {
 	local := &loop.BackendCfg{Type: "local"}
 	tmplServer := loop.MCPServerCfg{Name: "search", Command: "search-mcp", Env: map[string]string{"KEY": "${secret:SEARCH_KEY}"}}
 	tmplURL := loop.MCPServerCfg{Name: "web", URL: "https://mcp.example.com/", Headers: map[string]string{"Authorization": "Bearer ${secret:WEB_TOKEN}"}}
+	tmplRemote := loop.SubagentCfg{Name: "far", Description: "d", A2A: &loop.A2ACfg{URL: "https://a2a.example/a2a/agents/x", Token: "${secret:A2A_TOKEN}"}}
+	remote := func(url, token string) *loop.AgentConfig {
+		return &loop.AgentConfig{Subagents: []loop.SubagentCfg{{Name: "far", Description: "d", A2A: &loop.A2ACfg{URL: url, Token: token}}}}
+	}
 	tmplACP := &loop.ACPCfg{Command: "claude-code-acp", Env: map[string]string{"ANTHROPIC_API_KEY": "${secret:ANTHROPIC_KEY}"}}
 	templates := map[string]*loop.AgentConfig{
-		"tools": {Name: "T", Backend: local, MCPServers: []loop.MCPServerCfg{tmplServer, tmplURL}},
-		"coder": {Name: "C", Backend: local, ACP: tmplACP},
+		"tools":  {Name: "T", Backend: local, MCPServers: []loop.MCPServerCfg{tmplServer, tmplURL}},
+		"coder":  {Name: "C", Backend: local, ACP: tmplACP},
+		"caller": {Name: "R", Subagents: []loop.SubagentCfg{tmplRemote}},
 	}
 	grants, err := secrets.NewGrants(map[string]secrets.Grant{
 		"ALICE_KEY":  {Users: []string{"alice"}},
@@ -62,6 +67,11 @@ func TestCheckSecrets(t *testing.T) {
 		{"the template's secret moved to another server", "bob", "tools", nil, &loop.AgentConfig{MCPServers: []loop.MCPServerCfg{tmplServer, envServer("${secret:SEARCH_KEY}")}}, "${secret:SEARCH_KEY}"},
 		{"a secret added to the template's server", "bob", "tools", nil, &loop.AgentConfig{MCPServers: []loop.MCPServerCfg{changed(tmplServer, func(m *loop.MCPServerCfg) { m.Env["X"] = "${secret:OTHER}" })}}, "${secret:SEARCH_KEY}"},
 		{"another template's server", "bob", "coder", nil, &loop.AgentConfig{MCPServers: []loop.MCPServerCfg{tmplServer}}, "${secret:SEARCH_KEY}"},
+		{"a2a token inline", "bob", "mine", nil, remote("https://evil.example/", "bobs-token"), ""},
+		{"a2a token names a secret", "bob", "mine", nil, remote("https://evil.example/", "${secret:A2A_TOKEN}"), "${secret:A2A_TOKEN}"},
+		{"a2a token granted", "alice", "mine", nil, remote("https://evil.example/", "${secret:ALICE_KEY}"), ""},
+		{"the template's a2a sub-agent unchanged", "bob", "caller", nil, remote(tmplRemote.A2A.URL, tmplRemote.A2A.Token), ""},
+		{"the template's a2a URL changed", "bob", "caller", nil, remote("https://evil.example/", tmplRemote.A2A.Token), "${secret:A2A_TOKEN}"},
 		{"the template's acp unchanged", "bob", "coder", nil, &loop.AgentConfig{Backend: local, ACP: &loop.ACPCfg{Command: "claude-code-acp", Env: map[string]string{"ANTHROPIC_API_KEY": "${secret:ANTHROPIC_KEY}"}}}, ""},
 		{"the template's acp command changed", "bob", "coder", nil, &loop.AgentConfig{Backend: local, ACP: &loop.ACPCfg{Command: "sh", Env: tmplACP.Env}}, "${secret:ANTHROPIC_KEY}"},
 	}

@@ -319,7 +319,11 @@ func (e *Executor) runnerParts(ctx context.Context, user string, entry *registry
 			// sub-agent's thread never runs again to read a later result.
 			opts = append(slices.Clip(opts), subagent.WithBackground(e.tasks, entry.ID))
 		}
-		agentTools = append(agentTools, subagent.NewTool(cfg, spawner{e: e, user: user, agentID: entry.ID}, opts...))
+		task, err := e.subagentTool(ctx, user, entry.ID, cfg, opts...)
+		if err != nil {
+			return nil, err
+		}
+		agentTools = append(agentTools, task)
 	}
 	for _, name := range cfg.Tools {
 		if name == AskUserTool || name == subagent.ToolName {

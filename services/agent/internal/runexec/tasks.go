@@ -8,7 +8,6 @@ import (
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
-	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/tasks"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
@@ -105,6 +104,9 @@ func (e *Executor) RunSubagentTask(ctx context.Context, t *tasks.Task) (string, 
 		return "", err
 	}
 	ctx = identity.WithOrgs(ctx, t.Subagent.Orgs)
-	tool := subagent.NewTool(entry.Config, spawner{e: e, user: t.User, agentID: entry.ID}, e.cfg.subagentOptions...)
+	tool, err := e.subagentTool(ctx, t.User, entry.ID, entry.Config, e.cfg.subagentOptions...)
+	if err != nil {
+		return "", err
+	}
 	return tool.RunTask(ctx, t, func(ev loop.StreamEvent) { e.EmitTask(t.RunID, ev) })
 }

@@ -85,6 +85,9 @@ type Child struct {
 	RunID, ThreadID string
 	// Goal is the child's only input message.
 	Goal string
+	// A2A, when set, is the remote agent the goal is sent to instead of a
+	// child loop here.
+	A2A *loop.A2ACfg
 	// Depth is how deep the child runs (1 for a child of a top-level run).
 	Depth int
 	// Stop is the child's stop check: the parent's, so that stopping the
@@ -102,6 +105,12 @@ type Spawner interface {
 	Spawn(ctx context.Context, c Child, emit func(loop.StreamEvent)) (*loop.AgentState, error)
 }
 
+// Remote calls a remote A2A agent with one goal and returns its task's
+// final text (a2aclient.Client, through the tool network guard).
+type Remote interface {
+	Call(ctx context.Context, a *loop.A2ACfg, goal string) (string, error)
+}
+
 // Starter starts background tasks (tasks.Manager implements it).
 type Starter interface {
 	Begin(ctx context.Context, spec tasks.Spec) (*tasks.Task, error)
@@ -113,6 +122,8 @@ type config struct {
 	// bg starts background children; nil: the tool has no background mode.
 	bg      Starter
 	agentID string
+	// remote calls the sub-agents declared with a2a; nil refuses them.
+	remote Remote
 }
 
 // Option configures the task tool.
@@ -143,6 +154,9 @@ func WithTimeout(d time.Duration) Option {
 func WithBackground(bg Starter, agentID string) Option {
 	return func(c *config) { c.bg, c.agentID = bg, agentID }
 }
+
+// WithRemote calls the sub-agents declared with a2a through r.
+func WithRemote(r Remote) Option { return func(c *config) { c.remote = r } }
 
 // Tool is the task tool of one agent's run.
 type Tool struct {
@@ -227,7 +241,7 @@ func (t *Tool) Execute(ctx context.Context, args map[string]any) (string, error)
 	if depth > t.cfg.maxDepth {
 		return "", fmt.Errorf("%w: a sub-agent here would run at depth %d, and sub-agents nest at most %d deep; do this task yourself", ErrDepth, depth, t.cfg.maxDepth)
 	}
-	c := Child{Name: in.name, Config: child, RunID: ids.New("run_"), ThreadID: ids.New(ThreadPrefix), Goal: in.goal, Depth: depth}
+	c := Child{Name: in.name, Config: child, RunID: ids.New("run_"), ThreadID: ids.New(ThreadPrefix), Goal: in.goal, Depth: depth, A2A: t.remoteOf(in.name)}
 	if in.background && t.cfg.bg != nil {
 		return t.begin(ctx, c)
 	}
@@ -273,7 +287,7 @@ func (t *Tool) RunTask(ctx context.Context, task *tasks.Task, emit func(loop.Str
 	if err != nil {
 		return "", err
 	}
-	c := Child{Name: s.Name, Config: child, RunID: s.RunID, ThreadID: s.ThreadID, Goal: s.Goal, Depth: s.Depth}
+	c := Child{Name: s.Name, Config: child, RunID: s.RunID, ThreadID: s.ThreadID, Goal: s.Goal, Depth: s.Depth, A2A: t.remoteOf(s.Name)}
 	return t.run(ctx, c, timeout, task.RunID, task.ToolCallID, emit)
 }
 
@@ -281,14 +295,20 @@ func (t *Tool) RunTask(ctx context.Context, task *tasks.Task, emit func(loop.Str
 // (tagged with the parent's run and call) and wrapping its events.
 func (t *Tool) run(ctx context.Context, c Child, timeout time.Duration, parentRunID, toolCallID string, emit func(loop.StreamEvent)) (string, error) {
 	meta := tags{name: c.Name, runID: c.RunID, threadID: c.ThreadID, parentRunID: parentRunID, toolCallID: toolCallID, depth: int32(c.Depth)}
+	var err error
 	emit(loop.StreamEvent{Name: c.Name, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnSubagentStart{OnSubagentStart: &agentv1.SubagentStartData{
 		Name: meta.name, RunId: meta.runID, ThreadId: meta.threadID, ParentRunId: meta.parentRunID, ToolCallId: meta.toolCallID, Depth: meta.depth,
 		Description: proto.String(c.Goal),
 	}}}})
 	cctx, cancel := context.WithTimeoutCause(withDepth(ctx, c.Depth), timeout, ErrTimeout)
 	defer cancel()
-	state, err := t.spawn.Spawn(cctx, c, func(ev loop.StreamEvent) { emit(wrap(meta, ev)) })
-	answer, status, err := outcome(ctx, cctx, c, timeout, state, err)
+	var answer, status string
+	if c.A2A != nil {
+		answer, status, err = t.callRemote(ctx, cctx, c, timeout)
+	} else {
+		state, serr := t.spawn.Spawn(cctx, c, func(ev loop.StreamEvent) { emit(wrap(meta, ev)) })
+		answer, status, err = outcome(ctx, cctx, c, timeout, state, serr)
+	}
 	end := &agentv1.SubagentEndData{
 		Name: meta.name, RunId: meta.runID, ThreadId: meta.threadID, ParentRunId: meta.parentRunID, ToolCallId: meta.toolCallID, Depth: meta.depth,
 		Status: status,
@@ -298,6 +318,37 @@ func (t *Tool) run(ctx context.Context, c Child, timeout time.Duration, parentRu
 	}
 	emit(loop.StreamEvent{Name: c.Name, Data: &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnSubagentEnd{OnSubagentEnd: end}}})
 	return answer, err
+}
+
+// remoteOf is the remote agent of the named sub-agent, nil for one that
+// runs here.
+func (t *Tool) remoteOf(name string) *loop.A2ACfg {
+	for _, s := range t.parent.Subagents {
+		if s.Name == name {
+			return s.A2A
+		}
+	}
+	return nil
+}
+
+// callRemote sends child c's goal to its remote A2A agent within cctx
+// (the child's timeout). Its answer is cut like a local child's; a failure
+// names the remote agent, as the model only knows the sub-agent's name.
+func (t *Tool) callRemote(ctx, cctx context.Context, c Child, timeout time.Duration) (answer, status string, _ error) {
+	if t.cfg.remote == nil {
+		return "", StatusFailed, fmt.Errorf("sub-agent %s is a remote A2A agent, and this service calls none", c.Name)
+	}
+	text, err := t.cfg.remote.Call(cctx, c.A2A, c.Goal)
+	switch {
+	case err == nil:
+		return cut(strings.TrimSpace(text), "the remote agent's answer has %d bytes"), StatusCompleted, nil
+	case ctx.Err() != nil:
+		return "", StatusCancelled, fmt.Errorf("sub-agent %s (A2A agent %s) was cancelled with its parent: %w", c.Name, c.A2A.URL, ctx.Err())
+	case errors.Is(context.Cause(cctx), ErrTimeout):
+		return "", StatusTimeout, fmt.Errorf("%w: %s (A2A agent %s) did not finish within %s (its timeout)", ErrTimeout, c.Name, c.A2A.URL, timeout)
+	default:
+		return "", StatusFailed, fmt.Errorf("sub-agent %s (A2A agent %s) failed: %w", c.Name, c.A2A.URL, err)
+	}
 }
 
 // input is a task call's arguments.
@@ -393,11 +444,16 @@ func Answer(state *loop.AgentState) string {
 		return ""
 	}
 	text := strings.TrimSpace(state.Messages[len(state.Messages)-1].Content)
+	return cut(text, "the sub-agent's answer has %d bytes; its thread "+state.ThreadID+" holds it whole")
+}
+
+// cut cuts text to MaxAnswerBytes on a rune boundary with a note, note
+// formatted with text's length.
+func cut(text, note string) string {
 	if len(text) <= MaxAnswerBytes {
 		return text
 	}
-	return strings.ToValidUTF8(text[:MaxAnswerBytes], "") +
-		fmt.Sprintf("\n…[cut: the sub-agent's answer has %d bytes; its thread %s holds it whole]", len(text), state.ThreadID)
+	return strings.ToValidUTF8(text[:MaxAnswerBytes], "") + "\n…[cut: " + fmt.Sprintf(note, len(text)) + "]"
 }
 
 // tags place a sub-agent in the tree of runs, on each of its events.

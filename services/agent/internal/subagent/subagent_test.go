@@ -1,11 +1,14 @@
 package subagent
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/llm"
 	"github.com/wick-agent/wick/services/agent/internal/loop"
 )
@@ -92,5 +95,59 @@ func TestChildConfig(t *testing.T) {
 	}
 	if strings.Join(parent.Tools, ",") != "calculate,ask_user,task" || strings.Join(parent.Subagents[0].Tools, ",") != "datetime,ask_user" {
 		t.Fatal("the parent's configuration was changed")
+	}
+}
+
+// fakeRemote answers a remote sub-agent's goal by its text: "fail" fails,
+// "block" waits for the call's end, anything else is echoed.
+type fakeRemote struct{}
+
+func (fakeRemote) Call(ctx context.Context, a *loop.A2ACfg, goal string) (string, error) {
+	switch goal {
+	case "fail":
+		return "", errors.New("task t1 is failed: boom")
+	case "block":
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return " echo " + goal + " via " + a.URL + " ", nil
+}
+
+func TestRemoteSubagent(t *testing.T) {
+	a := &loop.A2ACfg{URL: "https://remote.example/a2a/agents/x"}
+	parent := &loop.AgentConfig{Subagents: []loop.SubagentCfg{{Name: "far", Description: "d", A2A: a}}}
+	for _, tt := range []struct {
+		name, goal string
+		remote     Remote
+		timeout    time.Duration
+		want       string // the answer, or the error's text
+		status     string
+	}{
+		{"answer", "hi", fakeRemote{}, time.Minute, "echo hi via " + a.URL, StatusCompleted},
+		{"failure names the remote agent", "fail", fakeRemote{}, time.Minute, "sub-agent far (A2A agent " + a.URL + ") failed: task t1 is failed: boom", StatusFailed},
+		{"timeout", "block", fakeRemote{}, time.Millisecond, "did not finish within 1ms", StatusTimeout},
+		{"no client", "hi", nil, time.Minute, "calls none", StatusFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts []Option
+			if tt.remote != nil {
+				opts = append(opts, WithRemote(tt.remote))
+			}
+			tool := NewTool(parent, nil, opts...)
+			var end *agentv1.SubagentEndData
+			c := Child{Name: "far", RunID: "run_c", ThreadID: "th_sub_c", Goal: tt.goal, Depth: 1, A2A: tool.remoteOf("far")}
+			answer, err := tool.run(t.Context(), c, tt.timeout, "run_p", "call_1", func(ev loop.StreamEvent) {
+				if e := ev.Data.GetOnSubagentEnd(); e != nil {
+					end = e
+				}
+			})
+			got := answer
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tt.want) || end == nil || end.GetStatus() != tt.status {
+				t.Fatalf("got %q, end %v; want %q, status %s", got, end, tt.want, tt.status)
+			}
+		})
 	}
 }
