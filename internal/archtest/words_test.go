@@ -20,7 +20,7 @@ var foreignWords = regexp.MustCompile(`(?i)seed|the\s+issue`)
 var allowedWords = []struct {
 	file, phrase, why string
 }{
-	{"services/agent/openredis.go", "through its seed nodes", "a Redis Cluster client discovers the cluster from its seed nodes"},
+	{"platform/redisconn/redisconn.go", "through its seed nodes", "a Redis Cluster client discovers the cluster from its seed nodes"},
 	{"e2e/fuzz_test.go", "a fixed seed", "the seed of the fuzz test's random generator"},
 }
 

@@ -113,6 +113,9 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err != nil {
+			if r.Context().Err() != nil {
+				return // the client went away: nobody to tell
+			}
 			// Headers are gone; cutting the connection short of Content-Length
 			// is how the client learns the download failed.
 			panic(http.ErrAbortHandler)
