@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // scrape reads url's metrics, sums each family's samples over their labels,
@@ -105,6 +108,12 @@ func TestRunMovesLLMMetrics(t *testing.T) {
 		t.Fatalf("the run reported %v input and %v output tokens, want some", in, out)
 	}
 	after := scrape(t, s.HTTPURL+"/metrics")
+	// A run is counted finished once its executor returns, which is after
+	// its last event reached the client.
+	testenv.Eventually(t, 10*time.Second, func() bool {
+		after = scrape(t, s.HTTPURL+"/metrics")
+		return after["wick_agent_runs_finished_total"] > before["wick_agent_runs_finished_total"]
+	}, "the run counted finished")
 	tests := []struct {
 		name string
 		want float64

@@ -228,9 +228,6 @@ func (e *Executor) buildRunner(ctx context.Context, user string, entry *registry
 		for _, u := range p.unavailable {
 			r.emit(u.Event())
 		}
-		if len(p.unavailable) > 0 && len(p.tools) == 0 && !askUser {
-			return failedRunner{fmt.Errorf("no tool is left: %s", unavailableText(p.unavailable))}
-		}
 		runTools := p.tools
 		if askUser {
 			runTools = append(slices.Clip(p.tools), &asker{r: r})
@@ -450,26 +447,4 @@ func (e *Executor) forget(r *Run) {
 	e.mu.Lock()
 	delete(e.active, r.rec.ID)
 	e.mu.Unlock()
-}
-
-// failedRunner is the run of an agent left without any tool because its
-// MCP servers are unavailable: it fails at once, after the events that
-// say why.
-type failedRunner struct{ err error }
-
-func (f failedRunner) Run(context.Context, string, *loop.AgentState, []llm.Message, func(loop.StreamEvent), func(context.Context, *loop.AgentState) error) error {
-	return f.err
-}
-
-func (f failedRunner) Continue(context.Context, string, *loop.AgentState, func(loop.StreamEvent), func(context.Context, *loop.AgentState) error) error {
-	return f.err
-}
-
-// unavailableText names the unavailable servers and why, in one line.
-func unavailableText(down []mcp.Unavailable) string {
-	parts := make([]string, len(down))
-	for i, u := range down {
-		parts[i] = fmt.Sprintf("MCP server %s is unavailable (%s)", u.Server, u.Err)
-	}
-	return strings.Join(parts, "; ")
 }

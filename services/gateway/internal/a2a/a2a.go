@@ -155,6 +155,17 @@ func describe(a *agentv1.Agent) string {
 // with HTTP status 200, as JSON-RPC over HTTP has them.
 func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request) {
 	agentID := r.PathValue("agent_id")
+	// An agent the caller cannot use has no endpoint: 404 before anything
+	// of the request is read, as for its card, so that nobody learns more
+	// of another user's agent than that it is not theirs.
+	if _, err := h.agent.GetAgent(r.Context(), &agentv1.GetAgentRequest{AgentId: agentID}); err != nil {
+		code := http.StatusInternalServerError
+		if status.Code(err) == codes.NotFound || status.Code(err) == codes.InvalidArgument {
+			code = http.StatusNotFound
+		}
+		writeJSON(w, code, Response{JSONRPC: "2.0", ID: nullID, Error: h.rpcError(r.Context(), "", err)})
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError

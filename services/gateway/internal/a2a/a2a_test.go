@@ -153,13 +153,14 @@ func TestErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			agent := "helper"
+			agent, wantHTTP := "helper", http.StatusOK
 			if tt.name == "unknown agent" {
-				agent = "nobody"
+				// No endpoint for it: 404, as for its card.
+				agent, wantHTTP = "nobody", http.StatusNotFound
 			}
 			resp, raw := post(t, ts, tt.user, agent, tt.body)
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
+			if resp.StatusCode != wantHTTP {
+				t.Fatalf("HTTP %d, want %d: %s", resp.StatusCode, wantHTTP, raw)
 			}
 			var out rpcResponse
 			if err := json.Unmarshal(raw, &out); err != nil {
