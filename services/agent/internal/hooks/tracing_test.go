@@ -145,8 +145,8 @@ func TestTracingRecordsNoContentByDefault(t *testing.T) {
 					t.Errorf("span %s status %q holds content", s.Name, s.Status.Description)
 				}
 				for _, kv := range s.Attributes {
-					if strings.Contains(kv.Value.Emit(), secret) {
-						t.Errorf("span %s attribute %s holds content: %q", s.Name, kv.Key, kv.Value.Emit())
+					if strings.Contains(kv.Value.String(), secret) {
+						t.Errorf("span %s attribute %s holds content: %q", s.Name, kv.Key, kv.Value.String())
 					}
 				}
 			}
