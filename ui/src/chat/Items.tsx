@@ -131,6 +131,12 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
         )}
         <span className="muted">{STATE_LABEL[item.state]}</span>
         {took && <span className="muted tool-duration">{took}</span>}
+        {item.state === "running" && item.progress && (
+          <span className="muted tool-progress" data-testid="tool-progress">
+            {item.progress.message ? `${item.progress.message} ` : ""}
+            {item.progress.total ? `${item.progress.progress}/${item.progress.total}` : `${item.progress.progress}`}
+          </span>
+        )}
       </summary>
       <div className="card-body">
         <div className="label">Arguments</div>

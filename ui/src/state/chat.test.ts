@@ -129,6 +129,27 @@ describe("applyEvents", () => {
     expect(textOf(s3)).toBe("I will write.|Done.");
   });
 
+  it("shows an MCP tool's latest progress on its card, and a server that failed as an event", () => {
+    const progress = (n: number, value: number, message: string, callId = "c1"): WickEvent => ({
+      ...base,
+      id: id(n),
+      event: "on_tool_progress",
+      data: { tool_call_id: callId, progress: value, total: 4, message },
+    });
+    const failed: WickEvent = {
+      ...base,
+      id: id(1),
+      event: "on_mcp_server_error",
+      data: { server: "bad", error: "start MCP server bad: the process exited", stderr: "Error: Cannot find module" },
+    };
+    const s = applyEvents(emptyChat, [start(), failed, toolStart(2, "c1", "ev__long"), progress(3, 1, "step 1"), progress(4, 2, "step 2")], 1000);
+    expect(tools(s)[0]).toMatchObject({ state: "running", progress: { progress: 2, total: 4, message: "step 2" } });
+    expect(s.items.find((it) => it.kind === "event")).toMatchObject({ eventKind: "on_mcp_server_error", data: { server: "bad" } });
+    // Progress of a call the page has no card for changes nothing.
+    const other = applyEvents(s, [progress(5, 3, "x", "nope")], 1100);
+    expect(tools(other)).toEqual(tools(s));
+  });
+
   it("keeps a tool's display title beside its name", () => {
     const titled: WickEvent = { ...base, id: id(2), name: "execute", event: "on_tool_start", data: { tool_call_id: "c1", args: { command: "ls" }, title: "`ls`" } };
     const cards = tools(applyEvents(emptyChat, [start(), titled, toolStart(3, "c2")], 1000));

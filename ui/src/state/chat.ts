@@ -71,6 +71,8 @@ export interface ToolItem {
   endedAt?: number;
   /** The sub-agents this call (the task tool) started, shown nested in its card. */
   subagents?: SubagentView[];
+  /** The latest progress an MCP tool reported while it runs. */
+  progress?: { progress: number; total?: number; message?: string };
 }
 
 /** "running" until on_subagent_end, then its status: completed, failed, timeout, stopped or cancelled. */
@@ -326,6 +328,17 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
         ...(cancelled ? {} : { error: ev.data.message || "the run failed" }),
       }, now);
     }
+    case "on_tool_progress": {
+      const { tool_call_id: id, progress = 0, total, message } = ev.data;
+      return updateTool(s, runId, id ?? "", (t) => ({
+        ...t,
+        progress: { progress: Number(progress), ...(total !== undefined ? { total: Number(total) } : {}), ...(message ? { message } : {}) },
+      }));
+    }
+    case "on_mcp_server_error":
+      // An MCP server the agent names could not start or list its tools:
+      // the card names it and shows its stderr.
+      return pushItem(s, { kind: "event", key: `e-${runId}-${ev.id}`, runId, eventKind: ev.event, eventId: ev.id, data: ev.data });
     case "on_task_start":
     case "on_task_update":
     case "on_task_end":
