@@ -57,8 +57,8 @@ func strict() []config.Option {
 		config.WithFormatAssertions(),
 		config.WithStrictIgnorePaths("$.body.**.args", "$.body.**.files", "$.body.**.hooks", "$.body.**.headers",
 			"$.body.**.parameters", "$.body.services", "$.body.hooks", "$.body.**.metadata", "$.body.metadata", "$.body.filter"),
-		// Set on every answer (secureHeaders), not an API header.
-		config.WithStrictIgnoredHeadersExtra("X-Content-Type-Options"),
+		// Set on every answer (secureHeaders, traceResponse), not API headers.
+		config.WithStrictIgnoredHeadersExtra("X-Content-Type-Options", "Traceresponse"),
 	}
 }
 
