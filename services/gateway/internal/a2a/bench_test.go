@@ -3,9 +3,7 @@ package a2a_test
 import (
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway/internal/a2a"
 )
 
@@ -18,19 +16,8 @@ func BenchmarkTokenEvent(b *testing.B) {
 	tr := a2a.NewTracker("run_0123456789", "th_0123456789")
 	b.ReportAllocs()
 	for b.Loop() {
-		data := &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "Hello "}}}
-		out := &agentv1.StreamResponse{Event: &agentv1.StreamEvent{
-			Event: "on_chat_model_stream", RunId: "run_0123456789", ThreadId: "th_0123456789", Id: "1764300000000-12", Payload: data,
-		}}
-		wire, err := proto.Marshal(out)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var in agentv1.StreamResponse
-		if err := proto.Unmarshal(wire, &in); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := a2a.EncodeEvent(tr, in.GetEvent()); err != nil {
+		ev := testenv.TokenEvent(b)
+		if _, err := a2a.EncodeEvent(tr, ev); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,9 +3,7 @@ package agui
 import (
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // BenchmarkTokenEvent is the work one streamed token costs from the loop
@@ -18,19 +16,9 @@ func BenchmarkTokenEvent(b *testing.B) {
 	buf, _ := tr.frames(nil, text("Hello ")) // opens the run and the message
 	b.ReportAllocs()
 	for b.Loop() {
-		data := &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "Hello "}}}
-		out := &agentv1.StreamResponse{Event: &agentv1.StreamEvent{
-			Event: "on_chat_model_stream", RunId: "run_0123456789", ThreadId: "th_0123456789", Id: "1764300000000-12", Payload: data,
-		}}
-		wire, err := proto.Marshal(out)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var in agentv1.StreamResponse
-		if err := proto.Unmarshal(wire, &in); err != nil {
-			b.Fatal(err)
-		}
-		if buf, err = tr.frames(buf[:0], in.GetEvent()); err != nil || len(buf) == 0 {
+		ev := testenv.TokenEvent(b)
+		var err error
+		if buf, err = tr.frames(buf[:0], ev); err != nil || len(buf) == 0 {
 			b.Fatal(err)
 		}
 	}

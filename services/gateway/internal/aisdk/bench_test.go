@@ -3,9 +3,7 @@ package aisdk
 import (
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-
-	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // BenchmarkTokenEvent is the work one streamed token costs from the loop
@@ -19,20 +17,10 @@ func BenchmarkTokenEvent(b *testing.B) {
 	var buf []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		data := &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "Hello "}}}
-		out := &agentv1.StreamResponse{Event: &agentv1.StreamEvent{
-			Event: "on_chat_model_stream", RunId: "run_0123456789", ThreadId: "th_0123456789", Id: "1764300000000-12", Payload: data,
-		}}
-		wire, err := proto.Marshal(out)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var in agentv1.StreamResponse
-		if err := proto.Unmarshal(wire, &in); err != nil {
-			b.Fatal(err)
-		}
-		chunks, _ := enc.Event(in.GetEvent())
+		ev := testenv.TokenEvent(b)
+		chunks, _ := enc.Event(ev)
 		buf = buf[:0]
+		var err error
 		for _, c := range chunks {
 			if buf, err = AppendFrame(buf, c); err != nil {
 				b.Fatal(err)

@@ -7,9 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/protobuf/proto"
 
-	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // BenchmarkTokenEvent is the work of one token event on /mcp, the same
@@ -22,19 +21,8 @@ func BenchmarkTokenEvent(b *testing.B) {
 	p := newProgress(nil, "token", DefaultProgressInterval)
 	b.ReportAllocs()
 	for b.Loop() {
-		data := &agentv1.RunEventData{Kind: &agentv1.RunEventData_OnChatModelStream{OnChatModelStream: &agentv1.DeltaData{Delta: "Hello "}}}
-		out := &agentv1.StreamResponse{Event: &agentv1.StreamEvent{
-			Event: "on_chat_model_stream", RunId: "run_0123456789", ThreadId: "th_0123456789", Id: "1764300000000-12", Payload: data,
-		}}
-		wire, err := proto.Marshal(out)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var in agentv1.StreamResponse
-		if err := proto.Unmarshal(wire, &in); err != nil {
-			b.Fatal(err)
-		}
-		msg, res := r.apply(in.GetEvent())
+		ev := testenv.TokenEvent(b)
+		msg, res := r.apply(ev)
 		if res != nil || msg == "" {
 			b.Fatal("a token ended the call")
 		}
