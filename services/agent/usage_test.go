@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	llmv1 "github.com/wick-agent/wick/gen/wick/llm/v1"
@@ -112,13 +113,22 @@ func TestUsagePerUserAgentAndModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			var costs []float64
+			var total *structpb.Struct
 			for _, ev := range collect(t, st.Recv) {
-				if ev.GetEvent() == "on_usage" {
+				switch ev.GetEvent() {
+				case "on_usage":
 					costs = append(costs, ev.GetData().GetStructValue().GetFields()["cost_micro_usd"].GetNumberValue())
+				case "done":
+					total = ev.GetData().GetStructValue().GetFields()["usage"].GetStructValue()
 				}
 			}
 			if len(costs) != 1 || costs[0] != 140 {
 				t.Errorf("on_usage costs %v, want [140]", costs)
+			}
+			// The final event sums them.
+			if f := total.GetFields(); f["input_tokens"].GetNumberValue() != 100 || f["output_tokens"].GetNumberValue() != 20 ||
+				f["cost_micro_usd"].GetNumberValue() != 140 {
+				t.Errorf("done's usage %v, want 100 in, 20 out, 140 µ$", total)
 			}
 		})
 	}

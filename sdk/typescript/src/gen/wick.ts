@@ -2501,6 +2501,11 @@ export interface components {
              *     continue it with POST /runs/{run_id}/continue).
              */
             stop_reason?: string;
+            /**
+             * @description The run's model calls summed: the tokens and cost of every on_usage
+             *     event it sent. Absent when no call reported usage.
+             */
+            usage?: components["schemas"]["wick.agent.v1.UsageData"];
         };
         /** @description ErrorData is the data of error. */
         "wick.agent.v1.ErrorData": {
@@ -2518,6 +2523,11 @@ export interface components {
              *     cancelled.
              */
             stop_reason?: string;
+            /**
+             * @description The model calls the run made before it ended, summed as in
+             *     DoneData.usage. Absent when no call reported usage.
+             */
+            usage?: components["schemas"]["wick.agent.v1.UsageData"];
         };
         /** @description FileEntry is one entry of a workspace listing. */
         "wick.agent.v1.FileEntry": {

@@ -60,6 +60,9 @@ type Run struct {
 	// logFail is why the run's events could not be logged (guarded by
 	// logMu); once set, the run stops and no further event is logged.
 	logFail error
+	// usage sums the run's logged on_usage events (guarded by logMu), for
+	// its final event.
+	usage usageTotal
 	// err is the loop's error, set before done is closed.
 	err error
 	// endStatus is the run's final status, set by execute.
@@ -174,6 +177,9 @@ func (r *Run) emit(ev loop.StreamEvent) {
 		r.cancel(r.logFail)
 		return
 	}
+	if u := ev.Data.GetOnUsage(); u != nil {
+		r.usage.add(u)
+	}
 	if r.sharedLog() {
 		ev.ID = id
 		if _, err := r.local.Append(ctx, rec.ID, ev); err != nil {
@@ -283,6 +289,14 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 			last = *r.final
 		case endStatus != runs.StatusDone:
 			last = loop.StreamEvent{Data: loop.ErrorData(msg, code, "")}
+		}
+		r.logMu.Lock()
+		total := r.usage.data()
+		r.logMu.Unlock()
+		if d := last.Data.GetDone(); d != nil {
+			d.Usage = total
+		} else if e := last.Data.GetError(); e != nil {
+			e.Usage = total
 		}
 		r.emit(last)
 		if e := last.Data.GetError(); e != nil {
