@@ -13,9 +13,9 @@ import type { PanelContext } from "./panels/types";
 import { newWrites, writeKeys } from "./panels/writes";
 import { AgentForm, AgentList, AgentSettings, type Agent } from "./sidebar/Agents";
 import { ThreadList, type ThreadStatus, type ThreadSummary } from "./sidebar/Threads";
+import { useDelayedDelete } from "./sidebar/useDelayedDelete";
 import { NotFound } from "./shell/NotFound";
 import { ConnectionState, ErrorBanner, TokenDialog } from "./shell/Notices";
-import { useDelayedDelete } from "./sidebar/useDelayedDelete";
 import { isRunning, threadStatus, titleOf } from "./state/chat";
 import { formatRoute, parseRoute, type Route } from "./state/route";
 import { loadLastOpened, loadToken, saveLastOpened, saveToken, type LastOpened } from "./state/session";
@@ -397,19 +397,19 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
             onAction={() => navigate(agentMissing ? {} : { ...(agentId ? { agentId } : {}) })}
           />
         ) : (
-        <Chat
-          chat={tc.chat}
-          loading={tc.loading}
-          running={running}
-          disabled={!agentId || needToken}
-          placeholder={agent ? `Ask ${agent.name || agent.agent_id} anything.` : "Choose or create an agent to start."}
-          onSend={tc.send}
-          onStop={tc.stop}
-          onCancel={tc.cancel}
-          onContinue={tc.continueRun}
-          onDecide={tc.decide}
-          onError={onError}
-        />
+          <Chat
+            chat={tc.chat}
+            loading={tc.loading}
+            running={running}
+            disabled={!agentId || needToken}
+            placeholder={agent ? `Ask ${agent.name || agent.agent_id} anything.` : "Choose or create an agent to start."}
+            onSend={tc.send}
+            onStop={tc.stop}
+            onCancel={tc.cancel}
+            onContinue={tc.continueRun}
+            onDecide={tc.decide}
+            onError={onError}
+          />
         )}
         <div className="panel">{panelContext && <SidePanel {...panelContext} />}</div>
       </div>

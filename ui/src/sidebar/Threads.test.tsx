@@ -57,10 +57,10 @@ describe("groupThreads", () => {
 describe("shownTitles", () => {
   it("tells threads with the same first message apart by their id, and names untitled ones by id", () => {
     const t = shownTitles([...THREADS, { thread_id: "th_untitled_1" }], TITLES);
-    expect(t.th_a1).toBe("What is 6 * 7? · th_a1");
-    expect(t.th_c3).toBe("What is 6 * 7? · th_c3");
-    expect(t.th_b2).toBe("Plan the trip");
-    expect(t.th_untitled_1).toBe("Thread th_untit");
+    expect(t.th_a1).toEqual({ title: "What is 6 * 7?", id: "th_a1" });
+    expect(t.th_c3).toEqual({ title: "What is 6 * 7?", id: "th_c3" });
+    expect(t.th_b2).toEqual({ title: "Plan the trip" });
+    expect(t.th_untitled_1).toEqual({ title: "Thread th_untit" });
   });
 });
 
@@ -81,6 +81,9 @@ describe("ThreadList", () => {
     const time = within(rows[0]!).getByTestId("thread-time");
     expect(time.getAttribute("dateTime")).toBe(THREADS[0]!.updated_at);
     expect(time.getAttribute("title")).toContain("November 28, 2026");
+    expect(within(rows[0]!).getByTestId("thread-title").textContent).toBe("What is 6 * 7?th_a1");
+    expect(within(rows[2]!).getByTestId("thread-title").textContent).toBe("What is 6 * 7?th_c3");
+    expect(within(rows[1]!).getByTestId("thread-title").textContent).toBe("Plan the trip");
     expect(rows[1]!.textContent).toContain("needs approval");
     expect(rows[3]!.textContent).toContain("failed");
   });

@@ -74,22 +74,22 @@ export function matchesQuery(title: string, query: string): boolean {
 }
 
 /**
- * shownTitles gives each thread its title; threads whose first messages are
- * the same get their id's start too, which stays the same as the thread
- * changes (a number by position would move). The API has no way to rename a
- * thread, so the title itself cannot be changed.
+ * shownTitles gives each thread its title and, when threads' first messages
+ * are the same, the end of its id to tell them apart: it stays the same as
+ * the thread changes (a number by position would move). The API has no way
+ * to rename a thread, so the title itself cannot be changed.
  */
-export function shownTitles(threads: readonly ThreadSummary[], titles: Record<string, string>): Record<string, string> {
+export function shownTitles(threads: readonly ThreadSummary[], titles: Record<string, string>): Record<string, { title: string; id?: string }> {
   const count = new Map<string, number>();
   for (const t of threads) {
     const title = titles[t.thread_id ?? ""];
     if (title) count.set(title, (count.get(title) ?? 0) + 1);
   }
-  const out: Record<string, string> = {};
+  const out: Record<string, { title: string; id?: string }> = {};
   for (const t of threads) {
     const id = t.thread_id ?? "";
     const title = titles[id];
-    out[id] = !title ? `Thread ${id.slice(0, 8)}` : (count.get(title) ?? 0) > 1 ? `${title} · ${shortId(id)}` : title;
+    out[id] = !title ? { title: `Thread ${id.slice(0, 8)}` } : (count.get(title) ?? 0) > 1 ? { title, id: shortId(id) } : { title };
   }
   return out;
 }
@@ -115,7 +115,7 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
   const listed = useMemo(() => threads.filter((t) => !deleting?.has(t.thread_id ?? "")), [threads, deleting]);
   const names = useMemo(() => shownTitles(listed, titles), [listed, titles]);
   const groups = useMemo(
-    () => groupThreads(query.trim() === "" ? listed : listed.filter((t) => matchesQuery(names[t.thread_id ?? ""] ?? "", query)), now),
+    () => groupThreads(query.trim() === "" ? listed : listed.filter((t) => matchesQuery(names[t.thread_id ?? ""]?.title ?? "", query)), now),
     [listed, names, query, now],
   );
   const undoable = [...(deleting ?? [])];
@@ -157,8 +157,13 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
                       onClick={() => onSelect(id)}
                     >
                       <span className={`dot dot-${status}`} aria-hidden="true" />
-                      <span className="grow ellipsis" data-testid="thread-title">
-                        {names[id]}
+                      <span className="grow thread-title" data-testid="thread-title">
+                        <span className="ellipsis">{names[id]?.title}</span>
+                        {names[id]?.id && (
+                          <span className="thread-title-id muted small" title="the end of the thread's id: another thread has the same first message">
+                            {names[id].id}
+                          </span>
+                        )}
                       </span>
                       {STATUS_LABEL[status] && (
                         <span className={`badge badge-${status}`} title={STATUS_TITLE[status]}>
@@ -169,7 +174,7 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
                         {relativeTime(at, now)}
                       </time>
                     </button>
-                    <button type="button" className="icon" data-testid="thread-delete" aria-label={`Delete thread ${names[id]}`} title="Delete thread" onClick={() => onDelete(id)}>
+                    <button type="button" className="icon" data-testid="thread-delete" aria-label={`Delete thread ${names[id]?.title ?? id}`} title="Delete thread" onClick={() => onDelete(id)}>
                       ×
                     </button>
                   </li>
