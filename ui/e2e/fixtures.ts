@@ -143,6 +143,8 @@ export const SCRIPTS = {
 export function agentsFor(backend: "local" | "docker") {
   const b = { backend: { type: backend } };
   return {
+    // The agent a fresh page opens (the id Wick gives its default agent), on the suite's default model.
+    default: { name: "Default agent", ...b },
     hello: { name: "Hello agent", model: "script:hello", ...b },
     writer: { name: "Agent that writes a report", model: "script:tools", ...b },
     deck: { name: "Agent that writes a deck", model: "script:deck", ...b },

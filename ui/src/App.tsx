@@ -1,7 +1,7 @@
 // The app shell: sidebar (agents, threads, sandbox) | chat | side panel.
 // It owns the client, the token, the open agent and thread (in the URL),
 // the errors shown and the connection state.
-import type { Wick } from "@wick-agent/sdk";
+import { WickError, type Wick } from "@wick-agent/sdk";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 
 import { errorText, isAbort, isUnauthenticated, makeClient, type ConnState } from "./api/client";
@@ -13,15 +13,33 @@ import type { PanelContext } from "./panels/types";
 import { newWrites, writeKeys } from "./panels/writes";
 import { AgentForm, AgentList, AgentSettings, type Agent } from "./sidebar/Agents";
 import { ThreadList, type ThreadStatus, type ThreadSummary } from "./sidebar/Threads";
+import { useDelayedDelete } from "./sidebar/useDelayedDelete";
+import { NotFound } from "./shell/NotFound";
 import { ConnectionState, ErrorBanner, TokenDialog } from "./shell/Notices";
 import { isRunning, threadStatus, titleOf } from "./state/chat";
 import { formatRoute, parseRoute, type Route } from "./state/route";
-import { loadToken, saveToken } from "./state/session";
+import { loadLastOpened, loadToken, saveLastOpened, saveToken, type LastOpened } from "./state/session";
 
 /** asStatus reads a ThreadSummary's status; an unknown value (a newer server) shows as idle. */
 function asStatus(s: string | undefined): ThreadStatus {
   return s === "running" || s === "interrupted" || s === "error" ? s : "idle";
 }
+/**
+ * The id Wick gives its built-in agent and the agent of a single-agent
+ * agents.yaml: a page opened without an agent opens it when the user has it.
+ */
+const DEFAULT_AGENT_ID = "default";
+
+/** defaultAgentId is the agent a page opens first: "default" when listed, else the first listed. */
+export function defaultAgentId(agents: readonly Agent[]): string | undefined {
+  return agents.find((a) => a.agent_id === DEFAULT_AGENT_ID)?.agent_id ?? agents[0]?.agent_id;
+}
+
+/** isNotFoundOf: err is the API's answer that the thread does not exist. */
+function isNotFoundOf(err: unknown, threadId: string): boolean {
+  return err instanceof WickError && err.status === 404 && err.message.includes(threadId);
+}
+
 /** The most errors kept for the banner. */
 const MAX_ERRORS = 20;
 
@@ -39,7 +57,14 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   const [errors, setErrors] = useState<string[]>([]);
   const [agents, setAgents] = useState<Agent[]>([]);
   const [route, setRoute] = useState<Route>(() => parseRoute(location.hash));
+  // A page opened without an agent reopens the agent and thread open last;
+  // set until that is done (or the user went elsewhere first).
+  const [restoring, setRestoring] = useState<LastOpened | undefined>(() => (route.agentId ? undefined : loadLastOpened()));
   const [threads, setThreads] = useState<ThreadSummary[]>([]);
+  // The agent whose threads `threads` are, once loaded.
+  const [threadsOf, setThreadsOf] = useState<string | undefined>();
+  // The thread of the URL that the API says does not exist.
+  const [missingThread, setMissingThread] = useState<string | undefined>();
   const [creating, setCreating] = useState(false);
   // On a narrow screen the sidebar and the panel cover the chat: closed at first.
   const [sidebarOpen, setSidebarOpen] = useState(() => !narrow());
@@ -156,17 +181,34 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     return () => ctrl.abort();
   }, [client, baseUrl, needToken, signedIn, loadAgents, onError]);
 
-  // An agent: the one in the URL, else the first.
-  const agentId = route.agentId ?? agents[0]?.agent_id;
+  // The agent of the URL; once the agents are listed, one that is not there
+  // (a bad link, an agent deleted elsewhere) is shown as not found.
+  const agentMissing = signedIn && route.agentId !== undefined && !agents.some((a) => a.agent_id === route.agentId);
+  const agentId = agentMissing ? undefined : route.agentId;
   const agent = agents.find((a) => a.agent_id === agentId);
+  // No agent in the URL: the one open last if it is still there, else the default one.
   useEffect(() => {
-    if (!route.agentId && agents[0]?.agent_id) navigate({ agentId: agents[0].agent_id });
-    // An agent deleted elsewhere: back to the list.
-    if (route.agentId && agents.length > 0 && !agents.some((a) => a.agent_id === route.agentId)) navigate({});
-  }, [agents, route.agentId, navigate]);
+    if (!signedIn || route.agentId) return;
+    const last = restoring && agents.some((a) => a.agent_id === restoring.agentId) ? restoring.agentId : undefined;
+    if (!last) setRestoring(undefined);
+    const id = last ?? defaultAgentId(agents);
+    if (id) navigate({ agentId: id });
+  }, [agents, route.agentId, signedIn, restoring, navigate]);
+
+  const threadMissing = route.threadId !== undefined && missingThread === route.threadId;
+  const routeRef = useRef(route);
+  routeRef.current = route;
+  const onThreadError = useCallback(
+    (err: unknown) => {
+      const t = routeRef.current.threadId;
+      if (t && isNotFoundOf(err, t)) setMissingThread(t);
+      onError(err);
+    },
+    [onError],
+  );
 
   const onThreadStarted = useCallback((a: string, t: string) => navigate({ agentId: a, threadId: t }), [navigate]);
-  const tc = useThreadChat({ client: signedIn ? client : undefined, agentId, threadId: route.threadId, onError, onThreadStarted, onConn: setConn });
+  const tc = useThreadChat({ client: signedIn ? client : undefined, agentId, threadId: route.threadId, onError: onThreadError, onThreadStarted, onConn: setConn });
   const running = isRunning(tc.chat);
 
   const loadThreads = useCallback(async () => {
@@ -174,10 +216,26 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     try {
       const { data } = await client.api.GET("/threads", { params: { query: { agent_id: agentId } } });
       setThreads(data?.threads ?? []);
+      setThreadsOf(agentId);
     } catch (err) {
       onError(err);
     }
   }, [client, agentId, onError]);
+
+  // The thread open last comes back once its agent's list shows it is still there.
+  useEffect(() => {
+    if (!restoring || route.agentId === undefined) return;
+    if (route.agentId !== restoring.agentId || route.threadId !== undefined) return setRestoring(undefined);
+    if (threadsOf !== restoring.agentId) return;
+    setRestoring(undefined);
+    if (restoring.threadId && threads.some((t) => t.thread_id === restoring.threadId)) navigate({ agentId: restoring.agentId, threadId: restoring.threadId });
+  }, [restoring, route, threads, threadsOf, navigate]);
+
+  // What is open is remembered for the next page (not while the last one is being reopened).
+  useEffect(() => {
+    if (restoring || !agentId) return;
+    saveLastOpened({ agentId, ...(route.threadId && !threadMissing ? { threadId: route.threadId } : {}) });
+  }, [restoring, agentId, route.threadId, threadMissing]);
 
   // The list changes when a run starts (a new thread) or ends.
   const activeRunId = tc.chat.activeRunId;
@@ -193,12 +251,15 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     [threads],
   );
 
-  // A thread is listed once saved; the one just started shows at once.
+  // A thread is listed once saved; the one just started shows at once. A
+  // thread of the URL that has no messages here is not listed until the
+  // list has it: it may not exist.
+  const chatStarted = tc.chat.items.length > 0;
   const shownThreads = useMemo(() => {
     const id = tc.chat.threadId;
-    if (!id || threads.some((t) => t.thread_id === id)) return threads;
+    if (!id || !chatStarted || threads.some((t) => t.thread_id === id)) return threads;
     return [{ thread_id: id, ...(agentId ? { agent_id: agentId } : {}) }, ...threads];
-  }, [threads, tc.chat.threadId, agentId]);
+  }, [threads, tc.chat.threadId, chatStarted, agentId]);
 
   const statuses = useMemo(() => {
     const s: Record<string, ThreadStatus> = { ...storedStatus };
@@ -213,15 +274,22 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     return { ...titles, [tc.chat.threadId]: titleOf(firstUser.text) };
   }, [titles, tc.chat.threadId, firstUser]);
 
-  const deleteThread = async (id: string) => {
-    if (!window.confirm("Delete this thread and its history?")) return;
-    try {
-      await client.api.DELETE("/threads/{thread_id}", { params: { path: { thread_id: id } } });
-      setThreads((ts) => ts.filter((t) => t.thread_id !== id));
-      if (route.threadId === id) navigate({ ...(agentId ? { agentId } : {}) });
-    } catch (err) {
-      onError(err);
-    }
+  // A deletion waits a few seconds, undoable, before it is sent.
+  const commitDelete = useCallback(
+    async (id: string) => {
+      try {
+        await client.api.DELETE("/threads/{thread_id}", { params: { path: { thread_id: id } } });
+        setThreads((ts) => ts.filter((t) => t.thread_id !== id));
+      } catch (err) {
+        onError(err);
+      }
+    },
+    [client, onError],
+  );
+  const delayedDelete = useDelayedDelete(commitDelete);
+  const deleteThread = (id: string) => {
+    delayedDelete.schedule(id);
+    if (route.threadId === id) navigate({ ...(agentId ? { agentId } : {}) });
   };
 
   const createAgent = async (a: Agent) => {
@@ -312,26 +380,37 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
               selected={route.threadId}
               titles={shownTitles}
               statuses={statuses}
+              deleting={delayedDelete.pending}
               onSelect={(id) => navigate({ agentId, threadId: id }, true)}
               onNew={() => navigate({ agentId }, true)}
               onDelete={deleteThread}
+              onUndoDelete={delayedDelete.undo}
             />
           )}
           {signedIn && agent && <AgentSettings client={client} agent={agent} running={running} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
         </nav>
-        <Chat
-          chat={tc.chat}
-          loading={tc.loading}
-          running={running}
-          disabled={!agentId || needToken}
-          placeholder={agent ? `Ask ${agent.name || agent.agent_id} anything.` : "Choose or create an agent to start."}
-          onSend={tc.send}
-          onStop={tc.stop}
-          onCancel={tc.cancel}
-          onContinue={tc.continueRun}
-          onDecide={tc.decide}
-          onError={onError}
-        />
+        {agentMissing || threadMissing ? (
+          <NotFound
+            what={agentMissing ? "agent" : "thread"}
+            id={(agentMissing ? route.agentId : route.threadId) ?? ""}
+            action={agentMissing ? "Open the default agent" : "Start a new thread"}
+            onAction={() => navigate(agentMissing ? {} : { ...(agentId ? { agentId } : {}) })}
+          />
+        ) : (
+          <Chat
+            chat={tc.chat}
+            loading={tc.loading}
+            running={running}
+            disabled={!agentId || needToken}
+            placeholder={agent ? `Ask ${agent.name || agent.agent_id} anything.` : "Choose or create an agent to start."}
+            onSend={tc.send}
+            onStop={tc.stop}
+            onCancel={tc.cancel}
+            onContinue={tc.continueRun}
+            onDecide={tc.decide}
+            onError={onError}
+          />
+        )}
         <div className="panel">{panelContext && <SidePanel {...panelContext} />}</div>
       </div>
       {needToken && (

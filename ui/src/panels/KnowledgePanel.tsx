@@ -6,6 +6,7 @@
 import type { Collection, KnowledgeDocument, SearchResult, Wick } from "@wick-agent/sdk";
 import { useCallback, useEffect, useId, useState, type ChangeEvent, type FormEvent } from "react";
 
+import { counted } from "../state/words";
 import { contentTypeOf, DEFAULT_K, documentIdOf, formatScore, MAX_K, organisations, ownerLabel, parseK, parseMinScore } from "./knowledge";
 
 export interface KnowledgePanelProps {
@@ -129,7 +130,7 @@ export default function KnowledgePanel({ client, agentId, onError }: KnowledgePa
                   {ownerLabel(c)}
                 </span>
                 <span className="wp-muted wp-size">
-                  {c.document_count} docs · {c.chunk_count} chunks
+                  {counted(c.document_count, "doc", "docs")} · {counted(c.chunk_count, "chunk", "chunks")}
                 </span>
               </button>
             </li>
@@ -244,7 +245,7 @@ function Documents({ documents, disabled, onDelete }: { documents: KnowledgeDocu
                 </span>
               </span>
               <span className="wp-muted wp-size" data-testid="kb-chunks">
-                {d.chunk_count} {d.chunk_count === 1 ? "chunk" : "chunks"}
+                {counted(d.chunk_count, "chunk", "chunks")}
               </span>
               <button type="button" className="wp-button" aria-label={`Delete the document ${d.document}`} disabled={disabled} onClick={() => onDelete(d.document)}>
                 Delete
@@ -414,7 +415,7 @@ function Hits({ result }: { result: SearchResult }) {
   return (
     <>
       <p className="wp-muted wp-kb-note" role="status">
-        {result.hits.length} {result.hits.length === 1 ? "chunk" : "chunks"}, best first (min score {formatScore(result.min_score)})
+        {counted(result.hits.length, "chunk", "chunks")}, best first (min score {formatScore(result.min_score)})
       </p>
       <ol className="wp-kb-hits" data-testid="kb-hits" aria-label="Search results">
         {result.hits.map((h) => (

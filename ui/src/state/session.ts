@@ -2,12 +2,38 @@
 // run being followed with the chat as rendered up to its last event, so
 // that the page re-joins the run right after that event: nothing missing,
 // nothing twice; and the last run stopped gracefully, which Continue picks
-// up after a reload.
+// up after a reload. What outlives the tab (localStorage): the agent and
+// thread opened last, reopened by a page opened without either.
 import type { ChatState } from "./chat";
 
 const TOKEN_KEY = "wick.token";
 const RUN_KEY = "wick.activeRun";
 const STOPPED_KEY = "wick.stoppedRun";
+const LAST_OPENED_KEY = "wick.lastOpened";
+
+/** The agent and thread open last. */
+export interface LastOpened {
+  agentId: string;
+  threadId?: string;
+}
+
+export function loadLastOpened(): LastOpened | undefined {
+  try {
+    const v = JSON.parse(localStorage.getItem(LAST_OPENED_KEY) ?? "null") as { agentId?: unknown; threadId?: unknown } | null;
+    if (typeof v?.agentId !== "string" || v.agentId === "") return undefined;
+    return typeof v.threadId === "string" && v.threadId !== "" ? { agentId: v.agentId, threadId: v.threadId } : { agentId: v.agentId };
+  } catch {
+    return undefined;
+  }
+}
+
+export function saveLastOpened(last: LastOpened): void {
+  try {
+    localStorage.setItem(LAST_OPENED_KEY, JSON.stringify(last));
+  } catch {
+    // Storage is off or full: the next page opens the default agent.
+  }
+}
 
 export interface ActiveRun {
   agentId: string;

@@ -1,0 +1,154 @@
+// The thread list: grouped by day, each row with its time and status, a
+// search by title, and deletion that can be undone before it is sent.
+import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+
+import { groupThreads, matchesQuery, shownTitles, ThreadList, type ThreadSummary } from "./Threads";
+import { UNDO_DELAY_MS, useDelayedDelete } from "./useDelayedDelete";
+
+const NOW = new Date(2026, 10, 28, 15, 0, 0);
+const daysAgo = (d: number, h = 12) => new Date(2026, 10, 28 - d, h, 0, 0).toISOString();
+
+const THREADS: ThreadSummary[] = [
+  { thread_id: "th_a1", updated_at: daysAgo(0, 14) },
+  { thread_id: "th_b2", updated_at: daysAgo(0, 9) },
+  { thread_id: "th_c3", updated_at: daysAgo(1) },
+  { thread_id: "th_d4", updated_at: daysAgo(4) },
+  { thread_id: "th_e5", updated_at: daysAgo(30) },
+];
+const TITLES = { th_a1: "What is 6 * 7?", th_b2: "Plan the trip", th_c3: "What is 6 * 7?", th_d4: "Write a report", th_e5: "Old notes" };
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date"] });
+  vi.setSystemTime(NOW);
+});
+
+afterEach(() => {
+  cleanup();
+  vi.useRealTimers();
+});
+
+function renderList(props: Partial<Parameters<typeof ThreadList>[0]> = {}) {
+  const onDelete = vi.fn();
+  const onSelect = vi.fn();
+  render(
+    <ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{ th_b2: "interrupted", th_d4: "error" }} onSelect={onSelect} onNew={() => {}} onDelete={onDelete} {...props} />,
+  );
+  return { onDelete, onSelect };
+}
+
+describe("groupThreads", () => {
+  it("puts threads under Today, Yesterday, Previous 7 days and Older, in order, without empty groups", () => {
+    const groups = groupThreads(THREADS, NOW).map((g) => [g.group, g.threads.map((t) => t.thread_id)]);
+    expect(groups).toEqual([
+      ["Today", ["th_a1", "th_b2"]],
+      ["Yesterday", ["th_c3"]],
+      ["Previous 7 days", ["th_d4"]],
+      ["Older", ["th_e5"]],
+    ]);
+    expect(groupThreads([THREADS[4]!], NOW).map((g) => g.group)).toEqual(["Older"]);
+  });
+
+  it("counts a thread not saved yet as today", () => {
+    expect(groupThreads([{ thread_id: "new" }], NOW).map((g) => g.group)).toEqual(["Today"]);
+  });
+});
+
+describe("shownTitles", () => {
+  it("tells threads with the same first message apart by their id, and names untitled ones by id", () => {
+    const t = shownTitles([...THREADS, { thread_id: "th_untitled_1" }], TITLES);
+    expect(t.th_a1).toEqual({ title: "What is 6 * 7?", id: "th_a1" });
+    expect(t.th_c3).toEqual({ title: "What is 6 * 7?", id: "th_c3" });
+    expect(t.th_b2).toEqual({ title: "Plan the trip" });
+    expect(t.th_untitled_1).toEqual({ title: "Thread th_untit" });
+  });
+});
+
+describe("matchesQuery", () => {
+  it("matches every word in any case and any order", () => {
+    expect(matchesQuery("Plan the trip", "TRIP plan")).toBe(true);
+    expect(matchesQuery("Plan the trip", "plan boat")).toBe(false);
+    expect(matchesQuery("Plan the trip", "  ")).toBe(true);
+  });
+});
+
+describe("ThreadList", () => {
+  it("shows the groups, and on each row its relative time with the full date as its title and its status", () => {
+    renderList();
+    expect(screen.getAllByTestId("thread-group").map((g) => g.textContent)).toEqual(["Today", "Yesterday", "Previous 7 days", "Older"]);
+    const rows = screen.getAllByTestId("thread-item");
+    expect(rows.map((r) => within(r).getByTestId("thread-time").textContent)).toEqual(["1 hour ago", "6 hours ago", "yesterday", "4 days ago", "Oct 29"]);
+    const time = within(rows[0]!).getByTestId("thread-time");
+    expect(time.getAttribute("dateTime")).toBe(THREADS[0]!.updated_at);
+    expect(time.getAttribute("title")).toContain("November 28, 2026");
+    expect(within(rows[0]!).getByTestId("thread-title").textContent).toBe("What is 6 * 7?th_a1");
+    expect(within(rows[2]!).getByTestId("thread-title").textContent).toBe("What is 6 * 7?th_c3");
+    expect(within(rows[1]!).getByTestId("thread-title").textContent).toBe("Plan the trip");
+    expect(rows[1]!.textContent).toContain("needs approval");
+    expect(rows[3]!.textContent).toContain("failed");
+  });
+
+  it("brings the relative times up to date as time passes", () => {
+    renderList();
+    act(() => vi.advanceTimersByTime(2 * 60 * 60_000));
+    expect(within(screen.getAllByTestId("thread-item")[0]!).getByTestId("thread-time").textContent).toBe("3 hours ago");
+  });
+
+  it("filters by title and says when nothing matches", () => {
+    renderList();
+    fireEvent.change(screen.getByTestId("thread-search"), { target: { value: "6 * 7" } });
+    expect(screen.getAllByTestId("thread-item").map((r) => r.dataset.threadId)).toEqual(["th_a1", "th_c3"]);
+    expect(screen.getAllByTestId("thread-group").map((g) => g.textContent)).toEqual(["Today", "Yesterday"]);
+    fireEvent.change(screen.getByTestId("thread-search"), { target: { value: "nothing like it" } });
+    expect(screen.queryAllByTestId("thread-item")).toHaveLength(0);
+    expect(screen.getByTestId("thread-search-empty").textContent).toContain("nothing like it");
+  });
+
+  it("hides threads being deleted and offers to undo", () => {
+    const onUndoDelete = vi.fn();
+    renderList({ deleting: new Set(["th_b2"]), onUndoDelete });
+    expect(screen.getAllByTestId("thread-item").map((r) => r.dataset.threadId)).not.toContain("th_b2");
+    fireEvent.click(screen.getByTestId("thread-undo-button"));
+    expect(onUndoDelete).toHaveBeenCalledWith("th_b2");
+  });
+});
+
+describe("useDelayedDelete", () => {
+  function Harness({ commit }: { commit: (id: string) => Promise<void> }) {
+    const d = useDelayedDelete(commit);
+    return (
+      <div>
+        <span data-testid="pending">{[...d.pending].join(",")}</span>
+        <button onClick={() => d.schedule("th_a1")}>delete</button>
+        <button onClick={() => d.undo("th_a1")}>undo</button>
+      </div>
+    );
+  }
+
+  it("sends the deletion only when the delay ends, and never when undone first", async () => {
+    const commit = vi.fn(async () => {});
+    render(<Harness commit={commit} />);
+    fireEvent.click(screen.getByText("delete"));
+    expect(screen.getByTestId("pending").textContent).toBe("th_a1");
+    act(() => vi.advanceTimersByTime(UNDO_DELAY_MS - 1));
+    expect(commit).not.toHaveBeenCalled();
+    fireEvent.click(screen.getByText("undo"));
+    expect(screen.getByTestId("pending").textContent).toBe("");
+    act(() => vi.advanceTimersByTime(UNDO_DELAY_MS * 2));
+    expect(commit).not.toHaveBeenCalled();
+
+    fireEvent.click(screen.getByText("delete"));
+    await act(async () => vi.advanceTimersByTime(UNDO_DELAY_MS));
+    expect(commit).toHaveBeenCalledExactlyOnceWith("th_a1");
+    expect(screen.getByTestId("pending").textContent).toBe("");
+  });
+
+  it("sends nothing when the page goes before the delay ends", () => {
+    const commit = vi.fn(async () => {});
+    const { unmount } = render(<Harness commit={commit} />);
+    fireEvent.click(screen.getByText("delete"));
+    unmount();
+    act(() => vi.advanceTimersByTime(UNDO_DELAY_MS * 2));
+    expect(commit).not.toHaveBeenCalled();
+  });
+});
