@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
+	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/gateway"
 )
@@ -59,8 +63,9 @@ func TestTraceInJaeger(t *testing.T) {
 	s := startProcs(t, procConfig{
 		sandboxArgs: []string{"-default-type", "docker", "-manager-id", manager, "-default-image", image,
 			"-daemon-bin", daemonBin, "-wickfs-bin", wickfsBin},
-		agentArgs:  []string{"-default-image", image},
-		commonArgs: []string{"-log-format", "json"},
+		agentArgs: []string{"-default-image", image},
+		// Each RPC and HTTP request is logged at debug level, in its context.
+		commonArgs: []string{"-log-format", "json", "-log-level", "debug"},
 		env: []string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + j.OTLPGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
 			"OTEL_TRACES_SAMPLER=always_on",
@@ -70,7 +75,14 @@ func TestTraceInJaeger(t *testing.T) {
 		gateway: true,
 	})
 
-	resp := openSSE(t, t.Context(), "POST", s.gatewayURL+"/agents/default/stream", aliceToken, jsonBody(userMessage(jaegerPrompt, nil)))
+	ctx, cancel := context.WithTimeout(as(t.Context(), "alice"), time.Minute)
+	defer cancel()
+	if _, err := s.client.CreateAgent(ctx, &agentv1.CreateAgentRequest{Agent: &agentv1.Agent{
+		AgentId: "traced", Model: structpb.NewStringValue(e2eModel), Backend: &agentv1.BackendConfig{Type: "docker", Image: image},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	resp := openSSE(t, t.Context(), "POST", s.gatewayURL+"/agents/traced/stream", aliceToken, jsonBody(userMessage(jaegerPrompt, nil)))
 	tr := resp.Header.Get(gateway.TraceResponseHeader)
 	run := decodeRun(t, readEvents(t, resp.Body))
 	checkDemoRun(t, run)

@@ -84,6 +84,8 @@ const jaegerConfig = `service:
       level: none
     logs:
       level: warn
+    traces:
+      level: none
 extensions:
   jaeger_storage:
     backends:
