@@ -36,7 +36,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// serviceBinaries builds wick-agent, wick-sandbox and wick-llmgw and returns
+// serviceBinaries builds wick-agent, wick-sandbox, wick-llmgw and
+// wick-gateway and returns
 // the directory that holds them.
 func serviceBinaries(t *testing.T) string {
 	t.Helper()
@@ -47,7 +48,8 @@ func serviceBinaries(t *testing.T) string {
 			return
 		}
 		build := exec.Command("go", "build", "-o", serviceBinDir+string(os.PathSeparator),
-			"./services/agent/cmd/wick-agent", "./services/sandbox/cmd/wick-sandbox", "./services/llmgw/cmd/wick-llmgw")
+			"./services/agent/cmd/wick-agent", "./services/sandbox/cmd/wick-sandbox", "./services/llmgw/cmd/wick-llmgw",
+			"./services/gateway/cmd/wick-gateway")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
 			serviceBinErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -65,7 +67,10 @@ func serviceBinaries(t *testing.T) string {
 // Tests talk to the agent service over gRPC, as the gateway does.
 type procSuite struct {
 	redis, llmgw, sandbox, agent *testenv.Proc
-	key                          *identity.Key
+	// gateway runs when procConfig.gateway is set; gatewayURL is its HTTP base.
+	gateway    *testenv.Proc
+	gatewayURL string
+	key        *identity.Key
 	// client calls the agent service; as(ctx, user) picks the user.
 	client agentv1.AgentServiceClient
 	// agentAddr and redisAddr are where the agent service and Redis listen.
@@ -81,6 +86,13 @@ type procConfig struct {
 	sandboxArgs []string
 	// agentArgs are added to wick-agent's flags.
 	agentArgs []string
+	// commonArgs are added to every Wick binary's flags, after the defaults.
+	commonArgs []string
+	// env is added to the test's environment for every Wick binary.
+	env []string
+	// gateway also starts wick-gateway in front of the agent service, with
+	// alice's and bob's tokens.
+	gateway bool
 }
 
 // replica starts another wick-agent beside the first, on the same Redis,
@@ -112,8 +124,12 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 	redisPort := strconv.Itoa(testenv.FreePort(t))
 	redisAddr, llmAddr, sandboxAddr, agentAddr := "127.0.0.1:"+redisPort, addr(), addr(), addr()
 	common := func(grpcAddr string) []string {
-		return []string{"-grpc-addr", grpcAddr, "-identity-key", key.String(), "-log-format", "text",
-			"-drain-delay", "0s", "-shutdown-timeout", "1s"}
+		return append([]string{"-grpc-addr", grpcAddr, "-identity-key", key.String(), "-log-format", "text",
+			"-drain-delay", "0s", "-shutdown-timeout", "1s"}, cfg.commonArgs...)
+	}
+	var opts []testenv.ProcOption
+	if cfg.env != nil {
+		opts = append(opts, testenv.WithEnv(append(os.Environ(), cfg.env...)))
 	}
 	stateDir, err := os.MkdirTemp("", "wkf") // short: sandbox sockets live here
 	if err != nil {
@@ -127,15 +143,24 @@ func startProcs(t *testing.T, cfg procConfig) *procSuite {
 		"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--loglevel", "warning",
 	}, testenv.RedisServing(redisAddr, ""))
 	s.llmgw = testenv.NewProc(t, "wick-llmgw", filepath.Join(bins, "wick-llmgw"),
-		append(common(llmAddr), "-script-dir", writeScripts(t), "-http-addr", ""), testenv.GRPCServing(llmAddr))
+		append(common(llmAddr), "-script-dir", writeScripts(t), "-http-addr", ""), testenv.GRPCServing(llmAddr), opts...)
 	s.sandbox = testenv.NewProc(t, "wick-sandbox", filepath.Join(bins, "wick-sandbox"),
-		append(append(common(sandboxAddr), "-state-dir", stateDir), cfg.sandboxArgs...), testenv.GRPCServing(sandboxAddr))
+		append(append(common(sandboxAddr), "-state-dir", stateDir), cfg.sandboxArgs...), testenv.GRPCServing(sandboxAddr), opts...)
 	s.agentArgs = func(grpcAddr string) []string {
 		return append(append(common(grpcAddr), "-llm-addr", llmAddr, "-sandbox-addr", sandboxAddr, "-redis-addr", redisAddr,
 			"-default-model", e2eModel), cfg.agentArgs...)
 	}
-	s.agent = testenv.NewProc(t, "wick-agent", filepath.Join(bins, "wick-agent"), s.agentArgs(agentAddr), testenv.GRPCServing(agentAddr))
-	for _, p := range []*testenv.Proc{s.redis, s.llmgw, s.sandbox, s.agent} {
+	s.agent = testenv.NewProc(t, "wick-agent", filepath.Join(bins, "wick-agent"), s.agentArgs(agentAddr), testenv.GRPCServing(agentAddr), opts...)
+	procs := []*testenv.Proc{s.redis, s.llmgw, s.sandbox, s.agent}
+	if cfg.gateway {
+		httpAddr := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+		s.gatewayURL = "http://" + httpAddr
+		s.gateway = testenv.NewProc(t, "wick-gateway", filepath.Join(bins, "wick-gateway"),
+			append(common(addr()), "-http-addr", httpAddr, "-agent-addr", agentAddr,
+				"-tokens", aliceToken+":alice,"+bobToken+":bob"), testenv.HTTPServing(s.gatewayURL+"/health"), opts...)
+		procs = append(procs, s.gateway)
+	}
+	for _, p := range procs {
 		p.Start()
 	}
 	conn, err := dial.New(agentAddr, dial.WithIdentity(key), dial.WithDialOption(testenv.EventData()))

@@ -302,7 +302,7 @@ func New(cfg Config, agentConn *grpc.ClientConn, opts ...Option) (*Gateway, erro
 	h = g.cors(h)
 	h = g.localHostOnly(h)
 	h = secureHeaders(h)
-	h = m.instrument(h)
+	h = m.instrument(h, g.log)
 	h = traceResponse(h)
 	otelOpts := []otelhttp.Option{
 		// Renamed by route once routed (metrics.instrument).

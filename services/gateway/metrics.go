@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -109,9 +110,11 @@ func recordMuxRoute(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// instrument counts requests and names the request's span by its route
-// (known only once routed; ids in the path would make every name unique).
-func (m *metrics) instrument(next http.Handler) http.Handler {
+// instrument counts requests, names the request's span by its route (known
+// only once routed; ids in the path would make every name unique) and logs
+// each request at debug level in its context, so the record carries the
+// trace id an operator finds in the tracing backend.
+func (m *metrics) instrument(next http.Handler, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		h := &routeHolder{}
@@ -124,7 +127,9 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		}
 		trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
 		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.code)).Inc()
-		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
+		took := time.Since(start)
+		m.duration.WithLabelValues(r.Method, route).Observe(took.Seconds())
+		log.DebugContext(r.Context(), "http", "method", r.Method, "route", route, "code", sw.code, "duration", took)
 	})
 }
 

@@ -29,7 +29,7 @@ func (s *Service) daemonCommand(set settings) []string {
 	return dockerbox.DaemonCommand(set.Params.Workdir, append([]string{
 		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10),
 		"-max-processes", strconv.Itoa(s.cfg.MaxProcesses),
-		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10)}, s.forwardArgs(set)...)...)
+		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10)}, append(s.forwardArgs(set), s.traceArgs(set)...)...)...)
 }
 
 // injectAndConnect starts the daemon in the running container and waits

@@ -16,6 +16,7 @@ import (
 	"github.com/wick-agent/wick/services/sandbox/internal/egress"
 	"github.com/wick-agent/wick/services/sandbox/internal/endpoint"
 	"github.com/wick-agent/wick/services/sandbox/internal/modelproxy"
+	"github.com/wick-agent/wick/services/sandbox/internal/tracerelay"
 )
 
 // ModelEndpointPort is the model endpoint's port on a Docker sandbox's own
@@ -65,6 +66,32 @@ func WithModelEndpoint(upstream http.Handler, sign func(h http.Header, user stri
 			env: func(port int, set settings) map[string]string { return modelproxy.Env(port, set.EndpointToken) },
 		})
 	}
+}
+
+// traceSocket is the name, in a Docker sandbox's socket directory, of the
+// socket wick-daemon exports its spans to (WithTraceRelay).
+const traceSocket = "otlp.sock"
+
+// WithTraceRelay has the wick-daemon of every Docker sandbox on the local
+// engine record spans and export them over OTLP/HTTP to a Unix socket in
+// its run directory, which the service serves and forwards through c (the
+// service's own exporter settings, telemetry.NewTraceClient). The container
+// keeps no network, and the collector's address and credentials stay out of
+// it. Every relayed span is named service wick-daemon.
+func WithTraceRelay(c tracerelay.Uploader) Option { return func(s *Service) { s.traceRelay = c } }
+
+// relaysTraces reports whether the daemon of a sandbox built with set
+// exports spans: the relay's socket is served only on the local engine.
+func (s *Service) relaysTraces(set settings) bool {
+	return s.traceRelay != nil && set.Type == backend.Docker && set.DockerHost == ""
+}
+
+// traceArgs are wick-daemon's flags for its spans.
+func (s *Service) traceArgs(set settings) []string {
+	if !s.relaysTraces(set) {
+		return nil
+	}
+	return []string{"-otlp-socket", path.Join(dockerbox.RunDir, traceSocket)}
 }
 
 // withEgressGuard makes the egress proxies dial through g instead of a guard
@@ -222,6 +249,34 @@ func (s *Service) serveEndpoints(b *box) error {
 		b.endpoints[ep.name] = &boxEndpoint{srv: srv, token: set.EndpointToken}
 		b.mu.Unlock()
 	}
+	return s.serveTraceRelay(b, set)
+}
+
+// serveTraceRelay makes sure the service listens on a Docker sandbox's trace
+// socket, under the same conditions as serveEndpoints. b.life is held.
+func (s *Service) serveTraceRelay(b *box, set settings) error {
+	if !s.relaysTraces(set) {
+		return nil
+	}
+	b.mu.Lock()
+	cur := b.endpoints[traceSocket]
+	b.mu.Unlock()
+	if cur != nil && cur.srv.Intact() {
+		return nil
+	}
+	if cur != nil {
+		_ = cur.srv.Close()
+	}
+	srv, err := endpoint.ListenUnix(filepath.Join(b.hostDir, traceSocket), tracerelay.Handler(s.traceRelay))
+	if err != nil {
+		return fmt.Errorf("trace relay: %w", err)
+	}
+	b.mu.Lock()
+	if b.endpoints == nil {
+		b.endpoints = map[string]*boxEndpoint{}
+	}
+	b.endpoints[traceSocket] = &boxEndpoint{srv: srv}
+	b.mu.Unlock()
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/wick-agent/wick/services/sandbox/internal/diskimage"
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/services/sandbox/internal/egress"
+	"github.com/wick-agent/wick/services/sandbox/internal/tracerelay"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
 
@@ -309,6 +310,9 @@ type Service struct {
 	// endpoints are the HTTP services offered inside sandboxes that want
 	// them (endpoints.go).
 	endpoints []sandboxEndpoint
+	// traceRelay forwards the spans of Docker sandboxes' daemons
+	// (WithTraceRelay); nil: daemons record none.
+	traceRelay tracerelay.Uploader
 
 	// skillsDir is the snapshot of the skills library, "" without one;
 	// skillsBind says local sandboxes get it by a bind mount, not a copy

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/grpc"
 
 	"github.com/wick-agent/wick/daemon"
@@ -29,6 +30,7 @@ import (
 	"github.com/wick-agent/wick/platform/config"
 	"github.com/wick-agent/wick/platform/logging"
 	platformserver "github.com/wick-agent/wick/platform/server"
+	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/wickfs"
 )
 
@@ -66,6 +68,7 @@ type flags struct {
 	processBuffer                      int64
 	logLevel, logFormat                string
 	shutdownTimeout                    time.Duration
+	otlpSocket                         string
 	version                            bool
 	forwards                           forwardList
 }
@@ -110,6 +113,7 @@ func parse(args []string) (*flags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or text")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound on the graceful stop")
+	fs.StringVar(&f.otlpSocket, "otlp-socket", "", "export spans as OTLP/HTTP to this Unix socket (the sandbox service relays them to its collector); empty: no spans")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.Var(&f.forwards, "forward", "port=/unix/socket: listen on 127.0.0.1:port and copy each connection to the socket (repeatable); how the sandbox service offers its endpoints inside a sandbox without a network")
 	if err := config.Parse(fs, args); err != nil {
@@ -145,6 +149,17 @@ func run(ctx context.Context, args []string) error {
 	// The RPC edge logs an error it does not send (rpcstatus.FromError)
 	// through the default logger.
 	slog.SetDefault(logger)
+	if f.otlpSocket != "" {
+		stopTracing, err := setupTracing(ctx, f.otlpSocket)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
+			defer cancel()
+			_ = stopTracing(sctx)
+		}()
+	}
 
 	wfs, err := wickfs.NewLocalFS(f.root, wickfs.WithPrefix(f.prefix),
 		wickfs.WithExecTimeout(f.execTimeout), wickfs.WithMaxOutputBytes(f.maxOutput))
@@ -218,6 +233,16 @@ func run(ctx context.Context, args []string) error {
 	}
 	_ = os.Remove(f.socket)
 	return first
+}
+
+// setupTracing installs the global tracer provider, which the gRPC servers'
+// stats handlers record on, exporting to the relay socket at path.
+func setupTracing(ctx context.Context, path string) (func(context.Context) error, error) {
+	exp, err := telemetry.NewUnixTraceExporter(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return telemetry.Setup(ctx, "wick-daemon", sdktrace.WithBatcher(exp))
 }
 
 // listenUnix creates the socket's directory, replaces a stale socket and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wick-agent/wick/platform/app"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/services/sandbox"
 )
 
@@ -79,6 +80,13 @@ func main() {
 			key := env.Key
 			opts = append(opts, sandbox.WithModelEndpoint(upstream, func(h http.Header, user string) { key.SetHTTP(h, user, nil) }))
 		}
+		relay, err := telemetry.NewTraceClient(ctx)
+		if err != nil {
+			return err
+		}
+		if relay != nil {
+			opts = append(opts, sandbox.WithTraceRelay(relay))
+		}
 		svc, err := sandbox.New(cfg, opts...)
 		if err != nil {
 			return err
@@ -89,6 +97,9 @@ func main() {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = svc.Close(cctx)
+			if relay != nil {
+				_ = relay.Stop(cctx)
+			}
 		})
 		return nil
 	})
