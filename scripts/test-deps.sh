@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts what Wick's tests need, when it is missing: a Docker
-# engine, redis-server, a static busybox (for test images built FROM
-# scratch), e2fsprogs (mkfs.ext4 for the workspaces' disk images), Node.js
+# engine, redis-server, etcd and the modules kube-apiserver builds from (the
+# manifest test's control plane), a static busybox (for test images built
+# FROM scratch), e2fsprogs (mkfs.ext4 for the workspaces' disk images), Node.js
 # with npm (the TypeScript SDK's and the UI's tests), the ACP adapters of
 # deploy/acp-agents from their lockfile (the real-adapter tests run them),
 # Debian's Chromium with a font (the UI's browser tests drive it; they
@@ -16,6 +17,8 @@ log() { printf 'test-deps: %s\n' "$*" >&2; }
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# etcd under the real kube-apiserver of deploy/k8s's manifest test.
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 # Workspaces are bounded by an ext4 image each (docs/sandbox.md).
@@ -54,6 +57,13 @@ if [ ! -f "$acp_dir/node_modules/.package-lock.json" ] ||
   log "installing the ACP adapters of deploy/acp-agents (npm ci)"
   (cd "$acp_dir" && npm ci --omit=dev --no-audit --no-fund --loglevel=error >&2)
   touch "$acp_dir/node_modules/.package-lock.json"
+fi
+
+# The modules kube-apiserver builds from (tools/kube), so that deploy/k8s's
+# test builds it offline; the build itself is cached per machine.
+if command -v go >/dev/null 2>&1; then
+  (cd "$(dirname "$0")/../tools/kube" && GOWORK=off go mod download) || {
+    log "could not download tools/kube's modules (kube-apiserver)"; exit 1; }
 fi
 
 docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }

@@ -153,6 +153,14 @@ func TestChecksCatchBreakage(t *testing.T) {
 			one := intstr.FromInt32(1)
 			r.deployment("agent").Spec.Strategy.RollingUpdate.MaxUnavailable = &one
 		}, "maxUnavailable: 0"},
+		{"no metrics listener", func(r *rendered) { dropArg(r, "sandbox", "metrics-addr") }, "-metrics-addr is not set"},
+		{"metrics port not scraped", func(r *rendered) { r.deployment("agent").Spec.Template.Annotations["prometheus.io/port"] = "9090" }, `want "true", "9461", "/metrics"`},
+		{"usage not recorded", func(r *rendered) { dropEnv(r, "llmgw", "WICK_USAGE_REDIS_ADDR") }, "no -usage-redis-addr"},
+		{"usage in another Redis", func(r *rendered) {
+			dropEnv(r, "llmgw", "WICK_USAGE_REDIS_ADDR")
+			addEnv(r, "llmgw", corev1.EnvVar{Name: "WICK_USAGE_REDIS_ADDR", Value: "redis.elsewhere:6379"})
+		}, "is not the agents' -redis-addr"},
+		{"metrics closed to Prometheus", func(r *rendered) { dropPolicy(r, "metrics-ingress") }, "prometheus → agent TCP/9461 is refused, want allowed"},
 		{"no default deny", func(r *rendered) { dropPolicy(r, "default-deny") }, "no default-deny NetworkPolicy"},
 		{"llmgw open to anyone", func(r *rendered) { policy(r, "llmgw").Spec.Ingress[0].From = nil }, "outside → llmgw TCP/7013 is allowed, want refused"},
 		{"sandbox open to anyone", func(r *rendered) { policy(r, "sandbox").Spec.Ingress[0].From = nil }, "outside → sandbox TCP/7002 is allowed"},

@@ -129,6 +129,7 @@ const (
 	stranger = "stranger"    // another pod of the namespace
 	dns      = "kube-dns"    // the cluster's DNS
 	otel     = "otel"        // the OTLP collector
+	scraper  = "prometheus"  // Prometheus, in the collector's namespace
 	redisPod = "redis"       // an in-cluster Redis
 	publicIP = "203.0.113.7" // TEST-NET-3
 )
@@ -178,6 +179,18 @@ var paths = []netPath{
 	{"llmgw", otel, corev1.ProtocolTCP, 4317, true},
 	{"agent", otel, corev1.ProtocolTCP, 4318, false},
 	{"agent", dns, corev1.ProtocolUDP, 54, false},
+	// llmgw records its HTTP APIs' usage in the agents' Redis.
+	{"llmgw", redisPod, corev1.ProtocolTCP, 6379, true},
+	{"gateway", redisPod, corev1.ProtocolTCP, 6379, false},
+	// Prometheus scrapes each -metrics-addr, and nothing else.
+	{scraper, "gateway", corev1.ProtocolTCP, 9460, true},
+	{scraper, "agent", corev1.ProtocolTCP, 9461, true},
+	{scraper, "sandbox", corev1.ProtocolTCP, 9462, true},
+	{scraper, "llmgw", corev1.ProtocolTCP, 9463, true},
+	{scraper, "agent", corev1.ProtocolTCP, 7001, false},
+	{scraper, "llmgw", corev1.ProtocolTCP, 7013, false},
+	{outside, "agent", corev1.ProtocolTCP, 9461, false},
+	{stranger, "llmgw", corev1.ProtocolTCP, 9463, false},
 }
 
 // checkNetwork: a default-deny policy, then each path of paths.
@@ -200,6 +213,7 @@ func checkNetwork(p *problems, r *rendered) {
 		stranger: {Namespace: ns, Labels: map[string]string{"app.kubernetes.io/name": "stranger"}},
 		dns:      {Namespace: "kube-system", Labels: map[string]string{"k8s-app": "kube-dns"}},
 		otel:     {Namespace: "observability", Labels: map[string]string{"app.kubernetes.io/name": "otel-collector"}},
+		scraper:  {Namespace: "observability", Labels: map[string]string{"app.kubernetes.io/name": "prometheus"}},
 		redisPod: {Namespace: ns, Labels: map[string]string{"app.kubernetes.io/name": "redis"}, Ports: []corev1.ContainerPort{{Name: "redis", ContainerPort: 6379}}},
 	}
 	for _, w := range r.workloads() {

@@ -255,6 +255,18 @@ func checkService(p *problems, s service, r *rendered, all []service) {
 			p.add(where, "-http-addr port %d is not its containerPort named http", port)
 		}
 	}
+	// Metrics: on a port of their own, beyond loopback, named for the
+	// NetworkPolicies and announced to Prometheus's pod discovery.
+	if port := listenPort(p, where, s, "metrics-addr"); port != 0 {
+		if !hasPort(s.C, "metrics", port) {
+			p.add(where, "-metrics-addr port %d is not its containerPort named metrics", port)
+		}
+		a := s.W.Pod.Annotations
+		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != strconv.Itoa(int(port)) || a["prometheus.io/path"] != "/metrics" {
+			p.add(where, "pod annotations prometheus.io/scrape, port, path are %q, %q, %q; want \"true\", \"%d\", \"/metrics\"",
+				a["prometheus.io/scrape"], a["prometheus.io/port"], a["prometheus.io/path"], port)
+		}
+	}
 	// Probes: gRPC health, on -health-addr when the gRPC port speaks TLS
 	// (the kubelet's probe cannot).
 	probePort := grpcPort
@@ -299,6 +311,7 @@ func checkService(p *problems, s service, r *rendered, all []service) {
 			}
 		}
 	case "wick-llmgw":
+		checkUsageRedis(p, where, s, all)
 		if host, _, _ := net.SplitHostPort(s.value("http-addr")); s.value("http-addr") != "" && !isLoopback(host) {
 			if v, ok := s.Set["http-token"]; !ok || v.Secret == nil {
 				p.add(where, "-http-addr beyond loopback needs WICK_HTTP_TOKEN from a Secret")
@@ -323,6 +336,37 @@ func checkService(p *problems, s service, r *rendered, all []service) {
 			}
 		}
 	}
+}
+
+// checkUsageRedis checks that llmgw records its HTTP APIs' usage in the
+// agents' Redis (their -redis-addr), from the same source, where GET /usage
+// and the budgets read it.
+func checkUsageRedis(p *problems, where string, s service, all []service) {
+	u, ok := s.Set["usage-redis-addr"]
+	if !ok {
+		p.add(where, "no -usage-redis-addr: calls through the HTTP APIs would not count in users' usage")
+		return
+	}
+	for _, a := range all {
+		if a.Binary != "wick-agent" {
+			continue
+		}
+		r, ok := a.Set["redis-addr"]
+		same := ok && u.Value == r.Value && (u.Secret == nil) == (r.Secret == nil)
+		if same && u.Secret != nil {
+			same = u.Secret.Name == r.Secret.Name && u.Secret.Key == r.Secret.Key
+		}
+		if !same {
+			p.add(where, "-usage-redis-addr (%s) is not the agents' -redis-addr (%s)", describe(u), describe(r))
+		}
+	}
+}
+
+func describe(v setting) string {
+	if v.Secret != nil {
+		return "Secret " + v.Secret.Name + " key " + v.Secret.Key
+	}
+	return strconv.Quote(v.Value)
 }
 
 // listenPort checks that flag is an explicit ":port" (all interfaces) and
