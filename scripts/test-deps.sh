@@ -59,11 +59,29 @@ if [ ! -f "$acp_dir/node_modules/.package-lock.json" ] ||
   touch "$acp_dir/node_modules/.package-lock.json"
 fi
 
-# The modules kube-apiserver builds from (tools/kube), so that deploy/k8s's
-# test builds it offline; the build itself is cached per machine.
+# Programs the tests run that are built from pinned Go modules of their own
+# (testenv.Pinned): kube-apiserver for deploy/k8s's manifest test, Jaeger
+# for the e2e trace test. Each is built once per machine and pin (cold:
+# minutes of CPU) into the user cache under the hash of its go.mod and
+# go.sum, the name testenv.Pinned.Path computes; later runs find it there.
+pinned() { # name module package [ldflags]
+  local name=$1 mod=$2 pkg=$3 ldflags=${4:-} root hash bin tmp
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  hash=$(cat "$root/$mod/go.mod" "$root/$mod/go.sum" | sha256sum | cut -c1-16)
+  bin="${XDG_CACHE_HOME:-$HOME/.cache}/wick-testenv/$name-$hash"
+  [ -x "$bin" ] && return 0
+  mkdir -p "$(dirname "$bin")"
+  tmp=$(mktemp "$(dirname "$bin")/.$name-XXXXXX")
+  log "building $name from $mod (once per machine and pin)"
+  if ! (cd "$root/$mod" && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp" ${ldflags:+-ldflags="$ldflags"} "$pkg"); then
+    rm -f "$tmp"; log "could not build $name from $mod"; exit 1
+  fi
+  mv "$tmp" "$bin"
+}
 if command -v go >/dev/null 2>&1; then
-  (cd "$(dirname "$0")/../tools/kube" && GOWORK=off go mod download) || {
-    log "could not download tools/kube's modules (kube-apiserver)"; exit 1; }
+  pinned kube-apiserver tools/kube k8s.io/kubernetes/cmd/kube-apiserver \
+    "-X k8s.io/component-base/version.gitVersion=$(sed -n 's/^const kubeVersion = "\(.*\)"/\1/p' "$(dirname "$0")/../deploy/k8s/apiserver_test.go")"
+  pinned jaeger tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 fi
 
 docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }

@@ -5,18 +5,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -310,57 +306,17 @@ func httpReady(url string, c *http.Client, token string) testenv.Ready {
 	}
 }
 
-// kubeAPIServer returns kube-apiserver built from tools/kube, cached under
-// the user's cache directory by the hash of that module's go.mod and go.sum:
-// only the first run on a machine pays the build (minutes, cold).
+// kubeAPIServerPin is kube-apiserver built from tools/kube; only the first
+// run on a machine pays the build (minutes, cold).
+var kubeAPIServerPin = testenv.Pinned{Name: "kube-apiserver", Module: "tools/kube",
+	Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: "-X k8s.io/component-base/version.gitVersion=" + kubeVersion}
+
 func kubeAPIServer(t *testing.T) string {
 	t.Helper()
-	mod := filepath.Join(testenv.RepoRoot(t), "tools", "kube")
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(mod, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Write(b)
-	}
-	cache, err := os.UserCacheDir()
+	bin, err := kubeAPIServerPin.Build(t)
 	if err != nil {
-		testenv.Missing(t, "no cache directory for the kube-apiserver build: %v", err)
+		testenv.Missing(t, "kube-apiserver does not build here: %v", err)
 	}
-	dir := filepath.Join(cache, "wick-testenv")
-	bin := filepath.Join(dir, "kube-apiserver-"+hex.EncodeToString(h.Sum(nil))[:16])
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.CreateTemp(dir, ".kube-apiserver-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			testenv.Missing(t, "no go command to build kube-apiserver")
-		}
-	}
-	start := time.Now()
-	cmd := exec.Command(goBin, "build", "-o", tmp.Name(),
-		"-ldflags=-X k8s.io/component-base/version.gitVersion="+kubeVersion,
-		"k8s.io/kubernetes/cmd/kube-apiserver")
-	cmd.Dir = mod
-	cmd.Env = append(slices.Clone(os.Environ()), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		testenv.Missing(t, "kube-apiserver does not build here (%v): %s", err, lastLines(string(out), 5))
-	}
-	if err := os.Rename(tmp.Name(), bin); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("built kube-apiserver %s in %s", kubeVersion, time.Since(start).Round(time.Second))
 	return bin
 }
 
