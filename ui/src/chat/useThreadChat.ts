@@ -1,7 +1,8 @@
 // useThreadChat follows the open thread: it loads its history, starts runs,
 // applies their events once per animation frame (a token each costs no
-// render of its own), persists the run followed so that a reload re-joins
-// it after the last event rendered, and cancels, stops (after the step in
+// render of its own), persists the run followed so that a reload, or another
+// tab that opens the thread, re-joins it after the last event rendered
+// (state/activeRuns.ts), and cancels, stops (after the step in
 // flight) and continues runs, approves, rejects and answers questions. A run
 // it starts that runs commands has the files they made offered to the Canvas
 // when it is done (panels/snapshot.ts).
@@ -25,7 +26,8 @@ import {
   type ChatState,
   type RunStatus,
 } from "../state/chat";
-import { clearActiveRun, clearStoppedRun, loadActiveRun, loadStoppedRun, saveActiveRun, saveStoppedRun } from "../state/session";
+import { clearActiveRun, loadActiveRun, saveActiveRun } from "../state/activeRuns";
+import { clearStoppedRun, loadStoppedRun, saveStoppedRun } from "../state/session";
 
 /** How often at most the followed run's chat is saved for a reload. */
 const PERSIST_EVERY_MS = 250;
@@ -170,7 +172,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     if (next.activeRunId) {
       schedulePersist();
     } else {
-      for (const id of Object.keys(next.runs)) if (before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(id);
+      for (const id of Object.keys(next.runs)) if (next.threadId && before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(next.threadId, id);
     }
     const stopped = stoppedRunId(next);
     if (stopped && stopped !== stoppedRunId(before) && next.threadId) saveStoppedRun(next.threadId, stopped);
@@ -215,7 +217,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         opts.current.onError(err);
         if (runId) {
           setChat(endRunLocally(chatRef.current, runId, err instanceof Error ? err.message : String(err), Date.now()));
-          clearActiveRun(runId);
+          if (chatRef.current.threadId) clearActiveRun(chatRef.current.threadId, runId);
         }
       }
     },
@@ -234,8 +236,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       return;
     }
     const ctrl = new AbortController();
-    const saved = loadActiveRun();
-    if (saved && saved.threadId === threadId && saved.agentId === agentId && saved.chat) {
+    const saved = loadActiveRun(threadId);
+    if (saved && saved.agentId === agentId && saved.chat) {
       setChat(saved.chat);
       void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
       return () => ctrl.abort();
@@ -251,7 +253,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         const stopped = loadStoppedRun(threadId);
         if (stopped && !saved) c = withStoppedRun(c, stopped);
         setChat(c);
-        if (saved && saved.threadId === threadId && saved.agentId === agentId) {
+        if (saved && saved.agentId === agentId) {
           // The run's chat did not fit in storage: follow the run from its start.
           void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
         }
