@@ -4,6 +4,7 @@
 import { memo, useState } from "react";
 
 import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, SubagentView, ThoughtItem, ToolCardState, ToolItem, UserItem } from "../state/chat";
+import { Collapsible, MESSAGE_PREVIEW_CHARS } from "./Collapsible";
 import { Markdown } from "./Markdown";
 import type { Decision } from "./useThreadChat";
 
@@ -13,7 +14,9 @@ const OUTPUT_PREVIEW_CHARS = 4000;
 export const UserMessage = memo(function UserMessage({ item }: { item: UserItem }) {
   return (
     <div className="msg msg-user" data-testid="message" data-role="user">
-      <div className="msg-body">{item.text}</div>
+      <div className="msg-body">
+        <Collapsible text={item.text} limit={MESSAGE_PREVIEW_CHARS} render={(shown, cut) => (cut ? shown + "…" : shown)} />
+      </div>
     </div>
   );
 });
@@ -23,7 +26,7 @@ export const AssistantMessage = memo(function AssistantMessage({ item, knowledge
   return (
     <div className="msg msg-assistant" data-testid="message" data-role="assistant" data-streaming={item.streaming || undefined}>
       <div className="msg-body" data-testid="message-text">
-        <Markdown text={item.text} />
+        <Collapsible text={item.text} limit={MESSAGE_PREVIEW_CHARS} render={(shown) => <Markdown text={shown} />} />
         {item.streaming && <span className="cursor" aria-hidden="true" />}
       </div>
       {knowledge && <Sources knowledge={knowledge} />}
@@ -106,18 +109,7 @@ export const TOOL_STATE_LABEL: Record<ToolCardState, string> = {
 const ENDED_LABEL: Partial<Record<ToolCardState, string>> = { cancelled: "Cancelled", rejected: "Rejected" };
 
 function Clipped({ text, className }: { text: string; className: string }) {
-  const [all, setAll] = useState(false);
-  const long = text.length > OUTPUT_PREVIEW_CHARS;
-  return (
-    <>
-      <pre className={className}>{long && !all ? text.slice(0, OUTPUT_PREVIEW_CHARS) + "…" : text}</pre>
-      {long && (
-        <button type="button" className="link" onClick={() => setAll(!all)}>
-          {all ? "show less" : `show all ${text.length.toLocaleString()} characters`}
-        </button>
-      )}
-    </>
-  );
+  return <Collapsible text={text} limit={OUTPUT_PREVIEW_CHARS} render={(shown, cut) => <pre className={className}>{cut ? shown + "…" : shown}</pre>} />;
 }
 
 export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {

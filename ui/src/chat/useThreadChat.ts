@@ -6,7 +6,7 @@
 // flight) and continues runs, approves, rejects and answers questions. A run
 // it starts that runs commands has the files they made offered to the Canvas
 // when it is done (panels/snapshot.ts).
-import { ConnectionLost, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
+import { ConnectionLost, WickError, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { isAbort, type ConnState } from "../api/client";
@@ -20,6 +20,7 @@ import {
   fromThreadState,
   markStopping,
   ranCommands,
+  removeItem,
   resolveInterrupts,
   stoppedRunId,
   withStoppedRun,
@@ -48,7 +49,13 @@ export interface ThreadChat {
   chat: ChatState;
   /** The history is loading. */
   loading: boolean;
-  send(text: string): void;
+  /**
+   * send starts a run with the message. It settles once the run started
+   * (its first event), or rejects with the server's refusal (a message over
+   * the body limit, a busy thread): the message then leaves the chat, which
+   * shows no run.
+   */
+  send(text: string): Promise<void>;
   /** cancel ends the run at once; tool calls in flight are cut short. */
   cancel(): void;
   /** stop ends the run once its step in flight is done and saved. */
@@ -75,6 +82,12 @@ interface RunSnapshot {
   agentId: string;
   runId?: string;
   before: Promise<Snapshot | undefined>;
+}
+
+/** What a run this page asks for tells its asker: refused reports whether err refused the run (and handles it). */
+interface RunStart {
+  started(): void;
+  refused(err: unknown): boolean;
 }
 
 /** Statuses of a run that has not ended. */
@@ -189,15 +202,19 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     [flush],
   );
 
-  // follow applies a run's events while the thread stays open.
+  // follow applies a run's events while the thread stays open. start, for
+  // a run this page asks for, hears whether the run started or was refused.
   const follow = useCallback(
-    async (stream: RunStream, myGen: number) => {
+    async (stream: RunStream, myGen: number, start?: RunStart) => {
       try {
         for await (const ev of stream) {
+          start?.started();
           if (gen.current !== myGen) return;
           enqueue(ev);
         }
+        start?.started();
       } catch (err) {
+        if (start?.refused(err)) return;
         if (gen.current !== myGen || isAbort(err)) return;
         flush();
         const runId = stream.runId ?? chatRef.current.activeRunId;
@@ -278,13 +295,15 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
   }, [flush, persist]);
 
   const send = useCallback(
-    (text: string) => {
+    (text: string): Promise<void> => {
       const { client, agentId, onError } = opts.current;
       const c = chatRef.current;
-      if (!client || !agentId || text.trim() === "") return;
-      if (c.activeRunId) return;
+      if (!client || !agentId || text.trim() === "") return Promise.resolve();
+      if (c.activeRunId) return Promise.resolve();
       clearStoppedRun();
-      setChat(addUserMessage(c, text));
+      const withMessage = addUserMessage(c, text);
+      const userKey = withMessage.items[withMessage.items.length - 1]!.key;
+      setChat(withMessage);
       const myGen = gen.current;
       // Taken as the run starts: its first model call comes before any
       // command, so the listing is normally done before a command writes.
@@ -296,7 +315,27 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         ...(c.threadId ? { thread_id: c.threadId } : {}),
         background: true,
       });
-      follow(stream, myGen).catch(onError);
+      return new Promise<void>((resolve, reject) => {
+        let settled = false;
+        const start: RunStart = {
+          started: () => {
+            settled = true;
+            resolve();
+          },
+          refused: (err) => {
+            // Refused before its first event: no run exists, and the message was not taken.
+            if (settled || !(err instanceof WickError)) return false;
+            settled = true;
+            snapshot.current = undefined;
+            setChat(removeItem(chatRef.current, userKey));
+            reject(err);
+            return true;
+          },
+        };
+        follow(stream, myGen, start)
+          .catch(onError)
+          .finally(() => start.started());
+      });
     },
     [follow, setChat],
   );

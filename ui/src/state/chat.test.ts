@@ -12,6 +12,7 @@ import {
   endedToolState,
   markStopping,
   ranCommands,
+  removeItem,
   storedToolState,
   stoppedRunId,
   withStoppedRun,
@@ -591,5 +592,14 @@ describe("tool card states", () => {
     const ask: WickEvent = { ...base, id: id(1), event: "on_interrupt", data: { tool_calls: [{ id: "perm-1", name: "Write", args: {} }] } };
     const s = applyEvents(emptyChat, [start(), ask, toolStart(2, "perm-1", "Write"), { ...base, id: id(3), event: "error", data: { message: "cancelled", code: "cancelled" } }], 0);
     expect(tools(s)[0]!.state).toBe("cancelled");
+  });
+});
+
+describe("removeItem", () => {
+  it("takes a refused message out, and keeps the state when there is none", () => {
+    const s = addUserMessage(emptyChat, "too long");
+    const key = s.items[0]!.key;
+    expect(removeItem(s, key).items).toEqual([]);
+    expect(removeItem(s, "nope")).toBe(s);
   });
 });

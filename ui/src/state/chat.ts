@@ -200,6 +200,12 @@ export function addUserMessage(state: ChatState, text: string): ChatState {
   return { ...state, items: [...state.items, { kind: "user", key: `user-${Date.now()}-${userSeq}`, text }] };
 }
 
+/** removeItem takes the item keyed key out of the chat (a message the server refused). */
+export function removeItem(state: ChatState, key: string): ChatState {
+  const items = state.items.filter((it) => it.key !== key);
+  return items.length === state.items.length ? state : { ...state, items };
+}
+
 /** applyEvents applies a batch of events; now is the client clock (ms) for tool durations. */
 export function applyEvents(state: ChatState, events: readonly WickEvent[], now: number): ChatState {
   let s = state;
