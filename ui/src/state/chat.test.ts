@@ -540,6 +540,7 @@ describe("tool card states", () => {
     expect(storedToolState(CANCELLED)).toBe("cancelled");
     expect(storedToolState(REJECTED)).toBe("rejected");
     expect(storedToolState("Error: exit status 1\nboom")).toBe("error");
+    expect(storedToolState("Error: " + CANCELLED)).toBe("cancelled");
     expect(storedToolState("not executed: the run failed before this tool call could run")).toBe("error");
   });
 

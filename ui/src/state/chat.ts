@@ -448,8 +448,10 @@ export function endedToolState(error: string | undefined): ToolCardState {
 
 /** storedToolState is the state of a call of a stored thread, from its tool message's content. */
 export function storedToolState(content: string): ToolCardState {
-  if (content.startsWith(CANCELLED_PREFIX)) return "cancelled";
-  if (content.startsWith(REJECTED_PREFIX)) return "rejected";
+  // An ACP agent's call keeps the reason it ended with as its error.
+  const reason = content.startsWith("Error: ") ? content.slice("Error: ".length) : content;
+  if (reason.startsWith(CANCELLED_PREFIX)) return "cancelled";
+  if (reason.startsWith(REJECTED_PREFIX)) return "rejected";
   if (STORED_ERROR_PREFIXES.some((p) => content.startsWith(p))) return "error";
   return "done";
 }
