@@ -78,9 +78,10 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
     await page.getByTestId("approval-reject").click();
     await waitForAnswer(page, APPROVE_ANSWER);
     await waitForIdle(page);
-    const rejected = page.locator('[data-testid="tool-card"][data-tool-name="write_file"][data-state="error"]').last();
+    const rejected = page.locator('[data-testid="tool-card"][data-tool-name="write_file"][data-state="rejected"]').last();
     await rejected.waitFor();
     expect(await rejected.textContent()).toContain("not today");
+    expect(await rejected.getByTestId("tool-state").textContent()).toBe("rejected");
     // Still the edited content of the test before.
     expect(await readFile(wick, "approve", APPROVE_PATH)).toBe(EDITED_CONTENT);
     expect(errors).toEqual([]);

@@ -27,6 +27,14 @@ export const ASK_ANSWER = "Thanks for answering.";
 /** The "step" script's answer after its calculation. */
 export const STEP_ANSWER = "The answer is 42.";
 
+/** The "outlive" script: like "approve", for another file, so that its test and approval's run side by side. */
+export const OUTLIVE_PATH = "/workspace/outlived.txt";
+export const OUTLIVE_CONTENT = "outlived its page\n";
+export const OUTLIVE_ANSWER = "The file is written after all.";
+
+/** The "sleep" script's command: longer than any test, so the run is cancelled while it runs. */
+export const SLEEP_COMMAND = "sleep 120";
+
 /** The "approve" script: a write that waits for approval. */
 export const APPROVE_PATH = "/workspace/approved.txt";
 export const APPROVE_CONTENT = "approved\n";
@@ -125,6 +133,18 @@ export const SCRIPTS = {
       { text: ASK_ANSWER },
     ],
   },
+  outlive: {
+    delay: "2ms",
+    turns: [
+      { text: "I will write a file once you approve.", tool_calls: [{ name: "write_file", arguments: { path: OUTLIVE_PATH, content: OUTLIVE_CONTENT } }] },
+      { text: OUTLIVE_ANSWER },
+    ],
+  },
+  // A command that runs until the run is cancelled.
+  sleep: {
+    delay: "2ms",
+    turns: [{ text: "I will wait.", tool_calls: [{ name: "execute", arguments: { command: SLEEP_COMMAND } }] }, { text: "Waited." }],
+  },
   // A slow first step (text, then a calculation) to stop in, then an answer.
   step: {
     delay: "20ms",
@@ -151,6 +171,8 @@ export function agentsFor(backend: "local" | "docker") {
     slow: { name: "Slow agent", model: "script:slow", ...b },
     approve: { name: "Agent that asks for approval", model: "script:approve", approval: "interactive", ...b },
     asker: { name: "Agent that asks the user", model: "script:ask", tools: ["ask_user"], ...b },
+    outliver: { name: "Agent whose approval outlives its page", model: "script:outlive", approval: "interactive", ...b },
+    sleeper: { name: "Agent that runs a long command", model: "script:sleep", ...b },
     stepper: { name: "Agent with a slow step", model: "script:step", tools: ["calculate"], ...b },
     // The embedded script (no file in the suite's script directory) with the built-in skills library.
     showcase: { name: "Showcase agent", model: "script:showcase", skills: { paths: ["/workspace/skills"] }, ...b },

@@ -4,6 +4,7 @@
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
 
 import { stoppedRunId, type ChatItem, type ChatState, type Retrieval } from "../state/chat";
+import { refusalText } from "./refusal";
 import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ThoughtBlock, ToolCard, UserMessage } from "./Items";
 import type { Decision } from "./useThreadChat";
 
@@ -16,7 +17,7 @@ interface ChatProps {
   running: boolean;
   disabled: boolean;
   placeholder: string;
-  onSend(text: string): void;
+  onSend(text: string): void | Promise<void>;
   onStop(): void;
   onCancel(): void;
   onContinue(): void;
@@ -118,7 +119,8 @@ interface ComposerProps {
   /** The thread's last run was stopped: Continue goes on from it. */
   canContinue?: boolean;
   disabled: boolean;
-  onSend(text: string): void;
+  /** Rejects when the server refused the message: the box then gets it back, with the reason. */
+  onSend(text: string): void | Promise<void>;
   onStop(): void;
   onCancel(): void;
   onContinue?(): void;
@@ -126,6 +128,7 @@ interface ComposerProps {
 
 export function Composer({ running, stopping, waiting, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps) {
   const [text, setText] = useState("");
+  const [refusal, setRefusal] = useState<string | undefined>();
   const box = useRef<HTMLTextAreaElement>(null);
 
   // Esc cancels the run from anywhere on the page.
@@ -140,8 +143,17 @@ export function Composer({ running, stopping, waiting, canContinue, disabled, on
 
   const send = () => {
     if (running || disabled || text.trim() === "") return;
-    onSend(text);
+    const sent = text;
     setText("");
+    setRefusal(undefined);
+    const taken = onSend(sent);
+    if (!taken) return;
+    taken.catch((err: unknown) => {
+      // Nothing typed since: the message comes back to be shortened or sent again.
+      setText((t) => (t === "" ? sent : t));
+      setRefusal(refusalText(err));
+      box.current?.focus();
+    });
   };
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
@@ -159,6 +171,11 @@ export function Composer({ running, stopping, waiting, canContinue, disabled, on
         send();
       }}
     >
+      {refusal && (
+        <p className="composer-error" role="alert" data-testid="composer-error">
+          {refusal}
+        </p>
+      )}
       <textarea
         ref={box}
         data-testid="chat-input"
@@ -168,6 +185,7 @@ export function Composer({ running, stopping, waiting, canContinue, disabled, on
         value={text}
         rows={Math.min(8, Math.max(1, text.split("\n").length))}
         disabled={disabled}
+        aria-invalid={refusal ? true : undefined}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={onKeyDown}
       />

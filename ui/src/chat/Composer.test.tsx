@@ -1,5 +1,6 @@
 // The composer's run controls and the question card, rendered alone.
-import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { WickError } from "@wick-agent/sdk";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import type { InterruptItem } from "../state/chat";
@@ -15,6 +16,22 @@ function composer(props: Partial<Parameters<typeof Composer>[0]> = {}) {
 }
 
 describe("Composer", () => {
+  it("gives a refused message back with the reason, and clears it once sent", async () => {
+    const refusal = new WickError(413, { code: 8, status: "RESOURCE_EXHAUSTED", message: "request body is larger than the limit of 4194304 bytes" });
+    const onSend = vi.fn().mockRejectedValueOnce(refusal).mockResolvedValueOnce(undefined);
+    composer({ onSend });
+    const box = screen.getByTestId("chat-input") as HTMLTextAreaElement;
+    fireEvent.change(box, { target: { value: "a long text" } });
+    fireEvent.click(screen.getByTestId("chat-send"));
+    expect(onSend).toHaveBeenCalledWith("a long text");
+    await waitFor(() => expect(screen.getByTestId("composer-error").textContent).toContain("4 MiB"));
+    expect(box.value).toBe("a long text");
+    expect(box.getAttribute("aria-invalid")).toBe("true");
+    fireEvent.click(screen.getByTestId("chat-send"));
+    await waitFor(() => expect(screen.queryByTestId("composer-error")).toBeNull());
+    expect(box.value).toBe("");
+  });
+
   it("offers Stop (after the step) and Cancel (at once, also Esc) while a run goes", () => {
     const c = composer({ running: true });
     fireEvent.click(screen.getByTestId("chat-stop-step"));

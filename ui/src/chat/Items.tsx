@@ -3,7 +3,8 @@
 // streams only the last message re-renders.
 import { memo, useState } from "react";
 
-import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, SubagentView, ThoughtItem, ToolItem, UserItem } from "../state/chat";
+import type { AssistantItem, GenericItem, InterruptItem, Retrieval, RunInfo, SubagentView, ThoughtItem, ToolCardState, ToolItem, UserItem } from "../state/chat";
+import { Collapsible, MESSAGE_PREVIEW_CHARS } from "./Collapsible";
 import { Markdown } from "./Markdown";
 import type { Decision } from "./useThreadChat";
 
@@ -13,7 +14,9 @@ const OUTPUT_PREVIEW_CHARS = 4000;
 export const UserMessage = memo(function UserMessage({ item }: { item: UserItem }) {
   return (
     <div className="msg msg-user" data-testid="message" data-role="user">
-      <div className="msg-body">{item.text}</div>
+      <div className="msg-body">
+        <Collapsible text={item.text} limit={MESSAGE_PREVIEW_CHARS} render={(shown, cut) => (cut ? shown + "…" : shown)} />
+      </div>
     </div>
   );
 });
@@ -23,7 +26,7 @@ export const AssistantMessage = memo(function AssistantMessage({ item, knowledge
   return (
     <div className="msg msg-assistant" data-testid="message" data-role="assistant" data-streaming={item.streaming || undefined}>
       <div className="msg-body" data-testid="message-text">
-        <Markdown text={item.text} />
+        <Collapsible text={item.text} limit={MESSAGE_PREVIEW_CHARS} render={(shown) => <Markdown text={shown} />} />
         {item.streaming && <span className="cursor" aria-hidden="true" />}
       </div>
       {knowledge && <Sources knowledge={knowledge} />}
@@ -92,21 +95,21 @@ function duration(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-const STATE_LABEL = { running: "running…", done: "done", error: "failed", cancelled: "cancelled" } as const;
+/** What a tool card says of its call's state; only "done" is a success. */
+export const TOOL_STATE_LABEL: Record<ToolCardState, string> = {
+  running: "running…",
+  waiting: "waiting for approval",
+  done: "done",
+  error: "failed",
+  cancelled: "cancelled",
+  rejected: "rejected",
+};
+
+/** The heading of an ended call's error: why it did not give an output. */
+const ENDED_LABEL: Partial<Record<ToolCardState, string>> = { cancelled: "Cancelled", rejected: "Rejected" };
 
 function Clipped({ text, className }: { text: string; className: string }) {
-  const [all, setAll] = useState(false);
-  const long = text.length > OUTPUT_PREVIEW_CHARS;
-  return (
-    <>
-      <pre className={className}>{long && !all ? text.slice(0, OUTPUT_PREVIEW_CHARS) + "…" : text}</pre>
-      {long && (
-        <button type="button" className="link" onClick={() => setAll(!all)}>
-          {all ? "show less" : `show all ${text.length.toLocaleString()} characters`}
-        </button>
-      )}
-    </>
-  );
+  return <Collapsible text={text} limit={OUTPUT_PREVIEW_CHARS} render={(shown, cut) => <pre className={className}>{cut ? shown + "…" : shown}</pre>} />;
 }
 
 export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
@@ -129,7 +132,9 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
         ) : (
           <code className="tool-name">{item.name}</code>
         )}
-        <span className="muted">{STATE_LABEL[item.state]}</span>
+        <span className={`tool-state tool-state-${item.state}`} data-testid="tool-state">
+          {TOOL_STATE_LABEL[item.state]}
+        </span>
         {took && <span className="muted tool-duration">{took}</span>}
         {item.state === "running" && item.progress && (
           <span className="muted tool-progress" data-testid="tool-progress">
@@ -143,8 +148,8 @@ export const ToolCard = memo(function ToolCard({ item }: { item: ToolItem }) {
         <Clipped className="code" text={json(item.args)} />
         {item.error ? (
           <>
-            <div className="label danger">Error</div>
-            <Clipped className="code danger" text={item.error} />
+            <div className={item.state === "error" ? "label danger" : "label"}>{ENDED_LABEL[item.state] ?? "Error"}</div>
+            <Clipped className={item.state === "error" ? "code danger" : "code"} text={item.error} />
           </>
         ) : item.output !== undefined ? (
           <>
@@ -342,7 +347,7 @@ export const ApprovalCard = memo(function ApprovalCard({ item, onDecide, onError
   };
 
   return (
-    <div className="approvals">
+    <div className="approvals" data-run-id={item.runId}>
       {item.toolCalls.map((tc) => (
         <ApprovalCall
           key={tc.id}

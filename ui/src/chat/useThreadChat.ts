@@ -1,11 +1,12 @@
 // useThreadChat follows the open thread: it loads its history, starts runs,
 // applies their events once per animation frame (a token each costs no
-// render of its own), persists the run followed so that a reload re-joins
-// it after the last event rendered, and cancels, stops (after the step in
+// render of its own), persists the run followed so that a reload, or another
+// tab that opens the thread, re-joins it after the last event rendered
+// (state/activeRuns.ts), and cancels, stops (after the step in
 // flight) and continues runs, approves, rejects and answers questions. A run
 // it starts that runs commands has the files they made offered to the Canvas
 // when it is done (panels/snapshot.ts).
-import { ConnectionLost, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
+import { ConnectionLost, WickError, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { isAbort, type ConnState } from "../api/client";
@@ -19,13 +20,15 @@ import {
   fromThreadState,
   markStopping,
   ranCommands,
+  removeItem,
   resolveInterrupts,
   stoppedRunId,
   withStoppedRun,
   type ChatState,
   type RunStatus,
 } from "../state/chat";
-import { clearActiveRun, clearStoppedRun, loadActiveRun, loadStoppedRun, saveActiveRun, saveStoppedRun } from "../state/session";
+import { clearActiveRun, loadActiveRun, saveActiveRun } from "../state/activeRuns";
+import { clearStoppedRun, loadStoppedRun, saveStoppedRun } from "../state/session";
 
 /** How often at most the followed run's chat is saved for a reload. */
 const PERSIST_EVERY_MS = 250;
@@ -46,7 +49,13 @@ export interface ThreadChat {
   chat: ChatState;
   /** The history is loading. */
   loading: boolean;
-  send(text: string): void;
+  /**
+   * send starts a run with the message. It settles once the run started
+   * (its first event), or rejects with the server's refusal (a message over
+   * the body limit, a busy thread): the message then leaves the chat, which
+   * shows no run.
+   */
+  send(text: string): Promise<void>;
   /** cancel ends the run at once; tool calls in flight are cut short. */
   cancel(): void;
   /** stop ends the run once its step in flight is done and saved. */
@@ -73,6 +82,12 @@ interface RunSnapshot {
   agentId: string;
   runId?: string;
   before: Promise<Snapshot | undefined>;
+}
+
+/** What a run this page asks for tells its asker: refused reports whether err refused the run (and handles it). */
+interface RunStart {
+  started(): void;
+  refused(err: unknown): boolean;
 }
 
 /** Statuses of a run that has not ended. */
@@ -170,7 +185,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     if (next.activeRunId) {
       schedulePersist();
     } else {
-      for (const id of Object.keys(next.runs)) if (before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(id);
+      for (const id of Object.keys(next.runs)) if (next.threadId && before.runs[id]?.status !== next.runs[id]?.status) clearActiveRun(next.threadId, id);
     }
     const stopped = stoppedRunId(next);
     if (stopped && stopped !== stoppedRunId(before) && next.threadId) saveStoppedRun(next.threadId, stopped);
@@ -187,15 +202,19 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
     [flush],
   );
 
-  // follow applies a run's events while the thread stays open.
+  // follow applies a run's events while the thread stays open. start, for
+  // a run this page asks for, hears whether the run started or was refused.
   const follow = useCallback(
-    async (stream: RunStream, myGen: number) => {
+    async (stream: RunStream, myGen: number, start?: RunStart) => {
       try {
         for await (const ev of stream) {
+          start?.started();
           if (gen.current !== myGen) return;
           enqueue(ev);
         }
+        start?.started();
       } catch (err) {
+        if (start?.refused(err)) return;
         if (gen.current !== myGen || isAbort(err)) return;
         flush();
         const runId = stream.runId ?? chatRef.current.activeRunId;
@@ -215,7 +234,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         opts.current.onError(err);
         if (runId) {
           setChat(endRunLocally(chatRef.current, runId, err instanceof Error ? err.message : String(err), Date.now()));
-          clearActiveRun(runId);
+          if (chatRef.current.threadId) clearActiveRun(chatRef.current.threadId, runId);
         }
       }
     },
@@ -234,8 +253,8 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       return;
     }
     const ctrl = new AbortController();
-    const saved = loadActiveRun();
-    if (saved && saved.threadId === threadId && saved.agentId === agentId && saved.chat) {
+    const saved = loadActiveRun(threadId);
+    if (saved && saved.agentId === agentId && saved.chat) {
       setChat(saved.chat);
       void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
       return () => ctrl.abort();
@@ -251,7 +270,7 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         const stopped = loadStoppedRun(threadId);
         if (stopped && !saved) c = withStoppedRun(c, stopped);
         setChat(c);
-        if (saved && saved.threadId === threadId && saved.agentId === agentId) {
+        if (saved && saved.agentId === agentId) {
           // The run's chat did not fit in storage: follow the run from its start.
           void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
         }
@@ -276,13 +295,15 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
   }, [flush, persist]);
 
   const send = useCallback(
-    (text: string) => {
+    (text: string): Promise<void> => {
       const { client, agentId, onError } = opts.current;
       const c = chatRef.current;
-      if (!client || !agentId || text.trim() === "") return;
-      if (c.activeRunId) return;
+      if (!client || !agentId || text.trim() === "") return Promise.resolve();
+      if (c.activeRunId) return Promise.resolve();
       clearStoppedRun();
-      setChat(addUserMessage(c, text));
+      const withMessage = addUserMessage(c, text);
+      const userKey = withMessage.items[withMessage.items.length - 1]!.key;
+      setChat(withMessage);
       const myGen = gen.current;
       // Taken as the run starts: its first model call comes before any
       // command, so the listing is normally done before a command writes.
@@ -294,7 +315,27 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
         ...(c.threadId ? { thread_id: c.threadId } : {}),
         background: true,
       });
-      follow(stream, myGen).catch(onError);
+      return new Promise<void>((resolve, reject) => {
+        let settled = false;
+        const start: RunStart = {
+          started: () => {
+            settled = true;
+            resolve();
+          },
+          refused: (err) => {
+            // Refused before its first event: no run exists, and the message was not taken.
+            if (settled || !(err instanceof WickError)) return false;
+            settled = true;
+            snapshot.current = undefined;
+            setChat(removeItem(chatRef.current, userKey));
+            reject(err);
+            return true;
+          },
+        };
+        follow(stream, myGen, start)
+          .catch(onError)
+          .finally(() => start.started());
+      });
     },
     [follow, setChat],
   );

@@ -9,8 +9,11 @@ import {
   endRunLocally,
   fromThreadState,
   isRunning,
+  endedToolState,
   markStopping,
   ranCommands,
+  removeItem,
+  storedToolState,
   stoppedRunId,
   withStoppedRun,
   threadStatus,
@@ -511,5 +514,93 @@ describe("files found after a run", () => {
 
   it("returns the same state when nothing is new", () => {
     expect(addFoundFiles(wrote, RUN, [])).toBe(wrote);
+  });
+});
+
+describe("tool card states", () => {
+  // The results the agent gives calls that did not run to completion
+  // (services/agent/internal/loop's result texts).
+  const CANCELLED = "cancelled: run was cancelled before this tool call finished";
+  const INTERRUPTED = "cancelled: the previous run ended before this tool call finished";
+  const REJECTED = "rejected by the user: not today";
+
+  it("maps an on_tool_end's error to the call's state", () => {
+    expect(endedToolState(undefined)).toBe("done");
+    expect(endedToolState("")).toBe("done");
+    expect(endedToolState(CANCELLED)).toBe("cancelled");
+    expect(endedToolState(INTERRUPTED)).toBe("cancelled");
+    expect(endedToolState(REJECTED)).toBe("rejected");
+    expect(endedToolState("rejected by the user (remembered for this thread)")).toBe("rejected");
+    expect(endedToolState("not executed: the run failed before this tool call could run")).toBe("error");
+    expect(endedToolState("open /workspace/x: no such file")).toBe("error");
+  });
+
+  it("maps a stored tool message's content to the call's state", () => {
+    expect(storedToolState("wrote 4 bytes")).toBe("done");
+    expect(storedToolState(CANCELLED)).toBe("cancelled");
+    expect(storedToolState(REJECTED)).toBe("rejected");
+    expect(storedToolState("Error: exit status 1\nboom")).toBe("error");
+    expect(storedToolState("Error: " + CANCELLED)).toBe("cancelled");
+    expect(storedToolState("not executed: the run failed before this tool call could run")).toBe("error");
+  });
+
+  it("shows a cancelled, a rejected and a failed call as such, never as done", () => {
+    const s = applyEvents(
+      emptyChat,
+      [start(), toolStart(1, "c1", "execute"), toolStart(2, "c2"), toolStart(3, "c3", "ls"), toolEnd(4, "c1", "execute", CANCELLED), toolEnd(5, "c2", "write_file", REJECTED), toolEnd(6, "c3", "ls", "boom")],
+      0,
+    );
+    expect(tools(s).map((t) => [t.toolCallId, t.state, t.error])).toEqual([
+      ["c1", "cancelled", CANCELLED],
+      ["c2", "rejected", REJECTED],
+      ["c3", "error", "boom"],
+    ]);
+    // A rejected write wrote nothing.
+    expect(s.writtenFiles).toEqual([]);
+  });
+
+  it("shows a stored thread's cancelled, rejected and failed calls as such", () => {
+    const s = fromThreadState({
+      messages: [
+        { role: "user", content: "go" },
+        { role: "assistant", tool_calls: [{ id: "c1", name: "execute" }, { id: "c2", name: "write_file" }, { id: "c3", name: "ls" }, { id: "c4", name: "ls" }] },
+        { role: "tool", tool_call_id: "c1", content: CANCELLED },
+        { role: "tool", tool_call_id: "c2", content: REJECTED },
+        { role: "tool", tool_call_id: "c3", content: "Error: no such directory" },
+        { role: "tool", tool_call_id: "c4", content: "a.txt" },
+      ],
+    });
+    expect(tools(s).map((t) => [t.toolCallId, t.state, t.error, t.output])).toEqual([
+      ["c1", "cancelled", CANCELLED, undefined],
+      ["c2", "rejected", REJECTED, undefined],
+      ["c3", "error", "no such directory", undefined],
+      ["c4", "done", undefined, "a.txt"],
+    ]);
+  });
+
+  it("shows a call announced while its approval is asked for as waiting, then running once decided", () => {
+    const ask: WickEvent = { ...base, id: id(1), event: "on_interrupt", data: { tool_calls: [{ id: "perm-1", name: "Write", args: {} }] } };
+    let s = applyEvents(emptyChat, [start(), ask, toolStart(2, "perm-1", "Write")], 0);
+    expect(tools(s)[0]!.state).toBe("waiting");
+    // Decided: the run goes on with the call.
+    s = applyEvents(s, [delta(3, "writing")], 0);
+    expect(tools(s)[0]!.state).toBe("running");
+    s = applyEvents(s, [toolEnd(4, "perm-1", "Write")], 0);
+    expect(tools(s)[0]!.state).toBe("done");
+  });
+
+  it("cancels a call still waiting when its run ends", () => {
+    const ask: WickEvent = { ...base, id: id(1), event: "on_interrupt", data: { tool_calls: [{ id: "perm-1", name: "Write", args: {} }] } };
+    const s = applyEvents(emptyChat, [start(), ask, toolStart(2, "perm-1", "Write"), { ...base, id: id(3), event: "error", data: { message: "cancelled", code: "cancelled" } }], 0);
+    expect(tools(s)[0]!.state).toBe("cancelled");
+  });
+});
+
+describe("removeItem", () => {
+  it("takes a refused message out, and keeps the state when there is none", () => {
+    const s = addUserMessage(emptyChat, "too long");
+    const key = s.items[0]!.key;
+    expect(removeItem(s, key).items).toEqual([]);
+    expect(removeItem(s, "nope")).toBe(s);
   });
 });

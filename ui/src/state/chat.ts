@@ -22,7 +22,13 @@ import { compareEventIds } from "./eventId";
 
 type AgentState = components["schemas"]["wick.agent.v1.AgentState"];
 
-export type ToolCardState = "running" | "done" | "error" | "cancelled";
+/**
+ * How a tool call stands: "waiting" for the user's approval before it runs,
+ * "running", or ended: "done", "error" (it failed), "cancelled" (the run
+ * ended before it finished, or the call was not needed) or "rejected" (the
+ * user said no).
+ */
+export type ToolCardState = "running" | "waiting" | "done" | "error" | "cancelled" | "rejected";
 /** "stopped": stopped gracefully after a step (POST /runs/{id}/stop); a new run may continue it. */
 export type RunStatus = "running" | "interrupted" | "done" | "stopped" | "error" | "cancelled";
 
@@ -194,6 +200,12 @@ export function addUserMessage(state: ChatState, text: string): ChatState {
   return { ...state, items: [...state.items, { kind: "user", key: `user-${Date.now()}-${userSeq}`, text }] };
 }
 
+/** removeItem takes the item keyed key out of the chat (a message the server refused). */
+export function removeItem(state: ChatState, key: string): ChatState {
+  const items = state.items.filter((it) => it.key !== key);
+  return items.length === state.items.length ? state : { ...state, items };
+}
+
 /** applyEvents applies a batch of events; now is the client clock (ms) for tool durations. */
 export function applyEvents(state: ChatState, events: readonly WickEvent[], now: number): ChatState {
   let s = state;
@@ -253,6 +265,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       s = endStreaming(s, runId);
       const id = ev.data.tool_call_id;
       const i = findTool(s, id);
+      const waiting = announcesWaitingCall(state, runId, ev);
       const item: ToolItem = {
         kind: "tool",
         key: `t-${runId}-${id}`,
@@ -261,7 +274,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
         name: ev.name ?? "tool",
         ...(ev.data.title ? { title: ev.data.title } : {}),
         args: ev.data.args ?? {},
-        state: "running",
+        state: waiting ? "waiting" : "running",
         startedAt: now,
       };
       return i >= 0 ? replaceItem(s, i, { ...(s.items[i] as ToolItem), ...item }) : pushItem(s, item);
@@ -270,6 +283,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       s = endStreaming(s, runId);
       const id = ev.data.tool_call_id;
       const failed = !!ev.data.error;
+      const state = endedToolState(ev.data.error);
       let i = findTool(s, id);
       if (i < 0) {
         // The start came before the events this page has (a join that
@@ -280,7 +294,7 @@ export function applyEvent(state: ChatState, ev: WickEvent, now: number, runIdHi
       const tool = s.items[i] as ToolItem;
       const ended: ToolItem = {
         ...tool,
-        state: failed ? "error" : "done",
+        state,
         endedAt: now,
         ...(ev.data.output !== undefined ? { output: ev.data.output } : {}),
         ...(failed ? { error: ev.data.error } : {}),
@@ -401,13 +415,45 @@ function announcesWaitingCall(state: ChatState, runId: string, ev: WickEvent): b
   return state.items.some((it) => it.kind === "interrupt" && it.runId === runId && !it.resolved && it.toolCalls.some((tc) => tc.id === id));
 }
 
-/** resolveInterrupts marks the run's approval cards decided. */
+/** resolveInterrupts marks the run's approval cards decided: the calls they held run now. */
 export function resolveInterrupts(state: ChatState, runId: string): ChatState {
-  if (!state.items.some((it) => it.kind === "interrupt" && it.runId === runId && !it.resolved)) return state;
+  const open = (it: ChatItem) => (it.kind === "interrupt" && !it.resolved) || (it.kind === "tool" && it.state === "waiting");
+  if (!state.items.some((it) => it.kind !== "user" && it.runId === runId && open(it))) return state;
   return {
     ...state,
-    items: state.items.map((it) => (it.kind === "interrupt" && it.runId === runId && !it.resolved ? { ...it, resolved: true } : it)),
+    items: state.items.map((it) => {
+      if (it.kind === "interrupt" && it.runId === runId && !it.resolved) return { ...it, resolved: true };
+      if (it.kind === "tool" && it.runId === runId && it.state === "waiting") return { ...it, state: "running" };
+      return it;
+    }),
   };
+}
+
+// The beginnings of the results the agent gives a call that did not end by
+// running to completion (its loop's CancelledToolResult,
+// InterruptedToolResult, NotNeededToolResult, RejectedToolResult and
+// FailedToolResult), and of a failed call's result in a stored thread,
+// where an error is spelled out for the model.
+const CANCELLED_PREFIX = "cancelled: ";
+const REJECTED_PREFIX = "rejected by the user";
+const STORED_ERROR_PREFIXES = ["Error: ", "not executed: "];
+
+/** endedToolState is the state of a call whose on_tool_end reported error ("" or absent: it succeeded). */
+export function endedToolState(error: string | undefined): ToolCardState {
+  if (!error) return "done";
+  if (error.startsWith(CANCELLED_PREFIX)) return "cancelled";
+  if (error.startsWith(REJECTED_PREFIX)) return "rejected";
+  return "error";
+}
+
+/** storedToolState is the state of a call of a stored thread, from its tool message's content. */
+export function storedToolState(content: string): ToolCardState {
+  // An ACP agent's call keeps the reason it ended with as its error.
+  const reason = content.startsWith("Error: ") ? content.slice("Error: ".length) : content;
+  if (reason.startsWith(CANCELLED_PREFIX)) return "cancelled";
+  if (reason.startsWith(REJECTED_PREFIX)) return "rejected";
+  if (STORED_ERROR_PREFIXES.some((p) => content.startsWith(p))) return "error";
+  return "done";
 }
 
 /** isRunning reports whether the thread has a run going (or waiting for approval). */
@@ -451,7 +497,10 @@ export function fromThreadState(thread: AgentState): ChatState {
       case "tool": {
         const i = tools.get(m.tool_call_id ?? "");
         const t = i !== undefined ? items[i] : undefined;
-        if (t?.kind === "tool") items[i!] = { ...t, state: "done", output: m.content ?? "" };
+        if (t?.kind !== "tool") break;
+        const content = m.content ?? "";
+        const state = storedToolState(content);
+        items[i!] = state === "done" ? { ...t, state, output: content } : { ...t, state, error: content.replace(/^Error: /, "") };
         break;
       }
     }
@@ -575,12 +624,10 @@ function endStreaming(s: ChatState, runId: string): ChatState {
 function endRun(s: ChatState, runId: string, patch: Partial<RunInfo>, now: number): ChatState {
   s = endStreaming(s, runId);
   s = resolveInterrupts(s, runId);
-  if (s.items.some((it) => it.kind === "tool" && it.runId === runId && it.state === "running")) {
+  const open = (it: ChatItem) => it.kind === "tool" && it.runId === runId && (it.state === "running" || it.state === "waiting");
+  if (s.items.some(open)) {
     // A run that ends with a call still open never finished it.
-    s = {
-      ...s,
-      items: s.items.map((it) => (it.kind === "tool" && it.runId === runId && it.state === "running" ? { ...it, state: "cancelled", endedAt: now } : it)),
-    };
+    s = { ...s, items: s.items.map((it) => (open(it) ? { ...(it as ToolItem), state: "cancelled", endedAt: now } : it)) };
   }
   s = setRun(s, runId, patch);
   if (!s.items.some((it) => it.kind === "runEnd" && it.runId === runId)) s = pushItem(s, { kind: "runEnd", key: `end-${runId}`, runId });

@@ -1,13 +1,10 @@
-// What survives a reload in this tab (sessionStorage): the token, the
-// run being followed with the chat as rendered up to its last event, so
-// that the page re-joins the run right after that event: nothing missing,
-// nothing twice; and the last run stopped gracefully, which Continue picks
-// up after a reload. What outlives the tab (localStorage): the agent and
-// thread opened last, reopened by a page opened without either.
-import type { ChatState } from "./chat";
+// What survives a reload in this tab (sessionStorage): the token and the
+// last run stopped gracefully, which Continue picks up after a reload. What
+// outlives the tab (localStorage): the agent and thread opened last,
+// reopened by a page opened without either; the runs followed are kept for
+// every tab (activeRuns.ts).
 
 const TOKEN_KEY = "wick.token";
-const RUN_KEY = "wick.activeRun";
 const STOPPED_KEY = "wick.stoppedRun";
 const LAST_OPENED_KEY = "wick.lastOpened";
 
@@ -35,49 +32,12 @@ export function saveLastOpened(last: LastOpened): void {
   }
 }
 
-export interface ActiveRun {
-  agentId: string;
-  threadId: string;
-  runId: string;
-  /** The last event the saved chat includes. */
-  lastEventId: string;
-  /** The chat as rendered up to lastEventId; absent when it did not fit. */
-  chat?: ChatState;
-}
-
 export function loadToken(): string {
   return read(TOKEN_KEY) ?? "";
 }
 
 export function saveToken(token: string): void {
   write(TOKEN_KEY, token);
-}
-
-export function loadActiveRun(): ActiveRun | undefined {
-  const raw = read(RUN_KEY);
-  if (!raw) return undefined;
-  try {
-    const v = JSON.parse(raw) as ActiveRun;
-    return typeof v.runId === "string" && typeof v.threadId === "string" && typeof v.agentId === "string" ? v : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** saveActiveRun keeps run; without room for the chat it keeps the ids alone (a re-join then starts at the run's first event). */
-export function saveActiveRun(run: ActiveRun): void {
-  if (write(RUN_KEY, JSON.stringify(run))) return;
-  const { chat: _, ...ids } = run;
-  write(RUN_KEY, JSON.stringify({ ...ids, lastEventId: "" }));
-}
-
-export function clearActiveRun(runId?: string): void {
-  if (runId !== undefined && loadActiveRun()?.runId !== runId) return;
-  try {
-    sessionStorage.removeItem(RUN_KEY);
-  } catch {
-    // Storage is off: nothing was kept.
-  }
 }
 
 /** saveStoppedRun remembers the thread's run that was stopped gracefully. */

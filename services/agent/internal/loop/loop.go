@@ -617,6 +617,15 @@ func (r *run) toolRound(ctx context.Context, toolFn ToolCallFunc, calls []llm.To
 		select {
 		case ir := <-done:
 			pending--
+			if ctx.Err() != nil && ir.res.Error != "" {
+				// Cut short by the cancellation (a command killed, a request
+				// aborted): the call did not fail on its own, so it ends as
+				// cancelled, as one that outlives the grace does.
+				results[ir.i] = &ToolResult{ToolCallID: calls[ir.i].ID, Name: calls[ir.i].Name, Output: CancelledToolResult}
+				r.emitToolEnd(calls[ir.i], "", CancelledToolResult)
+				r.observe(ctx, calls[ir.i], ToolCancelled, ir.d)
+				continue
+			}
 			results[ir.i] = ir.res
 			r.emitToolEnd(calls[ir.i], ir.res.Output, ir.res.Error)
 			r.observe(ctx, calls[ir.i], resultOutcome(ir.res), ir.d)

@@ -136,6 +136,27 @@ func TestToolEventsPairUp(t *testing.T) {
 			wantEndErr: map[string]string{"q": "", "s": loop.CancelledToolResult, "p": "cancel"},
 		},
 		{
+			name: "cancelled mid-tool, the tool failing as it is cut short",
+			make: func(t *testing.T) setup {
+				started := make(chan struct{})
+				killed := tool("killed", func(ctx context.Context, _ map[string]any) (string, error) {
+					close(started)
+					<-ctx.Done()
+					return "partial output", errors.New("signal: killed")
+				})
+				return setup{
+					model: llmtest.New(llmtest.Call(call("k", "killed", nil))),
+					tools: []loop.Tool{killed},
+					cancelWhen: func(cancel context.CancelCauseFunc) []loop.RunnerOption {
+						go func() { <-started; cancel(nil) }()
+						return nil
+					},
+				}
+			},
+			wantErr:    context.Canceled,
+			wantEndErr: map[string]string{"k": loop.CancelledToolResult},
+		},
+		{
 			name: "approved, edited, rejected and undecided calls",
 			make: func(*testing.T) setup {
 				approver := &fakeApprover{decisions: []loop.Decision{
