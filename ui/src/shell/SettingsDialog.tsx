@@ -31,7 +31,16 @@ export function SettingsDialog({ client, agent, running, onChanged, onDelete, on
       </Dialog.Trigger>
       <Dialog.Portal>
         <Dialog.Overlay className="overlay" />
-        <Dialog.Content className="card dialog settings-dialog" data-testid="agent-settings">
+        {/* Focus goes to the dialog itself, not its first button: a tooltip
+            opened by that focus would take the first Escape. */}
+        <Dialog.Content
+          className="card dialog settings-dialog"
+          data-testid="agent-settings"
+          onOpenAutoFocus={(e) => {
+            e.preventDefault();
+            (e.currentTarget as HTMLElement | null)?.focus();
+          }}
+        >
           <div className="dialog-head">
             <Dialog.Title>{name}</Dialog.Title>
             <Dialog.Close asChild>

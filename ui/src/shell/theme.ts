@@ -17,10 +17,21 @@ export function loadTheme(): Theme {
   }
 }
 
+/** The event applyTheme sends, for what draws its own colours (the code editor). */
+export const THEME_EVENT = "wick-theme";
+
 export function applyTheme(t: Theme): void {
   const root = document.documentElement;
   if (t === "system") root.removeAttribute("data-theme");
   else root.setAttribute("data-theme", t);
+  window.dispatchEvent(new Event(THEME_EVENT));
+}
+
+/** isDark says whether the page is dark now: the choice, else the system's. */
+export function isDark(): boolean {
+  const t = document.documentElement.getAttribute("data-theme");
+  if (t === "light" || t === "dark") return t === "dark";
+  return window.matchMedia?.("(prefers-color-scheme: dark)").matches ?? false;
 }
 
 /** useTheme is the chosen theme and its setter, which applies and remembers it. */
