@@ -209,3 +209,24 @@ export async function runInTerminal(page: Page, command: string, want: string, t
   // xterm's DOM renderer: one element per row.
   await expect.poll(rows, { timeout }).toContain(want);
 }
+
+/** Shows a tab of the side panel, opening the panel first when it is closed (it opens by itself only when it has something to show). */
+export async function showPanelTab(page: Page, tab: string): Promise<void> {
+  const t = page.getByTestId(`panel-tab-${tab}`);
+  if (!(await t.isVisible())) await page.getByTestId("panel-toggle").click();
+  await t.click();
+}
+
+/** Opens the open agent's settings dialog from the top bar. */
+export async function openSettings(page: Page): Promise<Locator> {
+  await page.getByTestId("agent-settings-open").click();
+  const dialog = page.getByTestId("agent-settings");
+  await dialog.waitFor();
+  return dialog;
+}
+
+/** Closes the settings dialog with Escape. */
+export async function closeSettings(page: Page): Promise<void> {
+  await page.keyboard.press("Escape");
+  await page.getByTestId("agent-settings").waitFor({ state: "hidden" });
+}

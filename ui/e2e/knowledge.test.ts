@@ -8,7 +8,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 import { KB_ANSWER, ORG } from "./fixtures.js";
-import { client, newPage, screenshot, send, showSidebar, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { client, newPage, screenshot, send, showPanelTab, showSidebar, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
 const browser = useBrowser();
 const alice = users.alice;
@@ -68,7 +68,7 @@ describe.each(suites)("knowledge ($backend backend)", ({ backend, url }) => {
 
   // The tests of this file build on each other: one collection, then an agent that reads it.
   test("create a collection and upload Markdown files", async () => {
-    await page.getByTestId("panel-tab-knowledge").click();
+    await showPanelTab(page, "knowledge");
     await page.getByText("No collections yet.", { exact: false }).waitFor();
     await page.getByTestId("kb-new").click();
     await page.getByTestId("kb-create-name").fill(COLLECTION);
@@ -144,7 +144,7 @@ describe.each(suites)("knowledge ($backend backend)", ({ backend, url }) => {
 
     if (backend === "local") {
       // The picture: the reply with its Sources, the panel with a search.
-      await page.getByTestId("panel-tab-knowledge").click();
+      await showPanelTab(page, "knowledge");
       await page.locator(`[data-testid="kb-collection"][data-collection="${COLLECTION}"]`).click();
       await expect.poll(async () => page.getByTestId("kb-document").count()).toBe(FILES.length);
       // Folded, as one would once the documents are in: the list and the hits fit.

@@ -5,7 +5,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 import { HELLO_TEXT, REPORT_HEADING, TOOLS_ANSWER } from "./fixtures.js";
-import { agentItem, newPage, openNewThread, runInTerminal, screenshot, send, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { agentItem, closeSettings, newPage, openNewThread, openSettings, runInTerminal, screenshot, send, showPanelTab, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
 /** The narrowest viewport the UI must work in. */
 const NARROW = 375;
@@ -52,7 +52,7 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
   });
 
   test("terminal", async () => {
-    await page.getByTestId("panel-tab-terminal").click();
+    await showPanelTab(page, "terminal");
     await runInTerminal(page, "echo hi && ls", "hi");
     // The shell starts in the workspace: the report is there.
     await expect.poll(async () => (await page.getByTestId("terminal").locator(".xterm-rows > *").allTextContents()).join("\n")).toContain("report.md");
@@ -70,8 +70,11 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
 
   test("agents and settings", async () => {
     await agentItem(page, "writer").click();
+    await openSettings(page);
     await page.getByTestId("container-state").waitFor();
     await page.getByTestId("backend-select").waitFor();
+    await screenshot(page, "settings");
+    await closeSettings(page);
     await page.getByTestId("agent-new").click();
     await page.getByTestId("agent-form").waitFor();
     await screenshot(page, "agents");

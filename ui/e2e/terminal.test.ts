@@ -1,7 +1,7 @@
 // The terminal panel: a shell in the agent's sandbox over the WebSocket.
 import { describe, expect, test } from "vitest";
 
-import { agentItem, newPage, runInTerminal, signIn, suites, useBrowser, users } from "./helpers.js";
+import { agentItem, newPage, runInTerminal, showPanelTab, signIn, suites, useBrowser, users } from "./helpers.js";
 
 const browser = useBrowser();
 
@@ -11,7 +11,7 @@ describe.each(suites)("on the $backend backend", ({ url }) => {
     try {
       await signIn(page, url, users.alice.token);
       await agentItem(page, "hello").click();
-      await page.getByTestId("panel-tab-terminal").click();
+      await showPanelTab(page, "terminal");
       await runInTerminal(page, "echo hi", "hi", 30_000);
       expect(errors).toEqual([]);
     } finally {

@@ -142,12 +142,11 @@ describe("App", () => {
     expect(screen.queryByTestId("token-dialog")).toBeNull();
   });
 
-  it("opens the side panel, closed by the user, when a run writes a file", async () => {
+  it("keeps the side panel closed on a fresh thread and opens it when a run writes a file", async () => {
     sessionStorage.setItem("wick.token", TOKEN);
     writes = true;
     const { container } = render(<App baseUrl="http://wick.test" />);
     await screen.findByTestId("agent-item");
-    fireEvent.click(screen.getByTestId("panel-toggle"));
     expect(container.querySelector(".app")!.classList.contains("panel-open")).toBe(false);
     fireEvent.change(screen.getByTestId("chat-input"), { target: { value: "write" } });
     await act(async () => {

@@ -1,8 +1,11 @@
-// The app shell: sidebar (agents, threads, sandbox) | chat | side panel.
+// The app shell: sidebar (agents, threads) | chat | side panel, which opens
+// when it has something to show; the agent's settings are a dialog.
 // It owns the client, the token, the open agent and thread (in the URL),
 // the errors shown and the connection state.
+import * as Tooltip from "@radix-ui/react-tooltip";
 import { WickError, type Wick } from "@wick-agent/sdk";
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { PanelLeft, PanelRight } from "lucide-react";
+import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties } from "react";
 
 import { errorText, isAbort, isUnauthenticated, makeClient, type ConnState } from "./api/client";
 import { followConfig, type ConfigEventData } from "./api/configEvents";
@@ -11,7 +14,12 @@ import { useThreadChat } from "./chat/useThreadChat";
 import { SidePanel } from "./panels/SidePanel";
 import type { PanelContext } from "./panels/types";
 import { newWrites, writeKeys } from "./panels/writes";
-import { AgentForm, AgentList, AgentSettings, type Agent } from "./sidebar/Agents";
+import { IconButton } from "./shell/IconButton";
+import { ResizeHandle, usePanelWidth } from "./shell/ResizeHandle";
+import { SettingsDialog } from "./shell/SettingsDialog";
+import { ThemeMenu } from "./shell/ThemeMenu";
+import { useTheme } from "./shell/theme";
+import { AgentForm, AgentList, type Agent } from "./sidebar/Agents";
 import { ThreadList, type ThreadStatus, type ThreadSummary } from "./sidebar/Threads";
 import { useDelayedDelete } from "./sidebar/useDelayedDelete";
 import { NotFound } from "./shell/NotFound";
@@ -66,9 +74,12 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   // The thread of the URL that the API says does not exist.
   const [missingThread, setMissingThread] = useState<string | undefined>();
   const [creating, setCreating] = useState(false);
-  // On a narrow screen the sidebar and the panel cover the chat: closed at first.
+  // On a narrow screen the sidebar covers the chat: closed at first. The
+  // side panel opens when it has something to show (or is asked for).
   const [sidebarOpen, setSidebarOpen] = useState(() => !narrow());
-  const [panelOpen, setPanelOpen] = useState(() => !narrow());
+  const [panelOpen, setPanelOpen] = useState(false);
+  const [panelWidth, setPanelWidth] = usePanelWidth();
+  const [theme, setTheme] = useTheme();
 
   const connRef = useRef(conn);
   const setConn = useCallback((s: ConnState) => {
@@ -303,14 +314,16 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     }
   };
 
-  const deleteAgent = async () => {
-    if (!agentId || !window.confirm(`Delete the agent ${agentId}?`)) return;
+  const deleteAgent = async (): Promise<boolean> => {
+    if (!agentId || !window.confirm(`Delete the agent ${agentId}?`)) return false;
     try {
       await client.api.DELETE("/agents/{agent_id}", { params: { path: { agent_id: agentId } } });
       setAgents((as) => as.filter((a) => a.agent_id !== agentId));
       navigate({});
+      return true;
     } catch (err) {
       onError(err);
+      return false;
     }
   };
 
@@ -341,6 +354,11 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     const sameThread = prev.threadId === chatThread || prev.threadId === undefined;
     if (sameThread && newWrites(prev.keys, writtenFiles).length > 0 && !narrow()) setPanelOpen(true);
   }, [chatThread, writtenFiles]);
+  // A plan is something to show too: the panel (on Todos) opens with it.
+  const hasPlan = tc.chat.todos.length > 0;
+  useEffect(() => {
+    if (hasPlan && !narrow()) setPanelOpen(true);
+  }, [hasPlan]);
 
   const onAgentChanged = useCallback((a: Agent) => setAgents((as) => as.map((x) => (x.agent_id === a.agent_id ? { ...x, ...a } : x))), []);
 
@@ -357,17 +375,22 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     : undefined;
 
   return (
+    <Tooltip.Provider delayDuration={400}>
     <div className={`app${sidebarOpen ? " sidebar-open" : ""}${panelOpen ? " panel-open" : ""}`}>
       <header className="topbar">
-        <button type="button" className="icon" aria-label="Toggle the sidebar" aria-expanded={sidebarOpen} data-testid="sidebar-toggle" onClick={() => setSidebarOpen(!sidebarOpen)}>
-          ☰
-        </button>
+        <IconButton label={sidebarOpen ? "Hide agents and threads" : "Show agents and threads"} aria-expanded={sidebarOpen} data-testid="sidebar-toggle" onClick={() => setSidebarOpen(!sidebarOpen)}>
+          <PanelLeft size={18} aria-hidden="true" />
+        </IconButton>
         <strong className="brand">Wick</strong>
-        <span className="ellipsis grow muted">{agent ? agent.name || agent.agent_id : ""}</span>
+        <span className="agent-head grow">
+          <span className="ellipsis" data-testid="agent-name">{agent ? agent.name || agent.agent_id : ""}</span>
+          {signedIn && agent && <SettingsDialog client={client} agent={agent} running={running} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
+        </span>
         <ConnectionState state={conn} />
-        <button type="button" className="icon" aria-label="Toggle the side panel" aria-expanded={panelOpen} data-testid="panel-toggle" onClick={() => setPanelOpen(!panelOpen)}>
-          ▤
-        </button>
+        <ThemeMenu theme={theme} onChange={setTheme} />
+        <IconButton label={panelOpen ? "Hide the side panel" : "Show the side panel"} aria-expanded={panelOpen} data-testid="panel-toggle" onClick={() => setPanelOpen(!panelOpen)}>
+          <PanelRight size={18} aria-hidden="true" />
+        </IconButton>
       </header>
       <ErrorBanner errors={errors} onDismiss={() => setErrors([])} />
       <div className="layout">
@@ -387,7 +410,6 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
               onUndoDelete={delayedDelete.undo}
             />
           )}
-          {signedIn && agent && <AgentSettings client={client} agent={agent} running={running} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
         </nav>
         {agentMissing || threadMissing ? (
           <NotFound
@@ -411,12 +433,16 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
             onError={onError}
           />
         )}
-        <div className="panel">{panelContext && <SidePanel {...panelContext} />}</div>
+        <div className="panel" style={{ "--panel-width": `${panelWidth}px` } as CSSProperties} data-testid="side-panel">
+          {panelOpen && <ResizeHandle width={panelWidth} onResize={setPanelWidth} />}
+          {panelContext && <SidePanel {...panelContext} onClose={() => setPanelOpen(false)} />}
+        </div>
       </div>
       {needToken && (
         <TokenDialog reason={tokenPrompt || undefined} onSubmit={tryToken} />
       )}
     </div>
+    </Tooltip.Provider>
   );
 }
 

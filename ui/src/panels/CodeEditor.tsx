@@ -7,6 +7,7 @@ import { syntaxHighlighting } from "@codemirror/language";
 import { basicSetup, EditorView } from "codemirror";
 import { useEffect, useRef } from "react";
 
+import { isDark, THEME_EVENT } from "../shell/theme";
 import { languageOf, type Language } from "./kinds";
 
 export interface CodeEditorProps {
@@ -90,7 +91,9 @@ export default function CodeEditor({ path, value, readOnly = false, onChange, on
           baseTheme,
           EditorView.lineWrapping,
           language.current.of([]),
-          colors.current.of(highlighting(media?.matches ?? false)),
+          colors.current.of(highlighting(isDark())),
+          // The editing surface is a textbox: it needs a name of its own.
+          EditorView.contentAttributes.of({ "aria-label": `Contents of ${path}` }),
           editable.current.of(readOnlyExtension(readOnly)),
           EditorView.domEventHandlers({
             keydown: (e) => {
@@ -109,10 +112,13 @@ export default function CodeEditor({ path, value, readOnly = false, onChange, on
       }),
     });
     view.current = v;
-    const onScheme = (e: MediaQueryListEvent) => v.dispatch({ effects: colors.current.reconfigure(highlighting(e.matches)) });
+    // The system's scheme, or the theme switch, changed.
+    const onScheme = () => v.dispatch({ effects: colors.current.reconfigure(highlighting(isDark())) });
     media?.addEventListener?.("change", onScheme);
+    window.addEventListener(THEME_EVENT, onScheme);
     return () => {
       media?.removeEventListener?.("change", onScheme);
+      window.removeEventListener(THEME_EVENT, onScheme);
       v.destroy();
       view.current = null;
     };

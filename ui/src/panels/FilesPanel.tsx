@@ -3,6 +3,7 @@
 // the current directory and download of any file. It refreshes when a run
 // writes files or ends.
 import { WickError, type Wick } from "@wick-agent/sdk";
+import { ChevronDown, ChevronRight } from "lucide-react";
 import { lazy, Suspense, useCallback, useEffect, useRef, useState, type ChangeEvent } from "react";
 
 import { fetchLimited, saveFile, decodeText } from "./content";
@@ -21,6 +22,7 @@ import {
   type TreeNode,
   type TreeState,
 } from "./fileTree";
+import { FileIcon } from "../shell/FileIcon";
 import { formatBytes, isBinaryName, MAX_RENDER_BYTES } from "./kinds";
 import type { WrittenFile } from "./types";
 
@@ -287,8 +289,9 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
               onClick={() => clickNode(node)}
             >
               <span className="wp-tree-icon" aria-hidden="true">
-                {node.type === "dir" ? (expanded ? "▾" : "▸") : node.type === "symlink" ? "↪" : "·"}
+                {node.type === "dir" && (expanded ? <ChevronDown size={14} /> : <ChevronRight size={14} />)}
               </span>
+              <FileIcon path={node.path} type={node.type} expanded={expanded} />
               <span className="wp-grow wp-ellipsis">{node.name}</span>
               {loading ? <span className="wp-muted">…</span> : node.type !== "dir" && <span className="wp-muted wp-size">{formatBytes(node.size)}</span>}
             </button>

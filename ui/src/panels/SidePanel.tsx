@@ -3,7 +3,10 @@
 // is, so that an open file, a canvas selection and a terminal session
 // survive switching tabs. The Canvas opens itself when a run writes a file,
 // so that what the agent made is in view without a click.
+import { X } from "lucide-react";
 import { lazy, Suspense, useEffect, useRef, useState, type KeyboardEvent } from "react";
+
+import { IconButton } from "../shell/IconButton";
 
 import { CanvasPanel } from "./CanvasPanel";
 import { FilesPanel } from "./FilesPanel";
@@ -29,7 +32,7 @@ const logError = (err: unknown) => console.error(err);
  * SidePanel renders the panels for the shell's context. Without a client
  * and an agent (none chosen yet) it shows the tabs and says so.
  */
-export function SidePanel(props: Partial<PanelContext>) {
+export function SidePanel(props: Partial<PanelContext> & { onClose?: () => void }) {
   const { client, agentId, threadId, running = false } = props;
   const writtenFiles = props.writtenFiles ?? noFiles;
   const todos = props.todos ?? noTodos;
@@ -79,7 +82,10 @@ export function SidePanel(props: Partial<PanelContext>) {
     e.preventDefault();
     const next = PANEL_TABS[(PANEL_TABS.indexOf(tab) + step + PANEL_TABS.length) % PANEL_TABS.length] ?? tab;
     show(next);
-    document.getElementById(`wp-tab-${next}`)?.focus();
+    const el = document.getElementById(`wp-tab-${next}`);
+    el?.focus();
+    // On a narrow screen the strip scrolls: the chosen tab comes into view.
+    el?.scrollIntoView?.({ block: "nearest", inline: "nearest" });
   };
 
   const done = todos.filter((t) => todoStatus(t.status) === "done").length;
@@ -135,6 +141,7 @@ export function SidePanel(props: Partial<PanelContext>) {
 
   return (
     <aside className="wp-side" aria-label="Side panel">
+      <div className="wp-head">
       <div className="wp-tabs" role="tablist" aria-label="Panels" onKeyDown={onTabKey}>
         {PANEL_TABS.map((t) => (
           <button
@@ -153,6 +160,12 @@ export function SidePanel(props: Partial<PanelContext>) {
             {badges[t] && <span className="wp-badge">{badges[t]}</span>}
           </button>
         ))}
+      </div>
+      {props.onClose && (
+        <IconButton label="Close the side panel" className="wp-close" data-testid="panel-close" onClick={props.onClose}>
+          <X size={18} aria-hidden="true" />
+        </IconButton>
+      )}
       </div>
       {PANEL_TABS.filter((t) => shown.has(t)).map((t) => (
         <section key={t} id={`wp-panel-${t}`} role="tabpanel" aria-labelledby={`wp-tab-${t}`} className="wp-panel" data-panel={t} hidden={t !== tab}>

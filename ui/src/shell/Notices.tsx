@@ -1,4 +1,5 @@
 // The token prompt, the error banner and the connection state.
+import { X } from "lucide-react";
 import { useState } from "react";
 
 import type { ConnState } from "../api/client";
@@ -55,8 +56,8 @@ export function ErrorBanner({ errors, onDismiss }: { errors: string[]; onDismiss
         {last}
         {errors.length > 1 && <span className="small"> (and {errors.length - 1} earlier)</span>}
       </span>
-      <button type="button" className="icon" aria-label="Dismiss" data-testid="error-dismiss" onClick={onDismiss}>
-        ×
+      <button type="button" className="icon" aria-label="Dismiss the errors" title="Dismiss the errors" data-testid="error-dismiss" onClick={onDismiss}>
+        <X size={16} aria-hidden="true" />
       </button>
     </div>
   );
@@ -66,7 +67,7 @@ const CONN_LABEL: Record<ConnState, string> = { connected: "connected", reconnec
 
 export function ConnectionState({ state }: { state: ConnState }) {
   return (
-    <span className={`conn conn-${state}`} data-testid="connection-state" data-state={state} role="status" aria-live="polite">
+    <span className={`conn conn-${state}`} data-testid="connection-state" data-state={state} role="status" aria-live="polite" title={`Connection: ${CONN_LABEL[state]}`}>
       <span className={`dot dot-${state}`} aria-hidden="true" />
       <span className="conn-label">{CONN_LABEL[state]}</span>
     </span>

@@ -20,7 +20,6 @@ function renderSettings(skills: unknown) {
       client={fakeClient(skills)}
       agent={{ agent_id: "default", backend: { type: "local" }, skills: { paths: ["/workspace/skills"] } }}
       onChanged={() => {}}
-      onDelete={() => {}}
       onError={(err) => {
         throw err;
       }}
@@ -72,7 +71,7 @@ describe("AgentSettings skills after a run started the sandbox", () => {
     const onError = (err: unknown) => {
       throw err;
     };
-    const props = { client, agent, onChanged: () => {}, onDelete: () => {}, onError };
+    const props = { client, agent, onChanged: () => {}, onError };
     const { rerender } = render(<AgentSettings {...props} running={false} />);
     const list = await screen.findByTestId("skills-list");
     await within(list).findByText("The sandbox is not running: its skills show once it starts.");
@@ -81,5 +80,28 @@ describe("AgentSettings skills after a run started the sandbox", () => {
     sandbox = "running";
     rerender(<AgentSettings {...props} running={false} />);
     await within(list).findByText("csv-analyzer");
+  });
+});
+
+describe("AgentSettings sandbox controls", () => {
+  function renderWithState(state: string) {
+    const GET = vi.fn(async (route: string) =>
+      route === "/agents/skills/available" ? { data: { skills: [] } } : { data: { agent: { agent_id: "default", sandbox_state: state } } },
+    );
+    render(<AgentSettings client={{ api: { GET } } as unknown as Wick} agent={{ agent_id: "default", backend: { type: "local" } }} onChanged={() => {}} onError={() => {}} />);
+  }
+
+  it("offers neither Stop nor Restart for a sandbox not started yet", async () => {
+    renderWithState("none");
+    await within(await screen.findByTestId("container-state")).findByText("not started");
+    expect((screen.getByTestId("container-stop") as HTMLButtonElement).disabled).toBe(true);
+    expect((screen.getByTestId("container-restart") as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  it("offers both for a running one", async () => {
+    renderWithState("running");
+    await within(await screen.findByTestId("container-state")).findByText("running");
+    expect((screen.getByTestId("container-stop") as HTMLButtonElement).disabled).toBe(false);
+    expect((screen.getByTestId("container-restart") as HTMLButtonElement).disabled).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
 // The agents: the list, the form that creates one, and the open agent's
-// sandbox (container state, backend), hooks and skills.
+// sandbox (container state, backend), hooks and skills, which the settings
+// dialog (shell/SettingsDialog) shows.
 import type { Wick, components } from "@wick-agent/sdk";
 import { useEffect, useState, type FormEvent } from "react";
 
@@ -241,12 +242,11 @@ interface SettingsProps {
   /** A run of the open thread is going: when it ends, the sandbox it used is read again. */
   running?: boolean;
   onChanged(agent: Agent): void;
-  onDelete(): void;
   onError(err: unknown): void;
 }
 
-/** AgentSettings controls the open agent's sandbox and hooks and lists its skills. */
-export function AgentSettings({ client, agent, running = false, onChanged, onDelete, onError }: SettingsProps) {
+/** AgentSettings controls the open agent's sandbox and hooks and lists its skills (in the settings dialog). */
+export function AgentSettings({ client, agent, running = false, onChanged, onError }: SettingsProps) {
   const id = agent.agent_id ?? "";
   const current = backendChoice(agent);
   const [choice, setChoice] = useState<BackendChoice | "">(current);
@@ -258,6 +258,8 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
   const [sandboxState, setSandboxState] = useState<string | undefined>();
   const hooks = hookStates(agent);
   const state = agent.backend?.type ? sandboxState || agent.sandbox_state || "unknown" : "";
+  // Nothing to stop or restart: no sandbox, or one not made yet.
+  const noContainer = !agent.backend?.type || state === "none";
 
   // The list leaves out the sandbox's state: GET /agents/{id} has it. The
   // agent changes with every config event, so this follows them.
@@ -329,7 +331,7 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
 
 
   return (
-    <div className="side-section agent-settings">
+    <div className="agent-settings">
       <div className="side-head">
         <h2>Sandbox</h2>
         <span className={`state state-${state || "none"}`} data-testid="container-state" data-state={state}>
@@ -337,10 +339,10 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
         </span>
       </div>
       <div className="row wrap">
-        <button type="button" data-testid="container-stop" disabled={busy || !agent.backend?.type} onClick={() => control("stop")}>
+        <button type="button" data-testid="container-stop" disabled={busy || noContainer} onClick={() => control("stop")}>
           Stop
         </button>
-        <button type="button" data-testid="container-restart" disabled={busy || !agent.backend?.type} onClick={() => control("restart")}>
+        <button type="button" data-testid="container-restart" disabled={busy || noContainer} onClick={() => control("restart")}>
           Restart
         </button>
       </div>
@@ -411,12 +413,6 @@ export function AgentSettings({ client, agent, running = false, onChanged, onDel
           </li>
         ))}
       </ul>
-
-      {!agent.template && (
-        <button type="button" className="danger" data-testid="agent-delete" onClick={onDelete}>
-          Delete agent
-        </button>
-      )}
     </div>
   );
 }
