@@ -184,12 +184,12 @@ export const DEFAULT_MODEL = "script:tools";
 
 /**
  * The users of a run: bob checks that he sees none of alice's threads; carol
- * poses for the screenshots. Names and tokens are new every run, so that
+ * poses for the screenshots; dave drives the shell (layout, theme, axe). Names and tokens are new every run, so that
  * Docker containers of another run are never adopted and cleaning up
  * removes only this run's.
  */
-export function newUsers(): Record<"alice" | "bob" | "carol", { name: string; token: string }> {
+export function newUsers(): Record<"alice" | "bob" | "carol" | "dave", { name: string; token: string }> {
   const id = Math.random().toString(16).slice(2, 10);
   const user = (n: string) => ({ name: `${n}-${id}`, token: `ui-e2e-${n}-${id}-0123456789` });
-  return { alice: user("alice"), bob: user("bob"), carol: user("carol") };
+  return { alice: user("alice"), bob: user("bob"), carol: user("carol"), dave: user("dave") };
 }

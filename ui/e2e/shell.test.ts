@@ -10,7 +10,8 @@ import { APPROVE_ANSWER, REPORT_HEADING, TOOLS_ANSWER } from "./fixtures.js";
 import { closeSettings, newPage, openNewThread, openSettings, screenshot, send, showSidebar, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
 const browser = useBrowser();
-const bob = users.bob;
+// Not bob: users.test.ts checks that bob has no thread at all.
+const dave = users.dave;
 const local = suites.filter((s) => s.backend === "local");
 
 /** The chat's readable measure at 1280 px: about 720 px. */
@@ -65,7 +66,7 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
   test("1280 px: the chat keeps a readable measure, the side panel opens when the agent writes a file, its width is kept", async () => {
     const { context, page, errors } = await newPage(browser(), { width: 1280, height: 800 });
     try {
-      await signIn(page, url, bob.token);
+      await signIn(page, url, dave.token);
       await openNewThread(page, "writer");
       // A fresh thread: nothing to show beside it.
       expect(await panelOpen(page)).toBe(false);
@@ -108,7 +109,7 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
     const { context, page, errors } = await newPage(browser(), { width: NARROW, height: 740 });
     const fits = async () => expect(await page.evaluate(() => (document.scrollingElement?.scrollWidth ?? 0) <= innerWidth)).toBe(true);
     try {
-      await signIn(page, url, bob.token);
+      await signIn(page, url, dave.token);
       await openNewThread(page, "approve");
       for (const id of ["sidebar-toggle", "agent-settings-open", "theme-menu", "panel-toggle", "chat-input"]) {
         expect(await inViewport(page, id), id).toBe(true);
@@ -157,7 +158,7 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
   test("the theme switch: Dark, kept across a reload, Light on a dark system, then System", async () => {
     const { context, page, errors } = await newPage(browser(), { colorScheme: "light" });
     try {
-      await signIn(page, url, bob.token);
+      await signIn(page, url, dave.token);
       expect(await bodyBrightness(page)).toBeGreaterThan(3 * 128);
       await page.getByTestId("theme-menu").click();
       await page.getByTestId("theme-dark").click();
@@ -186,7 +187,7 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
   test("the settings dialog: opened by keyboard, Tab stays inside, Escape closes it and focus returns", async () => {
     const { context, page, errors } = await newPage(browser());
     try {
-      await signIn(page, url, bob.token);
+      await signIn(page, url, dave.token);
       await openNewThread(page, "writer");
       // Settings are not in the sidebar any more.
       expect(await page.getByTestId("container-state").count()).toBe(0);
@@ -215,7 +216,7 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
     test(`axe: no serious or critical violations in the main views, ${colorScheme}`, async () => {
       const { context, page, errors } = await newPage(browser(), { colorScheme });
       try {
-        await signIn(page, url, bob.token);
+        await signIn(page, url, dave.token);
         expect(await axeProblems(page), "start").toEqual([]);
         await openNewThread(page, "writer");
         await send(page, "Plan, then write the report.");
@@ -245,13 +246,14 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
       } finally {
         await context.close();
       }
-    });
+      // Two runs and seven axe scans: longer than the default on a busy machine.
+    }, 180_000);
   }
 
   test("by keyboard alone: pick an agent, write, send, approve", async () => {
     const { context, page, errors } = await newPage(browser());
     try {
-      await signIn(page, url, bob.token);
+      await signIn(page, url, dave.token);
       await page.locator("body").focus();
       await tabTo(page, '[data-testid="agent-item"][data-agent-id="approve"]');
       await page.keyboard.press("Enter");
