@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -34,8 +37,7 @@ func (s *Service) ListThreads(ctx context.Context, req *agentv1.ListThreadsReque
 		if strings.HasPrefix(t.ThreadID, subagent.ThreadPrefix) {
 			continue // a sub-agent's thread: the user did not start it (GetThread reads it)
 		}
-		out.Threads = append(out.Threads, &agentv1.ThreadSummary{ThreadId: t.ThreadID, AgentId: t.AgentID, MessageCount: int32(t.MessageCount), UpdatedAt: ts(t.UpdatedAt),
-			Title: t.Title, Status: t.Status})
+		out.Threads = append(out.Threads, summaryToProto(t))
 	}
 	return out, nil
 }
@@ -57,6 +59,71 @@ func (s *Service) GetThread(ctx context.Context, req *agentv1.GetThreadRequest) 
 		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.GetThreadResponse{Thread: stateToProto(st)}, nil
+}
+
+// MaxThreadTitleRunes bounds a title given with UpdateThread: room for a
+// sentence, not for a message.
+const MaxThreadTitleRunes = 200
+
+// UpdateThread implements agentv1.AgentServiceServer. It needs no run lock:
+// the title is stored beside the thread's state, which a run goes on
+// saving.
+func (s *Service) UpdateThread(ctx context.Context, req *agentv1.UpdateThreadRequest) (*agentv1.UpdateThreadResponse, error) {
+	user, err := identity.Require(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkID("thread_id", req.GetThreadId()); err != nil {
+		return nil, err
+	}
+	var title string
+	switch {
+	case req.ResetTitle && req.Title != nil:
+		return nil, invalid("title", "set it or reset it (reset_title), not both")
+	case req.ResetTitle:
+	case req.Title == nil:
+		return nil, invalid("title", "missing: give a new title, or reset_title to go back to the first message")
+	default:
+		if title, err = checkTitle(req.GetTitle()); err != nil {
+			return nil, err
+		}
+	}
+	err = s.st.Threads.Rename(ctx, user, req.GetThreadId(), title)
+	if errors.Is(err, threads.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
+	}
+	if err != nil {
+		return nil, rpcErr(ctx, err)
+	}
+	list, err := s.st.Threads.List(ctx, user, "")
+	if err != nil {
+		return nil, rpcErr(ctx, err)
+	}
+	for _, t := range list {
+		if t.ThreadID == req.GetThreadId() {
+			return &agentv1.UpdateThreadResponse{Thread: summaryToProto(t)}, nil
+		}
+	}
+	// Deleted or expired between the rename and the list.
+	return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
+}
+
+// checkTitle returns a title given by a user as it is stored, trimmed, or
+// an InvalidArgument naming the field.
+func checkTitle(t string) (string, error) {
+	if !utf8.ValidString(t) {
+		return "", invalid("title", "not valid UTF-8")
+	}
+	t = strings.TrimSpace(t)
+	switch {
+	case t == "":
+		return "", invalid("title", "empty; to go back to the first message as the title, send reset_title instead")
+	case utf8.RuneCountInString(t) > MaxThreadTitleRunes:
+		return "", invalid("title", fmt.Sprintf("%d characters, over the limit of %d", utf8.RuneCountInString(t), MaxThreadTitleRunes))
+	case strings.ContainsFunc(t, unicode.IsControl):
+		return "", invalid("title", "contains a control character (a line break or tab is one); use plain text on one line")
+	}
+	return t, nil
 }
 
 // DeleteThread implements agentv1.AgentServiceServer. A thread with a run
@@ -86,4 +153,9 @@ func (s *Service) DeleteThread(ctx context.Context, req *agentv1.DeleteThreadReq
 		return nil, rpcErr(ctx, err)
 	}
 	return &agentv1.DeleteThreadResponse{}, nil
+}
+
+func summaryToProto(t threads.Summary) *agentv1.ThreadSummary {
+	return &agentv1.ThreadSummary{ThreadId: t.ThreadID, AgentId: t.AgentID, MessageCount: int32(t.MessageCount), UpdatedAt: ts(t.UpdatedAt),
+		Title: t.Title, Status: t.Status}
 }

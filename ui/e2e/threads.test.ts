@@ -1,6 +1,7 @@
 // The thread list and the first screen in a real browser: each thread with
 // its time, grouped by day and searchable; repeated first messages told
-// apart; deletion with undo; a thread or agent of the URL that does not
+// apart; renaming in the row, kept after a reload and a later run; deletion
+// with undo; a thread or agent of the URL that does not
 // exist shown as such (no list entry for it); a fresh browser on the
 // default agent; a new tab back on the agent and thread open last; and no
 // request of the page answered with an error (the favicon among them).
@@ -125,6 +126,55 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       await expect.poll(() => exists(second)).toBe(false);
       await page.getByTestId("thread-undo").waitFor({ state: "detached" });
       expect(await exists(other)).toBe(true);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+      await wick.api.DELETE("/agents/{agent_id}", { params: { path: { agent_id: agentId } } }).catch(() => {});
+    }
+  });
+
+  test("a thread renamed in its row keeps the title after a reload and a later run", async () => {
+    const agentId = `rename-${backend}-${Math.random().toString(16).slice(2, 8)}`;
+    const wick = client(url, users.alice.token);
+    await wick.api.POST("/agents", { body: { agent_id: agentId, name: "Rename", model: "script:hello" } });
+    const { context, page, errors } = await newPage(browser());
+    try {
+      await signIn(page, url, users.alice.token);
+      await agentItem(page, agentId).click();
+      const threadId = await newThreadWith(page, "Hello there");
+      const item = page.locator(`[data-testid="thread-item"][data-thread-id="${threadId}"]`);
+      const row = page.locator(`.thread-row:has([data-thread-id="${threadId}"])`);
+      await expect.poll(() => item.getByTestId("thread-title").textContent()).toBe("Hello there");
+
+      // Escape leaves the title as it was.
+      await page.getByRole("button", { name: "Rename thread Hello there" }).click();
+      const input = page.getByRole("textbox", { name: "New title for the thread “Hello there”" });
+      await input.fill("Not this one");
+      await input.press("Escape");
+      await expect.poll(() => item.getByTestId("thread-title").textContent()).toBe("Hello there");
+
+      // Enter saves: shown at once, stored.
+      await row.getByTestId("thread-rename").click();
+      await input.fill("Greetings, renamed ✓");
+      if (backend === "local") await screenshot(page, "thread-rename");
+      await input.press("Enter");
+      await expect.poll(() => item.getByTestId("thread-title").textContent()).toBe("Greetings, renamed ✓");
+      const listed = async () => (await wick.api.GET("/threads", { params: { query: { agent_id: agentId } } })).data?.threads?.[0];
+      const before = await listed();
+      expect(before?.title).toBe("Greetings, renamed ✓");
+
+      // A reload reads it back (the tab keeps its token); a later run on
+      // the thread keeps it.
+      await page.reload();
+      await expect.poll(() => item.getByTestId("thread-title").textContent()).toBe("Greetings, renamed ✓");
+      await item.click();
+      await waitForAnswer(page, HELLO_TEXT);
+      await send(page, "Hello again");
+      await expect.poll(async () => (await listed())?.message_count ?? 0).toBeGreaterThan(before?.message_count ?? 0);
+      await waitForIdle(page);
+      await expect.poll(() => item.getByTestId("thread-title").textContent()).toBe("Greetings, renamed ✓");
+      expect((await listed())?.title).toBe("Greetings, renamed ✓");
+      if (backend === "local") await screenshot(page, "thread-renamed");
       expect(errors).toEqual([]);
     } finally {
       await context.close();

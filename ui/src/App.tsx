@@ -303,6 +303,11 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     if (route.threadId === id) navigate({ ...(agentId ? { agentId } : {}) });
   };
 
+  const renameThread = async (id: string, title: string) => {
+    const t = await client.renameThread(id, title);
+    setThreads((ts) => ts.map((x) => (x.thread_id === id ? { ...x, ...t } : x)));
+  };
+
   const createAgent = async (a: Agent) => {
     try {
       const { data } = await client.api.POST("/agents", { body: a });
@@ -408,6 +413,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
               onNew={() => navigate({ agentId }, true)}
               onDelete={deleteThread}
               onUndoDelete={delayedDelete.undo}
+              onRename={renameThread}
             />
           )}
         </nav>

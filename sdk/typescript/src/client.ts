@@ -226,6 +226,23 @@ export class Wick {
     return data;
   }
 
+  /**
+   * renameThread gives a thread a title (PATCH /threads/{thread_id}) that
+   * ListThreads shows instead of its first message, and returns the thread's
+   * summary. The title is trimmed; empty, over 200 characters or with a
+   * control character (a line break) is refused (INVALID_ARGUMENT naming
+   * title). null drops the title given, so the first message titles the
+   * thread again. Runs on the thread keep the title.
+   */
+  async renameThread(threadId: string, title: string | null, options: { signal?: AbortSignal } = {}) {
+    const { data } = await this.api.PATCH("/threads/{thread_id}", {
+      params: { path: { thread_id: threadId } },
+      body: title === null ? { reset_title: true } : { title },
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    return data?.thread;
+  }
+
   /** listTasks returns the background tasks started on a thread, oldest first (GET /threads/{thread_id}/tasks). */
   async listTasks(threadId: string, options: { signal?: AbortSignal } = {}) {
     const { data } = await this.api.GET("/threads/{thread_id}/tasks", {

@@ -1,6 +1,9 @@
 // The thread list: grouped by day, each row with its time and status, a
-// search by title, and deletion that can be undone before it is sent.
+// search by title, renaming in the row, and deletion that can be undone
+// before it is sent.
+import { WickError } from "@wick-agent/sdk";
 import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
+import { useState } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { groupThreads, matchesQuery, shownTitles, ThreadList, type ThreadSummary } from "./Threads";
@@ -110,6 +113,100 @@ describe("ThreadList", () => {
     expect(screen.getAllByTestId("thread-item").map((r) => r.dataset.threadId)).not.toContain("th_b2");
     fireEvent.click(screen.getByTestId("thread-undo-button"));
     expect(onUndoDelete).toHaveBeenCalledWith("th_b2");
+  });
+});
+
+describe("renaming a thread", () => {
+  /** Renamable keeps the titles as the page does: a saved rename shows at once. */
+  function Renamable({ rename }: { rename: (id: string, title: string) => Promise<void> }) {
+    const [titles, setTitles] = useState<Record<string, string>>(TITLES);
+    return (
+      <ThreadList
+        threads={THREADS}
+        selected={undefined}
+        titles={titles}
+        statuses={{}}
+        onSelect={() => {}}
+        onNew={() => {}}
+        onDelete={() => {}}
+        onRename={async (id, title) => {
+          await rename(id, title);
+          setTitles((t) => ({ ...t, [id]: title }));
+        }}
+      />
+    );
+  }
+  const row = (id: string) => screen.getByTestId("thread-list").querySelector<HTMLElement>(`.thread-row:has([data-thread-id="${id}"])`)!;
+  const rowTitle = (id: string) => within(row(id)).getByTestId("thread-title").textContent;
+
+  it("offers no rename without onRename", () => {
+    renderList();
+    expect(screen.queryAllByTestId("thread-rename")).toHaveLength(0);
+  });
+
+  it("saves on Enter, trimmed, and shows the new title at once", async () => {
+    const rename = vi.fn(async () => {});
+    render(<Renamable rename={rename} />);
+    fireEvent.click(screen.getByRole("button", { name: "Rename thread Plan the trip" }));
+    const input = screen.getByRole("textbox", { name: "New title for the thread “Plan the trip”" });
+    expect((input as HTMLInputElement).value).toBe("Plan the trip");
+    expect(document.activeElement).toBe(input);
+    expect(input.getAttribute("maxLength")).toBe("200");
+    fireEvent.change(input, { target: { value: "  Trip to Ünïcode ✓ " } });
+    await act(async () => {
+      fireEvent.submit(input.closest("form")!);
+    });
+    expect(rename).toHaveBeenCalledWith("th_b2", "Trip to Ünïcode ✓");
+    expect(screen.queryByTestId("thread-rename-input")).toBeNull();
+    expect(rowTitle("th_b2")).toBe("Trip to Ünïcode ✓");
+    expect(document.activeElement).toBe(within(row("th_b2")).getByTestId("thread-rename"));
+  });
+
+  it("cancels on Escape, and on leaving an input left as it was, without saving", () => {
+    const rename = vi.fn(async () => {});
+    render(<Renamable rename={rename} />);
+    fireEvent.click(within(row("th_d4")).getByTestId("thread-rename"));
+    const input = screen.getByTestId("thread-rename-input");
+    fireEvent.change(input, { target: { value: "Something else" } });
+    fireEvent.keyDown(input, { key: "Escape" });
+    expect(screen.queryByTestId("thread-rename-input")).toBeNull();
+    expect(rowTitle("th_d4")).toBe("Write a report");
+
+    fireEvent.click(within(row("th_d4")).getByTestId("thread-rename"));
+    fireEvent.blur(screen.getByTestId("thread-rename-input"));
+    expect(screen.queryByTestId("thread-rename-input")).toBeNull();
+    expect(rename).not.toHaveBeenCalled();
+  });
+
+  it("keeps the input and the text when the title is empty or refused, saying why", async () => {
+    const rename = vi.fn(async () => {
+      throw new WickError(400, { code: 3, status: "INVALID_ARGUMENT", message: "title: contains a control character" });
+    });
+    render(<Renamable rename={rename} />);
+    fireEvent.click(within(row("th_e5")).getByTestId("thread-rename"));
+    const input = screen.getByTestId("thread-rename-input") as HTMLInputElement;
+    fireEvent.change(input, { target: { value: "   " } });
+    await act(async () => {
+      fireEvent.submit(input.closest("form")!);
+    });
+    expect(rename).not.toHaveBeenCalled();
+    expect(screen.getByRole("alert").textContent).toContain("cannot be empty");
+
+    fireEvent.change(input, { target: { value: "Refused one" } });
+    expect(screen.queryByRole("alert")).toBeNull();
+    await act(async () => {
+      fireEvent.submit(input.closest("form")!);
+    });
+    expect(rename).toHaveBeenCalledWith("th_e5", "Refused one");
+    const alert = screen.getByRole("alert");
+    expect(alert.textContent).toContain("title: contains a control character");
+    expect(input.getAttribute("aria-describedby")).toBe(alert.id);
+    expect(input.value).toBe("Refused one");
+    expect(input.disabled).toBe(false);
+    fireEvent.blur(input);
+    expect(screen.getByTestId("thread-rename-input")).toBe(input);
+    fireEvent.keyDown(input, { key: "Escape" });
+    expect(rowTitle("th_e5")).toBe("Old notes");
   });
 });
 

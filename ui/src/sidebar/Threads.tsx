@@ -1,12 +1,14 @@
 // The open agent's threads, newest first and grouped by day, each with its
-// status, when it was last saved and a title from its first message; a
-// search box filters them by title. A deleted thread leaves a toast that can
+// status, when it was last saved and its title (the one the user gave it,
+// else its first message); a search box filters them by title, and a row
+// renames its thread in place. A deleted thread leaves a toast that can
 // undo the deletion while it waits to be sent.
 import type { components } from "@wick-agent/sdk";
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 
 import { DATE_GROUPS, dateGroup, fullTime, relativeTime, type DateGroup } from "../state/words";
 import { SideHead } from "./SideHead";
+import { ThreadTitleEditor } from "./ThreadTitleEditor";
 
 export type ThreadSummary = components["schemas"]["wick.agent.v1.ThreadSummary"];
 export type ThreadStatus = "idle" | "running" | "interrupted" | "error";
@@ -40,6 +42,8 @@ interface Props {
   onNew(): void;
   onDelete(threadId: string): void;
   onUndoDelete?(threadId: string): void;
+  /** onRename stores a thread's new title; it throws when the server refuses it. Without it rows offer no rename. */
+  onRename?(threadId: string, title: string): Promise<void>;
 }
 
 export interface ThreadGroup {
@@ -76,8 +80,8 @@ export function matchesQuery(title: string, query: string): boolean {
 /**
  * shownTitles gives each thread its title and, when threads' first messages
  * are the same, the end of its id to tell them apart: it stays the same as
- * the thread changes (a number by position would move). The API has no way
- * to rename a thread, so the title itself cannot be changed.
+ * the thread changes (a number by position would move). Renaming a thread
+ * is the user's way to tell it apart by its title.
  */
 export function shownTitles(threads: readonly ThreadSummary[], titles: Record<string, string>): Record<string, { title: string; id?: string }> {
   const count = new Map<string, number>();
@@ -109,9 +113,11 @@ function useNow(): Date {
   return now;
 }
 
-export function ThreadList({ threads, selected, titles, statuses, deleting, onSelect, onNew, onDelete, onUndoDelete }: Props) {
+export function ThreadList({ threads, selected, titles, statuses, deleting, onSelect, onNew, onDelete, onUndoDelete, onRename }: Props) {
   const now = useNow();
   const [query, setQuery] = useState("");
+  const [renaming, setRenaming] = useState<string>();
+  const renameButtons = useRef(new Map<string, HTMLButtonElement>());
   const listed = useMemo(() => threads.filter((t) => !deleting?.has(t.thread_id ?? "")), [threads, deleting]);
   const names = useMemo(() => shownTitles(listed, titles), [listed, titles]);
   const groups = useMemo(
@@ -145,6 +151,22 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
                 const id = t.thread_id ?? "";
                 const status = statuses[id] ?? "idle";
                 const at = updatedAt(t, now);
+                const shown = names[id]?.title ?? id;
+                if (renaming === id && onRename) {
+                  return (
+                    <li key={id} className="thread-row">
+                      <ThreadTitleEditor
+                        title={titles[id] || shown}
+                        onSave={(title) => onRename(id, title)}
+                        onDone={() => {
+                          setRenaming(undefined);
+                          // Focus goes back to the row's rename button, where it was.
+                          queueMicrotask(() => renameButtons.current.get(id)?.focus());
+                        }}
+                      />
+                    </li>
+                  );
+                }
                 return (
                   <li key={id} className="thread-row">
                     <button
@@ -174,6 +196,22 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
                         {relativeTime(at, now)}
                       </time>
                     </button>
+                    {onRename && (
+                      <button
+                        type="button"
+                        className="icon"
+                        data-testid="thread-rename"
+                        ref={(el) => {
+                          if (el) renameButtons.current.set(id, el);
+                          else renameButtons.current.delete(id);
+                        }}
+                        aria-label={`Rename thread ${shown}`}
+                        title="Rename thread"
+                        onClick={() => setRenaming(id)}
+                      >
+                        ✎
+                      </button>
+                    )}
                     <button type="button" className="icon" data-testid="thread-delete" aria-label={`Delete thread ${names[id]?.title ?? id}`} title="Delete thread" onClick={() => onDelete(id)}>
                       ×
                     </button>

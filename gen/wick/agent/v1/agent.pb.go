@@ -3932,10 +3932,10 @@ type ThreadSummary struct {
 	MessageCount int32 `protobuf:"varint,3,opt,name=message_count,json=messageCount,proto3" json:"message_count,omitempty"`
 	// updated_at is when the thread was last saved.
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	// title is the text of the thread's first user message, whitespace
-	// collapsed to single spaces and cut to 80 characters (the last one "…"
-	// when cut); empty when the thread has no user message or was last saved
-	// before titles were kept.
+	// title is the title the user gave the thread (UpdateThread), else the
+	// text of the thread's first user message, whitespace collapsed to single
+	// spaces and cut to 80 characters (the last one "…" when cut); empty when
+	// neither exists or the thread was last saved before titles were kept.
 	Title string `protobuf:"bytes,5,opt,name=title,proto3" json:"title,omitempty"`
 	// status is what the thread is doing: "idle" (no run holds it),
 	// "running" (a run holds its lock), "interrupted" (its run waits for
@@ -4203,6 +4203,120 @@ func (x *GetThreadResponse) GetThread() *AgentState {
 	return nil
 }
 
+// UpdateThreadRequest changes a thread's title.
+type UpdateThreadRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// thread_id names the thread.
+	ThreadId string `protobuf:"bytes,1,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
+	// title is the thread's new title: at most 200 characters once leading
+	// and trailing white space is trimmed (as it is stored), not empty, valid
+	// UTF-8 without control characters (a line break is one). Leave it unset
+	// with reset_title.
+	Title *string `protobuf:"bytes,2,opt,name=title,proto3,oneof" json:"title,omitempty"`
+	// reset_title drops the title the user gave, so that the thread is titled
+	// by its first user message again; title must then be unset.
+	ResetTitle    bool `protobuf:"varint,3,opt,name=reset_title,json=resetTitle,proto3" json:"reset_title,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateThreadRequest) Reset() {
+	*x = UpdateThreadRequest{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateThreadRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateThreadRequest) ProtoMessage() {}
+
+func (x *UpdateThreadRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateThreadRequest.ProtoReflect.Descriptor instead.
+func (*UpdateThreadRequest) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *UpdateThreadRequest) GetThreadId() string {
+	if x != nil {
+		return x.ThreadId
+	}
+	return ""
+}
+
+func (x *UpdateThreadRequest) GetTitle() string {
+	if x != nil && x.Title != nil {
+		return *x.Title
+	}
+	return ""
+}
+
+func (x *UpdateThreadRequest) GetResetTitle() bool {
+	if x != nil {
+		return x.ResetTitle
+	}
+	return false
+}
+
+// UpdateThreadResponse describes the thread as stored.
+type UpdateThreadResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// thread is the thread's summary, with its new title.
+	Thread        *ThreadSummary `protobuf:"bytes,1,opt,name=thread,proto3" json:"thread,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateThreadResponse) Reset() {
+	*x = UpdateThreadResponse{}
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateThreadResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateThreadResponse) ProtoMessage() {}
+
+func (x *UpdateThreadResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateThreadResponse.ProtoReflect.Descriptor instead.
+func (*UpdateThreadResponse) Descriptor() ([]byte, []int) {
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *UpdateThreadResponse) GetThread() *ThreadSummary {
+	if x != nil {
+		return x.Thread
+	}
+	return nil
+}
+
 // DeleteThreadRequest names the thread to delete.
 type DeleteThreadRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4214,7 +4328,7 @@ type DeleteThreadRequest struct {
 
 func (x *DeleteThreadRequest) Reset() {
 	*x = DeleteThreadRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4226,7 +4340,7 @@ func (x *DeleteThreadRequest) String() string {
 func (*DeleteThreadRequest) ProtoMessage() {}
 
 func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[65]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4239,7 +4353,7 @@ func (x *DeleteThreadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadRequest.ProtoReflect.Descriptor instead.
 func (*DeleteThreadRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{65}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DeleteThreadRequest) GetThreadId() string {
@@ -4258,7 +4372,7 @@ type DeleteThreadResponse struct {
 
 func (x *DeleteThreadResponse) Reset() {
 	*x = DeleteThreadResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4270,7 +4384,7 @@ func (x *DeleteThreadResponse) String() string {
 func (*DeleteThreadResponse) ProtoMessage() {}
 
 func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[66]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4283,7 +4397,7 @@ func (x *DeleteThreadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteThreadResponse.ProtoReflect.Descriptor instead.
 func (*DeleteThreadResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{66}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{68}
 }
 
 // Run describes one run of an agent on a thread.
@@ -4312,7 +4426,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4324,7 +4438,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[67]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4337,7 +4451,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{67}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Run) GetRunId() string {
@@ -4400,7 +4514,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4412,7 +4526,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[68]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4425,7 +4539,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{68}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -4446,7 +4560,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4458,7 +4572,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[69]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4471,7 +4585,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{69}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -4492,7 +4606,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4504,7 +4618,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[70]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4517,7 +4631,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{70}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -4538,7 +4652,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4550,7 +4664,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[71]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4563,7 +4677,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{71}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -4598,7 +4712,7 @@ type ApprovalDecision struct {
 
 func (x *ApprovalDecision) Reset() {
 	*x = ApprovalDecision{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4610,7 +4724,7 @@ func (x *ApprovalDecision) String() string {
 func (*ApprovalDecision) ProtoMessage() {}
 
 func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[72]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4623,7 +4737,7 @@ func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{72}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ApprovalDecision) GetToolCallId() string {
@@ -4674,7 +4788,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4686,7 +4800,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[73]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4699,7 +4813,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{73}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ResumeRunRequest) GetRunId() string {
@@ -4727,7 +4841,7 @@ type ResumeRunResponse struct {
 
 func (x *ResumeRunResponse) Reset() {
 	*x = ResumeRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4739,7 +4853,7 @@ func (x *ResumeRunResponse) String() string {
 func (*ResumeRunResponse) ProtoMessage() {}
 
 func (x *ResumeRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[74]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4752,7 +4866,7 @@ func (x *ResumeRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunResponse.ProtoReflect.Descriptor instead.
 func (*ResumeRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{74}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ResumeRunResponse) GetRun() *Run {
@@ -4775,7 +4889,7 @@ type JoinRunRequest struct {
 
 func (x *JoinRunRequest) Reset() {
 	*x = JoinRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4787,7 +4901,7 @@ func (x *JoinRunRequest) String() string {
 func (*JoinRunRequest) ProtoMessage() {}
 
 func (x *JoinRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[75]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4800,7 +4914,7 @@ func (x *JoinRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRunRequest.ProtoReflect.Descriptor instead.
 func (*JoinRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{75}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *JoinRunRequest) GetRunId() string {
@@ -4828,7 +4942,7 @@ type JoinRunResponse struct {
 
 func (x *JoinRunResponse) Reset() {
 	*x = JoinRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4840,7 +4954,7 @@ func (x *JoinRunResponse) String() string {
 func (*JoinRunResponse) ProtoMessage() {}
 
 func (x *JoinRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[76]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4853,7 +4967,7 @@ func (x *JoinRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRunResponse.ProtoReflect.Descriptor instead.
 func (*JoinRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{76}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *JoinRunResponse) GetEvent() *StreamEvent {
@@ -4905,7 +5019,7 @@ type Collection struct {
 
 func (x *Collection) Reset() {
 	*x = Collection{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4917,7 +5031,7 @@ func (x *Collection) String() string {
 func (*Collection) ProtoMessage() {}
 
 func (x *Collection) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[77]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4930,7 +5044,7 @@ func (x *Collection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Collection.ProtoReflect.Descriptor instead.
 func (*Collection) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{77}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Collection) GetCollection() string {
@@ -5042,7 +5156,7 @@ type KnowledgeDocument struct {
 
 func (x *KnowledgeDocument) Reset() {
 	*x = KnowledgeDocument{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5054,7 +5168,7 @@ func (x *KnowledgeDocument) String() string {
 func (*KnowledgeDocument) ProtoMessage() {}
 
 func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[78]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5067,7 +5181,7 @@ func (x *KnowledgeDocument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeDocument.ProtoReflect.Descriptor instead.
 func (*KnowledgeDocument) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{78}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *KnowledgeDocument) GetDocument() string {
@@ -5168,7 +5282,7 @@ type KnowledgeHit struct {
 
 func (x *KnowledgeHit) Reset() {
 	*x = KnowledgeHit{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5180,7 +5294,7 @@ func (x *KnowledgeHit) String() string {
 func (*KnowledgeHit) ProtoMessage() {}
 
 func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[79]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5193,7 +5307,7 @@ func (x *KnowledgeHit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeHit.ProtoReflect.Descriptor instead.
 func (*KnowledgeHit) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{79}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *KnowledgeHit) GetChunkId() string {
@@ -5270,7 +5384,7 @@ type CreateCollectionRequest struct {
 
 func (x *CreateCollectionRequest) Reset() {
 	*x = CreateCollectionRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5282,7 +5396,7 @@ func (x *CreateCollectionRequest) String() string {
 func (*CreateCollectionRequest) ProtoMessage() {}
 
 func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[80]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5409,7 @@ func (x *CreateCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCollectionRequest.ProtoReflect.Descriptor instead.
 func (*CreateCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{80}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *CreateCollectionRequest) GetCollection() *Collection {
@@ -5316,7 +5430,7 @@ type CreateCollectionResponse struct {
 
 func (x *CreateCollectionResponse) Reset() {
 	*x = CreateCollectionResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5328,7 +5442,7 @@ func (x *CreateCollectionResponse) String() string {
 func (*CreateCollectionResponse) ProtoMessage() {}
 
 func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[81]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5341,7 +5455,7 @@ func (x *CreateCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateCollectionResponse.ProtoReflect.Descriptor instead.
 func (*CreateCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{81}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *CreateCollectionResponse) GetCollection() *Collection {
@@ -5360,7 +5474,7 @@ type ListCollectionsRequest struct {
 
 func (x *ListCollectionsRequest) Reset() {
 	*x = ListCollectionsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5372,7 +5486,7 @@ func (x *ListCollectionsRequest) String() string {
 func (*ListCollectionsRequest) ProtoMessage() {}
 
 func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[82]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5385,7 +5499,7 @@ func (x *ListCollectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListCollectionsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{82}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
 }
 
 // ListCollectionsResponse lists collections.
@@ -5400,7 +5514,7 @@ type ListCollectionsResponse struct {
 
 func (x *ListCollectionsResponse) Reset() {
 	*x = ListCollectionsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5412,7 +5526,7 @@ func (x *ListCollectionsResponse) String() string {
 func (*ListCollectionsResponse) ProtoMessage() {}
 
 func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[83]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5425,7 +5539,7 @@ func (x *ListCollectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCollectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListCollectionsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{83}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListCollectionsResponse) GetCollections() []*Collection {
@@ -5446,7 +5560,7 @@ type DeleteCollectionRequest struct {
 
 func (x *DeleteCollectionRequest) Reset() {
 	*x = DeleteCollectionRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5458,7 +5572,7 @@ func (x *DeleteCollectionRequest) String() string {
 func (*DeleteCollectionRequest) ProtoMessage() {}
 
 func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[84]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5471,7 +5585,7 @@ func (x *DeleteCollectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{84}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DeleteCollectionRequest) GetCollection() string {
@@ -5490,7 +5604,7 @@ type DeleteCollectionResponse struct {
 
 func (x *DeleteCollectionResponse) Reset() {
 	*x = DeleteCollectionResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5502,7 +5616,7 @@ func (x *DeleteCollectionResponse) String() string {
 func (*DeleteCollectionResponse) ProtoMessage() {}
 
 func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[85]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5515,7 +5629,7 @@ func (x *DeleteCollectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCollectionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteCollectionResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{85}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
 }
 
 // AddDocumentRequest adds a document from text or from a workspace file.
@@ -5548,7 +5662,7 @@ type AddDocumentRequest struct {
 
 func (x *AddDocumentRequest) Reset() {
 	*x = AddDocumentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5560,7 +5674,7 @@ func (x *AddDocumentRequest) String() string {
 func (*AddDocumentRequest) ProtoMessage() {}
 
 func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[86]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5573,7 +5687,7 @@ func (x *AddDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddDocumentRequest.ProtoReflect.Descriptor instead.
 func (*AddDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{86}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *AddDocumentRequest) GetCollection() string {
@@ -5650,7 +5764,7 @@ type AddDocumentResponse struct {
 
 func (x *AddDocumentResponse) Reset() {
 	*x = AddDocumentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5662,7 +5776,7 @@ func (x *AddDocumentResponse) String() string {
 func (*AddDocumentResponse) ProtoMessage() {}
 
 func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[87]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5675,7 +5789,7 @@ func (x *AddDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddDocumentResponse.ProtoReflect.Descriptor instead.
 func (*AddDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{87}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *AddDocumentResponse) GetDocument() *KnowledgeDocument {
@@ -5710,7 +5824,7 @@ type ListDocumentsRequest struct {
 
 func (x *ListDocumentsRequest) Reset() {
 	*x = ListDocumentsRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5722,7 +5836,7 @@ func (x *ListDocumentsRequest) String() string {
 func (*ListDocumentsRequest) ProtoMessage() {}
 
 func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[88]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5735,7 +5849,7 @@ func (x *ListDocumentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentsRequest.ProtoReflect.Descriptor instead.
 func (*ListDocumentsRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{88}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ListDocumentsRequest) GetCollection() string {
@@ -5756,7 +5870,7 @@ type ListDocumentsResponse struct {
 
 func (x *ListDocumentsResponse) Reset() {
 	*x = ListDocumentsResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5768,7 +5882,7 @@ func (x *ListDocumentsResponse) String() string {
 func (*ListDocumentsResponse) ProtoMessage() {}
 
 func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[89]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5781,7 +5895,7 @@ func (x *ListDocumentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDocumentsResponse.ProtoReflect.Descriptor instead.
 func (*ListDocumentsResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{89}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListDocumentsResponse) GetDocuments() []*KnowledgeDocument {
@@ -5804,7 +5918,7 @@ type DeleteDocumentRequest struct {
 
 func (x *DeleteDocumentRequest) Reset() {
 	*x = DeleteDocumentRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5816,7 +5930,7 @@ func (x *DeleteDocumentRequest) String() string {
 func (*DeleteDocumentRequest) ProtoMessage() {}
 
 func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[90]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5829,7 +5943,7 @@ func (x *DeleteDocumentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDocumentRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDocumentRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{90}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *DeleteDocumentRequest) GetCollection() string {
@@ -5857,7 +5971,7 @@ type DeleteDocumentResponse struct {
 
 func (x *DeleteDocumentResponse) Reset() {
 	*x = DeleteDocumentResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5869,7 +5983,7 @@ func (x *DeleteDocumentResponse) String() string {
 func (*DeleteDocumentResponse) ProtoMessage() {}
 
 func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[91]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5882,7 +5996,7 @@ func (x *DeleteDocumentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDocumentResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDocumentResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{91}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *DeleteDocumentResponse) GetDeletedChunks() int32 {
@@ -5913,7 +6027,7 @@ type SearchKnowledgeRequest struct {
 
 func (x *SearchKnowledgeRequest) Reset() {
 	*x = SearchKnowledgeRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5925,7 +6039,7 @@ func (x *SearchKnowledgeRequest) String() string {
 func (*SearchKnowledgeRequest) ProtoMessage() {}
 
 func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[92]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5938,7 +6052,7 @@ func (x *SearchKnowledgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchKnowledgeRequest.ProtoReflect.Descriptor instead.
 func (*SearchKnowledgeRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{92}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SearchKnowledgeRequest) GetCollection() string {
@@ -5989,7 +6103,7 @@ type SearchKnowledgeResponse struct {
 
 func (x *SearchKnowledgeResponse) Reset() {
 	*x = SearchKnowledgeResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6001,7 +6115,7 @@ func (x *SearchKnowledgeResponse) String() string {
 func (*SearchKnowledgeResponse) ProtoMessage() {}
 
 func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[93]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6014,7 +6128,7 @@ func (x *SearchKnowledgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchKnowledgeResponse.ProtoReflect.Descriptor instead.
 func (*SearchKnowledgeResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{93}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *SearchKnowledgeResponse) GetHits() []*KnowledgeHit {
@@ -6042,7 +6156,7 @@ type StopRunRequest struct {
 
 func (x *StopRunRequest) Reset() {
 	*x = StopRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6054,7 +6168,7 @@ func (x *StopRunRequest) String() string {
 func (*StopRunRequest) ProtoMessage() {}
 
 func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[94]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6067,7 +6181,7 @@ func (x *StopRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunRequest.ProtoReflect.Descriptor instead.
 func (*StopRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{94}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *StopRunRequest) GetRunId() string {
@@ -6089,7 +6203,7 @@ type StopRunResponse struct {
 
 func (x *StopRunResponse) Reset() {
 	*x = StopRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6101,7 +6215,7 @@ func (x *StopRunResponse) String() string {
 func (*StopRunResponse) ProtoMessage() {}
 
 func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[95]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6114,7 +6228,7 @@ func (x *StopRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRunResponse.ProtoReflect.Descriptor instead.
 func (*StopRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{95}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *StopRunResponse) GetRun() *Run {
@@ -6135,7 +6249,7 @@ type ContinueRunRequest struct {
 
 func (x *ContinueRunRequest) Reset() {
 	*x = ContinueRunRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6147,7 +6261,7 @@ func (x *ContinueRunRequest) String() string {
 func (*ContinueRunRequest) ProtoMessage() {}
 
 func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[96]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6160,7 +6274,7 @@ func (x *ContinueRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueRunRequest.ProtoReflect.Descriptor instead.
 func (*ContinueRunRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{96}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ContinueRunRequest) GetRunId() string {
@@ -6181,7 +6295,7 @@ type ContinueRunResponse struct {
 
 func (x *ContinueRunResponse) Reset() {
 	*x = ContinueRunResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6193,7 +6307,7 @@ func (x *ContinueRunResponse) String() string {
 func (*ContinueRunResponse) ProtoMessage() {}
 
 func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[97]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6206,7 +6320,7 @@ func (x *ContinueRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContinueRunResponse.ProtoReflect.Descriptor instead.
 func (*ContinueRunResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{97}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ContinueRunResponse) GetRun() *Run {
@@ -6245,7 +6359,7 @@ type Subagent struct {
 
 func (x *Subagent) Reset() {
 	*x = Subagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6257,7 +6371,7 @@ func (x *Subagent) String() string {
 func (*Subagent) ProtoMessage() {}
 
 func (x *Subagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[98]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6270,7 +6384,7 @@ func (x *Subagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
 func (*Subagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{98}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Subagent) GetName() string {
@@ -6338,7 +6452,7 @@ type A2AAgent struct {
 
 func (x *A2AAgent) Reset() {
 	*x = A2AAgent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6350,7 +6464,7 @@ func (x *A2AAgent) String() string {
 func (*A2AAgent) ProtoMessage() {}
 
 func (x *A2AAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[99]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6363,7 +6477,7 @@ func (x *A2AAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use A2AAgent.ProtoReflect.Descriptor instead.
 func (*A2AAgent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{99}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *A2AAgent) GetUrl() string {
@@ -6416,7 +6530,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6428,7 +6542,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[100]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6441,7 +6555,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{100}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *Task) GetTaskId() string {
@@ -6539,7 +6653,7 @@ type ListThreadTasksRequest struct {
 
 func (x *ListThreadTasksRequest) Reset() {
 	*x = ListThreadTasksRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6551,7 +6665,7 @@ func (x *ListThreadTasksRequest) String() string {
 func (*ListThreadTasksRequest) ProtoMessage() {}
 
 func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[101]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6564,7 +6678,7 @@ func (x *ListThreadTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{101}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ListThreadTasksRequest) GetThreadId() string {
@@ -6585,7 +6699,7 @@ type ListThreadTasksResponse struct {
 
 func (x *ListThreadTasksResponse) Reset() {
 	*x = ListThreadTasksResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6597,7 +6711,7 @@ func (x *ListThreadTasksResponse) String() string {
 func (*ListThreadTasksResponse) ProtoMessage() {}
 
 func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[102]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6610,7 +6724,7 @@ func (x *ListThreadTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListThreadTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListThreadTasksResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{102}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListThreadTasksResponse) GetTasks() []*Task {
@@ -6631,7 +6745,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6643,7 +6757,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[103]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6656,7 +6770,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{103}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -6677,7 +6791,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6689,7 +6803,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[104]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6702,7 +6816,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{104}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -6723,7 +6837,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6735,7 +6849,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[105]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6748,7 +6862,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{105}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -6769,7 +6883,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6781,7 +6895,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[106]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6794,7 +6908,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{106}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -6828,7 +6942,7 @@ type AcpAgent struct {
 
 func (x *AcpAgent) Reset() {
 	*x = AcpAgent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6840,7 +6954,7 @@ func (x *AcpAgent) String() string {
 func (*AcpAgent) ProtoMessage() {}
 
 func (x *AcpAgent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[107]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6853,7 +6967,7 @@ func (x *AcpAgent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcpAgent.ProtoReflect.Descriptor instead.
 func (*AcpAgent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{107}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *AcpAgent) GetCommand() string {
@@ -6913,7 +7027,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6925,7 +7039,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[108]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6938,7 +7052,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{108}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *McpServer) GetName() string {
@@ -7029,7 +7143,7 @@ type RunEventData struct {
 
 func (x *RunEventData) Reset() {
 	*x = RunEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7041,7 +7155,7 @@ func (x *RunEventData) String() string {
 func (*RunEventData) ProtoMessage() {}
 
 func (x *RunEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[109]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7054,7 +7168,7 @@ func (x *RunEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEventData.ProtoReflect.Descriptor instead.
 func (*RunEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{109}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RunEventData) GetKind() isRunEventData_Kind {
@@ -7412,7 +7526,7 @@ type RunStartData struct {
 
 func (x *RunStartData) Reset() {
 	*x = RunStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7424,7 +7538,7 @@ func (x *RunStartData) String() string {
 func (*RunStartData) ProtoMessage() {}
 
 func (x *RunStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[110]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7437,7 +7551,7 @@ func (x *RunStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStartData.ProtoReflect.Descriptor instead.
 func (*RunStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{110}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *RunStartData) GetRunId() string {
@@ -7473,7 +7587,7 @@ type DeltaData struct {
 
 func (x *DeltaData) Reset() {
 	*x = DeltaData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7485,7 +7599,7 @@ func (x *DeltaData) String() string {
 func (*DeltaData) ProtoMessage() {}
 
 func (x *DeltaData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[111]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7498,7 +7612,7 @@ func (x *DeltaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeltaData.ProtoReflect.Descriptor instead.
 func (*DeltaData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{111}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *DeltaData) GetDelta() string {
@@ -7524,7 +7638,7 @@ type ToolStartData struct {
 
 func (x *ToolStartData) Reset() {
 	*x = ToolStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7536,7 +7650,7 @@ func (x *ToolStartData) String() string {
 func (*ToolStartData) ProtoMessage() {}
 
 func (x *ToolStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[112]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7549,7 +7663,7 @@ func (x *ToolStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolStartData.ProtoReflect.Descriptor instead.
 func (*ToolStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{112}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ToolStartData) GetArgs() *structpb.Struct {
@@ -7588,7 +7702,7 @@ type ToolEndData struct {
 
 func (x *ToolEndData) Reset() {
 	*x = ToolEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7600,7 +7714,7 @@ func (x *ToolEndData) String() string {
 func (*ToolEndData) ProtoMessage() {}
 
 func (x *ToolEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[113]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7613,7 +7727,7 @@ func (x *ToolEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolEndData.ProtoReflect.Descriptor instead.
 func (*ToolEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{113}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *ToolEndData) GetOutput() string {
@@ -7655,7 +7769,7 @@ type McpServerErrorData struct {
 
 func (x *McpServerErrorData) Reset() {
 	*x = McpServerErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7667,7 +7781,7 @@ func (x *McpServerErrorData) String() string {
 func (*McpServerErrorData) ProtoMessage() {}
 
 func (x *McpServerErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[114]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7680,7 +7794,7 @@ func (x *McpServerErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServerErrorData.ProtoReflect.Descriptor instead.
 func (*McpServerErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{114}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *McpServerErrorData) GetServer() string {
@@ -7721,7 +7835,7 @@ type ToolProgressData struct {
 
 func (x *ToolProgressData) Reset() {
 	*x = ToolProgressData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7733,7 +7847,7 @@ func (x *ToolProgressData) String() string {
 func (*ToolProgressData) ProtoMessage() {}
 
 func (x *ToolProgressData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[115]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7746,7 +7860,7 @@ func (x *ToolProgressData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolProgressData.ProtoReflect.Descriptor instead.
 func (*ToolProgressData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{115}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ToolProgressData) GetToolCallId() string {
@@ -7788,7 +7902,7 @@ type TodosData struct {
 
 func (x *TodosData) Reset() {
 	*x = TodosData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7800,7 +7914,7 @@ func (x *TodosData) String() string {
 func (*TodosData) ProtoMessage() {}
 
 func (x *TodosData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[116]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7813,7 +7927,7 @@ func (x *TodosData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TodosData.ProtoReflect.Descriptor instead.
 func (*TodosData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{116}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *TodosData) GetTodos() []*Todo {
@@ -7847,7 +7961,7 @@ type InterruptData struct {
 
 func (x *InterruptData) Reset() {
 	*x = InterruptData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7859,7 +7973,7 @@ func (x *InterruptData) String() string {
 func (*InterruptData) ProtoMessage() {}
 
 func (x *InterruptData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[117]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7872,7 +7986,7 @@ func (x *InterruptData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InterruptData.ProtoReflect.Descriptor instead.
 func (*InterruptData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{117}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *InterruptData) GetToolCalls() []*ToolCall {
@@ -7932,7 +8046,7 @@ type KnowledgeRetrievalData struct {
 
 func (x *KnowledgeRetrievalData) Reset() {
 	*x = KnowledgeRetrievalData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7944,7 +8058,7 @@ func (x *KnowledgeRetrievalData) String() string {
 func (*KnowledgeRetrievalData) ProtoMessage() {}
 
 func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[118]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7957,7 +8071,7 @@ func (x *KnowledgeRetrievalData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeRetrievalData.ProtoReflect.Descriptor instead.
 func (*KnowledgeRetrievalData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{118}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *KnowledgeRetrievalData) GetQuery() string {
@@ -8008,7 +8122,7 @@ type KnowledgeSource struct {
 
 func (x *KnowledgeSource) Reset() {
 	*x = KnowledgeSource{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8020,7 +8134,7 @@ func (x *KnowledgeSource) String() string {
 func (*KnowledgeSource) ProtoMessage() {}
 
 func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[119]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8033,7 +8147,7 @@ func (x *KnowledgeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KnowledgeSource.ProtoReflect.Descriptor instead.
 func (*KnowledgeSource) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{119}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *KnowledgeSource) GetN() int32 {
@@ -8116,7 +8230,7 @@ type UsageData struct {
 
 func (x *UsageData) Reset() {
 	*x = UsageData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8128,7 +8242,7 @@ func (x *UsageData) String() string {
 func (*UsageData) ProtoMessage() {}
 
 func (x *UsageData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[120]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8141,7 +8255,7 @@ func (x *UsageData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageData.ProtoReflect.Descriptor instead.
 func (*UsageData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{120}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *UsageData) GetInputTokens() int32 {
@@ -8189,7 +8303,7 @@ type SubagentStartData struct {
 
 func (x *SubagentStartData) Reset() {
 	*x = SubagentStartData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8201,7 +8315,7 @@ func (x *SubagentStartData) String() string {
 func (*SubagentStartData) ProtoMessage() {}
 
 func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[121]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8214,7 +8328,7 @@ func (x *SubagentStartData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentStartData.ProtoReflect.Descriptor instead.
 func (*SubagentStartData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{121}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *SubagentStartData) GetName() string {
@@ -8290,7 +8404,7 @@ type SubagentEventData struct {
 
 func (x *SubagentEventData) Reset() {
 	*x = SubagentEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8302,7 +8416,7 @@ func (x *SubagentEventData) String() string {
 func (*SubagentEventData) ProtoMessage() {}
 
 func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[122]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8315,7 +8429,7 @@ func (x *SubagentEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEventData.ProtoReflect.Descriptor instead.
 func (*SubagentEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{122}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *SubagentEventData) GetName() string {
@@ -8383,7 +8497,7 @@ type ChildEvent struct {
 
 func (x *ChildEvent) Reset() {
 	*x = ChildEvent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8395,7 +8509,7 @@ func (x *ChildEvent) String() string {
 func (*ChildEvent) ProtoMessage() {}
 
 func (x *ChildEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[123]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8408,7 +8522,7 @@ func (x *ChildEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildEvent.ProtoReflect.Descriptor instead.
 func (*ChildEvent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{123}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *ChildEvent) GetEvent() string {
@@ -8459,7 +8573,7 @@ type SubagentEndData struct {
 
 func (x *SubagentEndData) Reset() {
 	*x = SubagentEndData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8471,7 +8585,7 @@ func (x *SubagentEndData) String() string {
 func (*SubagentEndData) ProtoMessage() {}
 
 func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[124]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8484,7 +8598,7 @@ func (x *SubagentEndData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubagentEndData.ProtoReflect.Descriptor instead.
 func (*SubagentEndData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{124}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *SubagentEndData) GetName() string {
@@ -8576,7 +8690,7 @@ type TaskEventData struct {
 
 func (x *TaskEventData) Reset() {
 	*x = TaskEventData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8588,7 +8702,7 @@ func (x *TaskEventData) String() string {
 func (*TaskEventData) ProtoMessage() {}
 
 func (x *TaskEventData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[125]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8601,7 +8715,7 @@ func (x *TaskEventData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskEventData.ProtoReflect.Descriptor instead.
 func (*TaskEventData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{125}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *TaskEventData) GetTaskId() string {
@@ -8691,7 +8805,7 @@ type TaskSubagent struct {
 
 func (x *TaskSubagent) Reset() {
 	*x = TaskSubagent{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8703,7 +8817,7 @@ func (x *TaskSubagent) String() string {
 func (*TaskSubagent) ProtoMessage() {}
 
 func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[126]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8716,7 +8830,7 @@ func (x *TaskSubagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSubagent.ProtoReflect.Descriptor instead.
 func (*TaskSubagent) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{126}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *TaskSubagent) GetName() string {
@@ -8762,7 +8876,7 @@ type DoneData struct {
 
 func (x *DoneData) Reset() {
 	*x = DoneData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8774,7 +8888,7 @@ func (x *DoneData) String() string {
 func (*DoneData) ProtoMessage() {}
 
 func (x *DoneData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[127]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8787,7 +8901,7 @@ func (x *DoneData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoneData.ProtoReflect.Descriptor instead.
 func (*DoneData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{127}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *DoneData) GetStopReason() string {
@@ -8826,7 +8940,7 @@ type ErrorData struct {
 
 func (x *ErrorData) Reset() {
 	*x = ErrorData{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8838,7 +8952,7 @@ func (x *ErrorData) String() string {
 func (*ErrorData) ProtoMessage() {}
 
 func (x *ErrorData) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[128]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8851,7 +8965,7 @@ func (x *ErrorData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorData.ProtoReflect.Descriptor instead.
 func (*ErrorData) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{128}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *ErrorData) GetMessage() string {
@@ -8898,7 +9012,7 @@ type GetUsageRequest struct {
 
 func (x *GetUsageRequest) Reset() {
 	*x = GetUsageRequest{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8910,7 +9024,7 @@ func (x *GetUsageRequest) String() string {
 func (*GetUsageRequest) ProtoMessage() {}
 
 func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[129]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8923,7 +9037,7 @@ func (x *GetUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageRequest.ProtoReflect.Descriptor instead.
 func (*GetUsageRequest) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{129}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *GetUsageRequest) GetFrom() string {
@@ -8973,7 +9087,7 @@ type UsageRow struct {
 
 func (x *UsageRow) Reset() {
 	*x = UsageRow{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8985,7 +9099,7 @@ func (x *UsageRow) String() string {
 func (*UsageRow) ProtoMessage() {}
 
 func (x *UsageRow) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[130]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8998,7 +9112,7 @@ func (x *UsageRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
 func (*UsageRow) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{130}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *UsageRow) GetDay() string {
@@ -9079,7 +9193,7 @@ type UsageBudget struct {
 
 func (x *UsageBudget) Reset() {
 	*x = UsageBudget{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9091,7 +9205,7 @@ func (x *UsageBudget) String() string {
 func (*UsageBudget) ProtoMessage() {}
 
 func (x *UsageBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[131]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9104,7 +9218,7 @@ func (x *UsageBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageBudget.ProtoReflect.Descriptor instead.
 func (*UsageBudget) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{131}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *UsageBudget) GetMonth() string {
@@ -9166,7 +9280,7 @@ type GetUsageResponse struct {
 
 func (x *GetUsageResponse) Reset() {
 	*x = GetUsageResponse{}
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[132]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9178,7 +9292,7 @@ func (x *GetUsageResponse) String() string {
 func (*GetUsageResponse) ProtoMessage() {}
 
 func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_wick_agent_v1_agent_proto_msgTypes[132]
+	mi := &file_wick_agent_v1_agent_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9191,7 +9305,7 @@ func (x *GetUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUsageResponse.ProtoReflect.Descriptor instead.
 func (*GetUsageResponse) Descriptor() ([]byte, []int) {
-	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{132}
+	return file_wick_agent_v1_agent_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *GetUsageResponse) GetFrom() string {
@@ -9506,7 +9620,15 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x10GetThreadRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"F\n" +
 	"\x11GetThreadResponse\x121\n" +
-	"\x06thread\x18\x01 \x01(\v2\x19.wick.agent.v1.AgentStateR\x06thread\"2\n" +
+	"\x06thread\x18\x01 \x01(\v2\x19.wick.agent.v1.AgentStateR\x06thread\"x\n" +
+	"\x13UpdateThreadRequest\x12\x1b\n" +
+	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x19\n" +
+	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n" +
+	"\vreset_title\x18\x03 \x01(\bR\n" +
+	"resetTitleB\b\n" +
+	"\x06_title\"L\n" +
+	"\x14UpdateThreadResponse\x124\n" +
+	"\x06thread\x18\x01 \x01(\v2\x1c.wick.agent.v1.ThreadSummaryR\x06thread\"2\n" +
 	"\x13DeleteThreadRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"\x16\n" +
 	"\x14DeleteThreadResponse\"\xfe\x01\n" +
@@ -9935,7 +10057,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\x04from\x18\x01 \x01(\tB\x03\xe0A\x02R\x04from\x12\x13\n" +
 	"\x02to\x18\x02 \x01(\tB\x03\xe0A\x02R\x02to\x12+\n" +
 	"\x04rows\x18\x03 \x03(\v2\x17.wick.agent.v1.UsageRowR\x04rows\x127\n" +
-	"\x06budget\x18\x04 \x01(\v2\x1a.wick.agent.v1.UsageBudgetB\x03\xe0A\x02R\x06budget2\x90&\n" +
+	"\x06budget\x18\x04 \x01(\v2\x1a.wick.agent.v1.UsageBudgetB\x03\xe0A\x02R\x06budget2\x8a'\n" +
 	"\fAgentService\x12b\n" +
 	"\n" +
 	"ListAgents\x12 .wick.agent.v1.ListAgentsRequest\x1a!.wick.agent.v1.ListAgentsResponse\"\x0f\x82\xd3\xe4\x93\x02\t\x12\a/agents\x12l\n" +
@@ -9963,7 +10085,8 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\vWatchEvents\x12!.wick.agent.v1.WatchEventsRequest\x1a\".wick.agent.v1.WatchEventsResponse\"\x1d\x82\xd3\xe4\x93\x02\x17b\x05event\x12\x0e/agents/events0\x01\x12f\n" +
 	"\vListThreads\x12!.wick.agent.v1.ListThreadsRequest\x1a\".wick.agent.v1.ListThreadsResponse\"\x10\x82\xd3\xe4\x93\x02\n" +
 	"\x12\b/threads\x12l\n" +
-	"\tGetThread\x12\x1f.wick.agent.v1.GetThreadRequest\x1a .wick.agent.v1.GetThreadResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/threads/{thread_id}\x12u\n" +
+	"\tGetThread\x12\x1f.wick.agent.v1.GetThreadRequest\x1a .wick.agent.v1.GetThreadResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/threads/{thread_id}\x12x\n" +
+	"\fUpdateThread\x12\".wick.agent.v1.UpdateThreadRequest\x1a#.wick.agent.v1.UpdateThreadResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*2\x14/threads/{thread_id}\x12u\n" +
 	"\fDeleteThread\x12\".wick.agent.v1.DeleteThreadRequest\x1a#.wick.agent.v1.DeleteThreadResponse\"\x1c\x82\xd3\xe4\x93\x02\x16*\x14/threads/{thread_id}\x12]\n" +
 	"\x06GetRun\x12\x1c.wick.agent.v1.GetRunRequest\x1a\x1d.wick.agent.v1.GetRunResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/runs/{run_id}\x12p\n" +
 	"\tCancelRun\x12\x1f.wick.agent.v1.CancelRunRequest\x1a .wick.agent.v1.CancelRunResponse\" \x82\xd3\xe4\x93\x02\x1a:\x01*\"\x15/runs/{run_id}/cancel\x12p\n" +
@@ -9997,7 +10120,7 @@ func file_wick_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_wick_agent_v1_agent_proto_rawDescData
 }
 
-var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 144)
+var file_wick_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 146)
 var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*Message)(nil),                     // 0: wick.agent.v1.Message
 	(*ToolCall)(nil),                    // 1: wick.agent.v1.ToolCall
@@ -10064,110 +10187,112 @@ var file_wick_agent_v1_agent_proto_goTypes = []any{
 	(*ListThreadsResponse)(nil),         // 62: wick.agent.v1.ListThreadsResponse
 	(*GetThreadRequest)(nil),            // 63: wick.agent.v1.GetThreadRequest
 	(*GetThreadResponse)(nil),           // 64: wick.agent.v1.GetThreadResponse
-	(*DeleteThreadRequest)(nil),         // 65: wick.agent.v1.DeleteThreadRequest
-	(*DeleteThreadResponse)(nil),        // 66: wick.agent.v1.DeleteThreadResponse
-	(*Run)(nil),                         // 67: wick.agent.v1.Run
-	(*GetRunRequest)(nil),               // 68: wick.agent.v1.GetRunRequest
-	(*GetRunResponse)(nil),              // 69: wick.agent.v1.GetRunResponse
-	(*CancelRunRequest)(nil),            // 70: wick.agent.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),           // 71: wick.agent.v1.CancelRunResponse
-	(*ApprovalDecision)(nil),            // 72: wick.agent.v1.ApprovalDecision
-	(*ResumeRunRequest)(nil),            // 73: wick.agent.v1.ResumeRunRequest
-	(*ResumeRunResponse)(nil),           // 74: wick.agent.v1.ResumeRunResponse
-	(*JoinRunRequest)(nil),              // 75: wick.agent.v1.JoinRunRequest
-	(*JoinRunResponse)(nil),             // 76: wick.agent.v1.JoinRunResponse
-	(*Collection)(nil),                  // 77: wick.agent.v1.Collection
-	(*KnowledgeDocument)(nil),           // 78: wick.agent.v1.KnowledgeDocument
-	(*KnowledgeHit)(nil),                // 79: wick.agent.v1.KnowledgeHit
-	(*CreateCollectionRequest)(nil),     // 80: wick.agent.v1.CreateCollectionRequest
-	(*CreateCollectionResponse)(nil),    // 81: wick.agent.v1.CreateCollectionResponse
-	(*ListCollectionsRequest)(nil),      // 82: wick.agent.v1.ListCollectionsRequest
-	(*ListCollectionsResponse)(nil),     // 83: wick.agent.v1.ListCollectionsResponse
-	(*DeleteCollectionRequest)(nil),     // 84: wick.agent.v1.DeleteCollectionRequest
-	(*DeleteCollectionResponse)(nil),    // 85: wick.agent.v1.DeleteCollectionResponse
-	(*AddDocumentRequest)(nil),          // 86: wick.agent.v1.AddDocumentRequest
-	(*AddDocumentResponse)(nil),         // 87: wick.agent.v1.AddDocumentResponse
-	(*ListDocumentsRequest)(nil),        // 88: wick.agent.v1.ListDocumentsRequest
-	(*ListDocumentsResponse)(nil),       // 89: wick.agent.v1.ListDocumentsResponse
-	(*DeleteDocumentRequest)(nil),       // 90: wick.agent.v1.DeleteDocumentRequest
-	(*DeleteDocumentResponse)(nil),      // 91: wick.agent.v1.DeleteDocumentResponse
-	(*SearchKnowledgeRequest)(nil),      // 92: wick.agent.v1.SearchKnowledgeRequest
-	(*SearchKnowledgeResponse)(nil),     // 93: wick.agent.v1.SearchKnowledgeResponse
-	(*StopRunRequest)(nil),              // 94: wick.agent.v1.StopRunRequest
-	(*StopRunResponse)(nil),             // 95: wick.agent.v1.StopRunResponse
-	(*ContinueRunRequest)(nil),          // 96: wick.agent.v1.ContinueRunRequest
-	(*ContinueRunResponse)(nil),         // 97: wick.agent.v1.ContinueRunResponse
-	(*Subagent)(nil),                    // 98: wick.agent.v1.Subagent
-	(*A2AAgent)(nil),                    // 99: wick.agent.v1.A2aAgent
-	(*Task)(nil),                        // 100: wick.agent.v1.Task
-	(*ListThreadTasksRequest)(nil),      // 101: wick.agent.v1.ListThreadTasksRequest
-	(*ListThreadTasksResponse)(nil),     // 102: wick.agent.v1.ListThreadTasksResponse
-	(*GetTaskRequest)(nil),              // 103: wick.agent.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 104: wick.agent.v1.GetTaskResponse
-	(*CancelTaskRequest)(nil),           // 105: wick.agent.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 106: wick.agent.v1.CancelTaskResponse
-	(*AcpAgent)(nil),                    // 107: wick.agent.v1.AcpAgent
-	(*McpServer)(nil),                   // 108: wick.agent.v1.McpServer
-	(*RunEventData)(nil),                // 109: wick.agent.v1.RunEventData
-	(*RunStartData)(nil),                // 110: wick.agent.v1.RunStartData
-	(*DeltaData)(nil),                   // 111: wick.agent.v1.DeltaData
-	(*ToolStartData)(nil),               // 112: wick.agent.v1.ToolStartData
-	(*ToolEndData)(nil),                 // 113: wick.agent.v1.ToolEndData
-	(*McpServerErrorData)(nil),          // 114: wick.agent.v1.McpServerErrorData
-	(*ToolProgressData)(nil),            // 115: wick.agent.v1.ToolProgressData
-	(*TodosData)(nil),                   // 116: wick.agent.v1.TodosData
-	(*InterruptData)(nil),               // 117: wick.agent.v1.InterruptData
-	(*KnowledgeRetrievalData)(nil),      // 118: wick.agent.v1.KnowledgeRetrievalData
-	(*KnowledgeSource)(nil),             // 119: wick.agent.v1.KnowledgeSource
-	(*UsageData)(nil),                   // 120: wick.agent.v1.UsageData
-	(*SubagentStartData)(nil),           // 121: wick.agent.v1.SubagentStartData
-	(*SubagentEventData)(nil),           // 122: wick.agent.v1.SubagentEventData
-	(*ChildEvent)(nil),                  // 123: wick.agent.v1.ChildEvent
-	(*SubagentEndData)(nil),             // 124: wick.agent.v1.SubagentEndData
-	(*TaskEventData)(nil),               // 125: wick.agent.v1.TaskEventData
-	(*TaskSubagent)(nil),                // 126: wick.agent.v1.TaskSubagent
-	(*DoneData)(nil),                    // 127: wick.agent.v1.DoneData
-	(*ErrorData)(nil),                   // 128: wick.agent.v1.ErrorData
-	(*GetUsageRequest)(nil),             // 129: wick.agent.v1.GetUsageRequest
-	(*UsageRow)(nil),                    // 130: wick.agent.v1.UsageRow
-	(*UsageBudget)(nil),                 // 131: wick.agent.v1.UsageBudget
-	(*GetUsageResponse)(nil),            // 132: wick.agent.v1.GetUsageResponse
-	nil,                                 // 133: wick.agent.v1.AgentState.FilesEntry
-	nil,                                 // 134: wick.agent.v1.Agent.HooksEntry
-	nil,                                 // 135: wick.agent.v1.UpdateHooksRequest.HooksEntry
-	nil,                                 // 136: wick.agent.v1.ToolDefinition.HeadersEntry
-	nil,                                 // 137: wick.agent.v1.KnowledgeDocument.MetadataEntry
-	nil,                                 // 138: wick.agent.v1.KnowledgeHit.MetadataEntry
-	nil,                                 // 139: wick.agent.v1.AddDocumentRequest.MetadataEntry
-	nil,                                 // 140: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	nil,                                 // 141: wick.agent.v1.AcpAgent.EnvEntry
-	nil,                                 // 142: wick.agent.v1.McpServer.EnvEntry
-	nil,                                 // 143: wick.agent.v1.McpServer.HeadersEntry
-	(*structpb.Struct)(nil),             // 144: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),       // 145: google.protobuf.Timestamp
-	(*structpb.Value)(nil),              // 146: google.protobuf.Value
-	(*durationpb.Duration)(nil),         // 147: google.protobuf.Duration
+	(*UpdateThreadRequest)(nil),         // 65: wick.agent.v1.UpdateThreadRequest
+	(*UpdateThreadResponse)(nil),        // 66: wick.agent.v1.UpdateThreadResponse
+	(*DeleteThreadRequest)(nil),         // 67: wick.agent.v1.DeleteThreadRequest
+	(*DeleteThreadResponse)(nil),        // 68: wick.agent.v1.DeleteThreadResponse
+	(*Run)(nil),                         // 69: wick.agent.v1.Run
+	(*GetRunRequest)(nil),               // 70: wick.agent.v1.GetRunRequest
+	(*GetRunResponse)(nil),              // 71: wick.agent.v1.GetRunResponse
+	(*CancelRunRequest)(nil),            // 72: wick.agent.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),           // 73: wick.agent.v1.CancelRunResponse
+	(*ApprovalDecision)(nil),            // 74: wick.agent.v1.ApprovalDecision
+	(*ResumeRunRequest)(nil),            // 75: wick.agent.v1.ResumeRunRequest
+	(*ResumeRunResponse)(nil),           // 76: wick.agent.v1.ResumeRunResponse
+	(*JoinRunRequest)(nil),              // 77: wick.agent.v1.JoinRunRequest
+	(*JoinRunResponse)(nil),             // 78: wick.agent.v1.JoinRunResponse
+	(*Collection)(nil),                  // 79: wick.agent.v1.Collection
+	(*KnowledgeDocument)(nil),           // 80: wick.agent.v1.KnowledgeDocument
+	(*KnowledgeHit)(nil),                // 81: wick.agent.v1.KnowledgeHit
+	(*CreateCollectionRequest)(nil),     // 82: wick.agent.v1.CreateCollectionRequest
+	(*CreateCollectionResponse)(nil),    // 83: wick.agent.v1.CreateCollectionResponse
+	(*ListCollectionsRequest)(nil),      // 84: wick.agent.v1.ListCollectionsRequest
+	(*ListCollectionsResponse)(nil),     // 85: wick.agent.v1.ListCollectionsResponse
+	(*DeleteCollectionRequest)(nil),     // 86: wick.agent.v1.DeleteCollectionRequest
+	(*DeleteCollectionResponse)(nil),    // 87: wick.agent.v1.DeleteCollectionResponse
+	(*AddDocumentRequest)(nil),          // 88: wick.agent.v1.AddDocumentRequest
+	(*AddDocumentResponse)(nil),         // 89: wick.agent.v1.AddDocumentResponse
+	(*ListDocumentsRequest)(nil),        // 90: wick.agent.v1.ListDocumentsRequest
+	(*ListDocumentsResponse)(nil),       // 91: wick.agent.v1.ListDocumentsResponse
+	(*DeleteDocumentRequest)(nil),       // 92: wick.agent.v1.DeleteDocumentRequest
+	(*DeleteDocumentResponse)(nil),      // 93: wick.agent.v1.DeleteDocumentResponse
+	(*SearchKnowledgeRequest)(nil),      // 94: wick.agent.v1.SearchKnowledgeRequest
+	(*SearchKnowledgeResponse)(nil),     // 95: wick.agent.v1.SearchKnowledgeResponse
+	(*StopRunRequest)(nil),              // 96: wick.agent.v1.StopRunRequest
+	(*StopRunResponse)(nil),             // 97: wick.agent.v1.StopRunResponse
+	(*ContinueRunRequest)(nil),          // 98: wick.agent.v1.ContinueRunRequest
+	(*ContinueRunResponse)(nil),         // 99: wick.agent.v1.ContinueRunResponse
+	(*Subagent)(nil),                    // 100: wick.agent.v1.Subagent
+	(*A2AAgent)(nil),                    // 101: wick.agent.v1.A2aAgent
+	(*Task)(nil),                        // 102: wick.agent.v1.Task
+	(*ListThreadTasksRequest)(nil),      // 103: wick.agent.v1.ListThreadTasksRequest
+	(*ListThreadTasksResponse)(nil),     // 104: wick.agent.v1.ListThreadTasksResponse
+	(*GetTaskRequest)(nil),              // 105: wick.agent.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 106: wick.agent.v1.GetTaskResponse
+	(*CancelTaskRequest)(nil),           // 107: wick.agent.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 108: wick.agent.v1.CancelTaskResponse
+	(*AcpAgent)(nil),                    // 109: wick.agent.v1.AcpAgent
+	(*McpServer)(nil),                   // 110: wick.agent.v1.McpServer
+	(*RunEventData)(nil),                // 111: wick.agent.v1.RunEventData
+	(*RunStartData)(nil),                // 112: wick.agent.v1.RunStartData
+	(*DeltaData)(nil),                   // 113: wick.agent.v1.DeltaData
+	(*ToolStartData)(nil),               // 114: wick.agent.v1.ToolStartData
+	(*ToolEndData)(nil),                 // 115: wick.agent.v1.ToolEndData
+	(*McpServerErrorData)(nil),          // 116: wick.agent.v1.McpServerErrorData
+	(*ToolProgressData)(nil),            // 117: wick.agent.v1.ToolProgressData
+	(*TodosData)(nil),                   // 118: wick.agent.v1.TodosData
+	(*InterruptData)(nil),               // 119: wick.agent.v1.InterruptData
+	(*KnowledgeRetrievalData)(nil),      // 120: wick.agent.v1.KnowledgeRetrievalData
+	(*KnowledgeSource)(nil),             // 121: wick.agent.v1.KnowledgeSource
+	(*UsageData)(nil),                   // 122: wick.agent.v1.UsageData
+	(*SubagentStartData)(nil),           // 123: wick.agent.v1.SubagentStartData
+	(*SubagentEventData)(nil),           // 124: wick.agent.v1.SubagentEventData
+	(*ChildEvent)(nil),                  // 125: wick.agent.v1.ChildEvent
+	(*SubagentEndData)(nil),             // 126: wick.agent.v1.SubagentEndData
+	(*TaskEventData)(nil),               // 127: wick.agent.v1.TaskEventData
+	(*TaskSubagent)(nil),                // 128: wick.agent.v1.TaskSubagent
+	(*DoneData)(nil),                    // 129: wick.agent.v1.DoneData
+	(*ErrorData)(nil),                   // 130: wick.agent.v1.ErrorData
+	(*GetUsageRequest)(nil),             // 131: wick.agent.v1.GetUsageRequest
+	(*UsageRow)(nil),                    // 132: wick.agent.v1.UsageRow
+	(*UsageBudget)(nil),                 // 133: wick.agent.v1.UsageBudget
+	(*GetUsageResponse)(nil),            // 134: wick.agent.v1.GetUsageResponse
+	nil,                                 // 135: wick.agent.v1.AgentState.FilesEntry
+	nil,                                 // 136: wick.agent.v1.Agent.HooksEntry
+	nil,                                 // 137: wick.agent.v1.UpdateHooksRequest.HooksEntry
+	nil,                                 // 138: wick.agent.v1.ToolDefinition.HeadersEntry
+	nil,                                 // 139: wick.agent.v1.KnowledgeDocument.MetadataEntry
+	nil,                                 // 140: wick.agent.v1.KnowledgeHit.MetadataEntry
+	nil,                                 // 141: wick.agent.v1.AddDocumentRequest.MetadataEntry
+	nil,                                 // 142: wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	nil,                                 // 143: wick.agent.v1.AcpAgent.EnvEntry
+	nil,                                 // 144: wick.agent.v1.McpServer.EnvEntry
+	nil,                                 // 145: wick.agent.v1.McpServer.HeadersEntry
+	(*structpb.Struct)(nil),             // 146: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),       // 147: google.protobuf.Timestamp
+	(*structpb.Value)(nil),              // 148: google.protobuf.Value
+	(*durationpb.Duration)(nil),         // 149: google.protobuf.Duration
 }
 var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	1,   // 0: wick.agent.v1.Message.tool_calls:type_name -> wick.agent.v1.ToolCall
-	144, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
+	146, // 1: wick.agent.v1.ToolCall.args:type_name -> google.protobuf.Struct
 	0,   // 2: wick.agent.v1.AgentState.messages:type_name -> wick.agent.v1.Message
 	3,   // 3: wick.agent.v1.AgentState.todos:type_name -> wick.agent.v1.Todo
-	133, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
-	145, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
-	146, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
-	109, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
-	146, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
-	145, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
-	147, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
-	146, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
+	135, // 4: wick.agent.v1.AgentState.files:type_name -> wick.agent.v1.AgentState.FilesEntry
+	147, // 5: wick.agent.v1.AgentState.updated_at:type_name -> google.protobuf.Timestamp
+	148, // 6: wick.agent.v1.StreamEvent.data:type_name -> google.protobuf.Value
+	111, // 7: wick.agent.v1.StreamEvent.payload:type_name -> wick.agent.v1.RunEventData
+	148, // 8: wick.agent.v1.ConfigEvent.data:type_name -> google.protobuf.Value
+	147, // 9: wick.agent.v1.ConfigEvent.time:type_name -> google.protobuf.Timestamp
+	149, // 10: wick.agent.v1.BackendConfig.timeout:type_name -> google.protobuf.Duration
+	148, // 11: wick.agent.v1.Agent.model:type_name -> google.protobuf.Value
 	7,   // 12: wick.agent.v1.Agent.backend:type_name -> wick.agent.v1.BackendConfig
 	8,   // 13: wick.agent.v1.Agent.skills:type_name -> wick.agent.v1.PathsConfig
 	8,   // 14: wick.agent.v1.Agent.memory:type_name -> wick.agent.v1.PathsConfig
-	134, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
-	98,  // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
-	108, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
-	107, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
+	136, // 15: wick.agent.v1.Agent.hooks:type_name -> wick.agent.v1.Agent.HooksEntry
+	100, // 16: wick.agent.v1.Agent.subagents:type_name -> wick.agent.v1.Subagent
+	110, // 17: wick.agent.v1.Agent.mcp_servers:type_name -> wick.agent.v1.McpServer
+	109, // 18: wick.agent.v1.Agent.acp:type_name -> wick.agent.v1.AcpAgent
 	9,   // 19: wick.agent.v1.ListAgentsResponse.agents:type_name -> wick.agent.v1.Agent
 	9,   // 20: wick.agent.v1.CreateAgentRequest.agent:type_name -> wick.agent.v1.Agent
 	9,   // 21: wick.agent.v1.CreateAgentResponse.agent:type_name -> wick.agent.v1.Agent
@@ -10181,176 +10306,179 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	0,   // 29: wick.agent.v1.StreamRequest.messages:type_name -> wick.agent.v1.Message
 	5,   // 30: wick.agent.v1.StreamResponse.event:type_name -> wick.agent.v1.StreamEvent
 	9,   // 31: wick.agent.v1.SwitchBackendResponse.agent:type_name -> wick.agent.v1.Agent
-	135, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
+	137, // 32: wick.agent.v1.UpdateHooksRequest.hooks:type_name -> wick.agent.v1.UpdateHooksRequest.HooksEntry
 	28,  // 33: wick.agent.v1.UpdateHooksResponse.hooks:type_name -> wick.agent.v1.HookStatus
 	31,  // 34: wick.agent.v1.ListFilesResponse.entries:type_name -> wick.agent.v1.FileEntry
 	41,  // 35: wick.agent.v1.UploadFileRequest.header:type_name -> wick.agent.v1.UploadFileHeader
 	44,  // 36: wick.agent.v1.TerminalRequest.start:type_name -> wick.agent.v1.TerminalStart
 	45,  // 37: wick.agent.v1.TerminalRequest.resize:type_name -> wick.agent.v1.TerminalSize
 	45,  // 38: wick.agent.v1.TerminalStart.size:type_name -> wick.agent.v1.TerminalSize
-	144, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
-	147, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
-	136, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
+	146, // 39: wick.agent.v1.ToolDefinition.parameters:type_name -> google.protobuf.Struct
+	149, // 40: wick.agent.v1.ToolDefinition.timeout:type_name -> google.protobuf.Duration
+	138, // 41: wick.agent.v1.ToolDefinition.headers:type_name -> wick.agent.v1.ToolDefinition.HeadersEntry
 	47,  // 42: wick.agent.v1.ListToolsResponse.tools:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 43: wick.agent.v1.RegisterToolRequest.tool:type_name -> wick.agent.v1.ToolDefinition
 	47,  // 44: wick.agent.v1.RegisterToolResponse.tool:type_name -> wick.agent.v1.ToolDefinition
 	54,  // 45: wick.agent.v1.ListAvailableSkillsResponse.skills:type_name -> wick.agent.v1.Skill
 	55,  // 46: wick.agent.v1.ListAvailableSkillsResponse.problems:type_name -> wick.agent.v1.SkillProblem
 	6,   // 47: wick.agent.v1.WatchEventsResponse.event:type_name -> wick.agent.v1.ConfigEvent
-	145, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
+	147, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	60,  // 49: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 50: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	1,   // 51: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	145, // 52: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	67,  // 53: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	67,  // 54: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	144, // 55: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	72,  // 56: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	67,  // 57: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 58: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	145, // 59: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	137, // 60: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	145, // 61: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	138, // 62: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	77,  // 63: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	77,  // 64: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	77,  // 65: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	139, // 66: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	78,  // 67: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	78,  // 68: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	140, // 69: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	79,  // 70: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	67,  // 71: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	67,  // 72: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	146, // 73: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	147, // 74: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	99,  // 75: wick.agent.v1.Subagent.a2a:type_name -> wick.agent.v1.A2aAgent
-	145, // 76: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	145, // 77: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	100, // 78: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	100, // 79: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	100, // 80: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	141, // 81: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	142, // 82: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	143, // 83: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	147, // 84: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	110, // 85: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
-	111, // 86: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
-	111, // 87: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
-	112, // 88: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
-	113, // 89: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
-	116, // 90: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
-	117, // 91: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
-	118, // 92: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
-	120, // 93: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
-	121, // 94: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
-	122, // 95: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
-	124, // 96: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
-	125, // 97: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
-	125, // 98: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
-	125, // 99: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
-	127, // 100: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
-	128, // 101: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	114, // 102: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
-	115, // 103: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
-	144, // 104: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
-	3,   // 105: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
-	1,   // 106: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
-	119, // 107: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
-	123, // 108: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
-	109, // 109: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
-	126, // 110: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	120, // 111: wick.agent.v1.DoneData.usage:type_name -> wick.agent.v1.UsageData
-	120, // 112: wick.agent.v1.ErrorData.usage:type_name -> wick.agent.v1.UsageData
-	130, // 113: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
-	131, // 114: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
-	10,  // 115: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 116: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 117: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 118: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
-	18,  // 119: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	20,  // 120: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	22,  // 121: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	24,  // 122: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	26,  // 123: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	29,  // 124: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	32,  // 125: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	34,  // 126: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	36,  // 127: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	38,  // 128: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	40,  // 129: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	43,  // 130: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	48,  // 131: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	50,  // 132: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	52,  // 133: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	56,  // 134: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	58,  // 135: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	61,  // 136: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	63,  // 137: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	65,  // 138: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	68,  // 139: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	70,  // 140: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	73,  // 141: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	75,  // 142: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	80,  // 143: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	82,  // 144: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	84,  // 145: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	86,  // 146: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	88,  // 147: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	90,  // 148: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	92,  // 149: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	94,  // 150: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	96,  // 151: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	101, // 152: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	103, // 153: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	105, // 154: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	129, // 155: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
-	11,  // 156: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 157: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 158: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 159: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
-	19,  // 160: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	21,  // 161: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	23,  // 162: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	25,  // 163: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	27,  // 164: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	30,  // 165: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	33,  // 166: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	35,  // 167: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	37,  // 168: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	39,  // 169: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	42,  // 170: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	46,  // 171: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	49,  // 172: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	51,  // 173: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	53,  // 174: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	57,  // 175: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	59,  // 176: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	62,  // 177: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	64,  // 178: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	66,  // 179: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	69,  // 180: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	71,  // 181: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	74,  // 182: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	76,  // 183: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	81,  // 184: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	83,  // 185: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	85,  // 186: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	87,  // 187: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	89,  // 188: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	91,  // 189: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	93,  // 190: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	95,  // 191: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	97,  // 192: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	102, // 193: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	104, // 194: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	106, // 195: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	132, // 196: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
-	156, // [156:197] is the sub-list for method output_type
-	115, // [115:156] is the sub-list for method input_type
-	115, // [115:115] is the sub-list for extension type_name
-	115, // [115:115] is the sub-list for extension extendee
-	0,   // [0:115] is the sub-list for field type_name
+	60,  // 51: wick.agent.v1.UpdateThreadResponse.thread:type_name -> wick.agent.v1.ThreadSummary
+	1,   // 52: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	147, // 53: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	69,  // 54: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	69,  // 55: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	146, // 56: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	74,  // 57: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	69,  // 58: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 59: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	147, // 60: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	139, // 61: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	147, // 62: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	140, // 63: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	79,  // 64: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	79,  // 65: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	79,  // 66: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	141, // 67: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	80,  // 68: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	80,  // 69: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	142, // 70: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	81,  // 71: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	69,  // 72: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	69,  // 73: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	148, // 74: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	149, // 75: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	101, // 76: wick.agent.v1.Subagent.a2a:type_name -> wick.agent.v1.A2aAgent
+	147, // 77: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	147, // 78: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	102, // 79: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	102, // 80: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	102, // 81: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	143, // 82: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	144, // 83: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	145, // 84: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	149, // 85: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	112, // 86: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
+	113, // 87: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
+	113, // 88: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
+	114, // 89: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
+	115, // 90: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
+	118, // 91: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	119, // 92: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	120, // 93: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	122, // 94: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	123, // 95: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	124, // 96: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	126, // 97: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	127, // 98: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	127, // 99: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	127, // 100: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	129, // 101: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	130, // 102: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	116, // 103: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
+	117, // 104: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
+	146, // 105: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 106: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 107: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	121, // 108: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	125, // 109: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	111, // 110: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	128, // 111: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	122, // 112: wick.agent.v1.DoneData.usage:type_name -> wick.agent.v1.UsageData
+	122, // 113: wick.agent.v1.ErrorData.usage:type_name -> wick.agent.v1.UsageData
+	132, // 114: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
+	133, // 115: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
+	10,  // 116: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 117: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 118: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 119: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 120: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 121: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 122: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 123: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 124: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 125: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 126: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 127: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 128: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 129: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 130: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 131: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 132: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 133: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 134: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	56,  // 135: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	58,  // 136: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	61,  // 137: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	63,  // 138: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	65,  // 139: wick.agent.v1.AgentService.UpdateThread:input_type -> wick.agent.v1.UpdateThreadRequest
+	67,  // 140: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	70,  // 141: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	72,  // 142: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	75,  // 143: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	77,  // 144: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	82,  // 145: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	84,  // 146: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	86,  // 147: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	88,  // 148: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	90,  // 149: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	92,  // 150: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	94,  // 151: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	96,  // 152: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	98,  // 153: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	103, // 154: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	105, // 155: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	107, // 156: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	131, // 157: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
+	11,  // 158: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 159: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 160: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 161: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 162: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 163: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 164: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 165: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 166: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 167: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 168: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 169: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 170: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 171: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 172: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 173: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 174: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 175: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 176: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	57,  // 177: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	59,  // 178: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	62,  // 179: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	64,  // 180: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	66,  // 181: wick.agent.v1.AgentService.UpdateThread:output_type -> wick.agent.v1.UpdateThreadResponse
+	68,  // 182: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	71,  // 183: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	73,  // 184: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	76,  // 185: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	78,  // 186: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	83,  // 187: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	85,  // 188: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	87,  // 189: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	89,  // 190: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	91,  // 191: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	93,  // 192: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	95,  // 193: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	97,  // 194: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	99,  // 195: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	104, // 196: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	106, // 197: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	108, // 198: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	134, // 199: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
+	158, // [158:200] is the sub-list for method output_type
+	116, // [116:158] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }
@@ -10373,8 +10501,9 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*TerminalResponse_Output)(nil),
 		(*TerminalResponse_ExitCode)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[92].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[109].OneofWrappers = []any{
+	file_wick_agent_v1_agent_proto_msgTypes[65].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[94].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[111].OneofWrappers = []any{
 		(*RunEventData_OnRunStart)(nil),
 		(*RunEventData_OnChatModelStream)(nil),
 		(*RunEventData_OnThoughtStream)(nil),
@@ -10395,27 +10524,27 @@ func file_wick_agent_v1_agent_proto_init() {
 		(*RunEventData_OnMcpServerError)(nil),
 		(*RunEventData_OnToolProgress)(nil),
 	}
-	file_wick_agent_v1_agent_proto_msgTypes[112].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[113].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[114].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[115].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[116].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[117].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[118].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[119].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[120].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[121].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[122].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[123].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[124].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[125].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[126].OneofWrappers = []any{}
 	file_wick_agent_v1_agent_proto_msgTypes[127].OneofWrappers = []any{}
-	file_wick_agent_v1_agent_proto_msgTypes[128].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[129].OneofWrappers = []any{}
+	file_wick_agent_v1_agent_proto_msgTypes[130].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_agent_v1_agent_proto_rawDesc), len(file_wick_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   144,
+			NumMessages:   146,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

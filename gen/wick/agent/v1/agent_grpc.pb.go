@@ -42,6 +42,7 @@ const (
 	AgentService_WatchEvents_FullMethodName         = "/wick.agent.v1.AgentService/WatchEvents"
 	AgentService_ListThreads_FullMethodName         = "/wick.agent.v1.AgentService/ListThreads"
 	AgentService_GetThread_FullMethodName           = "/wick.agent.v1.AgentService/GetThread"
+	AgentService_UpdateThread_FullMethodName        = "/wick.agent.v1.AgentService/UpdateThread"
 	AgentService_DeleteThread_FullMethodName        = "/wick.agent.v1.AgentService/DeleteThread"
 	AgentService_GetRun_FullMethodName              = "/wick.agent.v1.AgentService/GetRun"
 	AgentService_CancelRun_FullMethodName           = "/wick.agent.v1.AgentService/CancelRun"
@@ -130,6 +131,10 @@ type AgentServiceClient interface {
 	ListThreads(ctx context.Context, in *ListThreadsRequest, opts ...grpc.CallOption) (*ListThreadsResponse, error)
 	// GetThread returns a thread's state: messages, todos and files.
 	GetThread(ctx context.Context, in *GetThreadRequest, opts ...grpc.CallOption) (*GetThreadResponse, error)
+	// UpdateThread renames the caller's thread. The title given replaces the
+	// one taken from the thread's first user message until it is reset; runs
+	// on the thread keep it.
+	UpdateThread(ctx context.Context, in *UpdateThreadRequest, opts ...grpc.CallOption) (*UpdateThreadResponse, error)
 	// DeleteThread removes a thread.
 	DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error)
 	// GetRun describes a run.
@@ -459,6 +464,16 @@ func (c *agentServiceClient) GetThread(ctx context.Context, in *GetThreadRequest
 	return out, nil
 }
 
+func (c *agentServiceClient) UpdateThread(ctx context.Context, in *UpdateThreadRequest, opts ...grpc.CallOption) (*UpdateThreadResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateThreadResponse)
+	err := c.cc.Invoke(ctx, AgentService_UpdateThread_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *agentServiceClient) DeleteThread(ctx context.Context, in *DeleteThreadRequest, opts ...grpc.CallOption) (*DeleteThreadResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(DeleteThreadResponse)
@@ -716,6 +731,10 @@ type AgentServiceServer interface {
 	ListThreads(context.Context, *ListThreadsRequest) (*ListThreadsResponse, error)
 	// GetThread returns a thread's state: messages, todos and files.
 	GetThread(context.Context, *GetThreadRequest) (*GetThreadResponse, error)
+	// UpdateThread renames the caller's thread. The title given replaces the
+	// one taken from the thread's first user message until it is reset; runs
+	// on the thread keep it.
+	UpdateThread(context.Context, *UpdateThreadRequest) (*UpdateThreadResponse, error)
 	// DeleteThread removes a thread.
 	DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error)
 	// GetRun describes a run.
@@ -850,6 +869,9 @@ func (UnimplementedAgentServiceServer) ListThreads(context.Context, *ListThreads
 }
 func (UnimplementedAgentServiceServer) GetThread(context.Context, *GetThreadRequest) (*GetThreadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetThread not implemented")
+}
+func (UnimplementedAgentServiceServer) UpdateThread(context.Context, *UpdateThreadRequest) (*UpdateThreadResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateThread not implemented")
 }
 func (UnimplementedAgentServiceServer) DeleteThread(context.Context, *DeleteThreadRequest) (*DeleteThreadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteThread not implemented")
@@ -1297,6 +1319,24 @@ func _AgentService_GetThread_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_UpdateThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateThreadRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).UpdateThread(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_UpdateThread_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).UpdateThread(ctx, req.(*UpdateThreadRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AgentService_DeleteThread_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DeleteThreadRequest)
 	if err := dec(in); err != nil {
@@ -1692,6 +1732,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetThread",
 			Handler:    _AgentService_GetThread_Handler,
+		},
+		{
+			MethodName: "UpdateThread",
+			Handler:    _AgentService_UpdateThread_Handler,
 		},
 		{
 			MethodName: "DeleteThread",

@@ -777,7 +777,12 @@ export interface paths {
         delete: operations["AgentService_DeleteThread"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * UpdateThread renames the caller's thread. The title given replaces the
+         *     one taken from the thread's first user message until it is reset; runs
+         *     on the thread keep it.
+         */
+        patch: operations["AgentService_UpdateThread"];
         trace?: never;
     };
     "/threads/{thread_id}/tasks": {
@@ -3207,10 +3212,10 @@ export interface components {
             /** @description thread_id identifies the thread. */
             thread_id?: string;
             /**
-             * @description title is the text of the thread's first user message, whitespace
-             *     collapsed to single spaces and cut to 80 characters (the last one "…"
-             *     when cut); empty when the thread has no user message or was last saved
-             *     before titles were kept.
+             * @description title is the title the user gave the thread (UpdateThread), else the
+             *     text of the thread's first user message, whitespace collapsed to single
+             *     spaces and cut to 80 characters (the last one "…" when cut); empty when
+             *     neither exists or the thread was last saved before titles were kept.
              */
             title?: string;
             /**
@@ -3325,6 +3330,11 @@ export interface components {
         "wick.agent.v1.UpdateHooksResponse": {
             /** @description hooks are the agent's hooks in registration order. */
             hooks?: components["schemas"]["wick.agent.v1.HookStatus"][];
+        };
+        /** @description UpdateThreadResponse describes the thread as stored. */
+        "wick.agent.v1.UpdateThreadResponse": {
+            /** @description thread is the thread's summary, with its new title. */
+            thread?: components["schemas"]["wick.agent.v1.ThreadSummary"];
         };
         /** @description UploadFileResponse reports an upload (the answer of a raw file PUT). */
         "wick.agent.v1.UploadFileResponse": {
@@ -4982,6 +4992,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["wick.agent.v1.DeleteThreadResponse"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            default: components["responses"]["Error"];
+        };
+    };
+    AgentService_UpdateThread: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description thread_id names the thread. */
+                thread_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description reset_title drops the title the user gave, so that the thread is titled
+                     *     by its first user message again; title must then be unset.
+                     */
+                    reset_title?: boolean;
+                    /**
+                     * @description title is the thread's new title: at most 200 characters once leading
+                     *     and trailing white space is trimmed (as it is stored), not empty, valid
+                     *     UTF-8 without control characters (a line break is one). Leave it unset
+                     *     with reset_title.
+                     */
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description UpdateThreadResponse describes the thread as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["wick.agent.v1.UpdateThreadResponse"];
                 };
             };
             401: components["responses"]["Unauthenticated"];

@@ -50,6 +50,7 @@ type memEntry struct {
 	agentID    string
 	count      int
 	title      string
+	name       string // the title the user gave (Rename), kept across saves
 	mark       string // the run's mark (MarkRun), kept across saves
 	updated    time.Time
 	lastAccess time.Time
@@ -205,7 +206,7 @@ func (s *MemoryStore) save(user string, state *loop.AgentState, prev int64, fenc
 		ne.body = append(e.body, enc.msgs[:len(enc.msgs)-1]...)
 	}
 	if exists {
-		ne.mark = e.mark
+		ne.mark, ne.name = e.mark, e.name
 	}
 	s.threads[k] = ne
 	state.Stored = enc.note(prev+1, state.Messages)
@@ -223,6 +224,18 @@ func (s *MemoryStore) MarkRun(_ context.Context, user, threadID, fence, mark str
 	if e, ok := s.live(k); ok {
 		e.mark = mark
 	}
+	return nil
+}
+
+// Rename implements Store.
+func (s *MemoryStore) Rename(_ context.Context, user, threadID, title string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.live(memKey{user, threadID})
+	if !ok {
+		return ErrNotFound
+	}
+	e.name = title
 	return nil
 }
 
@@ -268,7 +281,7 @@ func (s *MemoryStore) List(_ context.Context, user, agentID string) ([]Summary, 
 		}
 		_, locked := s.locks[k]
 		out = append(out, Summary{ThreadID: k.thread, AgentID: e.agentID, MessageCount: e.count, UpdatedAt: e.updated,
-			Title: e.title, Status: statusOf(locked, e.mark)})
+			Title: listTitle(e.name, e.title), Status: statusOf(locked, e.mark)})
 	}
 	s.mu.Unlock()
 	sortSummaries(out)

@@ -47,8 +47,8 @@ func WithHolderName(name string) RedisOption { return func(s *RedisStore) { s.ho
 
 // RedisStore is the Store and Locker shared by replicas. A thread is a hash
 // {v: version, m: meta part (history.go), g: generation of the messages
-// array, a: agent id, n: message count, u: updated unix ms, t: title, r: run
-// mark (MarkRun)} and a string holding its messages array, both with a
+// array, a: agent id, n: message count, u: updated unix ms, t: title, T: the
+// title the user gave (Rename), r: run mark (MarkRun)} and a string holding its messages array, both with a
 // sliding TTL; a thread saved before the two parts has its whole state in
 // the hash's s instead, until its next save. Each user has a sorted set of
 // thread ids by update time for List. Keys carry the user as a hash tag so that a thread,
@@ -103,7 +103,8 @@ return {r[1], r[2] or '', r[3] or '', r[4] or '', redis.call('GET', KEYS[3]) or 
 // and only over the version the writer loaded (0 = absent). A new thread
 // is refused (-3) when the user's index holds ARGV[9] (> 0) threads
 // already, in the same step as the write, so replicas creating threads at
-// once cannot together pass the bound. The run mark (r) is left as it is.
+// once cannot together pass the bound. The run mark (r) and the title the
+// user gave (T) are left as they are.
 //
 // ARGV[12] says how the messages (KEYS[4]) are written: -1 whole (SET to
 // ARGV[13], a new generation ARGV[11]); otherwise it is the array's length
@@ -256,6 +257,31 @@ func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, mark st
 	return nil
 }
 
+// renameScript sets (or with an empty ARGV[1] drops) the title the user
+// gave a thread that exists, and slides the thread's TTL as any access
+// does.
+var renameScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'T') else redis.call('HSET', KEYS[1], 'T', ARGV[1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+return 1`)
+
+// Rename implements Store.
+func (s *RedisStore) Rename(ctx context.Context, user, threadID, title string) (err error) {
+	defer s.errs.Observe(ctx, "thread.rename", &err)
+	keys := []string{s.threadKey(user, threadID), s.indexKey(user), s.msgsKey(user, threadID)}
+	n, err := renameScript.Run(ctx, s.rdb, keys, title, s.ttl.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("rename thread %s: %w", threadID, err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // Count implements Store. Index entries whose thread expired are dropped
 // first, so that expired threads free their place.
 func (s *RedisStore) Count(ctx context.Context, user string) (_ int64, err error) {
@@ -318,7 +344,7 @@ func (s *RedisStore) List(ctx context.Context, user, agentID string) (_ []Summar
 	locks := make([]*redis.IntCmd, len(threadIDs))
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range threadIDs {
-			cmds[i] = p.HMGet(ctx, s.threadKey(user, id), "a", "n", "u", "t", "r")
+			cmds[i] = p.HMGet(ctx, s.threadKey(user, id), "a", "n", "u", "t", "r", "T")
 			locks[i] = p.Exists(ctx, s.lockKey(user, id))
 		}
 		return nil
@@ -330,7 +356,7 @@ func (s *RedisStore) List(ctx context.Context, user, agentID string) (_ []Summar
 	var gone []any
 	for i, c := range cmds {
 		vals := c.Val()
-		if len(vals) != 5 || vals[2] == nil {
+		if len(vals) != 6 || vals[2] == nil {
 			gone = append(gone, threadIDs[i])
 			continue
 		}
@@ -342,8 +368,9 @@ func (s *RedisStore) List(ctx context.Context, user, agentID string) (_ []Summar
 		u, _ := strconv.ParseInt(fmt.Sprint(vals[2]), 10, 64)
 		t, _ := vals[3].(string)
 		mark, _ := vals[4].(string)
+		named, _ := vals[5].(string)
 		out = append(out, Summary{ThreadID: threadIDs[i], AgentID: a, MessageCount: n, UpdatedAt: time.UnixMilli(u).UTC(),
-			Title: t, Status: statusOf(locks[i].Val() == 1, mark)})
+			Title: listTitle(named, t), Status: statusOf(locks[i].Val() == 1, mark)})
 	}
 	if len(gone) > 0 {
 		s.rdb.ZRem(ctx, s.indexKey(user), gone...)

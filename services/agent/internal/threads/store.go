@@ -64,8 +64,9 @@ type Summary struct {
 	AgentID      string
 	MessageCount int
 	UpdatedAt    time.Time
-	// Title is the first user message, cut (see title); "" for threads
-	// saved before titles were kept.
+	// Title is the title the user gave (Store.Rename), else the first
+	// user message, cut (see title); "" for threads saved before titles
+	// were kept.
 	Title string
 	// Status is one of the Status constants.
 	Status string
@@ -134,6 +135,15 @@ func title(msgs []llm.Message) string {
 	return ""
 }
 
+// listTitle is the title List shows: the one the user gave, else the one
+// taken from the messages.
+func listTitle(named, derived string) string {
+	if named != "" {
+		return named
+	}
+	return derived
+}
+
 // Store persists thread states per user. States returned are the caller's
 // own copies. Every access refreshes the thread's sliding TTL.
 type Store interface {
@@ -161,6 +171,12 @@ type Store interface {
 	Delete(ctx context.Context, user, threadID string) error
 	// List returns the user's threads, newest first, limited to agentID when set.
 	List(ctx context.Context, user, agentID string) ([]Summary, error)
+	// Rename gives the thread a title that List shows instead of the one
+	// taken from its messages, or with "" drops it. The title is kept apart
+	// from the state: it changes neither the version nor UpdatedAt, so a
+	// run holding the thread saves on without a conflict and without
+	// overwriting it. A missing thread is ErrNotFound.
+	Rename(ctx context.Context, user, threadID, title string) error
 	// MarkRun sets the mark (a Mark constant) of the run holding the
 	// thread's lock with fence, from which List tells a waiting or failed
 	// run. Like Save it writes nothing and returns ErrLeaseLost when fence
