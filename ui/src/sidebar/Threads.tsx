@@ -4,6 +4,7 @@
 // renames its thread in place. A deleted thread leaves a toast that can
 // undo the deletion while it waits to be sent.
 import type { components } from "@wick-agent/sdk";
+import { Pencil, Trash2 } from "lucide-react";
 import { useEffect, useMemo, useRef, useState } from "react";
 
 import { DATE_GROUPS, dateGroup, fullTime, relativeTime, type DateGroup } from "../state/words";
@@ -209,11 +210,11 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
                         title="Rename thread"
                         onClick={() => setRenaming(id)}
                       >
-                        ✎
+                        <Pencil size={14} aria-hidden="true" />
                       </button>
                     )}
                     <button type="button" className="icon" data-testid="thread-delete" aria-label={`Delete thread ${names[id]?.title ?? id}`} title="Delete thread" onClick={() => onDelete(id)}>
-                      ×
+                      <Trash2 size={14} aria-hidden="true" />
                     </button>
                   </li>
                 );
