@@ -320,11 +320,6 @@ func kubeAPIServer(t *testing.T) string {
 	return bin
 }
 
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 // serviceAccountKey writes an ECDSA key pair for signing service-account
 // tokens, which kube-apiserver requires to start.
 func serviceAccountKey(t *testing.T, keyFile, pubFile string) {

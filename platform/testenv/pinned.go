@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -73,9 +72,11 @@ func (p Pinned) Build(t testing.TB) (string, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		// go test runs test binaries with GOROOT set, also where go is not
+		// on PATH (an IDE's go).
+		if goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go"); os.Getenv("GOROOT") == "" {
 			return "", fmt.Errorf("no go command to build %s", p.Name)
 		}
 	}
