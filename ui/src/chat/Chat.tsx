@@ -84,16 +84,28 @@ export const Chat = forwardRef(function Chat(
   const [unread, setUnread] = useState(false);
   const [editing, setEditing] = useState<string | undefined>();
 
+  // Where the last follow left the view: a scroll up since then (whose
+  // event may not have been handled yet) stops the following.
+  const followedTo = useRef(0);
   useLayoutEffect(() => {
     const el = scroller.current;
     if (!el) return;
-    if (stick.current) el.scrollTop = el.scrollHeight;
-    else setUnread(true);
+    if (stick.current && el.scrollTop < followedTo.current - 1) {
+      stick.current = false;
+      setAway(true);
+    }
+    if (stick.current) {
+      el.scrollTop = el.scrollHeight;
+      followedTo.current = el.scrollTop;
+    } else {
+      setUnread(true);
+    }
   }, [chat.items]);
 
   // Another thread opens at its bottom, with no editor open.
   useLayoutEffect(() => {
     stick.current = true;
+    followedTo.current = 0;
     setAway(false);
     setUnread(false);
     setEditing(undefined);
@@ -104,6 +116,7 @@ export const Chat = forwardRef(function Chat(
     if (!el || el.scrollHeight - el.scrollTop - el.clientHeight < 1) return false;
     stick.current = true;
     el.scrollTo({ top: el.scrollHeight });
+    followedTo.current = el.scrollTop;
     setAway(false);
     setUnread(false);
     return true;
@@ -141,7 +154,10 @@ export const Chat = forwardRef(function Chat(
           const el = e.currentTarget;
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
           setAway(!stick.current);
-          if (stick.current) setUnread(false);
+          if (stick.current) {
+            followedTo.current = el.scrollTop;
+            setUnread(false);
+          }
         }}
       >
         {chat.items.length === 0 && !loading && (agent && !disabled ? (
