@@ -87,6 +87,16 @@ export const Chat = forwardRef(function Chat(
   // Where the last follow left the view: a scroll up since then (whose
   // event may not have been handled yet) stops the following.
   const followedTo = useRef(0);
+  // Another thread opens at its bottom, with no editor open (before the
+  // effect below follows its items).
+  useLayoutEffect(() => {
+    stick.current = true;
+    followedTo.current = 0;
+    setAway(false);
+    setUnread(false);
+    setEditing(undefined);
+  }, [chat.threadId]);
+
   useLayoutEffect(() => {
     const el = scroller.current;
     if (!el) return;
@@ -101,15 +111,6 @@ export const Chat = forwardRef(function Chat(
       setUnread(true);
     }
   }, [chat.items]);
-
-  // Another thread opens at its bottom, with no editor open.
-  useLayoutEffect(() => {
-    stick.current = true;
-    followedTo.current = 0;
-    setAway(false);
-    setUnread(false);
-    setEditing(undefined);
-  }, [chat.threadId]);
 
   const scrollToBottom = useCallback((): boolean => {
     const el = scroller.current;
