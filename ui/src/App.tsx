@@ -9,7 +9,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties }
 
 import { errorText, isAbort, isUnauthenticated, makeClient, type ConnState } from "./api/client";
 import { followConfig, type ConfigEventData } from "./api/configEvents";
-import { Chat } from "./chat/Chat";
+import { Chat, type ChatHandle } from "./chat/Chat";
 import { useThreadChat } from "./chat/useThreadChat";
 import { SidePanel } from "./panels/SidePanel";
 import type { PanelContext } from "./panels/types";
@@ -17,6 +17,7 @@ import { newWrites, writeKeys } from "./panels/writes";
 import { IconButton } from "./shell/IconButton";
 import { ResizeHandle, usePanelWidth } from "./shell/ResizeHandle";
 import { SettingsDialog } from "./shell/SettingsDialog";
+import { ShortcutsHelp, useShortcuts } from "./shell/Shortcuts";
 import { ThemeMenu } from "./shell/ThemeMenu";
 import { useTheme } from "./shell/theme";
 import { AgentForm, AgentList, type Agent } from "./sidebar/Agents";
@@ -365,6 +366,28 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
     if (hasPlan && !narrow()) setPanelOpen(true);
   }, [hasPlan]);
 
+  // Keyboard shortcuts (shell/Shortcuts.tsx lists them in its help sheet).
+  const chatRef = useRef<ChatHandle>(null);
+  const [helpOpen, setHelpOpen] = useState(false);
+  useShortcuts({
+    focusComposer: () => chatRef.current?.focusComposer(),
+    newThread: () => {
+      if (!agentId) return false;
+      navigate({ agentId }, true);
+      // The box of the new thread takes the first words.
+      requestAnimationFrame(() => chatRef.current?.focusComposer());
+    },
+    searchThreads: () => {
+      // The search box shows once the agent has threads; on a narrow screen the sidebar opens for it.
+      const search = document.querySelector<HTMLInputElement>('[data-testid="thread-search"]');
+      if (!search) return false;
+      setSidebarOpen(true);
+      requestAnimationFrame(() => search.focus());
+    },
+    scrollToBottom: () => chatRef.current?.scrollToBottom() ?? false,
+    help: () => setHelpOpen(true),
+  });
+
   const onAgentChanged = useCallback((a: Agent) => setAgents((as) => as.map((x) => (x.agent_id === a.agent_id ? { ...x, ...a } : x))), []);
 
   const panelContext: PanelContext | undefined = agentId
@@ -392,6 +415,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
           {signedIn && agent && <SettingsDialog client={client} agent={agent} running={running} onChanged={onAgentChanged} onDelete={deleteAgent} onError={onError} />}
         </span>
         <ConnectionState state={conn} />
+        <ShortcutsHelp open={helpOpen} onOpenChange={setHelpOpen} />
         <ThemeMenu theme={theme} onChange={setTheme} />
         <IconButton label={panelOpen ? "Hide the side panel" : "Show the side panel"} aria-expanded={panelOpen} data-testid="panel-toggle" onClick={() => setPanelOpen(!panelOpen)}>
           <PanelRight size={18} aria-hidden="true" />
@@ -426,7 +450,9 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
           />
         ) : (
           <Chat
+            ref={chatRef}
             chat={tc.chat}
+            agent={agent}
             loading={tc.loading}
             running={running}
             disabled={!agentId || needToken}

@@ -1,9 +1,31 @@
 // The chat of the open thread: its items, and the box to write in. Enter
 // sends, Shift+Enter breaks the line, Esc cancels the run. Stop lets the
-// run finish its step first; Continue goes on from a stopped run.
-import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
+// run finish its step first; Continue goes on from a stopped run. A new
+// thread shows the agent and example prompts; messages have actions (copy,
+// retry the last reply, edit and send a user message again); the view
+// follows new content only while it is at the bottom, else offers a button
+// that goes there.
+import * as Tooltip from "@radix-ui/react-tooltip";
+import { ArrowDown } from "lucide-react";
+import {
+  forwardRef,
+  memo,
+  useCallback,
+  useEffect,
+  useImperativeHandle,
+  useLayoutEffect,
+  useMemo,
+  useRef,
+  useState,
+  type KeyboardEvent,
+  type Ref,
+} from "react";
 
+import type { Agent } from "../sidebar/Agents";
 import { stoppedRunId, type ChatItem, type ChatState, type Retrieval } from "../state/chat";
+import "./actions.css";
+import { EmptyState } from "./EmptyState";
+import { MessageActions, MessageEditor } from "./MessageActions";
 import { refusalText } from "./refusal";
 import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ThoughtBlock, ToolCard, UserMessage } from "./Items";
 import type { Decision } from "./useThreadChat";
@@ -11,8 +33,32 @@ import type { Decision } from "./useThreadChat";
 /** How close to the bottom (px) the view must be to follow new content. */
 const STICK_PX = 80;
 
+/** What the page's shortcuts ask of the chat. */
+export interface ChatHandle {
+  focusComposer(): void;
+  /** Goes to the newest message; false when there was nowhere to go. */
+  scrollToBottom(): boolean;
+}
+
+/**
+ * retryTarget is the key of the reply that Retry belongs to (the thread's
+ * last assistant message, with no user message after it) and the user
+ * message it answered.
+ */
+export function retryTarget(items: readonly ChatItem[]): { replyKey: string; text: string } | undefined {
+  let replyKey: string | undefined;
+  for (let i = items.length - 1; i >= 0; i--) {
+    const it = items[i]!;
+    if (it.kind === "user") return replyKey ? { replyKey, text: it.text } : undefined;
+    if (it.kind === "assistant" && replyKey === undefined && it.text.trim() !== "") replyKey = it.key;
+  }
+  return undefined;
+}
+
 interface ChatProps {
   chat: ChatState;
+  /** The open agent: a new thread shows it, with example prompts. */
+  agent?: Agent | undefined;
   loading: boolean;
   running: boolean;
   disabled: boolean;
@@ -25,14 +71,70 @@ interface ChatProps {
   onError(err: unknown): void;
 }
 
-export function Chat({ chat, loading, running, disabled, placeholder, onSend, onStop, onCancel, onContinue, onDecide, onError }: ChatProps) {
+export const Chat = forwardRef(function Chat(
+  { chat, agent, loading, running, disabled, placeholder, onSend, onStop, onCancel, onContinue, onDecide, onError }: ChatProps,
+  ref: Ref<ChatHandle>,
+) {
   const scroller = useRef<HTMLDivElement>(null);
+  const composer = useRef<ComposerHandle>(null);
   const stick = useRef(true);
+  // Away from the bottom: the button that goes there shows; unread: content
+  // came (a run streamed, a message arrived) since the view left it.
+  const [away, setAway] = useState(false);
+  const [unread, setUnread] = useState(false);
+  const [editing, setEditing] = useState<string | undefined>();
+
+  // Where the last follow left the view: a scroll up since then (whose
+  // event may not have been handled yet) stops the following.
+  const followedTo = useRef(0);
+  // Another thread opens at its bottom, with no editor open (before the
+  // effect below follows its items).
+  useLayoutEffect(() => {
+    stick.current = true;
+    followedTo.current = 0;
+    setAway(false);
+    setUnread(false);
+    setEditing(undefined);
+  }, [chat.threadId]);
 
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
+    if (!el) return;
+    if (stick.current && el.scrollTop < followedTo.current - 1) {
+      stick.current = false;
+      setAway(true);
+    }
+    if (stick.current) {
+      el.scrollTop = el.scrollHeight;
+      followedTo.current = el.scrollTop;
+    } else {
+      setUnread(true);
+    }
   }, [chat.items]);
+
+  const scrollToBottom = useCallback((): boolean => {
+    const el = scroller.current;
+    if (!el || el.scrollHeight - el.scrollTop - el.clientHeight < 1) return false;
+    stick.current = true;
+    el.scrollTo({ top: el.scrollHeight });
+    followedTo.current = el.scrollTop;
+    setAway(false);
+    setUnread(false);
+    return true;
+  }, []);
+
+  useImperativeHandle(ref, () => ({ focusComposer: () => composer.current?.focus(), scrollToBottom }), [scrollToBottom]);
+
+  const retry = useMemo(() => retryTarget(chat.items), [chat.items]);
+  const retryText = retry?.text;
+  const busy = running || disabled;
+  const onRetry = useCallback(() => {
+    if (retryText !== undefined) composer.current?.submit(retryText);
+  }, [retryText]);
+  const onEditSend = useCallback((text: string) => {
+    setEditing(undefined);
+    composer.current?.submit(text);
+  }, []);
 
   // A run's sources go under its last message: the reply that cites them.
   const lastReplyOfRun = useMemo(() => {
@@ -42,16 +144,28 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
   }, [chat.items]);
 
   return (
+    // Its own tooltip provider: the chat renders alone too (a nested one is allowed).
+    <Tooltip.Provider delayDuration={400}>
     <section className="chat" aria-label="Chat">
+      <div className="messages-wrap">
       <div
         className="messages"
         ref={scroller}
         onScroll={(e) => {
           const el = e.currentTarget;
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
+          setAway(!stick.current);
+          if (stick.current) {
+            followedTo.current = el.scrollTop;
+            setUnread(false);
+          }
         }}
       >
-        {chat.items.length === 0 && !loading && <div className="empty muted">{placeholder}</div>}
+        {chat.items.length === 0 && !loading && (agent && !disabled ? (
+          <EmptyState agent={agent} onPick={(p) => composer.current?.fill(p)} />
+        ) : (
+          <div className="empty muted">{placeholder}</div>
+        ))}
         {loading && <div className="empty muted">Loading the thread…</div>}
         {chat.items.map((it) => (
           <Item
@@ -59,12 +173,33 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
             item={it}
             run={it.kind === "runEnd" ? chat.runs[it.runId] : undefined}
             knowledge={it.kind === "assistant" && lastReplyOfRun.has(it.key) ? chat.runs[it.runId]?.knowledge : undefined}
+            busy={busy}
+            editing={editing === it.key}
+            onRetry={retry?.replyKey === it.key ? onRetry : undefined}
+            onEdit={setEditing}
+            onEditSend={onEditSend}
             onDecide={onDecide}
             onError={onError}
           />
         ))}
       </div>
+      {away && (
+        <button
+          type="button"
+          className="scroll-bottom"
+          data-testid="scroll-to-bottom"
+          data-unread={unread || undefined}
+          aria-label={unread ? "New messages below: go to the newest" : "Go to the newest message"}
+          title="Go to the newest message (End)"
+          onClick={() => scrollToBottom()}
+        >
+          <ArrowDown size={16} aria-hidden="true" />
+          {unread && <span>New messages</span>}
+        </button>
+      )}
+      </div>
       <Composer
+        ref={composer}
         running={running}
         stopping={!!(chat.activeRunId && chat.runs[chat.activeRunId]?.stopping)}
         waiting={!!(chat.activeRunId && chat.runs[chat.activeRunId]?.status === "interrupted")}
@@ -76,27 +211,50 @@ export function Chat({ chat, loading, running, disabled, placeholder, onSend, on
         onContinue={onContinue}
       />
     </section>
+    </Tooltip.Provider>
   );
-}
+});
 
 const Item = memo(function Item({
   item,
   run,
   knowledge,
+  busy,
+  editing,
+  onRetry,
+  onEdit,
+  onEditSend,
   onDecide,
   onError,
 }: {
   item: ChatItem;
   run: ChatState["runs"][string] | undefined;
   knowledge: Retrieval | undefined;
+  busy: boolean;
+  editing: boolean;
+  onRetry: (() => void) | undefined;
+  onEdit(key: string | undefined): void;
+  onEditSend(text: string): void;
   onDecide: ChatProps["onDecide"];
   onError: ChatProps["onError"];
 }) {
   switch (item.kind) {
     case "user":
-      return <UserMessage item={item} />;
+      if (editing) return <MessageEditor text={item.text} busy={busy} onSend={onEditSend} onCancel={() => onEdit(undefined)} />;
+      return (
+        <div className="msg-with-actions msg-with-actions-user">
+          <UserMessage item={item} />
+          <MessageActions text={item.text} busy={busy} onEdit={() => onEdit(item.key)} onError={onError} />
+        </div>
+      );
     case "assistant":
-      return <AssistantMessage item={item} knowledge={knowledge} />;
+      if (item.streaming || item.text.trim() === "") return <AssistantMessage item={item} knowledge={knowledge} />;
+      return (
+        <div className="msg-with-actions">
+          <AssistantMessage item={item} knowledge={knowledge} />
+          <MessageActions text={item.text} busy={busy} onRetry={onRetry} onError={onError} />
+        </div>
+      );
     case "thought":
       return <ThoughtBlock item={item} />;
     case "tool":
@@ -126,7 +284,22 @@ interface ComposerProps {
   onContinue?(): void;
 }
 
-export function Composer({ running, stopping, waiting, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps) {
+/** What the chat asks of its box. */
+export interface ComposerHandle {
+  focus(): void;
+  /** Puts text in the box (an example prompt), to be edited or sent. */
+  fill(text: string): void;
+  /**
+   * Sends text as if typed (a retry, an edited message), leaving what is in
+   * the box; a refused message comes back into an empty box, with the reason.
+   */
+  submit(text: string): void;
+}
+
+export const Composer = forwardRef(function Composer(
+  { running, stopping, waiting, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps,
+  ref: Ref<ComposerHandle>,
+) {
   const [text, setText] = useState("");
   const [refusal, setRefusal] = useState<string | undefined>();
   const box = useRef<HTMLTextAreaElement>(null);
@@ -141,10 +314,9 @@ export function Composer({ running, stopping, waiting, canContinue, disabled, on
     return () => window.removeEventListener("keydown", onKey);
   }, [running, onCancel]);
 
-  const send = () => {
-    if (running || disabled || text.trim() === "") return;
-    const sent = text;
-    setText("");
+  const submit = (sent: string, fromBox: boolean) => {
+    if (running || disabled || sent.trim() === "") return;
+    if (fromBox) setText("");
     setRefusal(undefined);
     const taken = onSend(sent);
     if (!taken) return;
@@ -155,6 +327,23 @@ export function Composer({ running, stopping, waiting, canContinue, disabled, on
       box.current?.focus();
     });
   };
+  const send = () => submit(text, true);
+  const submitRef = useRef(submit);
+  submitRef.current = submit;
+
+  useImperativeHandle(
+    ref,
+    () => ({
+      focus: () => box.current?.focus(),
+      fill: (t: string) => {
+        setText(t);
+        setRefusal(undefined);
+        box.current?.focus();
+      },
+      submit: (t: string) => submitRef.current(t, false),
+    }),
+    [],
+  );
 
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
     if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
@@ -222,4 +411,4 @@ export function Composer({ running, stopping, waiting, canContinue, disabled, on
       )}
     </form>
   );
-}
+});
