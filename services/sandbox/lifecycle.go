@@ -28,11 +28,10 @@ func (s *Service) ensure(ctx context.Context, user, agent string, spec *sandboxv
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.boxFor(user, agent)
+	b, err := s.lockedBox(user, agent)
 	if err != nil {
 		return nil, err
 	}
-	b.life.Lock()
 	defer b.life.Unlock()
 	b.mu.Lock()
 	state := b.state
@@ -70,6 +69,35 @@ func (s *Service) ensure(ctx context.Context, user, agent string, spec *sandboxv
 		return nil, err
 	}
 	return b, nil
+}
+
+// lockedBox returns the caller's box with its life lock held. A box can
+// leave the map while a caller waits for its lock (a first start that
+// failed, a destroy); starting that one would run a sandbox no later
+// request finds, so the caller waits on the box that replaced it.
+func (s *Service) lockedBox(user, agent string) (*box, error) {
+	for {
+		b, err := s.boxFor(user, agent)
+		if err != nil {
+			return nil, err
+		}
+		if s.lockCurrent(b) {
+			return b, nil
+		}
+	}
+}
+
+// lockCurrent takes b's life lock and keeps it if b is still the box of
+// its key; otherwise it lets go and reports false.
+func (s *Service) lockCurrent(b *box) bool {
+	b.life.Lock()
+	s.mu.Lock()
+	current := s.boxes[b.key] == b
+	s.mu.Unlock()
+	if !current {
+		b.life.Unlock()
+	}
+	return current
 }
 
 // start brings a box up; b.life is held. fresh says the sandbox never ran.

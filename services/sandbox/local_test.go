@@ -157,3 +157,46 @@ func TestLocalTerminal(t *testing.T) {
 	}
 	terminalRoundTrip(ctx, t, cli, "dev")
 }
+
+// A request that waited on a box whose first start failed must not start
+// that box: it has left the map, so the sandbox would run where no later
+// request finds it (Ls answered NotFound right after a successful Ensure).
+func TestEnsureAfterFailedFirstStart(t *testing.T) {
+	t.Parallel()
+	svc, cli := newLocal(t, Config{AllowLocal: true})
+	ctx, cancel := context.WithTimeout(as("alice"), time.Minute)
+	defer cancel()
+	failed, err := svc.boxFor("alice", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second request found the box and queues on its life lock while
+	// the first start holds it.
+	failed.life.Lock()
+	current := make(chan bool, 1)
+	go func() { current <- svc.lockCurrent(failed) }()
+	// What ensure does when a first start fails.
+	failed.mu.Lock()
+	failed.state = stateFailed
+	failed.mu.Unlock()
+	svc.mu.Lock()
+	delete(svc.boxes, failed.key)
+	svc.mu.Unlock()
+	failed.life.Unlock()
+	if <-current {
+		t.Fatal("a box that left the map was taken as current")
+	}
+	if !failed.life.TryLock() {
+		t.Fatal("the life lock of a box that left the map is still held")
+	}
+
+	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: "dev", Spec: &sandboxv1.SandboxSpec{Type: backend.Local}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Ls(ctx, &sandboxv1.LsRequest{AgentId: "dev", Path: "/workspace"}); err != nil {
+		t.Fatalf("ls right after ensure: %v", err)
+	}
+	if failed.state != stateFailed {
+		t.Fatalf("the box that left the map was started again: %s", failed.state)
+	}
+}
