@@ -5,7 +5,7 @@
 // suite allows (-cors-origins), so the calls are cross-origin as in a
 // real deployment.
 import { createServer, type Server } from "node:http";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -57,8 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-  // The screenshots stay for a person to look at; the bundles go.
-  for (const p of PAGES) await rm(path.join(dir, `${p}.js`), { force: true });
+  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** serve answers GET /<file> from dir on the origin's port. */
@@ -124,8 +123,12 @@ async function waitIdle(page: Page, problems: string[], idle: string): Promise<v
   expect(await page.locator("#error").count(), problems.join("\n")).toBe(0);
 }
 
+/** Where the screenshots stay for a person to look at (ignored by git). */
+const screenshotDir = fileURLToPath(new URL("../screenshots/", import.meta.url));
+
 async function screenshot(page: Page, name: PageName): Promise<void> {
-  const file = path.join(dir, `${name}.png`);
+  await mkdir(screenshotDir, { recursive: true });
+  const file = path.join(screenshotDir, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   console.log(`screenshot of ${name}: ${file}`);
 }
