@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -120,4 +122,55 @@ func TestRelayRefusesBadRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+func post(h http.Handler, body []byte) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/v1/traces", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func spansBody(t *testing.T, n int) []byte {
+	t.Helper()
+	spans := make([]*tracepb.Span, n)
+	for i := range spans {
+		spans[i] = &tracepb.Span{Name: "exec", TraceId: bytes.Repeat([]byte{1}, 16), SpanId: bytes.Repeat([]byte{byte(i + 1)}, 8)}
+	}
+	b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRelayBoundsTheSpanRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		h := Handler(rec, WithSpanRate(10, 20))
+		// The burst passes, then the rate: 20 spans at once, the 21st is refused.
+		if w := post(h, spansBody(t, 20)); w.Code != http.StatusOK {
+			t.Fatalf("burst: status %d: %s", w.Code, w.Body)
+		}
+		w := post(h, spansBody(t, 1))
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+			t.Fatalf("over the rate: status %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+		}
+		// A second later, ten spans more are taken, not eleven.
+		time.Sleep(time.Second)
+		if w := post(h, spansBody(t, 11)); w.Code != http.StatusTooManyRequests {
+			t.Fatalf("11 spans after 1 s at 10/s: status %d", w.Code)
+		}
+		if w := post(h, spansBody(t, 10)); w.Code != http.StatusOK {
+			t.Fatalf("10 spans after 1 s at 10/s: status %d: %s", w.Code, w.Body)
+		}
+		// More than the burst in one request can never pass.
+		if w := post(h, spansBody(t, 21)); w.Code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("21 spans, burst 20: status %d", w.Code)
+		}
+		if n := len(rec.got); n != 2 {
+			t.Fatalf("%d requests forwarded, want 2", n)
+		}
+	})
 }
