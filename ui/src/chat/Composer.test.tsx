@@ -4,7 +4,7 @@ import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/re
 import { afterEach, describe, expect, it, vi } from "vitest";
 
 import type { InterruptItem } from "../state/chat";
-import { Composer } from "./Chat";
+import { Composer } from "./Composer";
 import { QuestionCard } from "./Items";
 
 afterEach(cleanup);
