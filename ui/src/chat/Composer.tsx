@@ -1,8 +1,12 @@
 // The box to write in, under the chat: Enter sends, Shift+Enter breaks the
 // line, Esc cancels the run; Stop lets the run finish its step first and
 // Continue goes on from a stopped run. A refused message comes back.
+// Files are attached with the paperclip, by dropping them on the chat or by
+// pasting them: each uploads into the agent's workspace at once, and the
+// message, sent once every upload is done, names their paths.
 import {
   forwardRef,
+  useContext,
   useEffect,
   useImperativeHandle,
   useRef,
@@ -11,6 +15,9 @@ import {
   type Ref,
 } from "react";
 
+import { AttachmentChips, AttachButton, useAttachments } from "./attachmentsView";
+import { messageWith } from "./attachments";
+import { AttachContext } from "./attachmentsUploader";
 import { refusalText } from "./refusal";
 
 interface ComposerProps {
@@ -48,6 +55,12 @@ export const Composer = forwardRef(function Composer(
   const [text, setText] = useState("");
   const [refusal, setRefusal] = useState<string | undefined>();
   const box = useRef<HTMLTextAreaElement>(null);
+  const form = useRef<HTMLFormElement>(null);
+  const target = useContext(AttachContext);
+  const files = useAttachments(target, form, disabled);
+  // Waiting for uploads before the message goes.
+  const [awaiting, setAwaiting] = useState(false);
+  const sendingRef = useRef(false);
 
   // Esc cancels the run from anywhere on the page.
   useEffect(() => {
@@ -59,20 +72,43 @@ export const Composer = forwardRef(function Composer(
     return () => window.removeEventListener("keydown", onKey);
   }, [running, onCancel]);
 
-  const submit = (sent: string, fromBox: boolean) => {
-    if (running || disabled || sent.trim() === "") return;
-    if (fromBox) setText("");
+  const submit = async (sent: string, fromBox: boolean) => {
+    const attached = fromBox ? files.list.items.length > 0 : false;
+    if (running || disabled || (sent.trim() === "" && !attached) || sendingRef.current) return;
     setRefusal(undefined);
-    const taken = onSend(sent);
-    if (!taken) return;
-    taken.catch((err: unknown) => {
-      // Nothing typed since: the message comes back to be shortened or sent again.
-      setText((t) => (t === "" ? sent : t));
-      setRefusal(refusalText(err));
-      box.current?.focus();
-    });
+    let message = sent;
+    if (attached) {
+      // The text stays in the box until the uploads are done and the message goes.
+      sendingRef.current = true;
+      setAwaiting(true);
+      await files.list.settled();
+      sendingRef.current = false;
+      setAwaiting(false);
+      if (files.list.items.some((a) => a.status !== "done")) {
+        setRefusal("Not sent: a file did not upload. Remove it (its chip says why), or attach it again.");
+        return;
+      }
+      message = messageWith(sent, files.list.paths());
+    }
+    if (fromBox) setText("");
+    const taken = onSend(message);
+    if (!taken) {
+      if (attached) files.list.clear();
+      return;
+    }
+    taken.then(
+      () => {
+        if (attached) files.list.clear();
+      },
+      (err: unknown) => {
+        // Nothing typed since: the message comes back to be shortened or sent again.
+        setText((t) => (t === "" ? sent : t));
+        setRefusal(refusalText(err));
+        box.current?.focus();
+      },
+    );
   };
-  const send = () => submit(text, true);
+  const send = () => void submit(text, true);
   const submitRef = useRef(submit);
   submitRef.current = submit;
 
@@ -85,7 +121,7 @@ export const Composer = forwardRef(function Composer(
         setRefusal(undefined);
         box.current?.focus();
       },
-      submit: (t: string) => submitRef.current(t, false),
+      submit: (t: string) => void submitRef.current(t, false),
     }),
     [],
   );
@@ -99,7 +135,8 @@ export const Composer = forwardRef(function Composer(
 
   return (
     <form
-      className="composer"
+      ref={form}
+      className={`composer${files.dragging ? " composer-drop" : ""}`}
       onSubmit={(e) => {
         e.preventDefault();
         send();
@@ -110,6 +147,8 @@ export const Composer = forwardRef(function Composer(
           {refusal}
         </p>
       )}
+      {target && <AttachmentChips state={files} />}
+      {target && <AttachButton state={files} />}
       <textarea
         ref={box}
         data-testid="chat-input"
@@ -119,9 +158,17 @@ export const Composer = forwardRef(function Composer(
         value={text}
         rows={Math.min(8, Math.max(1, text.split("\n").length))}
         disabled={disabled}
+        readOnly={awaiting}
         aria-invalid={refusal ? true : undefined}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={onKeyDown}
+        onPaste={(e) => {
+          // Pasted files (a screenshot, files copied in a file manager) are attached; text pastes as ever.
+          const pasted = Array.from(e.clipboardData.files);
+          if (!target || pasted.length === 0) return;
+          e.preventDefault();
+          files.add(pasted);
+        }}
       />
       {running ? (
         <>
@@ -149,8 +196,14 @@ export const Composer = forwardRef(function Composer(
               Continue
             </button>
           )}
-          <button type="submit" className="primary" data-testid="chat-send" disabled={disabled || text.trim() === ""}>
-            Send
+          <button
+            type="submit"
+            className="primary"
+            data-testid="chat-send"
+            disabled={disabled || awaiting || (text.trim() === "" && files.items.length === 0)}
+            title={awaiting ? "The message goes once its files are uploaded" : undefined}
+          >
+            {awaiting ? "Uploading…" : "Send"}
           </button>
         </>
       )}
