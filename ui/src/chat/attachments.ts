@@ -82,11 +82,16 @@ export function messageWith(text: string, paths: readonly string[]): string {
   return `${lead}${ATTACHED_LEAD}${paths.join(", ")}`;
 }
 
+/** sizeText writes a file's size in words: "37 bytes", "1.5 KiB", "100 MiB". */
+export function sizeText(n: number): string {
+  return humanBytes(n).replace(/\.0 /, " ");
+}
+
 /** uploadErrorText says why an upload failed, with the limit in words. */
 export function uploadErrorText(err: unknown): string {
   if (err instanceof WickError && err.status === 413) {
     const limit = /limit of (\d+) bytes/.exec(err.message)?.[1];
-    return `Too large: the upload limit is ${humanBytes(limit ? Number(limit) : DEFAULT_MAX_UPLOAD_BYTES)}`;
+    return `Too large: the upload limit is ${sizeText(limit ? Number(limit) : DEFAULT_MAX_UPLOAD_BYTES)}`;
   }
   if (err instanceof WickError && err.code === "FAILED_PRECONDITION") return `Not uploaded: ${err.message}`;
   return `Not uploaded: ${errorText(err)}`;

@@ -5,13 +5,12 @@ import { LoaderCircle, Paperclip, X } from "lucide-react";
 import { useCallback, useEffect, useMemo, useRef, useState, type RefObject } from "react";
 
 import { FileIcon } from "../shell/FileIcon";
-import { AttachmentList, DEFAULT_MAX_UPLOAD_BYTES, MAX_FILES, UPLOAD_DIR, type Attachment, type Uploader } from "./attachments";
+import { AttachmentList, DEFAULT_MAX_UPLOAD_BYTES, MAX_FILES, sizeText, UPLOAD_DIR, type Attachment, type Uploader } from "./attachments";
 import type { AttachTarget } from "./attachmentsUploader";
 import "./attachments.css";
-import { humanBytes } from "./refusal";
 
 /** LIMITS_TEXT says the limits in words, as the attach button and the chips show them. */
-export const LIMITS_TEXT = `Files go to ${UPLOAD_DIR} in the agent's workspace: up to ${MAX_FILES} per message, each at most the server's upload limit (${humanBytes(DEFAULT_MAX_UPLOAD_BYTES)} unless its operator set another).`;
+export const LIMITS_TEXT = `Files go to ${UPLOAD_DIR} in the agent's workspace: up to ${MAX_FILES} per message, each at most the server's upload limit (${sizeText(DEFAULT_MAX_UPLOAD_BYTES)} unless its operator set another).`;
 
 const NO_UPLOADER: Uploader = {
   upload: () => Promise.reject(new Error("no agent to upload to")),
@@ -191,7 +190,7 @@ function Chip({ a, onRemove }: { a: Attachment; onRemove(): void }) {
       )}
       <span className="attachment-name">{name}</span>
       <span className="attachment-size">
-        {a.status === "uploading" ? `${pct}% of ${humanBytes(a.size)}` : humanBytes(a.size)}
+        {a.status === "uploading" ? `${pct}% of ${sizeText(a.size)}` : sizeText(a.size)}
       </span>
       {a.status === "uploading" && <progress className="attachment-progress" max={100} value={pct} aria-label={`Uploading ${name}`} />}
       {a.status === "failed" && (
