@@ -9,7 +9,7 @@ import { Settings, Trash2, X } from "lucide-react";
 import { useEffect, useState } from "react";
 
 import { AgentSettings, type Agent } from "../sidebar/Agents";
-import type { AgentFields } from "./agentEdit";
+import { fieldsOf, sameFields, type AgentFields } from "./agentEdit";
 import { AgentEditForm } from "./AgentEditForm";
 import { IconButton } from "./IconButton";
 import "./settings.css";
@@ -30,6 +30,7 @@ export function SettingsDialog({ client, agent, running, onChanged, onDelete, on
   // Unsaved edits outlive the dialog's closing, not a switch to another agent.
   const [draft, setDraft] = useState<AgentFields | undefined>();
   useEffect(() => setDraft(undefined), [agent.agent_id]);
+  const dirty = draft !== undefined && !sameFields(draft, fieldsOf(agent));
   const name = agent.name || agent.agent_id || "";
   return (
     <Dialog.Root open={open} onOpenChange={setOpen}>
@@ -64,7 +65,13 @@ export function SettingsDialog({ client, agent, running, onChanged, onDelete, on
           <Tabs.Root value={tab} onValueChange={setTab} className="settings-tabs">
             <Tabs.List className="tab-list" aria-label="Settings sections">
               <Tabs.Trigger value="general" className="tab" data-testid="settings-tab-general">
-                General{draft ? " •" : ""}
+                General
+                {dirty && (
+                  <>
+                    <span aria-hidden="true"> •</span>
+                    <span className="visually-hidden"> (unsaved changes)</span>
+                  </>
+                )}
               </Tabs.Trigger>
               <Tabs.Trigger value="sandbox" className="tab" data-testid="settings-tab-sandbox">
                 Sandbox, hooks &amp; skills

@@ -53,7 +53,7 @@ describe("agent edits", () => {
   it("find the field an InvalidArgument names", () => {
     const refusal = (message: string) => new WickError(400, { code: 3, status: "INVALID_ARGUMENT", message });
     expect(refusedField(refusal(`invalid agent: agent "a1": tools[0] "bad tool" must be 1-64 letters, digits, '-' or '_'`))).toBe("tools");
-    expect(refusedField(refusal(`invalid agent: agent "a1": model: a model list has at most 5 entries`))).toBe("model");
+    expect(refusedField(refusal(`invalid agent: agent "a1": model: a model list has at most 8 entries`))).toBe("model");
     expect(refusedField(refusal(`invalid agent: agent "a1": max_turns must be between 0 and 200`))).toBeUndefined();
     expect(fieldRefusalText(refusal(`invalid agent configuration: agent "a1": tools[0] "bad tool" must be 1-64 letters`))).toBe(
       `tools[0] "bad tool" must be 1-64 letters (400 INVALID_ARGUMENT)`,
