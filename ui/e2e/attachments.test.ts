@@ -3,7 +3,8 @@
 // sent names its path and the agent's tool reads it; the same name again
 // gets a suffix instead of overwriting; a file over the gateway's upload
 // limit is refused on its chip in words and the typed text stays; an agent
-// without a backend says why it takes no files; at 375 px the chips fit.
+// without a backend says why it takes no files; at 375 px the chips fit,
+// and a file dropped on the conversation is attached.
 import { mkdtemp, rm, truncate, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -98,7 +99,7 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
     }
   });
 
-  test("at 375 px the chips fit, and an agent without a backend says why it takes no files", async () => {
+  test("at 375 px the chips fit and a dropped file is attached, and an agent without a backend says why it takes no files", async () => {
     const wick = client(url, alice.token);
     const suffix = Math.random().toString(16).slice(2, 8);
     const withBackend = `attach-narrow-${backend}-${suffix}`;
@@ -115,6 +116,15 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       ]);
       await expect.poll(() => page.locator('[data-testid="attachment"][data-status="done"]').count()).toBe(2);
       expect(await page.getByTestId("attachment").first().getAttribute("data-path")).toBe("/workspace/uploads/a_rather_long_name_for_a_file_of_notes.txt");
+      // A file dropped on the conversation is attached too.
+      const drop = await page.evaluateHandle(() => {
+        const dt = new DataTransfer();
+        dt.items.add(new File(["dropped\n"], "dropped.txt", { type: "text/plain" }));
+        return dt;
+      });
+      for (const type of ["dragenter", "dragover", "drop"]) await page.locator(".messages").dispatchEvent(type, { dataTransfer: drop });
+      await expect.poll(() => page.locator('[data-testid="attachment"][data-status="done"]').count()).toBe(3);
+      expect(await readFile(wick, withBackend, "/workspace/uploads/dropped.txt")).toBe("dropped\n");
       expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
       expect(await page.getByTestId("chat-send").isEnabled()).toBe(true);
 
