@@ -84,6 +84,8 @@ export const Composer = forwardRef(function Composer(
       await files.list.settled();
       sendingRef.current = false;
       setAwaiting(false);
+      // Every chip removed meanwhile (or another agent opened): nothing goes; the text stays.
+      if (files.list.items.length === 0) return;
       if (files.list.items.some((a) => a.status !== "done")) {
         setRefusal("Not sent: a file did not upload. Remove it (its chip says why), or attach it again.");
         return;
