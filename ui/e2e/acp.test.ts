@@ -8,7 +8,7 @@ import { readFile as readLocalFile } from "node:fs/promises";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 
-import { client, closeSettings, lastAssistantText, newPage, openSettings, openNewThread, readFile, screenshot, send, showPanelTab, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle, words } from "./helpers.js";
+import { client, closeSettings, lastAssistantText, newPage, openSettings, openNewThread, settingsTab, readFile, screenshot, send, showPanelTab, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle, words } from "./helpers.js";
 
 /** What the test agent's "hello" command streams (its Prompt doc comment). */
 const THOUGHT = "The user greets me.";
@@ -80,6 +80,7 @@ describe.each(suites)("ACP agent on the $backend backend", ({ backend, url }) =>
     await page.getByTestId("run-end").last().waitFor({ state: "attached" });
     expect(await page.getByTestId("run-usage").count()).toBe(0);
     await openSettings(page);
+    await settingsTab(page, "sandbox");
     expect(await page.getByTestId("hooks-acp").isVisible()).toBe(true);
     expect(await page.getByTestId("hook-toggle").count()).toBe(0);
     await closeSettings(page);

@@ -89,6 +89,10 @@ export const SHOWCASE_ANSWER_START = "Done. I read the csv-analyzer skill's SKIL
 /** The skills of Wick's library (skills/), in the order the sidebar lists them. */
 export const SHIPPED_SKILLS = ["code-review", "csv-analyzer", "data-analysis", "research", "slides", "summarization"];
 
+/** The "readup" script: reads the file a browser test attached, then says so. */
+export const READUP_PATH = "/workspace/uploads/notes.txt";
+export const READUP_ANSWER = "I have read the attached notes.";
+
 export const SCRIPTS = {
   hello: { delay: "25ms", turns: [{ text: HELLO_TEXT }], end_text: "The hello script has finished." },
   tools: {
@@ -144,6 +148,11 @@ export const SCRIPTS = {
   sleep: {
     delay: "2ms",
     turns: [{ text: "I will wait.", tool_calls: [{ name: "execute", arguments: { command: SLEEP_COMMAND } }] }, { text: "Waited." }],
+  },
+  // Reads an attached file (the test's agent has the suite's backend).
+  readup: {
+    delay: "2ms",
+    turns: [{ tool_calls: [{ name: "read_file", arguments: { path: READUP_PATH } }] }, { text: READUP_ANSWER }],
   },
   // A slow first step (text, then a calculation) to stop in, then an answer.
   step: {

@@ -225,6 +225,11 @@ export async function openSettings(page: Page): Promise<Locator> {
   return dialog;
 }
 
+/** Shows a section of the open settings dialog: "general", or "sandbox" (sandbox, hooks and skills). */
+export async function settingsTab(page: Page, tab: "general" | "sandbox"): Promise<void> {
+  await page.getByTestId(`settings-tab-${tab}`).click();
+}
+
 /** Closes the settings dialog with Escape. */
 export async function closeSettings(page: Page): Promise<void> {
   await page.keyboard.press("Escape");

@@ -5,7 +5,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 import { HELLO_TEXT, REPORT_HEADING, TOOLS_ANSWER } from "./fixtures.js";
-import { agentItem, closeSettings, newPage, openNewThread, openSettings, runInTerminal, screenshot, send, showPanelTab, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { agentItem, closeSettings, newPage, openNewThread, openSettings, runInTerminal, settingsTab, screenshot, send, showPanelTab, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
 /** The narrowest viewport the UI must work in. */
 const NARROW = 375;
@@ -71,6 +71,7 @@ describe.each(local)("screenshots ($backend backend)", ({ url }) => {
   test("agents and settings", async () => {
     await agentItem(page, "writer").click();
     await openSettings(page);
+    await settingsTab(page, "sandbox");
     await page.getByTestId("container-state").waitFor();
     await page.getByTestId("backend-select").waitFor();
     await screenshot(page, "settings");

@@ -7,7 +7,7 @@ import type { Page } from "playwright-core";
 import { describe, expect, test } from "vitest";
 
 import { APPROVE_ANSWER, REPORT_HEADING, TOOLS_ANSWER } from "./fixtures.js";
-import { closeSettings, newPage, openNewThread, openSettings, screenshot, send, showSidebar, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
+import { closeSettings, newPage, openNewThread, openSettings, screenshot, settingsTab, send, showSidebar, signIn, suites, useBrowser, users, waitForAnswer, waitForIdle } from "./helpers.js";
 
 const browser = useBrowser();
 // Not bob: users.test.ts checks that bob has no thread at all.
@@ -197,6 +197,7 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
       const dialog = page.getByTestId("agent-settings");
       await dialog.waitFor();
       expect(await dialog.getAttribute("role")).toBe("dialog");
+      await settingsTab(page, "sandbox");
       await page.getByTestId("container-state").waitFor();
       for (let i = 0; i < 12; i++) {
         await page.keyboard.press("Tab");
@@ -229,6 +230,8 @@ describe.each(local)("the shell ($backend backend)", ({ url }) => {
           expect(await axeProblems(page), tab).toEqual([]);
         }
         await openSettings(page);
+        expect(await axeProblems(page), "settings, general").toEqual([]);
+        await settingsTab(page, "sandbox");
         await page.getByTestId("container-state").waitFor();
         expect(await axeProblems(page), "settings").toEqual([]);
         await closeSettings(page);

@@ -10,7 +10,7 @@ import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 
 import { SHIPPED_SKILLS, SHOWCASE_ANSWER_START, SHOWCASE_CHART, SHOWCASE_DECK, SHOWCASE_SKILL_MD } from "./fixtures.js";
-import { closeSettings, lastAssistantText, newPage, openNewThread, openSettings, screenshot, send, signIn, suites, useBrowser, users, waitForIdle } from "./helpers.js";
+import { closeSettings, lastAssistantText, newPage, openNewThread, openSettings, screenshot, settingsTab, send, signIn, suites, useBrowser, users, waitForIdle } from "./helpers.js";
 
 const browser = useBrowser();
 const carol = users.carol;
@@ -94,6 +94,7 @@ describe.skipIf(docker.length === 0)("the skills showcase", () => {
 
     test("the sidebar lists the six shipped skills", async () => {
       await openSettings(page);
+      await settingsTab(page, "sandbox");
       const names = page.getByTestId("skills-list").locator("li > strong");
       await expect.poll(async () => (await names.allTextContents()).sort()).toEqual(SHIPPED_SKILLS);
       await closeSettings(page);

@@ -17,6 +17,7 @@ import { newWrites, writeKeys } from "./panels/writes";
 import { IconButton } from "./shell/IconButton";
 import { ResizeHandle, usePanelWidth } from "./shell/ResizeHandle";
 import { SettingsDialog } from "./shell/SettingsDialog";
+import { AttachContext, browserUploader } from "./chat/attachmentsUploader";
 import { ShortcutsHelp, useShortcuts } from "./shell/Shortcuts";
 import { ThemeMenu } from "./shell/ThemeMenu";
 import { useTheme } from "./shell/theme";
@@ -198,6 +199,9 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   const agentMissing = signedIn && route.agentId !== undefined && !agents.some((a) => a.agent_id === route.agentId);
   const agentId = agentMissing ? undefined : route.agentId;
   const agent = agents.find((a) => a.agent_id === agentId);
+  // The uploader follows the agent's id, not its record: a refreshed record keeps the attached files.
+  const uploader = useMemo(() => (agentId ? browserUploader(client, baseUrl, token, agentId) : undefined), [client, baseUrl, token, agentId]);
+  const attachTarget = useMemo(() => (agent && uploader ? { agent, uploader } : undefined), [agent, uploader]);
   // No agent in the URL: the one open last if it is still there, else the default one.
   useEffect(() => {
     if (!signedIn || route.agentId) return;
@@ -449,6 +453,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
             onAction={() => navigate(agentMissing ? {} : { ...(agentId ? { agentId } : {}) })}
           />
         ) : (
+          <AttachContext.Provider value={attachTarget}>
           <Chat
             ref={chatRef}
             chat={tc.chat}
@@ -464,6 +469,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
             onDecide={tc.decide}
             onError={onError}
           />
+          </AttachContext.Provider>
         )}
         <div className="panel" style={{ "--panel-width": `${panelWidth}px` } as CSSProperties} data-testid="side-panel">
           {panelOpen && <ResizeHandle width={panelWidth} onResize={setPanelWidth} />}

@@ -11,22 +11,20 @@ import {
   forwardRef,
   memo,
   useCallback,
-  useEffect,
   useImperativeHandle,
   useLayoutEffect,
   useMemo,
   useRef,
   useState,
-  type KeyboardEvent,
   type Ref,
 } from "react";
 
 import type { Agent } from "../sidebar/Agents";
 import { stoppedRunId, type ChatItem, type ChatState, type Retrieval } from "../state/chat";
 import "./actions.css";
+import { Composer, type ComposerHandle } from "./Composer";
 import { EmptyState } from "./EmptyState";
 import { MessageActions, MessageEditor } from "./MessageActions";
-import { refusalText } from "./refusal";
 import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ThoughtBlock, ToolCard, UserMessage } from "./Items";
 import type { Decision } from "./useThreadChat";
 
@@ -266,149 +264,4 @@ const Item = memo(function Item({
     case "runEnd":
       return <RunEnd run={run} />;
   }
-});
-
-interface ComposerProps {
-  running: boolean;
-  /** A graceful stop was asked for; the run ends after its step. */
-  stopping?: boolean;
-  /** The run waits for the user, who answers or cancels: it cannot be stopped. */
-  waiting?: boolean;
-  /** The thread's last run was stopped: Continue goes on from it. */
-  canContinue?: boolean;
-  disabled: boolean;
-  /** Rejects when the server refused the message: the box then gets it back, with the reason. */
-  onSend(text: string): void | Promise<void>;
-  onStop(): void;
-  onCancel(): void;
-  onContinue?(): void;
-}
-
-/** What the chat asks of its box. */
-export interface ComposerHandle {
-  focus(): void;
-  /** Puts text in the box (an example prompt), to be edited or sent. */
-  fill(text: string): void;
-  /**
-   * Sends text as if typed (a retry, an edited message), leaving what is in
-   * the box; a refused message comes back into an empty box, with the reason.
-   */
-  submit(text: string): void;
-}
-
-export const Composer = forwardRef(function Composer(
-  { running, stopping, waiting, canContinue, disabled, onSend, onStop, onCancel, onContinue }: ComposerProps,
-  ref: Ref<ComposerHandle>,
-) {
-  const [text, setText] = useState("");
-  const [refusal, setRefusal] = useState<string | undefined>();
-  const box = useRef<HTMLTextAreaElement>(null);
-
-  // Esc cancels the run from anywhere on the page.
-  useEffect(() => {
-    if (!running) return;
-    const onKey = (e: globalThis.KeyboardEvent) => {
-      if (e.key === "Escape" && !e.defaultPrevented) onCancel();
-    };
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [running, onCancel]);
-
-  const submit = (sent: string, fromBox: boolean) => {
-    if (running || disabled || sent.trim() === "") return;
-    if (fromBox) setText("");
-    setRefusal(undefined);
-    const taken = onSend(sent);
-    if (!taken) return;
-    taken.catch((err: unknown) => {
-      // Nothing typed since: the message comes back to be shortened or sent again.
-      setText((t) => (t === "" ? sent : t));
-      setRefusal(refusalText(err));
-      box.current?.focus();
-    });
-  };
-  const send = () => submit(text, true);
-  const submitRef = useRef(submit);
-  submitRef.current = submit;
-
-  useImperativeHandle(
-    ref,
-    () => ({
-      focus: () => box.current?.focus(),
-      fill: (t: string) => {
-        setText(t);
-        setRefusal(undefined);
-        box.current?.focus();
-      },
-      submit: (t: string) => submitRef.current(t, false),
-    }),
-    [],
-  );
-
-  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
-    if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
-      e.preventDefault();
-      send();
-    }
-  };
-
-  return (
-    <form
-      className="composer"
-      onSubmit={(e) => {
-        e.preventDefault();
-        send();
-      }}
-    >
-      {refusal && (
-        <p className="composer-error" role="alert" data-testid="composer-error">
-          {refusal}
-        </p>
-      )}
-      <textarea
-        ref={box}
-        data-testid="chat-input"
-        aria-label="Message"
-        placeholder={disabled ? "Choose an agent first" : "Message…"}
-        title="Enter sends, Shift+Enter breaks the line, Esc cancels the run"
-        value={text}
-        rows={Math.min(8, Math.max(1, text.split("\n").length))}
-        disabled={disabled}
-        aria-invalid={refusal ? true : undefined}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={onKeyDown}
-      />
-      {running ? (
-        <>
-          <button
-            type="button"
-            data-testid="chat-stop-step"
-            title={
-              waiting
-                ? "The run waits for you: answer it, or cancel it"
-                : "Stop after the step in flight (the model call or the tool round) is done and saved; Continue goes on later"
-            }
-            disabled={stopping || waiting}
-            onClick={onStop}
-          >
-            {stopping ? "Stopping…" : "Stop"}
-          </button>
-          <button type="button" className="danger" data-testid="chat-stop" title="Cancel at once (Esc): tool calls in flight are cut short" onClick={onCancel}>
-            Cancel
-          </button>
-        </>
-      ) : (
-        <>
-          {canContinue && onContinue && (
-            <button type="button" data-testid="chat-continue" title="Go on from where the stopped run left off" onClick={onContinue}>
-              Continue
-            </button>
-          )}
-          <button type="submit" className="primary" data-testid="chat-send" disabled={disabled || text.trim() === ""}>
-            Send
-          </button>
-        </>
-      )}
-    </form>
-  );
 });

@@ -1,13 +1,18 @@
-// The open agent's settings in a dialog, opened from the top bar: what the
-// agent is (model, prompt, tools), its sandbox, hooks and skills, and its
-// deletion apart, as the one destructive action.
+// The open agent's settings in a dialog, opened from the top bar, in two
+// tabs: General (the model, prompt and tools, edited and saved together,
+// and the agent's deletion apart, as the one destructive action), and the
+// sandbox, hooks and skills, which apply as they are changed.
 import * as Dialog from "@radix-ui/react-dialog";
+import * as Tabs from "@radix-ui/react-tabs";
 import type { Wick } from "@wick-agent/sdk";
 import { Settings, Trash2, X } from "lucide-react";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 
 import { AgentSettings, type Agent } from "../sidebar/Agents";
+import { fieldsOf, sameFields, type AgentFields } from "./agentEdit";
+import { AgentEditForm } from "./AgentEditForm";
 import { IconButton } from "./IconButton";
+import "./settings.css";
 
 interface Props {
   client: Wick;
@@ -21,6 +26,11 @@ interface Props {
 
 export function SettingsDialog({ client, agent, running, onChanged, onDelete, onError }: Props) {
   const [open, setOpen] = useState(false);
+  const [tab, setTab] = useState("general");
+  // Unsaved edits outlive the dialog's closing, not a switch to another agent.
+  const [draft, setDraft] = useState<AgentFields | undefined>();
+  useEffect(() => setDraft(undefined), [agent.agent_id]);
+  const dirty = draft !== undefined && !sameFields(draft, fieldsOf(agent));
   const name = agent.name || agent.agent_id || "";
   return (
     <Dialog.Root open={open} onOpenChange={setOpen}>
@@ -52,60 +62,59 @@ export function SettingsDialog({ client, agent, running, onChanged, onDelete, on
           <Dialog.Description className="muted small">
             {agent.template ? "A shared agent: your changes apply to your copy." : "Your agent."} Id <code>{agent.agent_id}</code>
           </Dialog.Description>
-          <AgentOverview agent={agent} />
-          <AgentSettings client={client} agent={agent} running={running} onChanged={onChanged} onError={onError} />
-          {!agent.template && (
-            <section className="danger-zone" aria-labelledby="danger-zone-title">
-              <h2 id="danger-zone-title">Danger zone</h2>
-              <div className="row">
-                <span className="grow small muted">Deletes the agent; its threads go with it.</span>
-                <button
-                  type="button"
-                  className="danger"
-                  data-testid="agent-delete"
-                  onClick={() => {
-                    void onDelete().then((gone) => gone && setOpen(false));
-                  }}
-                >
-                  <Trash2 size={16} aria-hidden="true" /> Delete agent
-                </button>
-              </div>
-            </section>
-          )}
+          <Tabs.Root value={tab} onValueChange={setTab} className="settings-tabs">
+            <Tabs.List className="tab-list" aria-label="Settings sections">
+              <Tabs.Trigger value="general" className="tab" data-testid="settings-tab-general">
+                General
+                {dirty && (
+                  <>
+                    <span aria-hidden="true"> •</span>
+                    <span className="visually-hidden"> (unsaved changes)</span>
+                  </>
+                )}
+              </Tabs.Trigger>
+              <Tabs.Trigger value="sandbox" className="tab" data-testid="settings-tab-sandbox">
+                Sandbox, hooks &amp; skills
+              </Tabs.Trigger>
+            </Tabs.List>
+            <Tabs.Content value="general" className="tab-panel">
+              <AgentOverview agent={agent} />
+              <AgentEditForm client={client} agent={agent} draft={draft} onDraft={setDraft} onSaved={onChanged} />
+              {!agent.template && (
+                <section className="danger-zone" aria-labelledby="danger-zone-title">
+                  <h2 id="danger-zone-title">Danger zone</h2>
+                  <div className="row">
+                    <span className="grow small muted">Deletes the agent; its threads go with it.</span>
+                    <button
+                      type="button"
+                      className="danger"
+                      data-testid="agent-delete"
+                      onClick={() => {
+                        void onDelete().then((gone) => gone && setOpen(false));
+                      }}
+                    >
+                      <Trash2 size={16} aria-hidden="true" /> Delete agent
+                    </button>
+                  </div>
+                </section>
+              )}
+            </Tabs.Content>
+            <Tabs.Content value="sandbox" className="tab-panel">
+              <AgentSettings client={client} agent={agent} running={running} onChanged={onChanged} onError={onError} />
+            </Tabs.Content>
+          </Tabs.Root>
         </Dialog.Content>
       </Dialog.Portal>
     </Dialog.Root>
   );
 }
 
-/** AgentOverview shows what the agent was created with. */
+/** AgentOverview shows what the form does not edit: how tool calls run. */
 function AgentOverview({ agent }: { agent: Agent }) {
-  const tools = agent.tools ?? [];
   return (
-    <section aria-labelledby="agent-overview-title">
-      <h2 id="agent-overview-title">Agent</h2>
-      <dl className="facts" data-testid="agent-overview">
-        <dt>Model</dt>
-        <dd>
-          <code>{modelText(agent.model)}</code>
-        </dd>
-        <dt>Tool calls</dt>
-        <dd>{agent.approval === "interactive" ? "each waits for approval" : "run without asking"}</dd>
-        <dt>Tools</dt>
-        <dd>{tools.length > 0 ? tools.join(", ") : "the built-in ones"}</dd>
-        {agent.system_prompt && (
-          <>
-            <dt>System prompt</dt>
-            <dd className="prompt">{agent.system_prompt}</dd>
-          </>
-        )}
-      </dl>
-    </section>
+    <dl className="facts" data-testid="agent-overview">
+      <dt>Tool calls</dt>
+      <dd>{agent.approval === "interactive" ? "each waits for approval" : "run without asking"}</dd>
+    </dl>
   );
-}
-
-/** modelText reads the model spec: a name, or a fallback chain as the API gives it. */
-function modelText(m: unknown): string {
-  if (m === undefined || m === null || m === "") return "the default";
-  return typeof m === "string" ? m : JSON.stringify(m);
 }
