@@ -71,7 +71,7 @@ test: test-deps ## run every test (Go with the race detector, the TypeScript SDK
 # It skips when the machine cannot run it; WICK_TEST_K8S=1 makes that a failure.
 test-k8s: ## run a pod on a real single-node Kubernetes cluster built here (root; kubelet, containerd, bridge CNI)
 	./scripts/test-deps.sh k8s
-	cd deploy/k8s && go test -tags k8scluster -count=1 -timeout 20m -run '^TestSingleNodeCluster$$' -v .
+	cd deploy/k8s && go test -tags k8scluster -count=1 -timeout 20m -run '^TestSingleNodeCluster$$' -v ./internal/cluster
 
 # The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
 # and starts it on free ports.

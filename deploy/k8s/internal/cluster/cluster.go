@@ -163,13 +163,7 @@ func Start(t *testing.T) *Cluster {
 	}
 	podNetnsBefore := podNetnsNames()
 	t.Cleanup(func() {
-		var made []string
-		for ns := range podNetnsNames() {
-			if !podNetnsBefore[ns] {
-				made = append(made, ns)
-			}
-		}
-		if err := teardown(c.Name, c.Dir, made); err != nil {
+		if err := teardown(c.Name, c.Dir); err != nil {
 			t.Errorf("cluster teardown: %v", err)
 		}
 		after, err := ReadSysctls()
@@ -190,9 +184,9 @@ func Start(t *testing.T) *Cluster {
 		if NetnsExists(c.Name) {
 			t.Errorf("network namespace %s left", c.Name)
 		}
-		for _, ns := range made {
-			if _, err := os.Stat(filepath.Join(netnsDir, ns)); err == nil {
-				t.Errorf("pod network namespace %s left", ns)
+		for ns := range podNetnsNames() {
+			if !podNetnsBefore[ns] {
+				t.Errorf("pod network namespace %s made in %s and left", ns, netnsDir)
 			}
 		}
 	})
@@ -506,6 +500,8 @@ func (c *Cluster) startContainerd(t *testing.T) {
 	config := filepath.Join(d, "config.toml")
 	// restrict_oom_score_adj: the VM withholds CAP_SYS_RESOURCE, so a
 	// container cannot get an OOM score below containerd's own.
+	// netns_mounts_under_state_dir: the pods' network namespaces are mounted
+	// under Dir, not /run/netns, so that a killed run's are found as its own.
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -523,6 +519,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %[6]q
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   [plugins."io.containerd.grpc.v1.cri".containerd]

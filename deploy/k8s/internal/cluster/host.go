@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,9 +17,15 @@ import (
 )
 
 // Prefix names everything a cluster makes on the host: its directory under
-// the temporary directory, its network namespace and its cgroups. A run that
-// was killed is found by it and removed before the next one starts.
-const Prefix = "wick-k8s-"
+// the temporary directory, its network namespace and its cgroups, each
+// Prefix and six hex digits (runName). A run that was killed is found by it
+// and removed before the next one starts. (Not "wick-k8s-": deploy/k8s's
+// tests keep their binaries in /tmp/wick-k8s-bin-*.)
+const Prefix = "wick-kcluster-"
+
+// runName matches the names of a run's directory, network namespace and
+// cgroups, and nothing else.
+var runName = regexp.MustCompile("^" + regexp.QuoteMeta(Prefix) + "[0-9a-f]{6}$")
 
 // kubeletSysctls are the kernel settings the kubelet sets when it starts
 // (protectKernelDefaults off); they are global, so the cluster restores them.
@@ -282,10 +289,10 @@ func removeNetns(name string) error {
 }
 
 // teardown removes everything of the run named name (its directory is
-// dir): processes, mounts, cgroups, network namespaces (the run's and the
-// pods' that were made during it, podNetns), the kubelet's sysctls as they
-// were saved, and the directory.
-func teardown(name, dir string, podNetns []string) error {
+// dir): processes, mounts (the pods' network namespaces among them),
+// cgroups, the node's network namespace, the kubelet's sysctls as they were
+// saved, and the directory.
+func teardown(name, dir string) error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -294,13 +301,6 @@ func teardown(name, dir string, podNetns []string) error {
 	}
 	add(killMarked(dir, name))
 	add(unmountUnder(dir))
-	for _, ns := range podNetns {
-		p := filepath.Join(netnsDir, ns)
-		_ = syscall.Unmount(p, syscall.MNT_DETACH)
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			add(err)
-		}
-	}
 	add(removeCgroups(name))
 	add(removeNetns(name))
 	if vals, err := loadSysctls(dir); err == nil {
@@ -313,9 +313,8 @@ func teardown(name, dir string, podNetns []string) error {
 }
 
 // Sweep removes what runs that were killed before their cleanup left
-// behind: every directory, network namespace and cgroup named with Prefix.
-// Pod network namespaces of such a run cannot be told from others' and
-// stay; each holds only a veth whose peer died with the run's namespace.
+// behind: every directory, network namespace and cgroup named with Prefix,
+// and every process and mount that names such a directory.
 func Sweep() error {
 	names := map[string]bool{}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), Prefix+"*"))
@@ -332,14 +331,18 @@ func Sweep() error {
 	}
 	var errs []error
 	for n := range names {
-		if err := teardown(n, filepath.Join(os.TempDir(), n), nil); err != nil {
+		if !runName.MatchString(n) {
+			continue
+		}
+		if err := teardown(n, filepath.Join(os.TempDir(), n)); err != nil {
 			errs = append(errs, fmt.Errorf("leftovers of %s: %w", n, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// podNetnsNames lists the network namespaces containerd made for pods.
+// podNetnsNames lists the network namespaces named as containerd names a
+// pod's when it mounts them under /run/netns.
 func podNetnsNames() map[string]bool {
 	m, _ := filepath.Glob(filepath.Join(netnsDir, "cni-*"))
 	out := map[string]bool{}

@@ -1,6 +1,6 @@
 //go:build k8scluster
 
-package k8s
+package cluster_test
 
 import (
 	"bytes"
