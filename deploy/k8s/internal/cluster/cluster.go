@@ -162,6 +162,10 @@ func Start(t *testing.T) *Cluster {
 		t.Fatal(err)
 	}
 	podNetnsBefore := podNetnsNames()
+	rulesBefore, err := kubeRules()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if err := teardown(c.Name, c.Dir); err != nil {
 			t.Errorf("cluster teardown: %v", err)
@@ -183,6 +187,9 @@ func Start(t *testing.T) *Cluster {
 		}
 		if NetnsExists(c.Name) {
 			t.Errorf("network namespace %s left", c.Name)
+		}
+		if rules, err := kubeRules(); err != nil || rules != rulesBefore {
+			t.Errorf("the host's iptables rules of Kubernetes and CNI changed:\nbefore:\n%s\nafter:\n%s %v", rulesBefore, rules, err)
 		}
 		for ns := range podNetnsNames() {
 			if !podNetnsBefore[ns] {

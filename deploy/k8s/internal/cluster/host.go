@@ -351,3 +351,20 @@ func podNetnsNames() map[string]bool {
 	}
 	return out
 }
+
+// kubeRules are the host's iptables rules and chains that the kubelet or a
+// CNI plugin would make (KUBE-*, CNI-*): the node's live in its own network
+// namespace, so these must not change.
+func kubeRules() (string, error) {
+	out, err := exec.Command("iptables-save").Output()
+	if err != nil {
+		return "", fmt.Errorf("iptables-save: %w", err)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "KUBE-") || strings.Contains(line, "CNI-") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String(), nil
+}
