@@ -69,9 +69,11 @@ test: test-deps ## run every test (Go with the race detector, the TypeScript SDK
 # A real single-node cluster built on this machine (deploy/k8s/internal/cluster):
 # root only, minutes cold; not part of `make test` (docs/deploy.md#a-real-single-node-cluster).
 # It skips when the machine cannot run it; WICK_TEST_K8S=1 makes that a failure.
-test-k8s: ## run a pod on a real single-node Kubernetes cluster built here (root; kubelet, containerd, bridge CNI)
+test-k8s: ## run pods (one of them overlays/dev's gateway) on a real single-node Kubernetes cluster built here (root)
 	./scripts/test-deps.sh k8s
-	cd deploy/k8s && go test -tags k8scluster -count=1 -timeout 20m -run '^TestSingleNodeCluster$$' -v ./internal/cluster
+	@# The gateway test runs the image `make images` tags; built alone (no UI) when missing.
+	docker image inspect wick-gateway:latest >/dev/null 2>&1 || go run ./deploy/images/cmd/wick-images -only wick-gateway
+	cd deploy/k8s && go test -tags k8scluster -count=1 -timeout 20m -v ./internal/cluster
 
 # The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
 # and starts it on free ports.

@@ -675,12 +675,19 @@ func (c *Cluster) waitNodeReady(t *testing.T) {
 	}
 }
 
-// drain deletes every pod and waits until the kubelet has ended them and
-// containerd has stopped their sandboxes; then it stops the kubelet and
-// containerd. What does not end in time is removed by force afterwards.
+// drain stops the controller manager, deletes every pod and waits until
+// the kubelet has ended them and containerd has stopped their sandboxes;
+// then it stops the kubelet, containerd and the rest of the control plane. What does not end in time is removed by force afterwards.
 func (c *Cluster) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Without the controller manager no ReplicaSet or StatefulSet makes a
+	// new pod for one deleted here.
+	for _, p := range c.procs {
+		if p.Name() == "kube-controller-manager" && p.Running() {
+			p.Kill()
+		}
+	}
 	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err == nil {
 		grace := int64(1)

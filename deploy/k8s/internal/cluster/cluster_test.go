@@ -5,23 +5,35 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
+	"github.com/wick-agent/wick/platform/testenv"
 )
 
 // TestSingleNodeCluster runs a pod on a real single-node cluster (make
@@ -209,4 +221,173 @@ func execIn(t *testing.T, c *cluster.Cluster, ns, pod string, cmd ...string) str
 		t.Fatalf("exec %v in %s/%s: %v (stderr: %s)", cmd, ns, pod, err, stderr.String())
 	}
 	return strings.TrimSuffix(stdout.String(), "\n")
+}
+
+// TestGatewayOfOverlaysDev runs the gateway Deployment of overlays/dev, as
+// kustomize renders it, with the wick-gateway image `make images` built:
+// the Deployment and ReplicaSet controllers make its pod, Pod Security
+// "restricted" admits it, the kubelet mounts its tokens Secret and passes
+// its gRPC readiness probe, and its /health answers through a port-forward
+// of the API server (API server → kubelet → containerd → the pod's network
+// namespace: no route to the pod exists outside the node's namespace).
+func TestGatewayOfOverlaysDev(t *testing.T) {
+	const image = "wick-gateway:latest"
+	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
+		cluster.Unavailable(t, "no %s on the Docker engine (make images builds it): %v %s", image, err, strings.TrimSpace(string(out)))
+	}
+	c := cluster.Start(t)
+	ctx := t.Context()
+	if err := c.ImportDockerImage(image); err != nil {
+		t.Fatal(err)
+	}
+
+	objs := renderDev(t)
+	ns := "wick"
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns,
+		Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce":         "restricted",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The Secrets the operator creates (docs/deploy.md#install).
+	token := "wick-k8s-test-token"
+	for name, data := range map[string]map[string]string{
+		"wick-identity": {"WICK_IDENTITY_KEY": strings.Repeat("ab", 32)},
+		"wick-tokens":   {"tokens": token + " alice\n"},
+		"wick-llm-http": {"token": strings.Repeat("cd", 32)},
+	} {
+		if _, err := c.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var dep *appsv1.Deployment
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "ConfigMap" && o.GetName() == "wick-telemetry":
+			var cm corev1.ConfigMap
+			fromUnstructured(t, o, &cm)
+			if _, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case o.GetKind() == "Deployment" && o.GetName() == "gateway":
+			dep = &appsv1.Deployment{}
+			fromUnstructured(t, o, dep)
+		}
+	}
+	if dep == nil {
+		t.Fatal("overlays/dev has no Deployment gateway")
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("default ServiceAccount of %s: %v", ns, err)
+	}
+	start := time.Now()
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("Deployment gateway: %v", err)
+	}
+	var pod corev1.Pod
+	var last string
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(dep.Spec.Selector)})
+		if err != nil || len(pods.Items) == 0 {
+			last = fmt.Sprint(err)
+			return false, nil
+		}
+		pod = pods.Items[0]
+		last = fmt.Sprintf("%+v", pod.Status)
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		ev, _ := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		var msgs []string
+		if ev != nil {
+			for _, e := range ev.Items {
+				msgs = append(msgs, e.InvolvedObject.Name+": "+e.Reason+": "+e.Message)
+			}
+		}
+		t.Fatalf("gateway pod Ready: %v; last status: %s; events:\n%s", err, last, strings.Join(msgs, "\n"))
+	}
+	t.Logf("gateway pod %s Ready in %s", pod.Name, time.Since(start).Round(time.Millisecond))
+
+	port := portForward(t, c, ns, pod.Name, 8000)
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/health", port))
+	if err != nil {
+		t.Fatalf("GET /health through the port-forward: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("GET /health: %s %s", resp.Status, strings.TrimSpace(string(body)))
+	// Only the gateway runs here: it serves, and says that the agent and
+	// llmgw it would call are not there.
+	if !strings.Contains(string(body), `"gateway":"SERVING"`) {
+		t.Errorf("GET /health through the port-forward: %s %s, want the gateway SERVING", resp.Status, body)
+	}
+}
+
+// renderDev builds overlays/dev with kustomize.
+func renderDev(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(testenv.RepoRoot(t), "deploy", "k8s", "overlays", "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, res := range m.Resources() {
+		b, err := res.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func fromUnstructured(t *testing.T, o *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := k8sruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+		t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+}
+
+// portForward forwards a free loopback port to the pod's port through the
+// API server, as kubectl port-forward does, until the test ends.
+func portForward(t *testing.T, c *cluster.Cluster, ns, pod string, podPort int) int {
+	t.Helper()
+	req := c.Client.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name(pod).SubResource("portforward")
+	transport, upgrader, err := spdy.RoundTripperFor(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", req.URL())
+	stop, readyCh := make(chan struct{}), make(chan struct{})
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", podPort)}, stop, readyCh, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- fw.ForwardPorts() }()
+	t.Cleanup(func() { close(stop); <-errc })
+	select {
+	case <-readyCh:
+	case err := <-errc:
+		t.Fatalf("port-forward to %s/%s:%d: %v", ns, pod, podPort, err)
+	}
+	ports, err := fw.GetPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(ports[0].Local)
 }

@@ -185,3 +185,30 @@ func (c *Cluster) ctr(args ...string) error {
 	}
 	return nil
 }
+
+// ImportDockerImage copies ref from the local Docker engine (`make images`
+// builds the suite's there) into the cluster's containerd: `docker save`
+// piped into `ctr images import`.
+func (c *Cluster) ImportDockerImage(ref string) error {
+	save := exec.Command("docker", "save", ref)
+	imp := exec.Command("ctr", "--address", c.containerdSock, "--namespace", "k8s.io", "images", "import", "-")
+	pipe, err := save.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	imp.Stdin = pipe
+	var saveErr, impOut bytes.Buffer
+	save.Stderr = &saveErr
+	imp.Stdout, imp.Stderr = &impOut, &impOut
+	if err := save.Start(); err != nil {
+		return err
+	}
+	if err := imp.Run(); err != nil {
+		_ = save.Wait()
+		return fmt.Errorf("ctr images import of %s: %v: %s %s", ref, err, strings.TrimSpace(impOut.String()), strings.TrimSpace(saveErr.String()))
+	}
+	if err := save.Wait(); err != nil {
+		return fmt.Errorf("docker save %s: %v: %s", ref, err, strings.TrimSpace(saveErr.String()))
+	}
+	return nil
+}
