@@ -97,8 +97,8 @@ var cniPlugins = []string{"bridge", "host-local", "loopback"}
 // cniSource is where Debian installs the CNI plugins.
 const cniSource = "/usr/lib/cni"
 
-// Require checks what a cluster needs from the machine and returns the
-// paths of etcd and the programs that run the pods.
+// Require skips (or fails, see Unavailable) t when the machine lacks what a
+// cluster needs: root, cgroup v1, the programs that run the node and pods.
 func Require(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
