@@ -14,10 +14,10 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count=1 -timeout 30m
 BIN := $(CURDIR)/bin
 
-.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-ts test-clients test-ui bench bench-ui build ui images image-runtime image-claude-code run clean
+.PHONY: help gen gen-check lint breaking api-baseline fmt test test-deps test-k8s test-ts test-clients test-ui bench bench-ui build ui images image-runtime image-claude-code run clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
 
 gen: ## regenerate gen/ from proto/ with the pinned generators
 	rm -rf gen/wick gen/openapi/*.json
@@ -65,6 +65,15 @@ test: test-deps ## run every test (Go with the race detector, the TypeScript SDK
 	$(MAKE) test-ts
 	$(MAKE) test-clients
 	$(MAKE) test-ui
+
+# A real single-node cluster built on this machine (deploy/k8s/internal/cluster):
+# root only, minutes cold; not part of `make test` (docs/deploy.md#a-real-single-node-cluster).
+# It skips when the machine cannot run it; WICK_TEST_K8S=1 makes that a failure.
+test-k8s: ## run pods (one of them overlays/dev's gateway) on a real single-node Kubernetes cluster built here (root)
+	./scripts/test-deps.sh k8s
+	@# The gateway test runs the image `make images` tags; built alone (no UI) when missing.
+	docker image inspect wick-gateway:latest >/dev/null 2>&1 || go run ./deploy/images/cmd/wick-images -only wick-gateway
+	cd deploy/k8s && go test -tags k8scluster -count=1 -timeout 20m -v ./internal/cluster
 
 # The TypeScript SDK against the real suite: its Vitest setup builds cmd/wick
 # and starts it on free ports.

@@ -14,6 +14,55 @@ set -euo pipefail
 
 log() { printf 'test-deps: %s\n' "$*" >&2; }
 
+# Programs the tests run that are built from pinned Go modules of their own
+# (testenv.Pinned): kube-apiserver for deploy/k8s's manifest test, Jaeger
+# for the e2e trace test. Each is built once per machine and pin (cold:
+# minutes of CPU) into the user cache under the hash of its go.mod and
+# go.sum, the name testenv.Pinned.Path computes; later runs find it there.
+pinned() { # name module package [ldflags]
+  local name=$1 mod=$2 pkg=$3 ldflags=${4:-} root hash bin tmp
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  hash=$(cat "$root/$mod/go.mod" "$root/$mod/go.sum" | sha256sum | cut -c1-16)
+  bin="${XDG_CACHE_HOME:-$HOME/.cache}/wick-testenv/$name-$hash"
+  [ -x "$bin" ] && return 0
+  mkdir -p "$(dirname "$bin")"
+  tmp=$(mktemp "$(dirname "$bin")/.$name-XXXXXX")
+  log "building $name from $mod (once per machine and pin)"
+  if ! (cd "$root/$mod" && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp" ${ldflags:+-ldflags="$ldflags"} "$pkg"); then
+    rm -f "$tmp"; log "could not build $name from $mod"; exit 1
+  fi
+  mv "$tmp" "$bin"
+}
+
+# `test-deps.sh k8s` installs only what `make test-k8s` needs on top (its
+# single-node cluster: containerd, runc, the CNI plugins, iproute2, iptables,
+# nsenter) and builds the kubelet, controller-manager and scheduler from
+# tools/kube; `make test` never pays for them.
+if [ "${1:-}" = k8s ]; then
+  k8s_need=()
+  for p in etcd-server containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static; do
+    dpkg -s "$p" >/dev/null 2>&1 || k8s_need+=("$p")
+  done
+  if [ ${#k8s_need[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      log "installing ${k8s_need[*]}"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq --no-install-recommends "${k8s_need[@]}" >/dev/null
+    else
+      # The test says why it cannot run (and fails under WICK_TEST_K8S=1).
+      log "missing ${k8s_need[*]}; install them (Debian/Ubuntu: apt-get install ${k8s_need[*]})"
+      exit 0
+    fi
+  fi
+  kube_version=$(sed -n 's/^const KubeVersion = "\(.*\)"/\1/p' "$(dirname "$0")/../deploy/k8s/internal/cluster/cluster.go")
+  for p in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+    pinned "$p" tools/kube "k8s.io/kubernetes/cmd/$p" "-X k8s.io/component-base/version.gitVersion=$kube_version"
+  done
+  log "ready for the single-node cluster: $(containerd --version | cut -d' ' -f3), runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni"
+  exit 0
+fi
+
 need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -59,25 +108,6 @@ if [ ! -f "$acp_dir/node_modules/.package-lock.json" ] ||
   touch "$acp_dir/node_modules/.package-lock.json"
 fi
 
-# Programs the tests run that are built from pinned Go modules of their own
-# (testenv.Pinned): kube-apiserver for deploy/k8s's manifest test, Jaeger
-# for the e2e trace test. Each is built once per machine and pin (cold:
-# minutes of CPU) into the user cache under the hash of its go.mod and
-# go.sum, the name testenv.Pinned.Path computes; later runs find it there.
-pinned() { # name module package [ldflags]
-  local name=$1 mod=$2 pkg=$3 ldflags=${4:-} root hash bin tmp
-  root=$(cd "$(dirname "$0")/.." && pwd)
-  hash=$(cat "$root/$mod/go.mod" "$root/$mod/go.sum" | sha256sum | cut -c1-16)
-  bin="${XDG_CACHE_HOME:-$HOME/.cache}/wick-testenv/$name-$hash"
-  [ -x "$bin" ] && return 0
-  mkdir -p "$(dirname "$bin")"
-  tmp=$(mktemp "$(dirname "$bin")/.$name-XXXXXX")
-  log "building $name from $mod (once per machine and pin)"
-  if ! (cd "$root/$mod" && GOWORK=off GOFLAGS=-mod=readonly go build -o "$tmp" ${ldflags:+-ldflags="$ldflags"} "$pkg"); then
-    rm -f "$tmp"; log "could not build $name from $mod"; exit 1
-  fi
-  mv "$tmp" "$bin"
-}
 if command -v go >/dev/null 2>&1; then
   pinned kube-apiserver tools/kube k8s.io/kubernetes/cmd/kube-apiserver \
     "-X k8s.io/component-base/version.gitVersion=$(sed -n 's/^const kubeVersion = "\(.*\)"/\1/p' "$(dirname "$0")/../deploy/k8s/apiserver_test.go")"
