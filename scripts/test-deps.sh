@@ -109,8 +109,9 @@ if [ ! -f "$acp_dir/node_modules/.package-lock.json" ] ||
 fi
 
 if command -v go >/dev/null 2>&1; then
+  kube_version=$(sed -n 's/^const KubeVersion = "\(.*\)"/\1/p' "$(dirname "$0")/../deploy/k8s/internal/cluster/cluster.go")
   pinned kube-apiserver tools/kube k8s.io/kubernetes/cmd/kube-apiserver \
-    "-X k8s.io/component-base/version.gitVersion=$(sed -n 's/^const kubeVersion = "\(.*\)"/\1/p' "$(dirname "$0")/../deploy/k8s/apiserver_test.go")"
+    "-X k8s.io/component-base/version.gitVersion=$kube_version"
   pinned jaeger tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
 fi
 

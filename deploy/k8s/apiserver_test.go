@@ -31,12 +31,10 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
 	"github.com/wick-agent/wick/platform/testenv"
 )
 
-// kubeVersion is the Kubernetes release tools/kube pins; the apiserver is
-// built with it as its version so that clients can parse what it reports.
-const kubeVersion = "v1.36.3"
 
 // podSecurityRefused are the workloads whose pods Pod Security "restricted"
 // refuses, on purpose: the sandbox engine's dockerd is privileged and the
@@ -306,14 +304,9 @@ func httpReady(url string, c *http.Client, token string) testenv.Ready {
 	}
 }
 
-// kubeAPIServerPin is kube-apiserver built from tools/kube; only the first
-// run on a machine pays the build (minutes, cold).
-var kubeAPIServerPin = testenv.Pinned{Name: "kube-apiserver", Module: "tools/kube",
-	Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: "-X k8s.io/component-base/version.gitVersion=" + kubeVersion}
-
 func kubeAPIServer(t *testing.T) string {
 	t.Helper()
-	bin, err := kubeAPIServerPin.Build(t)
+	bin, err := cluster.Pins[0].Build(t)
 	if err != nil {
 		testenv.Missing(t, "kube-apiserver does not build here: %v", err)
 	}

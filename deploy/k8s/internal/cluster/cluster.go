@@ -32,7 +32,8 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 )
 
-// KubeVersion is the Kubernetes release tools/kube pins.
+// KubeVersion is the Kubernetes release tools/kube pins; the programs are
+// built with it as their version so that clients can parse what they report.
 const KubeVersion = "v1.36.3"
 
 // PauseImage is the pod sandbox image: the test's own pause program, never
@@ -56,7 +57,8 @@ func pin(name string) testenv.Pinned {
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubeVersion}
 }
 
-// Pins are the programs the cluster builds from tools/kube (cold: minutes).
+// Pins are the programs the cluster builds from tools/kube (cold: minutes),
+// kube-apiserver first (the manifest test of deploy/k8s runs it alone).
 var Pins = []testenv.Pinned{pin("kube-apiserver"), pin("kube-controller-manager"), pin("kube-scheduler"), pin("kubelet")}
 
 // Cluster is a running single-node cluster.
