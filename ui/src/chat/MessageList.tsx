@@ -77,17 +77,18 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
   // at the bottom stays there.
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (!el) return;
+    // Away from the bottom nothing is read: each read of the layout while
+    // items are measured during a scroll would force one.
+    if (!el || !stick.current) return;
     const bottom = el.scrollHeight - el.clientHeight;
     // Clamped by a shorter list is not scrolled up.
-    if (stick.current && el.scrollTop < followedTo.current - 1 && el.scrollTop < bottom - 1) {
+    if (el.scrollTop < followedTo.current - 1 && el.scrollTop < bottom - 1) {
       stick.current = false;
       setAway(true);
+      return;
     }
-    if (stick.current) {
-      el.scrollTop = el.scrollHeight;
-      followedTo.current = el.scrollTop;
-    }
+    el.scrollTop = el.scrollHeight;
+    followedTo.current = el.scrollTop;
   }, [items, total]);
 
   // Content that came while the view was away is unread.
