@@ -124,6 +124,7 @@ export const Chat = forwardRef(function Chat(
         ref={list}
         threadId={chat.threadId}
         items={chat.items}
+        keep={editing}
         renderItem={renderItem}
         header={
           <>

@@ -5,7 +5,7 @@
 // an item above the view that changes size moves the view with it, so what
 // is read stays in place. The view follows new content only while it is at
 // the bottom, else offers a button that goes there.
-import { observeElementRect, useVirtualizer, type Virtualizer } from "@tanstack/react-virtual";
+import { defaultRangeExtractor, observeElementRect, useVirtualizer, type Range, type Virtualizer } from "@tanstack/react-virtual";
 import { ArrowDown } from "lucide-react";
 import { forwardRef, useCallback, useImperativeHandle, useLayoutEffect, useRef, useState, type ReactNode, type Ref } from "react";
 
@@ -16,7 +16,7 @@ import "./list.css";
 const STICK_PX = 80;
 /** The height an item is taken to have until it is measured. */
 const ESTIMATED_ITEM_PX = 64;
-/** The space between items (px); list.css draws the same. */
+/** The space between items (px). */
 const GAP_PX = 10;
 /** Items rendered beyond each edge of the view, so that a scroll shows measured ones. */
 const OVERSCAN = 8;
@@ -35,10 +35,12 @@ interface Props {
   items: readonly ChatItem[];
   /** Shown above the items: the empty state, or that the thread loads. */
   header?: ReactNode;
+  /** The key of an item that stays rendered out of view (an open editor keeps what was typed). */
+  keep?: string | undefined;
   renderItem(item: ChatItem): ReactNode;
 }
 
-export const MessageList = forwardRef(function MessageList({ threadId, items, header, renderItem }: Props, ref: Ref<MessageListHandle>) {
+export const MessageList = forwardRef(function MessageList({ threadId, items, header, keep, renderItem }: Props, ref: Ref<MessageListHandle>) {
   const scroller = useRef<HTMLDivElement>(null);
   const list = useRef<HTMLDivElement>(null);
   const stick = useRef(true);
@@ -50,12 +52,21 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
   // event may not have been handled yet) stops the following.
   const followedTo = useRef(0);
 
+  const kept = keep === undefined ? -1 : items.findIndex((it) => it.key === keep);
+  const rangeExtractor = useCallback(
+    (range: Range) => {
+      const shown = defaultRangeExtractor(range);
+      return kept < 0 || shown.includes(kept) ? shown : [...shown, kept].sort((a, b) => a - b);
+    },
+    [kept],
+  );
   const virtualizer = useVirtualizer({
     count: items.length,
     getScrollElement: () => scroller.current,
     estimateSize: () => ESTIMATED_ITEM_PX,
     getItemKey: (i) => items[i]!.key,
     overscan: OVERSCAN,
+    rangeExtractor,
     gap: GAP_PX,
     // The list starts below the view's padding (and its header, if any).
     scrollMargin: list.current?.offsetTop ?? 0,
@@ -109,7 +120,6 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
 
   useImperativeHandle(ref, () => ({ scrollToBottom }), [scrollToBottom]);
 
-  const offset = (rows[0]?.start ?? 0) - virtualizer.options.scrollMargin;
   return (
     <div className="messages-wrap">
       <div
@@ -129,21 +139,20 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
         {items.length > 0 && (
           // Off-screen items are not in the DOM: each row says where it is in the whole list.
           <div ref={list} className="message-list" role="list" aria-label="Messages" style={{ height: total }} data-testid="message-list" data-count={items.length}>
-            <div className="message-rows" style={{ transform: `translateY(${offset}px)` }}>
-              {rows.map((row) => (
-                <div
-                  key={row.key}
-                  ref={virtualizer.measureElement}
-                  data-index={row.index}
-                  className="message-row"
-                  role="listitem"
-                  aria-setsize={items.length}
-                  aria-posinset={row.index + 1}
-                >
-                  {renderItem(items[row.index]!)}
-                </div>
-              ))}
-            </div>
+            {rows.map((row) => (
+              <div
+                key={row.key}
+                ref={virtualizer.measureElement}
+                data-index={row.index}
+                className="message-row"
+                role="listitem"
+                aria-setsize={items.length}
+                aria-posinset={row.index + 1}
+                style={{ transform: `translateY(${row.start - virtualizer.options.scrollMargin}px)` }}
+              >
+                {renderItem(items[row.index]!)}
+              </div>
+            ))}
           </div>
         )}
       </div>
