@@ -2,11 +2,11 @@
 // sends, Shift+Enter breaks the line, Esc cancels the run. Stop lets the
 // run finish its step first; Continue goes on from a stopped run. A new
 // thread shows the agent and example prompts; messages have actions (copy,
-// retry the last reply, edit and send a user message again); the view
-// follows new content only while it is at the bottom, else offers a button
-// that goes there.
+// retry the last reply, edit and send a user message again). The items are
+// in a virtualised list (MessageList): only those near the view are in the
+// DOM; the view follows new content only while it is at the bottom, else
+// offers a button that goes there.
 import * as Tooltip from "@radix-ui/react-tooltip";
-import { ArrowDown } from "lucide-react";
 import {
   forwardRef,
   memo,
@@ -26,10 +26,8 @@ import { Composer, type ComposerHandle } from "./Composer";
 import { EmptyState } from "./EmptyState";
 import { MessageActions, MessageEditor } from "./MessageActions";
 import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ThoughtBlock, ToolCard, UserMessage } from "./Items";
+import { MessageList, type MessageListHandle } from "./MessageList";
 import type { Decision } from "./useThreadChat";
-
-/** How close to the bottom (px) the view must be to follow new content. */
-const STICK_PX = 80;
 
 /** What the page's shortcuts ask of the chat. */
 export interface ChatHandle {
@@ -73,54 +71,14 @@ export const Chat = forwardRef(function Chat(
   { chat, agent, loading, running, disabled, placeholder, onSend, onStop, onCancel, onContinue, onDecide, onError }: ChatProps,
   ref: Ref<ChatHandle>,
 ) {
-  const scroller = useRef<HTMLDivElement>(null);
+  const list = useRef<MessageListHandle>(null);
   const composer = useRef<ComposerHandle>(null);
-  const stick = useRef(true);
-  // Away from the bottom: the button that goes there shows; unread: content
-  // came (a run streamed, a message arrived) since the view left it.
-  const [away, setAway] = useState(false);
-  const [unread, setUnread] = useState(false);
   const [editing, setEditing] = useState<string | undefined>();
 
-  // Where the last follow left the view: a scroll up since then (whose
-  // event may not have been handled yet) stops the following.
-  const followedTo = useRef(0);
-  // Another thread opens at its bottom, with no editor open (before the
-  // effect below follows its items).
-  useLayoutEffect(() => {
-    stick.current = true;
-    followedTo.current = 0;
-    setAway(false);
-    setUnread(false);
-    setEditing(undefined);
-  }, [chat.threadId]);
+  // Another thread opens with no editor open.
+  useLayoutEffect(() => setEditing(undefined), [chat.threadId]);
 
-  useLayoutEffect(() => {
-    const el = scroller.current;
-    if (!el) return;
-    if (stick.current && el.scrollTop < followedTo.current - 1) {
-      stick.current = false;
-      setAway(true);
-    }
-    if (stick.current) {
-      el.scrollTop = el.scrollHeight;
-      followedTo.current = el.scrollTop;
-    } else {
-      setUnread(true);
-    }
-  }, [chat.items]);
-
-  const scrollToBottom = useCallback((): boolean => {
-    const el = scroller.current;
-    if (!el || el.scrollHeight - el.scrollTop - el.clientHeight < 1) return false;
-    stick.current = true;
-    el.scrollTo({ top: el.scrollHeight });
-    followedTo.current = el.scrollTop;
-    setAway(false);
-    setUnread(false);
-    return true;
-  }, []);
-
+  const scrollToBottom = useCallback(() => list.current?.scrollToBottom() ?? false, []);
   useImperativeHandle(ref, () => ({ focusComposer: () => composer.current?.focus(), scrollToBottom }), [scrollToBottom]);
 
   const retry = useMemo(() => retryTarget(chat.items), [chat.items]);
@@ -141,61 +99,42 @@ export const Chat = forwardRef(function Chat(
     return new Set(keys.values());
   }, [chat.items]);
 
+  const renderItem = (it: ChatItem) => (
+    <Item
+      item={it}
+      run={it.kind === "runEnd" ? chat.runs[it.runId] : undefined}
+      knowledge={it.kind === "assistant" && lastReplyOfRun.has(it.key) ? chat.runs[it.runId]?.knowledge : undefined}
+      busy={busy}
+      editing={editing === it.key}
+      onRetry={retry?.replyKey === it.key ? onRetry : undefined}
+      onEdit={setEditing}
+      onEditSend={onEditSend}
+      onDecide={onDecide}
+      onError={onError}
+    />
+  );
+
   return (
     // Its own tooltip provider: the chat renders alone too (a nested one is allowed).
     <Tooltip.Provider delayDuration={400}>
     <section className="chat" aria-label="Chat">
-      <div className="messages-wrap">
-      <div
-        className="messages"
-        ref={scroller}
-        onScroll={(e) => {
-          const el = e.currentTarget;
-          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < STICK_PX;
-          setAway(!stick.current);
-          if (stick.current) {
-            followedTo.current = el.scrollTop;
-            setUnread(false);
-          }
-        }}
-      >
-        {chat.items.length === 0 && !loading && (agent && !disabled ? (
-          <EmptyState agent={agent} onPick={(p) => composer.current?.fill(p)} />
-        ) : (
-          <div className="empty muted">{placeholder}</div>
-        ))}
-        {loading && <div className="empty muted">Loading the thread…</div>}
-        {chat.items.map((it) => (
-          <Item
-            key={it.key}
-            item={it}
-            run={it.kind === "runEnd" ? chat.runs[it.runId] : undefined}
-            knowledge={it.kind === "assistant" && lastReplyOfRun.has(it.key) ? chat.runs[it.runId]?.knowledge : undefined}
-            busy={busy}
-            editing={editing === it.key}
-            onRetry={retry?.replyKey === it.key ? onRetry : undefined}
-            onEdit={setEditing}
-            onEditSend={onEditSend}
-            onDecide={onDecide}
-            onError={onError}
-          />
-        ))}
-      </div>
-      {away && (
-        <button
-          type="button"
-          className="scroll-bottom"
-          data-testid="scroll-to-bottom"
-          data-unread={unread || undefined}
-          aria-label={unread ? "New messages below: go to the newest" : "Go to the newest message"}
-          title="Go to the newest message (End)"
-          onClick={() => scrollToBottom()}
-        >
-          <ArrowDown size={16} aria-hidden="true" />
-          {unread && <span>New messages</span>}
-        </button>
-      )}
-      </div>
+      <MessageList
+        ref={list}
+        threadId={chat.threadId}
+        items={chat.items}
+        keep={editing}
+        renderItem={renderItem}
+        header={
+          <>
+            {chat.items.length === 0 && !loading && (agent && !disabled ? (
+              <EmptyState agent={agent} onPick={(p) => composer.current?.fill(p)} />
+            ) : (
+              <div className="empty muted">{placeholder}</div>
+            ))}
+            {loading && <div className="empty muted">Loading the thread…</div>}
+          </>
+        }
+      />
       <Composer
         ref={composer}
         running={running}
