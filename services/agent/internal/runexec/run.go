@@ -226,13 +226,16 @@ func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
 // first run goes on or waits for approval of a tool call (the loop saves
 // only answered tool calls). The loop then gets the thread at that version
 // without messages: it appends the input itself and writes the thread
-// whole at its first save. A failed save is logged and changes nothing:
-// the loop's first save meets the same refusal (a bound, a lost lease) and
-// the run reports it.
+// whole at its first save. A refused save changes nothing: the loop's
+// first save meets the same refusal (a bound, a lost lease), and the run
+// reports it and counts it as a quota rejection then, once.
 func (r *Run) saveInput(state *loop.AgentState, input []llm.Message) {
 	first := &loop.AgentState{ThreadID: state.ThreadID, AgentID: state.AgentID, Messages: slices.Clone(input)}
-	if err := r.save(r.ctx, first); err != nil {
-		r.logger.Warn("save the new thread's input", "run_id", r.rec.ID, "error", err)
+	lim := r.cfg.limits
+	uncounted := lim.Threads
+	uncounted.Rejections = nil
+	if err := r.threads.Save(r.ctx, r.user, first, r.lease.Token(), threads.Bounds{Threads: uncounted, MaxBytes: lim.ThreadBytes.Max}); err != nil {
+		r.logger.Info("save the new thread's input", "run_id", r.rec.ID, "error", err)
 		return
 	}
 	state.Version, state.UpdatedAt, state.Stored = first.Version, first.UpdatedAt, nil
