@@ -437,6 +437,7 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
               onSearch={pages.search}
               {...(pages.hasMore ? { onMore: pages.loadMore } : {})}
               loadingMore={pages.loading}
+              searched={pages.loadedFor?.query ?? ""}
             />
           )}
         </nav>

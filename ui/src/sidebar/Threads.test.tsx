@@ -300,13 +300,19 @@ describe("pages", () => {
     expect(onMore).toHaveBeenCalledOnce();
   });
 
-  it("asks the server to search, and keeps the search box when no thread read matches", () => {
+  it("asks the server to search, reads no next page of the search before, and keeps the search box when no thread read matches", () => {
     const onSearch = vi.fn();
+    const onMore = vi.fn();
     const { rerender } = render(
-      <ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onSearch={onSearch} />,
+      <ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onSearch={onSearch} onMore={onMore} searched="" />,
     );
+    expect(screen.getByTestId("thread-more")).toBeTruthy();
     fireEvent.change(screen.getByTestId("thread-search"), { target: { value: "zebra" } });
     expect(onSearch).toHaveBeenLastCalledWith("zebra");
+    // No row matches here, so the list's end is in view: its next page is the unsearched list's.
+    expect(screen.queryByTestId("thread-more")).toBeNull();
+    report();
+    expect(onMore).not.toHaveBeenCalled();
     // The server found none either.
     rerender(<ThreadList threads={[]} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onSearch={onSearch} />);
     expect((screen.getByTestId("thread-search") as HTMLInputElement).value).toBe("zebra");

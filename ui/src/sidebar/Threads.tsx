@@ -56,6 +56,8 @@ interface Props {
   onMore?(): void;
   /** A page is being read. */
   loadingMore?: boolean;
+  /** The search (trimmed) the threads were read with, when onSearch is given; "" for none. */
+  searched?: string;
 }
 
 export interface ThreadGroup {
@@ -154,7 +156,7 @@ function useMore(onMore: (() => void) | undefined, busy: boolean, rows: number) 
   return ref;
 }
 
-export function ThreadList({ threads, selected, titles, statuses, deleting, onSelect, onNew, onDelete, onUndoDelete, onRename, onSearch, onMore, loadingMore = false }: Props) {
+export function ThreadList({ threads, selected, titles, statuses, deleting, onSelect, onNew, onDelete, onUndoDelete, onRename, onSearch, onMore, loadingMore = false, searched }: Props) {
   const now = useNow();
   const [query, setQuery] = useState("");
   const [renaming, setRenaming] = useState<string>();
@@ -166,8 +168,12 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
     [listed, names, query, now],
   );
   const undoable = [...(deleting ?? [])];
-  const more = useMore(onMore, loadingMore, threads.length);
   const searching = query.trim() !== "";
+  // While the server has not answered the search typed, the rows shown are
+  // those read for the search before, filtered here: their next page is
+  // not the one to read (and the end of a short filtered list is in view).
+  const moreOf = onSearch && searched !== undefined && searched !== query.trim() ? undefined : onMore;
+  const more = useMore(moreOf, loadingMore, threads.length);
 
   return (
     <div className="side-section">
@@ -268,12 +274,12 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
           </li>
         ))}
         {listed.length === 0 && !searching && !onMore && !loadingMore && <li className="muted small">No threads yet: send a message.</li>}
-        {searching && groups.length === 0 && !onMore && !loadingMore && (
+        {searching && groups.length === 0 && !moreOf && !loadingMore && (
           <li className="muted small" data-testid="thread-search-empty">
             No thread title has “{query.trim()}”.
           </li>
         )}
-        {onMore && (
+        {moreOf && (
           <li ref={more} className="muted small thread-more" data-testid="thread-more" aria-busy={loadingMore}>
             {loadingMore ? "Loading older threads…" : ""}
           </li>
