@@ -17,7 +17,7 @@ const alice = users.alice;
 const PAGE = 50;
 const THREADS = PAGE + 5;
 /** The oldest thread's first message: on the second page. */
-const OLDEST = "Paged thread 00 about kiwis";
+const OLDEST = "Kiwis, the oldest";
 
 /** The ids of the thread rows, in the list's order. */
 function listedIds(page: Page): Promise<(string | null)[]> {
@@ -42,7 +42,7 @@ describe.each(suites)("on the $backend backend", ({ backend, url }) => {
       const oldest = await start(OLDEST);
       const made = [oldest];
       for (let i = 1; i < THREADS; i += 6) {
-        const batch = Array.from({ length: Math.min(6, THREADS - i) }, (_, k) => start(`Paged thread ${String(i + k).padStart(2, "0")}`));
+        const batch = Array.from({ length: Math.min(6, THREADS - i) }, (_, k) => start(`Thread ${String(i + k).padStart(2, "0")}`));
         made.push(...(await Promise.all(batch)));
       }
 
