@@ -13,30 +13,27 @@ import (
 
 	agentv1 "github.com/wick-agent/wick/gen/wick/agent/v1"
 	"github.com/wick-agent/wick/platform/identity"
-	"github.com/wick-agent/wick/services/agent/internal/subagent"
 	"github.com/wick-agent/wick/services/agent/internal/threads"
 )
 
-// ListThreads implements agentv1.AgentServiceServer.
+// ListThreads implements agentv1.AgentServiceServer: one page of the
+// caller's threads (thread_pages.go), sub-agents' threads left out (the
+// user did not start them; GetThread reads them).
 func (s *Service) ListThreads(ctx context.Context, req *agentv1.ListThreadsRequest) (*agentv1.ListThreadsResponse, error) {
 	user, err := identity.Require(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if id := req.GetAgentId(); id != "" {
-		if err := checkID("agent_id", id); err != nil {
-			return nil, err
-		}
+	q, err := threadListQuery(user, req)
+	if err != nil {
+		return nil, err
 	}
-	list, err := s.st.Threads.List(ctx, user, req.GetAgentId())
+	page, err := s.st.Threads.List(ctx, user, q)
 	if err != nil {
 		return nil, rpcErr(ctx, err)
 	}
-	out := &agentv1.ListThreadsResponse{}
-	for _, t := range list {
-		if strings.HasPrefix(t.ThreadID, subagent.ThreadPrefix) {
-			continue // a sub-agent's thread: the user did not start it (GetThread reads it)
-		}
+	out := &agentv1.ListThreadsResponse{NextPageToken: encodePageToken(user, q, page.Next)}
+	for _, t := range page.Threads {
 		out.Threads = append(out.Threads, summaryToProto(t))
 	}
 	return out, nil
@@ -58,7 +55,14 @@ func (s *Service) GetThread(ctx context.Context, req *agentv1.GetThreadRequest) 
 	if err != nil {
 		return nil, rpcErr(ctx, err)
 	}
-	return &agentv1.GetThreadResponse{Thread: stateToProto(st)}, nil
+	out := &agentv1.GetThreadResponse{Thread: stateToProto(st)}
+	// Read after the state: a thread deleted in between has no summary.
+	if sum, err := s.st.Threads.Summary(ctx, user, req.GetThreadId()); err == nil {
+		out.Summary = summaryToProto(sum)
+	} else if !errors.Is(err, threads.ErrNotFound) {
+		return nil, rpcErr(ctx, err)
+	}
+	return out, nil
 }
 
 // MaxThreadTitleRunes bounds a title given with UpdateThread: room for a
@@ -95,17 +99,15 @@ func (s *Service) UpdateThread(ctx context.Context, req *agentv1.UpdateThreadReq
 	if err != nil {
 		return nil, rpcErr(ctx, err)
 	}
-	list, err := s.st.Threads.List(ctx, user, "")
+	sum, err := s.st.Threads.Summary(ctx, user, req.GetThreadId())
+	if errors.Is(err, threads.ErrNotFound) {
+		// Deleted or expired between the rename and the read.
+		return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
+	}
 	if err != nil {
 		return nil, rpcErr(ctx, err)
 	}
-	for _, t := range list {
-		if t.ThreadID == req.GetThreadId() {
-			return &agentv1.UpdateThreadResponse{Thread: summaryToProto(t)}, nil
-		}
-	}
-	// Deleted or expired between the rename and the list.
-	return nil, status.Errorf(codes.NotFound, "thread %s not found", req.GetThreadId())
+	return &agentv1.UpdateThreadResponse{Thread: summaryToProto(sum)}, nil
 }
 
 // checkTitle returns a title given by a user as it is stored, trimmed, or
@@ -157,5 +159,5 @@ func (s *Service) DeleteThread(ctx context.Context, req *agentv1.DeleteThreadReq
 
 func summaryToProto(t threads.Summary) *agentv1.ThreadSummary {
 	return &agentv1.ThreadSummary{ThreadId: t.ThreadID, AgentId: t.AgentID, MessageCount: int32(t.MessageCount), UpdatedAt: ts(t.UpdatedAt),
-		Title: t.Title, Status: t.Status}
+		Title: t.Title, Status: t.Status, ActiveRunId: t.ActiveRunID}
 }

@@ -22,8 +22,9 @@ import { ShortcutsHelp, useShortcuts } from "./shell/Shortcuts";
 import { ThemeMenu } from "./shell/ThemeMenu";
 import { useTheme } from "./shell/theme";
 import { AgentForm, AgentList, type Agent } from "./sidebar/Agents";
-import { ThreadList, type ThreadStatus, type ThreadSummary } from "./sidebar/Threads";
+import { ThreadList, type ThreadStatus } from "./sidebar/Threads";
 import { useDelayedDelete } from "./sidebar/useDelayedDelete";
+import { useThreadPages } from "./sidebar/useThreadPages";
 import { NotFound } from "./shell/NotFound";
 import { ConnectionState, ErrorBanner, TokenDialog } from "./shell/Notices";
 import { isRunning, threadStatus, titleOf } from "./state/chat";
@@ -70,9 +71,6 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   // A page opened without an agent reopens the agent and thread open last;
   // set until that is done (or the user went elsewhere first).
   const [restoring, setRestoring] = useState<LastOpened | undefined>(() => (route.agentId ? undefined : loadLastOpened()));
-  const [threads, setThreads] = useState<ThreadSummary[]>([]);
-  // The agent whose threads `threads` are, once loaded.
-  const [threadsOf, setThreadsOf] = useState<string | undefined>();
   // The thread of the URL that the API says does not exist.
   const [missingThread, setMissingThread] = useState<string | undefined>();
   const [creating, setCreating] = useState(false);
@@ -227,16 +225,10 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
   const tc = useThreadChat({ client: signedIn ? client : undefined, agentId, threadId: route.threadId, onError: onThreadError, onThreadStarted, onConn: setConn });
   const running = isRunning(tc.chat);
 
-  const loadThreads = useCallback(async () => {
-    if (!agentId) return setThreads([]);
-    try {
-      const { data } = await client.api.GET("/threads", { params: { query: { agent_id: agentId } } });
-      setThreads(data?.threads ?? []);
-      setThreadsOf(agentId);
-    } catch (err) {
-      onError(err);
-    }
-  }, [client, agentId, onError]);
+  // The agent's threads, a page at a time, searched on the server.
+  const pages = useThreadPages(signedIn ? client : undefined, agentId, onError);
+  const { threads, change: setThreads } = pages;
+  const threadsOf = pages.loadedFor?.agentId;
 
   // The thread open last comes back once its agent's list shows it is still there.
   useEffect(() => {
@@ -255,9 +247,13 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
 
   // The list changes when a run starts (a new thread) or ends.
   const activeRunId = tc.chat.activeRunId;
+  const seenRunId = useRef(activeRunId);
+  const { refresh: refreshThreads } = pages;
   useEffect(() => {
-    if (signedIn) void loadThreads();
-  }, [loadThreads, signedIn, activeRunId]);
+    if (seenRunId.current === activeRunId) return;
+    seenRunId.current = activeRunId;
+    if (signedIn) void refreshThreads();
+  }, [refreshThreads, signedIn, activeRunId]);
 
   // Titles and statuses come with the list (ThreadSummary), read by the
   // server without loading any thread's state.
@@ -442,6 +438,10 @@ export function App({ baseUrl = location.origin }: { baseUrl?: string }) {
               onDelete={deleteThread}
               onUndoDelete={delayedDelete.undo}
               onRename={renameThread}
+              onSearch={pages.search}
+              {...(pages.hasMore ? { onMore: pages.loadMore } : {})}
+              loadingMore={pages.loading}
+              searched={pages.loadedFor?.query ?? ""}
             />
           )}
         </nav>

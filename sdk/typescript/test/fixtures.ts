@@ -41,6 +41,8 @@ export const SCRIPTS = {
     ],
     end_text: "The tools script has finished.",
   },
+  // One short answer, for tests that need many threads.
+  hello: { turns: [{ text: "Hello." }] },
   slow: {
     delay: SLOW_DELAY,
     turns: [{ text: Array.from({ length: SLOW_WORDS }, (_, i) => `word${i}`).join(" ") }],

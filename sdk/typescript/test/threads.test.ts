@@ -35,4 +35,38 @@ describe("threads", () => {
 
     expect(await alice.renameThread(threadId, null)).toMatchObject({ title: "first message" });
   });
+
+  test("ListThreads reads pages, each thread once, searches titles, and refuses a bad page size or token", async () => {
+    const agentId = `pages-${Math.random().toString(16).slice(2, 8)}`;
+    await alice.api.POST("/agents", { body: { agent_id: agentId, name: "Pages", model: "script:hello" } });
+    try {
+      const made: string[] = [];
+      for (const text of ["alpha one", "beta two", "gamma three", "Delta Four", "epsilon five"]) {
+        const run = alice.stream(agentId, userMessage(text));
+        await run.toArray();
+        made.push(run.threadId!);
+      }
+      const seen: string[] = [];
+      let token: string | undefined;
+      let pages = 0;
+      do {
+        const { data } = await alice.api.GET("/threads", { params: { query: { agent_id: agentId, page_size: 2, ...(token ? { page_token: token } : {}) } } });
+        pages++;
+        expect(data?.threads?.length ?? 0).toBeLessThanOrEqual(2);
+        seen.push(...(data?.threads ?? []).map((t) => t.thread_id ?? ""));
+        token = data?.next_page_token || undefined;
+      } while (token);
+      expect(pages).toBe(3);
+      expect(seen).toEqual([...made].reverse());
+
+      const { data: found } = await alice.api.GET("/threads", { params: { query: { agent_id: agentId, query: "four DELTA" } } });
+      expect(found?.threads?.map((t) => t.thread_id)).toEqual([made[3]]);
+
+      const bad = async (query: Record<string, unknown>) => failure(alice.api.GET("/threads", { params: { query } }));
+      expect(await bad({ page_size: 500 })).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("page_size:") });
+      expect(await bad({ agent_id: agentId, page_token: "not-a-token" })).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("page_token:") });
+    } finally {
+      await alice.api.DELETE("/agents/{agent_id}", { params: { path: { agent_id: agentId } } }).catch(() => {});
+    }
+  });
 });

@@ -2,11 +2,12 @@
 // applies their events once per animation frame (a token each costs no
 // render of its own), persists the run followed so that a reload, or another
 // tab that opens the thread, re-joins it after the last event rendered
-// (state/activeRuns.ts), and cancels, stops (after the step in
+// (state/activeRuns.ts); a run another browser started is joined from its
+// first event (GetThread names it), and cancels, stops (after the step in
 // flight) and continues runs, approves, rejects and answers questions. A run
 // it starts that runs commands has the files they made offered to the Canvas
 // when it is done (panels/snapshot.ts).
-import { ConnectionLost, WickError, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
+import { ConnectionLost, WickError, type components, type RunStream, type Wick, type WickEvent } from "@wick-agent/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 
 import { isAbort, type ConnState } from "../api/client";
@@ -29,6 +30,27 @@ import {
 } from "../state/chat";
 import { clearActiveRun, loadActiveRun, saveActiveRun } from "../state/activeRuns";
 import { clearStoppedRun, loadStoppedRun, saveStoppedRun } from "../state/session";
+
+type ThreadState = components["schemas"]["wick.agent.v1.AgentState"];
+type ThreadSummary = components["schemas"]["wick.agent.v1.ThreadSummary"];
+
+/** activeRunOf is the run going on the thread (GetThread's summary), which any client may join. */
+function activeRunOf(summary: ThreadSummary | undefined): string | undefined {
+  const going = summary?.status === "running" || summary?.status === "interrupted";
+  return going && summary?.active_run_id ? summary.active_run_id : undefined;
+}
+
+/**
+ * beforeRun is the thread without what the run going on it saved: the
+ * messages after its last user message (the run's input), which its events
+ * show again. A run that continues a stopped one has no input of its own:
+ * the replies of the run before it are then shown by these events alone.
+ */
+function beforeRun(thread: ThreadState): ThreadState {
+  const msgs = thread.messages ?? [];
+  const last = msgs.findLastIndex((m) => m.role === "user");
+  return { ...thread, messages: msgs.slice(0, last + 1) };
+}
 
 /** How often at most the followed run's chat is saved for a reload. */
 const PERSIST_EVERY_MS = 250;
@@ -265,14 +287,20 @@ export function useThreadChat(o: ThreadChatOptions): ThreadChat {
       .GET("/threads/{thread_id}", { params: { path: { thread_id: threadId } }, signal: ctrl.signal })
       .then(({ data }) => {
         if (gen.current !== myGen) return;
-        let c = fromThreadState(data?.thread ?? {});
+        const mine = saved && saved.agentId === agentId;
+        // A run this browser did not start (another device's): its events
+        // from the first are shown after the thread as it was before them.
+        const theirs = mine ? undefined : activeRunOf(data?.summary);
+        let c = fromThreadState(theirs ? beforeRun(data?.thread ?? {}) : (data?.thread ?? {}));
         c = { ...c, threadId };
         const stopped = loadStoppedRun(threadId);
         if (stopped && !saved) c = withStoppedRun(c, stopped);
         setChat(c);
-        if (saved && saved.agentId === agentId) {
+        if (mine) {
           // The run's chat did not fit in storage: follow the run from its start.
           void follow(client.join(saved.runId, { after: saved.lastEventId, signal: ctrl.signal }), myGen);
+        } else if (theirs) {
+          void follow(client.join(theirs, { signal: ctrl.signal }), myGen);
         }
       })
       .catch((err: unknown) => {

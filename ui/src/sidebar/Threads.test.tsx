@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { groupThreads, matchesQuery, shownTitles, ThreadList, type ThreadSummary } from "./Threads";
 import { UNDO_DELAY_MS, useDelayedDelete } from "./useDelayedDelete";
+import { mergePage } from "./useThreadPages";
 
 const NOW = new Date(2026, 10, 28, 15, 0, 0);
 const daysAgo = (d: number, h = 12) => new Date(2026, 10, 28 - d, h, 0, 0).toISOString();
@@ -247,5 +248,84 @@ describe("useDelayedDelete", () => {
     unmount();
     act(() => vi.advanceTimersByTime(UNDO_DELAY_MS * 2));
     expect(commit).not.toHaveBeenCalled();
+  });
+});
+
+describe("pages", () => {
+  /** The observers made, with what they watch; report() says the end is in view. */
+  let observers: { cb: IntersectionObserverCallback; els: Element[]; on: boolean }[] = [];
+  beforeEach(() => {
+    observers = [];
+    vi.stubGlobal(
+      "IntersectionObserver",
+      class {
+        o: (typeof observers)[number];
+        constructor(cb: IntersectionObserverCallback) {
+          this.o = { cb, els: [], on: true };
+          observers.push(this.o);
+        }
+        observe(el: Element) {
+          this.o.els.push(el);
+        }
+        disconnect() {
+          this.o.on = false;
+        }
+      },
+    );
+  });
+  afterEach(() => vi.unstubAllGlobals());
+  const report = () =>
+    act(() => {
+      for (const o of observers.filter((o) => o.on)) {
+        o.cb(o.els.map((target) => ({ isIntersecting: true, target }) as IntersectionObserverEntry), {} as IntersectionObserver);
+      }
+    });
+
+  it("asks for the next page when the list's end comes into view, and not while one is read", () => {
+    const onMore = vi.fn();
+    const { rerender } = render(
+      <ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onMore={onMore} />,
+    );
+    expect(screen.getByTestId("thread-more")).toBeTruthy();
+    report();
+    expect(onMore).toHaveBeenCalledOnce();
+    rerender(<ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onMore={onMore} loadingMore />);
+    report();
+    expect(onMore).toHaveBeenCalledOnce();
+    expect(screen.getByTestId("thread-more").textContent).toBe("Loading older threads…");
+    // The last page read: no end to watch.
+    rerender(<ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} />);
+    expect(screen.queryByTestId("thread-more")).toBeNull();
+    report();
+    expect(onMore).toHaveBeenCalledOnce();
+  });
+
+  it("asks the server to search, reads no next page of the search before, and keeps the search box when no thread read matches", () => {
+    const onSearch = vi.fn();
+    const onMore = vi.fn();
+    const { rerender } = render(
+      <ThreadList threads={THREADS} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onSearch={onSearch} onMore={onMore} searched="" />,
+    );
+    expect(screen.getByTestId("thread-more")).toBeTruthy();
+    fireEvent.change(screen.getByTestId("thread-search"), { target: { value: "zebra" } });
+    expect(onSearch).toHaveBeenLastCalledWith("zebra");
+    // No row matches here, so the list's end is in view: its next page is the unsearched list's.
+    expect(screen.queryByTestId("thread-more")).toBeNull();
+    report();
+    expect(onMore).not.toHaveBeenCalled();
+    // The server found none either.
+    rerender(<ThreadList threads={[]} selected={undefined} titles={TITLES} statuses={{}} onSelect={() => {}} onNew={() => {}} onDelete={() => {}} onSearch={onSearch} />);
+    expect((screen.getByTestId("thread-search") as HTMLInputElement).value).toBe("zebra");
+    expect(screen.getByTestId("thread-search-empty").textContent).toContain("zebra");
+    expect(screen.queryByText("No threads yet: send a message.")).toBeNull();
+  });
+});
+
+describe("mergePage", () => {
+  const t = (id: string, title = "") => ({ thread_id: id, title });
+  it("puts a first page read again first and a next page last, each thread once, the page's copy winning", () => {
+    const read = [t("a"), t("b"), t("c")];
+    expect(mergePage(read, [t("d"), t("b", "renamed")], true)).toEqual([t("d"), t("b", "renamed"), t("a"), t("c")]);
+    expect(mergePage(read, [t("c", "again"), t("e")], false)).toEqual([t("a"), t("b"), t("c", "again"), t("e")]);
   });
 });

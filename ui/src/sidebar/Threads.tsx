@@ -2,7 +2,10 @@
 // status, when it was last saved and its title (the one the user gave it,
 // else its first message); a search box filters them by title, and a row
 // renames its thread in place. A deleted thread leaves a toast that can
-// undo the deletion while it waits to be sent.
+// undo the deletion while it waits to be sent. The list is read a page at
+// a time: the next is asked for as its end scrolls near (onMore), and the
+// search is also asked of the server (onSearch), which finds threads of
+// pages not read yet.
 import type { components } from "@wick-agent/sdk";
 import { Pencil, Trash2 } from "lucide-react";
 import { useEffect, useMemo, useRef, useState } from "react";
@@ -31,6 +34,8 @@ const STATUS_TITLE: Record<ThreadStatus, string> = {
 
 /** How often the relative times are brought up to date. */
 const CLOCK_TICK_MS = 30_000;
+/** How close to the list's end (px) the next page is asked for. */
+const MORE_MARGIN_PX = 200;
 
 interface Props {
   threads: ThreadSummary[];
@@ -45,6 +50,14 @@ interface Props {
   onUndoDelete?(threadId: string): void;
   /** onRename stores a thread's new title; it throws when the server refuses it. Without it rows offer no rename. */
   onRename?(threadId: string, title: string): Promise<void>;
+  /** onSearch asks the server for the threads whose titles match the search box (the rows shown are filtered at once as well). */
+  onSearch?(query: string): void;
+  /** onMore reads the next page; set while there is one. */
+  onMore?(): void;
+  /** A page is being read. */
+  loadingMore?: boolean;
+  /** The search (trimmed) the threads were read with, when onSearch is given; "" for none. */
+  searched?: string;
 }
 
 export interface ThreadGroup {
@@ -114,7 +127,36 @@ function useNow(): Date {
   return now;
 }
 
-export function ThreadList({ threads, selected, titles, statuses, deleting, onSelect, onNew, onDelete, onUndoDelete, onRename }: Props) {
+/** scrollParent is the nearest ancestor of el that scrolls, or null (the viewport). */
+function scrollParent(el: HTMLElement): HTMLElement | null {
+  for (let p = el.parentElement; p; p = p.parentElement) {
+    if (/(auto|scroll)/.test(getComputedStyle(p).overflowY)) return p;
+  }
+  return null;
+}
+
+/**
+ * useMore calls onMore while the element ref is given is within
+ * MORE_MARGIN_PX of its scrolling box. The observer is made again after
+ * each page (busy false again), and a new observer reports at once: a page
+ * that left the end in view is followed by the next without a scroll.
+ */
+function useMore(onMore: (() => void) | undefined, busy: boolean, rows: number) {
+  const ref = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || !onMore || busy || typeof IntersectionObserver === "undefined") return;
+    const io = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && onMore(), {
+      root: scrollParent(el),
+      rootMargin: `${MORE_MARGIN_PX}px`,
+    });
+    io.observe(el);
+    return () => io.disconnect();
+  }, [onMore, busy, rows]);
+  return ref;
+}
+
+export function ThreadList({ threads, selected, titles, statuses, deleting, onSelect, onNew, onDelete, onUndoDelete, onRename, onSearch, onMore, loadingMore = false, searched }: Props) {
   const now = useNow();
   const [query, setQuery] = useState("");
   const [renaming, setRenaming] = useState<string>();
@@ -126,11 +168,17 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
     [listed, names, query, now],
   );
   const undoable = [...(deleting ?? [])];
+  const searching = query.trim() !== "";
+  // While the server has not answered the search typed, the rows shown are
+  // those read for the search before, filtered here: their next page is
+  // not the one to read (and the end of a short filtered list is in view).
+  const moreOf = onSearch && searched !== undefined && searched !== query.trim() ? undefined : onMore;
+  const more = useMore(moreOf, loadingMore, threads.length);
 
   return (
     <div className="side-section">
       <SideHead title="Threads" newTestId="thread-new" newTitle="Start a new thread" onNew={onNew} />
-      {listed.length > 0 && (
+      {(listed.length > 0 || searching) && (
         <input
           type="search"
           className="thread-search"
@@ -138,7 +186,10 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
           aria-label="Search threads by title"
           placeholder="Search threads"
           value={query}
-          onChange={(e) => setQuery(e.target.value)}
+          onChange={(e) => {
+            setQuery(e.target.value);
+            onSearch?.(e.target.value);
+          }}
         />
       )}
       <ul className="list" data-testid="thread-list">
@@ -222,10 +273,15 @@ export function ThreadList({ threads, selected, titles, statuses, deleting, onSe
             </ul>
           </li>
         ))}
-        {listed.length === 0 && <li className="muted small">No threads yet: send a message.</li>}
-        {listed.length > 0 && groups.length === 0 && (
+        {listed.length === 0 && !searching && !onMore && !loadingMore && <li className="muted small">No threads yet: send a message.</li>}
+        {searching && groups.length === 0 && !moreOf && !loadingMore && (
           <li className="muted small" data-testid="thread-search-empty">
             No thread title has “{query.trim()}”.
+          </li>
+        )}
+        {moreOf && (
+          <li ref={more} className="muted small thread-more" data-testid="thread-more" aria-busy={loadingMore}>
+            {loadingMore ? "Loading older threads…" : ""}
           </li>
         )}
       </ul>

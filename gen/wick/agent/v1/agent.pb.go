@@ -3942,7 +3942,11 @@ type ThreadSummary struct {
 	// approval of tool calls: send decisions with ResumeRun, or cancel it),
 	// or "error" (no run holds it and its last run failed, or died; the
 	// thread itself can be continued).
-	Status        string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	Status string `protobuf:"bytes,6,opt,name=status,proto3" json:"status,omitempty"`
+	// active_run_id is the run that holds the thread while status is
+	// "running" or "interrupted", empty otherwise: JoinRun follows it from
+	// any client (its events from the first), ResumeRun answers its approval.
+	ActiveRunId   string `protobuf:"bytes,7,opt,name=active_run_id,json=activeRunId,proto3" json:"active_run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4019,11 +4023,31 @@ func (x *ThreadSummary) GetStatus() string {
 	return ""
 }
 
-// ListThreadsRequest lists threads.
+func (x *ThreadSummary) GetActiveRunId() string {
+	if x != nil {
+		return x.ActiveRunId
+	}
+	return ""
+}
+
+// ListThreadsRequest asks for one page of the caller's threads.
 type ListThreadsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// agent_id limits the list to one agent; empty lists all.
-	AgentId       string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// page_size is the most threads one answer holds: 0 means 50, at most
+	// 200; a negative or larger value is InvalidArgument. An answer may hold
+	// fewer, even none, while next_page_token is set: each page reads a
+	// bounded part of the caller's threads.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the next_page_token of the previous answer, to read the
+	// page after it; empty reads the first page. It is only valid with the
+	// same agent_id and query: another one, or a token that was altered, is
+	// InvalidArgument.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// query keeps the threads whose title (ThreadSummary.title) holds every
+	// word of it, in any case; at most 200 characters; empty keeps all.
+	Query         string `protobuf:"bytes,4,opt,name=query,proto3" json:"query,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4065,11 +4089,39 @@ func (x *ListThreadsRequest) GetAgentId() string {
 	return ""
 }
 
-// ListThreadsResponse lists threads.
+func (x *ListThreadsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListThreadsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListThreadsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+// ListThreadsResponse is one page of threads.
 type ListThreadsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// threads are the caller's threads, newest first.
-	Threads       []*ThreadSummary `protobuf:"bytes,1,rep,name=threads,proto3" json:"threads,omitempty"`
+	// threads are the caller's threads, newest first (updated_at, then
+	// thread_id, both descending). Paging keeps that order: a thread not
+	// saved between two pages is listed once, on one of them; a thread
+	// saved after its page was read moves to the front, so the pages that
+	// follow do not list it again (a new first page does).
+	Threads []*ThreadSummary `protobuf:"bytes,1,rep,name=threads,proto3" json:"threads,omitempty"`
+	// next_page_token reads the next page (ListThreadsRequest.page_token);
+	// empty when there is none.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4109,6 +4161,13 @@ func (x *ListThreadsResponse) GetThreads() []*ThreadSummary {
 		return x.Threads
 	}
 	return nil
+}
+
+func (x *ListThreadsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // GetThreadRequest names a thread.
@@ -4161,7 +4220,11 @@ func (x *GetThreadRequest) GetThreadId() string {
 type GetThreadResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// thread is the state.
-	Thread        *AgentState `protobuf:"bytes,1,opt,name=thread,proto3" json:"thread,omitempty"`
+	Thread *AgentState `protobuf:"bytes,1,opt,name=thread,proto3" json:"thread,omitempty"`
+	// summary is the thread as ListThreads lists it: its title, its status
+	// and the run going on it (active_run_id), which a client that did not
+	// start that run joins to follow it and answer its approvals.
+	Summary       *ThreadSummary `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4199,6 +4262,13 @@ func (*GetThreadResponse) Descriptor() ([]byte, []int) {
 func (x *GetThreadResponse) GetThread() *AgentState {
 	if x != nil {
 		return x.Thread
+	}
+	return nil
+}
+
+func (x *GetThreadResponse) GetSummary() *ThreadSummary {
+	if x != nil {
+		return x.Summary
 	}
 	return nil
 }
@@ -9604,7 +9674,7 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\bproblems\x18\x03 \x03(\v2\x1b.wick.agent.v1.SkillProblemR\bproblems\"\x14\n" +
 	"\x12WatchEventsRequest\"G\n" +
 	"\x13WatchEventsResponse\x120\n" +
-	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.ConfigEventR\x05event\"\xd5\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x1a.wick.agent.v1.ConfigEventR\x05event\"\xf9\x01\n" +
 	"\rThreadSummary\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12#\n" +
@@ -9612,15 +9682,22 @@ const file_wick_agent_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x14\n" +
 	"\x05title\x18\x05 \x01(\tR\x05title\x12\x16\n" +
-	"\x06status\x18\x06 \x01(\tR\x06status\"/\n" +
+	"\x06status\x18\x06 \x01(\tR\x06status\x12\"\n" +
+	"\ractive_run_id\x18\a \x01(\tR\vactiveRunId\"\x81\x01\n" +
 	"\x12ListThreadsRequest\x12\x19\n" +
-	"\bagent_id\x18\x01 \x01(\tR\aagentId\"M\n" +
+	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x14\n" +
+	"\x05query\x18\x04 \x01(\tR\x05query\"u\n" +
 	"\x13ListThreadsResponse\x126\n" +
-	"\athreads\x18\x01 \x03(\v2\x1c.wick.agent.v1.ThreadSummaryR\athreads\"/\n" +
+	"\athreads\x18\x01 \x03(\v2\x1c.wick.agent.v1.ThreadSummaryR\athreads\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"/\n" +
 	"\x10GetThreadRequest\x12\x1b\n" +
-	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"F\n" +
+	"\tthread_id\x18\x01 \x01(\tR\bthreadId\"~\n" +
 	"\x11GetThreadResponse\x121\n" +
-	"\x06thread\x18\x01 \x01(\v2\x19.wick.agent.v1.AgentStateR\x06thread\"x\n" +
+	"\x06thread\x18\x01 \x01(\v2\x19.wick.agent.v1.AgentStateR\x06thread\x126\n" +
+	"\asummary\x18\x02 \x01(\v2\x1c.wick.agent.v1.ThreadSummaryR\asummary\"x\n" +
 	"\x13UpdateThreadRequest\x12\x1b\n" +
 	"\tthread_id\x18\x01 \x01(\tR\bthreadId\x12\x19\n" +
 	"\x05title\x18\x02 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n" +
@@ -10325,160 +10402,161 @@ var file_wick_agent_v1_agent_proto_depIdxs = []int32{
 	147, // 48: wick.agent.v1.ThreadSummary.updated_at:type_name -> google.protobuf.Timestamp
 	60,  // 49: wick.agent.v1.ListThreadsResponse.threads:type_name -> wick.agent.v1.ThreadSummary
 	4,   // 50: wick.agent.v1.GetThreadResponse.thread:type_name -> wick.agent.v1.AgentState
-	60,  // 51: wick.agent.v1.UpdateThreadResponse.thread:type_name -> wick.agent.v1.ThreadSummary
-	1,   // 52: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
-	147, // 53: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
-	69,  // 54: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
-	69,  // 55: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
-	146, // 56: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
-	74,  // 57: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
-	69,  // 58: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
-	5,   // 59: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
-	147, // 60: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
-	139, // 61: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
-	147, // 62: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
-	140, // 63: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
-	79,  // 64: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
-	79,  // 65: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
-	79,  // 66: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
-	141, // 67: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
-	80,  // 68: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
-	80,  // 69: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
-	142, // 70: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
-	81,  // 71: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
-	69,  // 72: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
-	69,  // 73: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
-	148, // 74: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
-	149, // 75: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
-	101, // 76: wick.agent.v1.Subagent.a2a:type_name -> wick.agent.v1.A2aAgent
-	147, // 77: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	147, // 78: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	102, // 79: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
-	102, // 80: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
-	102, // 81: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
-	143, // 82: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
-	144, // 83: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
-	145, // 84: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
-	149, // 85: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
-	112, // 86: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
-	113, // 87: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
-	113, // 88: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
-	114, // 89: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
-	115, // 90: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
-	118, // 91: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
-	119, // 92: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
-	120, // 93: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
-	122, // 94: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
-	123, // 95: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
-	124, // 96: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
-	126, // 97: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
-	127, // 98: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
-	127, // 99: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
-	127, // 100: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
-	129, // 101: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
-	130, // 102: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
-	116, // 103: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
-	117, // 104: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
-	146, // 105: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
-	3,   // 106: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
-	1,   // 107: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
-	121, // 108: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
-	125, // 109: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
-	111, // 110: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
-	128, // 111: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
-	122, // 112: wick.agent.v1.DoneData.usage:type_name -> wick.agent.v1.UsageData
-	122, // 113: wick.agent.v1.ErrorData.usage:type_name -> wick.agent.v1.UsageData
-	132, // 114: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
-	133, // 115: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
-	10,  // 116: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
-	12,  // 117: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
-	14,  // 118: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
-	16,  // 119: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
-	18,  // 120: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
-	20,  // 121: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
-	22,  // 122: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
-	24,  // 123: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
-	26,  // 124: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
-	29,  // 125: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
-	32,  // 126: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
-	34,  // 127: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
-	36,  // 128: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
-	38,  // 129: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
-	40,  // 130: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
-	43,  // 131: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
-	48,  // 132: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
-	50,  // 133: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
-	52,  // 134: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
-	56,  // 135: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
-	58,  // 136: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
-	61,  // 137: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
-	63,  // 138: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
-	65,  // 139: wick.agent.v1.AgentService.UpdateThread:input_type -> wick.agent.v1.UpdateThreadRequest
-	67,  // 140: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
-	70,  // 141: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
-	72,  // 142: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
-	75,  // 143: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
-	77,  // 144: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
-	82,  // 145: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
-	84,  // 146: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
-	86,  // 147: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
-	88,  // 148: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
-	90,  // 149: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
-	92,  // 150: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
-	94,  // 151: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
-	96,  // 152: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
-	98,  // 153: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
-	103, // 154: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
-	105, // 155: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
-	107, // 156: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
-	131, // 157: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
-	11,  // 158: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
-	13,  // 159: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
-	15,  // 160: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
-	17,  // 161: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
-	19,  // 162: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
-	21,  // 163: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
-	23,  // 164: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
-	25,  // 165: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
-	27,  // 166: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
-	30,  // 167: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
-	33,  // 168: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
-	35,  // 169: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
-	37,  // 170: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
-	39,  // 171: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
-	42,  // 172: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
-	46,  // 173: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
-	49,  // 174: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
-	51,  // 175: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
-	53,  // 176: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
-	57,  // 177: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
-	59,  // 178: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
-	62,  // 179: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
-	64,  // 180: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
-	66,  // 181: wick.agent.v1.AgentService.UpdateThread:output_type -> wick.agent.v1.UpdateThreadResponse
-	68,  // 182: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
-	71,  // 183: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
-	73,  // 184: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
-	76,  // 185: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
-	78,  // 186: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
-	83,  // 187: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
-	85,  // 188: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
-	87,  // 189: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
-	89,  // 190: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
-	91,  // 191: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
-	93,  // 192: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
-	95,  // 193: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
-	97,  // 194: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
-	99,  // 195: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
-	104, // 196: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
-	106, // 197: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
-	108, // 198: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
-	134, // 199: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
-	158, // [158:200] is the sub-list for method output_type
-	116, // [116:158] is the sub-list for method input_type
-	116, // [116:116] is the sub-list for extension type_name
-	116, // [116:116] is the sub-list for extension extendee
-	0,   // [0:116] is the sub-list for field type_name
+	60,  // 51: wick.agent.v1.GetThreadResponse.summary:type_name -> wick.agent.v1.ThreadSummary
+	60,  // 52: wick.agent.v1.UpdateThreadResponse.thread:type_name -> wick.agent.v1.ThreadSummary
+	1,   // 53: wick.agent.v1.Run.pending:type_name -> wick.agent.v1.ToolCall
+	147, // 54: wick.agent.v1.Run.created_at:type_name -> google.protobuf.Timestamp
+	69,  // 55: wick.agent.v1.GetRunResponse.run:type_name -> wick.agent.v1.Run
+	69,  // 56: wick.agent.v1.CancelRunResponse.run:type_name -> wick.agent.v1.Run
+	146, // 57: wick.agent.v1.ApprovalDecision.args:type_name -> google.protobuf.Struct
+	74,  // 58: wick.agent.v1.ResumeRunRequest.decisions:type_name -> wick.agent.v1.ApprovalDecision
+	69,  // 59: wick.agent.v1.ResumeRunResponse.run:type_name -> wick.agent.v1.Run
+	5,   // 60: wick.agent.v1.JoinRunResponse.event:type_name -> wick.agent.v1.StreamEvent
+	147, // 61: wick.agent.v1.Collection.created_at:type_name -> google.protobuf.Timestamp
+	139, // 62: wick.agent.v1.KnowledgeDocument.metadata:type_name -> wick.agent.v1.KnowledgeDocument.MetadataEntry
+	147, // 63: wick.agent.v1.KnowledgeDocument.updated_at:type_name -> google.protobuf.Timestamp
+	140, // 64: wick.agent.v1.KnowledgeHit.metadata:type_name -> wick.agent.v1.KnowledgeHit.MetadataEntry
+	79,  // 65: wick.agent.v1.CreateCollectionRequest.collection:type_name -> wick.agent.v1.Collection
+	79,  // 66: wick.agent.v1.CreateCollectionResponse.collection:type_name -> wick.agent.v1.Collection
+	79,  // 67: wick.agent.v1.ListCollectionsResponse.collections:type_name -> wick.agent.v1.Collection
+	141, // 68: wick.agent.v1.AddDocumentRequest.metadata:type_name -> wick.agent.v1.AddDocumentRequest.MetadataEntry
+	80,  // 69: wick.agent.v1.AddDocumentResponse.document:type_name -> wick.agent.v1.KnowledgeDocument
+	80,  // 70: wick.agent.v1.ListDocumentsResponse.documents:type_name -> wick.agent.v1.KnowledgeDocument
+	142, // 71: wick.agent.v1.SearchKnowledgeRequest.filter:type_name -> wick.agent.v1.SearchKnowledgeRequest.FilterEntry
+	81,  // 72: wick.agent.v1.SearchKnowledgeResponse.hits:type_name -> wick.agent.v1.KnowledgeHit
+	69,  // 73: wick.agent.v1.StopRunResponse.run:type_name -> wick.agent.v1.Run
+	69,  // 74: wick.agent.v1.ContinueRunResponse.run:type_name -> wick.agent.v1.Run
+	148, // 75: wick.agent.v1.Subagent.model:type_name -> google.protobuf.Value
+	149, // 76: wick.agent.v1.Subagent.timeout:type_name -> google.protobuf.Duration
+	101, // 77: wick.agent.v1.Subagent.a2a:type_name -> wick.agent.v1.A2aAgent
+	147, // 78: wick.agent.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	147, // 79: wick.agent.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	102, // 80: wick.agent.v1.ListThreadTasksResponse.tasks:type_name -> wick.agent.v1.Task
+	102, // 81: wick.agent.v1.GetTaskResponse.task:type_name -> wick.agent.v1.Task
+	102, // 82: wick.agent.v1.CancelTaskResponse.task:type_name -> wick.agent.v1.Task
+	143, // 83: wick.agent.v1.AcpAgent.env:type_name -> wick.agent.v1.AcpAgent.EnvEntry
+	144, // 84: wick.agent.v1.McpServer.env:type_name -> wick.agent.v1.McpServer.EnvEntry
+	145, // 85: wick.agent.v1.McpServer.headers:type_name -> wick.agent.v1.McpServer.HeadersEntry
+	149, // 86: wick.agent.v1.McpServer.timeout:type_name -> google.protobuf.Duration
+	112, // 87: wick.agent.v1.RunEventData.on_run_start:type_name -> wick.agent.v1.RunStartData
+	113, // 88: wick.agent.v1.RunEventData.on_chat_model_stream:type_name -> wick.agent.v1.DeltaData
+	113, // 89: wick.agent.v1.RunEventData.on_thought_stream:type_name -> wick.agent.v1.DeltaData
+	114, // 90: wick.agent.v1.RunEventData.on_tool_start:type_name -> wick.agent.v1.ToolStartData
+	115, // 91: wick.agent.v1.RunEventData.on_tool_end:type_name -> wick.agent.v1.ToolEndData
+	118, // 92: wick.agent.v1.RunEventData.on_todos:type_name -> wick.agent.v1.TodosData
+	119, // 93: wick.agent.v1.RunEventData.on_interrupt:type_name -> wick.agent.v1.InterruptData
+	120, // 94: wick.agent.v1.RunEventData.on_knowledge_retrieval:type_name -> wick.agent.v1.KnowledgeRetrievalData
+	122, // 95: wick.agent.v1.RunEventData.on_usage:type_name -> wick.agent.v1.UsageData
+	123, // 96: wick.agent.v1.RunEventData.on_subagent_start:type_name -> wick.agent.v1.SubagentStartData
+	124, // 97: wick.agent.v1.RunEventData.on_subagent_event:type_name -> wick.agent.v1.SubagentEventData
+	126, // 98: wick.agent.v1.RunEventData.on_subagent_end:type_name -> wick.agent.v1.SubagentEndData
+	127, // 99: wick.agent.v1.RunEventData.on_task_start:type_name -> wick.agent.v1.TaskEventData
+	127, // 100: wick.agent.v1.RunEventData.on_task_update:type_name -> wick.agent.v1.TaskEventData
+	127, // 101: wick.agent.v1.RunEventData.on_task_end:type_name -> wick.agent.v1.TaskEventData
+	129, // 102: wick.agent.v1.RunEventData.done:type_name -> wick.agent.v1.DoneData
+	130, // 103: wick.agent.v1.RunEventData.error:type_name -> wick.agent.v1.ErrorData
+	116, // 104: wick.agent.v1.RunEventData.on_mcp_server_error:type_name -> wick.agent.v1.McpServerErrorData
+	117, // 105: wick.agent.v1.RunEventData.on_tool_progress:type_name -> wick.agent.v1.ToolProgressData
+	146, // 106: wick.agent.v1.ToolStartData.args:type_name -> google.protobuf.Struct
+	3,   // 107: wick.agent.v1.TodosData.todos:type_name -> wick.agent.v1.Todo
+	1,   // 108: wick.agent.v1.InterruptData.tool_calls:type_name -> wick.agent.v1.ToolCall
+	121, // 109: wick.agent.v1.KnowledgeRetrievalData.sources:type_name -> wick.agent.v1.KnowledgeSource
+	125, // 110: wick.agent.v1.SubagentEventData.event:type_name -> wick.agent.v1.ChildEvent
+	111, // 111: wick.agent.v1.ChildEvent.data:type_name -> wick.agent.v1.RunEventData
+	128, // 112: wick.agent.v1.TaskEventData.subagent:type_name -> wick.agent.v1.TaskSubagent
+	122, // 113: wick.agent.v1.DoneData.usage:type_name -> wick.agent.v1.UsageData
+	122, // 114: wick.agent.v1.ErrorData.usage:type_name -> wick.agent.v1.UsageData
+	132, // 115: wick.agent.v1.GetUsageResponse.rows:type_name -> wick.agent.v1.UsageRow
+	133, // 116: wick.agent.v1.GetUsageResponse.budget:type_name -> wick.agent.v1.UsageBudget
+	10,  // 117: wick.agent.v1.AgentService.ListAgents:input_type -> wick.agent.v1.ListAgentsRequest
+	12,  // 118: wick.agent.v1.AgentService.CreateAgent:input_type -> wick.agent.v1.CreateAgentRequest
+	14,  // 119: wick.agent.v1.AgentService.GetAgent:input_type -> wick.agent.v1.GetAgentRequest
+	16,  // 120: wick.agent.v1.AgentService.UpdateAgent:input_type -> wick.agent.v1.UpdateAgentRequest
+	18,  // 121: wick.agent.v1.AgentService.DeleteAgent:input_type -> wick.agent.v1.DeleteAgentRequest
+	20,  // 122: wick.agent.v1.AgentService.Invoke:input_type -> wick.agent.v1.InvokeRequest
+	22,  // 123: wick.agent.v1.AgentService.Stream:input_type -> wick.agent.v1.StreamRequest
+	24,  // 124: wick.agent.v1.AgentService.SwitchBackend:input_type -> wick.agent.v1.SwitchBackendRequest
+	26,  // 125: wick.agent.v1.AgentService.ControlContainer:input_type -> wick.agent.v1.ControlContainerRequest
+	29,  // 126: wick.agent.v1.AgentService.UpdateHooks:input_type -> wick.agent.v1.UpdateHooksRequest
+	32,  // 127: wick.agent.v1.AgentService.ListFiles:input_type -> wick.agent.v1.ListFilesRequest
+	34,  // 128: wick.agent.v1.AgentService.ReadFile:input_type -> wick.agent.v1.ReadFileRequest
+	36,  // 129: wick.agent.v1.AgentService.WriteFile:input_type -> wick.agent.v1.WriteFileRequest
+	38,  // 130: wick.agent.v1.AgentService.DownloadFile:input_type -> wick.agent.v1.DownloadFileRequest
+	40,  // 131: wick.agent.v1.AgentService.UploadFile:input_type -> wick.agent.v1.UploadFileRequest
+	43,  // 132: wick.agent.v1.AgentService.Terminal:input_type -> wick.agent.v1.TerminalRequest
+	48,  // 133: wick.agent.v1.AgentService.ListTools:input_type -> wick.agent.v1.ListToolsRequest
+	50,  // 134: wick.agent.v1.AgentService.RegisterTool:input_type -> wick.agent.v1.RegisterToolRequest
+	52,  // 135: wick.agent.v1.AgentService.DeleteTool:input_type -> wick.agent.v1.DeleteToolRequest
+	56,  // 136: wick.agent.v1.AgentService.ListAvailableSkills:input_type -> wick.agent.v1.ListAvailableSkillsRequest
+	58,  // 137: wick.agent.v1.AgentService.WatchEvents:input_type -> wick.agent.v1.WatchEventsRequest
+	61,  // 138: wick.agent.v1.AgentService.ListThreads:input_type -> wick.agent.v1.ListThreadsRequest
+	63,  // 139: wick.agent.v1.AgentService.GetThread:input_type -> wick.agent.v1.GetThreadRequest
+	65,  // 140: wick.agent.v1.AgentService.UpdateThread:input_type -> wick.agent.v1.UpdateThreadRequest
+	67,  // 141: wick.agent.v1.AgentService.DeleteThread:input_type -> wick.agent.v1.DeleteThreadRequest
+	70,  // 142: wick.agent.v1.AgentService.GetRun:input_type -> wick.agent.v1.GetRunRequest
+	72,  // 143: wick.agent.v1.AgentService.CancelRun:input_type -> wick.agent.v1.CancelRunRequest
+	75,  // 144: wick.agent.v1.AgentService.ResumeRun:input_type -> wick.agent.v1.ResumeRunRequest
+	77,  // 145: wick.agent.v1.AgentService.JoinRun:input_type -> wick.agent.v1.JoinRunRequest
+	82,  // 146: wick.agent.v1.AgentService.CreateCollection:input_type -> wick.agent.v1.CreateCollectionRequest
+	84,  // 147: wick.agent.v1.AgentService.ListCollections:input_type -> wick.agent.v1.ListCollectionsRequest
+	86,  // 148: wick.agent.v1.AgentService.DeleteCollection:input_type -> wick.agent.v1.DeleteCollectionRequest
+	88,  // 149: wick.agent.v1.AgentService.AddDocument:input_type -> wick.agent.v1.AddDocumentRequest
+	90,  // 150: wick.agent.v1.AgentService.ListDocuments:input_type -> wick.agent.v1.ListDocumentsRequest
+	92,  // 151: wick.agent.v1.AgentService.DeleteDocument:input_type -> wick.agent.v1.DeleteDocumentRequest
+	94,  // 152: wick.agent.v1.AgentService.SearchKnowledge:input_type -> wick.agent.v1.SearchKnowledgeRequest
+	96,  // 153: wick.agent.v1.AgentService.StopRun:input_type -> wick.agent.v1.StopRunRequest
+	98,  // 154: wick.agent.v1.AgentService.ContinueRun:input_type -> wick.agent.v1.ContinueRunRequest
+	103, // 155: wick.agent.v1.AgentService.ListThreadTasks:input_type -> wick.agent.v1.ListThreadTasksRequest
+	105, // 156: wick.agent.v1.AgentService.GetTask:input_type -> wick.agent.v1.GetTaskRequest
+	107, // 157: wick.agent.v1.AgentService.CancelTask:input_type -> wick.agent.v1.CancelTaskRequest
+	131, // 158: wick.agent.v1.AgentService.GetUsage:input_type -> wick.agent.v1.GetUsageRequest
+	11,  // 159: wick.agent.v1.AgentService.ListAgents:output_type -> wick.agent.v1.ListAgentsResponse
+	13,  // 160: wick.agent.v1.AgentService.CreateAgent:output_type -> wick.agent.v1.CreateAgentResponse
+	15,  // 161: wick.agent.v1.AgentService.GetAgent:output_type -> wick.agent.v1.GetAgentResponse
+	17,  // 162: wick.agent.v1.AgentService.UpdateAgent:output_type -> wick.agent.v1.UpdateAgentResponse
+	19,  // 163: wick.agent.v1.AgentService.DeleteAgent:output_type -> wick.agent.v1.DeleteAgentResponse
+	21,  // 164: wick.agent.v1.AgentService.Invoke:output_type -> wick.agent.v1.InvokeResponse
+	23,  // 165: wick.agent.v1.AgentService.Stream:output_type -> wick.agent.v1.StreamResponse
+	25,  // 166: wick.agent.v1.AgentService.SwitchBackend:output_type -> wick.agent.v1.SwitchBackendResponse
+	27,  // 167: wick.agent.v1.AgentService.ControlContainer:output_type -> wick.agent.v1.ControlContainerResponse
+	30,  // 168: wick.agent.v1.AgentService.UpdateHooks:output_type -> wick.agent.v1.UpdateHooksResponse
+	33,  // 169: wick.agent.v1.AgentService.ListFiles:output_type -> wick.agent.v1.ListFilesResponse
+	35,  // 170: wick.agent.v1.AgentService.ReadFile:output_type -> wick.agent.v1.ReadFileResponse
+	37,  // 171: wick.agent.v1.AgentService.WriteFile:output_type -> wick.agent.v1.WriteFileResponse
+	39,  // 172: wick.agent.v1.AgentService.DownloadFile:output_type -> wick.agent.v1.DownloadFileResponse
+	42,  // 173: wick.agent.v1.AgentService.UploadFile:output_type -> wick.agent.v1.UploadFileResponse
+	46,  // 174: wick.agent.v1.AgentService.Terminal:output_type -> wick.agent.v1.TerminalResponse
+	49,  // 175: wick.agent.v1.AgentService.ListTools:output_type -> wick.agent.v1.ListToolsResponse
+	51,  // 176: wick.agent.v1.AgentService.RegisterTool:output_type -> wick.agent.v1.RegisterToolResponse
+	53,  // 177: wick.agent.v1.AgentService.DeleteTool:output_type -> wick.agent.v1.DeleteToolResponse
+	57,  // 178: wick.agent.v1.AgentService.ListAvailableSkills:output_type -> wick.agent.v1.ListAvailableSkillsResponse
+	59,  // 179: wick.agent.v1.AgentService.WatchEvents:output_type -> wick.agent.v1.WatchEventsResponse
+	62,  // 180: wick.agent.v1.AgentService.ListThreads:output_type -> wick.agent.v1.ListThreadsResponse
+	64,  // 181: wick.agent.v1.AgentService.GetThread:output_type -> wick.agent.v1.GetThreadResponse
+	66,  // 182: wick.agent.v1.AgentService.UpdateThread:output_type -> wick.agent.v1.UpdateThreadResponse
+	68,  // 183: wick.agent.v1.AgentService.DeleteThread:output_type -> wick.agent.v1.DeleteThreadResponse
+	71,  // 184: wick.agent.v1.AgentService.GetRun:output_type -> wick.agent.v1.GetRunResponse
+	73,  // 185: wick.agent.v1.AgentService.CancelRun:output_type -> wick.agent.v1.CancelRunResponse
+	76,  // 186: wick.agent.v1.AgentService.ResumeRun:output_type -> wick.agent.v1.ResumeRunResponse
+	78,  // 187: wick.agent.v1.AgentService.JoinRun:output_type -> wick.agent.v1.JoinRunResponse
+	83,  // 188: wick.agent.v1.AgentService.CreateCollection:output_type -> wick.agent.v1.CreateCollectionResponse
+	85,  // 189: wick.agent.v1.AgentService.ListCollections:output_type -> wick.agent.v1.ListCollectionsResponse
+	87,  // 190: wick.agent.v1.AgentService.DeleteCollection:output_type -> wick.agent.v1.DeleteCollectionResponse
+	89,  // 191: wick.agent.v1.AgentService.AddDocument:output_type -> wick.agent.v1.AddDocumentResponse
+	91,  // 192: wick.agent.v1.AgentService.ListDocuments:output_type -> wick.agent.v1.ListDocumentsResponse
+	93,  // 193: wick.agent.v1.AgentService.DeleteDocument:output_type -> wick.agent.v1.DeleteDocumentResponse
+	95,  // 194: wick.agent.v1.AgentService.SearchKnowledge:output_type -> wick.agent.v1.SearchKnowledgeResponse
+	97,  // 195: wick.agent.v1.AgentService.StopRun:output_type -> wick.agent.v1.StopRunResponse
+	99,  // 196: wick.agent.v1.AgentService.ContinueRun:output_type -> wick.agent.v1.ContinueRunResponse
+	104, // 197: wick.agent.v1.AgentService.ListThreadTasks:output_type -> wick.agent.v1.ListThreadTasksResponse
+	106, // 198: wick.agent.v1.AgentService.GetTask:output_type -> wick.agent.v1.GetTaskResponse
+	108, // 199: wick.agent.v1.AgentService.CancelTask:output_type -> wick.agent.v1.CancelTaskResponse
+	134, // 200: wick.agent.v1.AgentService.GetUsage:output_type -> wick.agent.v1.GetUsageResponse
+	159, // [159:201] is the sub-list for method output_type
+	117, // [117:159] is the sub-list for method input_type
+	117, // [117:117] is the sub-list for extension type_name
+	117, // [117:117] is the sub-list for extension extendee
+	0,   // [0:117] is the sub-list for field type_name
 }
 
 func init() { file_wick_agent_v1_agent_proto_init() }

@@ -2563,6 +2563,12 @@ export interface components {
         };
         /** @description GetThreadResponse returns a thread's state. */
         "wick.agent.v1.GetThreadResponse": {
+            /**
+             * @description summary is the thread as ListThreads lists it: its title, its status
+             *     and the run going on it (active_run_id), which a client that did not
+             *     start that run joins to follow it and answer its approvals.
+             */
+            summary?: components["schemas"]["wick.agent.v1.ThreadSummary"];
             /** @description thread is the state. */
             thread?: components["schemas"]["wick.agent.v1.AgentState"];
         };
@@ -2780,9 +2786,20 @@ export interface components {
             /** @description tasks are the thread's background tasks, oldest first. */
             tasks?: components["schemas"]["wick.agent.v1.Task"][];
         };
-        /** @description ListThreadsResponse lists threads. */
+        /** @description ListThreadsResponse is one page of threads. */
         "wick.agent.v1.ListThreadsResponse": {
-            /** @description threads are the caller's threads, newest first. */
+            /**
+             * @description next_page_token reads the next page (ListThreadsRequest.page_token);
+             *     empty when there is none.
+             */
+            next_page_token?: string;
+            /**
+             * @description threads are the caller's threads, newest first (updated_at, then
+             *     thread_id, both descending). Paging keeps that order: a thread not
+             *     saved between two pages is listed once, on one of them; a thread
+             *     saved after its page was read moves to the front, so the pages that
+             *     follow do not list it again (a new first page does).
+             */
             threads?: components["schemas"]["wick.agent.v1.ThreadSummary"][];
         };
         /** @description ListToolsResponse lists external tools. */
@@ -3194,6 +3211,12 @@ export interface components {
         };
         /** @description ThreadSummary describes a thread without its messages. */
         "wick.agent.v1.ThreadSummary": {
+            /**
+             * @description active_run_id is the run that holds the thread while status is
+             *     "running" or "interrupted", empty otherwise: JoinRun follows it from
+             *     any client (its events from the first), ResumeRun answers its approval.
+             */
+            active_run_id?: string;
             /** @description agent_id is the thread's agent. */
             agent_id?: string;
             /**
@@ -4928,6 +4951,25 @@ export interface operations {
             query?: {
                 /** @description agent_id limits the list to one agent; empty lists all. */
                 agent_id?: string;
+                /**
+                 * @description page_size is the most threads one answer holds: 0 means 50, at most
+                 *     200; a negative or larger value is InvalidArgument. An answer may hold
+                 *     fewer, even none, while next_page_token is set: each page reads a
+                 *     bounded part of the caller's threads.
+                 */
+                page_size?: number;
+                /**
+                 * @description page_token is the next_page_token of the previous answer, to read the
+                 *     page after it; empty reads the first page. It is only valid with the
+                 *     same agent_id and query: another one, or a token that was altered, is
+                 *     InvalidArgument.
+                 */
+                page_token?: string;
+                /**
+                 * @description query keeps the threads whose title (ThreadSummary.title) holds every
+                 *     word of it, in any case; at most 200 characters; empty keeps all.
+                 */
+                query?: string;
             };
             header?: never;
             path?: never;
@@ -4935,7 +4977,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description ListThreadsResponse lists threads. */
+            /** @description ListThreadsResponse is one page of threads. */
             200: {
                 headers: {
                     [name: string]: unknown;

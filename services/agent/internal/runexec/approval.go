@@ -39,7 +39,7 @@ func (a approver) approve(ctx context.Context, calls []llm.ToolCall, announce fu
 		return nil, err
 	}
 	r.setStatus(ctx, runs.StatusRunning, nil, "")
-	r.markThread(context.WithoutCancel(ctx), threads.MarkNone)
+	r.markThread(context.WithoutCancel(ctx), r.rec.ID, threads.MarkNone)
 	return completeDecisions(calls, d), nil
 }
 

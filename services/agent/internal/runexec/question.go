@@ -124,7 +124,7 @@ func (a *asker) Execute(ctx context.Context, args map[string]any) (string, error
 		if r.ctx.Err() == nil {
 			live := context.WithoutCancel(ctx)
 			r.setStatus(live, runs.StatusRunning, nil, "")
-			r.markThread(live, threads.MarkNone)
+			r.markThread(live, r.rec.ID, threads.MarkNone)
 		}
 	}()
 	deadline := time.Now().Add(r.cfg.questionTimeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -124,7 +125,7 @@ func (r *Run) awaitUser(ctx context.Context, awaiting string, pending []llm.Tool
 	r.update(ctx, func(rec *runs.Run) {
 		rec.Status, rec.Pending, rec.Awaiting = runs.StatusWaiting, pending, awaiting
 	})
-	r.markThread(context.WithoutCancel(ctx), threads.MarkWaiting)
+	r.markThread(context.WithoutCancel(ctx), r.rec.ID, threads.MarkWaiting)
 	signal(r.waiting)
 }
 
@@ -220,12 +221,33 @@ func (r *Run) save(ctx context.Context, st *loop.AgentState) error {
 	}
 }
 
-// markThread leaves the run's mark on its thread (threads.Store.MarkRun),
-// from which a thread list tells a run waiting for approval or a failed
-// one. The mark is only shown there, so a failure is logged and the run
-// goes on; a lost lease marks nothing, as the thread is another run's.
-func (r *Run) markThread(ctx context.Context, mark string) {
-	err := r.threads.MarkRun(ctx, r.user, r.rec.ThreadID, r.lease.Token(), mark)
+// saveInput saves a new thread with the run's input before the model is
+// called, so that thread lists show it, titled and with its run, while its
+// first run goes on or waits for approval of a tool call (the loop saves
+// only answered tool calls). The loop then gets the thread at that version
+// without messages: it appends the input itself and writes the thread
+// whole at its first save. A refused save changes nothing: the loop's
+// first save meets the same refusal (a bound, a lost lease), and the run
+// reports it and counts it as a quota rejection then, once.
+func (r *Run) saveInput(state *loop.AgentState, input []llm.Message) {
+	first := &loop.AgentState{ThreadID: state.ThreadID, AgentID: state.AgentID, Messages: slices.Clone(input)}
+	lim := r.cfg.limits
+	uncounted := lim.Threads
+	uncounted.Rejections = nil
+	if err := r.threads.Save(r.ctx, r.user, first, r.lease.Token(), threads.Bounds{Threads: uncounted, MaxBytes: lim.ThreadBytes.Max}); err != nil {
+		r.logger.Info("save the new thread's input", "run_id", r.rec.ID, "error", err)
+		return
+	}
+	state.Version, state.UpdatedAt, state.Stored = first.Version, first.UpdatedAt, nil
+}
+
+// markThread leaves the run's mark and id (runID, "" once it ends) on its
+// thread (threads.Store.MarkRun), from which a thread list tells a run
+// waiting for approval or a failed one, and which run to join. The mark is
+// only shown there, so a failure is logged and the run goes on; a lost
+// lease marks nothing, as the thread is another run's.
+func (r *Run) markThread(ctx context.Context, runID, mark string) {
+	err := r.threads.MarkRun(ctx, r.user, r.rec.ThreadID, r.lease.Token(), runID, mark)
 	if err != nil && !errors.Is(err, threads.ErrLeaseLost) {
 		r.logger.Warn("mark thread", "run_id", r.rec.ID, "mark", mark, "error", err)
 	}
@@ -237,6 +259,10 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 	watchDone := make(chan struct{})
 	go r.watch(watchDone)
 
+	if len(input) > 0 && state.Version == 0 {
+		r.saveInput(state, input)
+	}
+	r.markThread(context.WithoutCancel(r.ctx), r.rec.ID, threads.MarkNone)
 	var err error
 	if len(input) == 0 {
 		err = runner.Continue(r.ctx, r.rec.ID, state, r.emit, r.save)
@@ -261,7 +287,7 @@ func (r *Run) execute(runner runner, state *loop.AgentState, input []llm.Message
 	if endStatus == runs.StatusFailed {
 		mark = threads.MarkFailed
 	}
-	r.markThread(final, mark)
+	r.markThread(final, "", mark)
 	if err := r.lease.Release(final); err != nil {
 		r.logger.Warn("release thread lock", "run_id", r.rec.ID, "error", err)
 	}

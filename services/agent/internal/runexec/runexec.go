@@ -65,7 +65,7 @@ type ThreadStore interface {
 	Get(ctx context.Context, user, threadID string) (*loop.AgentState, error)
 	Save(ctx context.Context, user string, state *loop.AgentState, fence string, b threads.Bounds) error
 	Count(ctx context.Context, user string) (int64, error)
-	MarkRun(ctx context.Context, user, threadID, fence, mark string) error
+	MarkRun(ctx context.Context, user, threadID, fence, runID, mark string) error
 }
 
 // Agents resolves the agent a user names (registry.Registry implements it).

@@ -52,6 +52,7 @@ type memEntry struct {
 	title      string
 	name       string // the title the user gave (Rename), kept across saves
 	mark       string // the run's mark (MarkRun), kept across saves
+	run        string // the id of the run that marked it last (MarkRun)
 	updated    time.Time
 	lastAccess time.Time
 }
@@ -206,7 +207,7 @@ func (s *MemoryStore) save(user string, state *loop.AgentState, prev int64, fenc
 		ne.body = append(e.body, enc.msgs[:len(enc.msgs)-1]...)
 	}
 	if exists {
-		ne.mark, ne.name = e.mark, e.name
+		ne.mark, ne.name, ne.run = e.mark, e.name, e.run
 	}
 	s.threads[k] = ne
 	state.Stored = enc.note(prev+1, state.Messages)
@@ -214,7 +215,7 @@ func (s *MemoryStore) save(user string, state *loop.AgentState, prev int64, fenc
 }
 
 // MarkRun implements Store.
-func (s *MemoryStore) MarkRun(_ context.Context, user, threadID, fence, mark string) error {
+func (s *MemoryStore) MarkRun(_ context.Context, user, threadID, fence, runID, mark string) error {
 	k := memKey{user, threadID}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,7 +223,7 @@ func (s *MemoryStore) MarkRun(_ context.Context, user, threadID, fence, mark str
 		return ErrLeaseLost
 	}
 	if e, ok := s.live(k); ok {
-		e.mark = mark
+		e.mark, e.run = mark, runID
 	}
 	return nil
 }
@@ -267,8 +268,9 @@ func (s *MemoryStore) Delete(_ context.Context, user, threadID string) error {
 	return nil
 }
 
-// List implements Store.
-func (s *MemoryStore) List(_ context.Context, user, agentID string) ([]Summary, error) {
+// List implements Store. It walks the user's threads in memory, which a
+// single process can afford.
+func (s *MemoryStore) List(_ context.Context, user string, q ListQuery) (Page, error) {
 	s.mu.Lock()
 	var out []Summary
 	for k := range s.threads {
@@ -276,24 +278,54 @@ func (s *MemoryStore) List(_ context.Context, user, agentID string) ([]Summary, 
 			continue
 		}
 		e, ok := s.live(k)
-		if !ok || (agentID != "" && e.agentID != agentID) {
+		if !ok || !q.keeps(k.thread, e.agentID, listTitle(e.name, e.title)) || (q.After != nil && q.After.passed(e.updated, k.thread)) {
 			continue
 		}
-		_, locked := s.locks[k]
-		out = append(out, Summary{ThreadID: k.thread, AgentID: e.agentID, MessageCount: e.count, UpdatedAt: e.updated,
-			Title: listTitle(e.name, e.title), Status: statusOf(locked, e.mark)})
+		out = append(out, s.summary(k, e))
 	}
 	s.mu.Unlock()
 	sortSummaries(out)
-	return out, nil
+	var p Page
+	if limit := q.limit(); len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		p.Next = &Cursor{At: last.UpdatedAt, ThreadID: last.ThreadID}
+	}
+	p.Threads = out
+	return p, nil
 }
 
+// Summary implements Store.
+func (s *MemoryStore) Summary(_ context.Context, user, threadID string) (Summary, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := memKey{user, threadID}
+	e, ok := s.live(k)
+	if !ok {
+		return Summary{}, ErrNotFound
+	}
+	return s.summary(k, e), nil
+}
+
+// summary describes a live entry; s.mu is held.
+func (s *MemoryStore) summary(k memKey, e *memEntry) Summary {
+	_, locked := s.locks[k]
+	sum := Summary{ThreadID: k.thread, AgentID: e.agentID, MessageCount: e.count, UpdatedAt: e.updated,
+		Title: listTitle(e.name, e.title), Status: statusOf(locked, e.mark)}
+	if locked {
+		sum.ActiveRunID = e.run
+	}
+	return sum
+}
+
+// sortSummaries puts threads in the list order: updated time, then id,
+// both descending (the order of a Redis sorted set read in reverse).
 func sortSummaries(out []Summary) {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
 			return out[i].UpdatedAt.After(out[j].UpdatedAt)
 		}
-		return out[i].ThreadID < out[j].ThreadID
+		return out[i].ThreadID > out[j].ThreadID
 	})
 }
 

@@ -48,10 +48,10 @@ func WithHolderName(name string) RedisOption { return func(s *RedisStore) { s.ho
 // RedisStore is the Store and Locker shared by replicas. A thread is a hash
 // {v: version, m: meta part (history.go), g: generation of the messages
 // array, a: agent id, n: message count, u: updated unix ms, t: title, T: the
-// title the user gave (Rename), r: run mark (MarkRun)} and a string holding its messages array, both with a
+// title the user gave (Rename), r: run mark and R: its run's id (MarkRun)} and a string holding its messages array, both with a
 // sliding TTL; a thread saved before the two parts has its whole state in
 // the hash's s instead, until its next save. Each user has a sorted set of
-// thread ids by update time for List. Keys carry the user as a hash tag so that a thread,
+// thread ids by update time (unix ms) that List reads a page of. Keys carry the user as a hash tag so that a thread,
 // its index and its lock live in one cluster slot and one script can touch them.
 type RedisStore struct {
 	rdb    redis.UniversalClient
@@ -236,18 +236,19 @@ func (s *RedisStore) save(ctx context.Context, user string, state *loop.AgentSta
 	return nil
 }
 
-// markScript sets the run mark of a thread that exists while the run lock
-// (KEYS[2]) holds the writer's fence token; it leaves the TTL alone.
+// markScript sets the run mark and run id of a thread that exists while
+// the run lock (KEYS[2]) holds the writer's fence token; it leaves the TTL
+// alone.
 var markScript = redis.NewScript(`
 if (redis.call('GET', KEYS[2]) or '') ~= ARGV[1] then return -2 end
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'r', ARGV[2])
+redis.call('HSET', KEYS[1], 'r', ARGV[2], 'R', ARGV[3])
 return 1`)
 
 // MarkRun implements Store.
-func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, mark string) (err error) {
+func (s *RedisStore) MarkRun(ctx context.Context, user, threadID, fence, runID, mark string) (err error) {
 	defer s.errs.Observe(ctx, "thread.mark", &err)
-	n, err := markScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.lockKey(user, threadID)}, fence, mark).Int64()
+	n, err := markScript.Run(ctx, s.rdb, []string{s.threadKey(user, threadID), s.lockKey(user, threadID)}, fence, mark, runID).Int64()
 	if err != nil {
 		return fmt.Errorf("mark thread %s: %w", threadID, err)
 	}
@@ -328,55 +329,155 @@ func (s *RedisStore) Delete(ctx context.Context, user, threadID string) (err err
 	return nil
 }
 
-// List implements Store. Index entries whose thread expired are dropped
-// here. Each thread's fields and whether its lock is held are read in one
-// pipeline.
-func (s *RedisStore) List(ctx context.Context, user, agentID string) (_ []Summary, err error) {
+// summaryFields are the hash fields a Summary is read from.
+var summaryFields = []string{"a", "n", "u", "t", "r", "T", "R"}
+
+// summaryOf is a Summary from the summaryFields of the thread's hash and
+// whether its lock is held; false when the thread expired (no u).
+func summaryOf(threadID string, vals []any, locked bool) (Summary, bool) {
+	if len(vals) != len(summaryFields) || vals[2] == nil {
+		return Summary{}, false
+	}
+	str := func(i int) string { v, _ := vals[i].(string); return v }
+	n, _ := strconv.Atoi(str(1))
+	u, _ := strconv.ParseInt(str(2), 10, 64)
+	sum := Summary{ThreadID: threadID, AgentID: str(0), MessageCount: n, UpdatedAt: time.UnixMilli(u).UTC(),
+		Title: listTitle(str(5), str(3)), Status: statusOf(locked, str(4))}
+	if locked {
+		sum.ActiveRunID = str(6)
+	}
+	return sum, true
+}
+
+// List implements Store. It reads the user's index in the list order from
+// q.After on, in batches, with each thread's fields and whether its lock
+// is held in one pipeline per batch, and stops once the page is full or
+// it has read scanBudget threads. Index entries whose thread expired are
+// dropped here.
+func (s *RedisStore) List(ctx context.Context, user string, q ListQuery) (_ Page, err error) {
 	defer s.errs.Observe(ctx, "thread.list", &err)
-	threadIDs, err := s.rdb.ZRevRange(ctx, s.indexKey(user), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list threads: %w", err)
-	}
-	if len(threadIDs) == 0 {
-		return nil, nil
-	}
-	cmds := make([]*redis.SliceCmd, len(threadIDs))
-	locks := make([]*redis.IntCmd, len(threadIDs))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range threadIDs {
-			cmds[i] = p.HMGet(ctx, s.threadKey(user, id), "a", "n", "u", "t", "r", "T")
-			locks[i] = p.Exists(ctx, s.lockKey(user, id))
+	limit := q.limit()
+	budget := scanBudget(limit)
+	var p Page
+	var gone []any
+	defer func() {
+		if len(gone) > 0 {
+			s.rdb.ZRem(context.WithoutCancel(ctx), s.indexKey(user), gone...)
 		}
+	}()
+	cur, scanned := q.After, 0
+	for {
+		batch, end, err := s.indexAfter(ctx, user, cur, min(limit, budget-scanned))
+		if err != nil {
+			return Page{}, fmt.Errorf("list threads: %w", err)
+		}
+		fields := make([]*redis.SliceCmd, len(batch))
+		locks := make([]*redis.IntCmd, len(batch))
+		_, err = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			for i, z := range batch {
+				fields[i] = pl.HMGet(ctx, s.threadKey(user, z.ThreadID), summaryFields...)
+				locks[i] = pl.Exists(ctx, s.lockKey(user, z.ThreadID))
+			}
+			return nil
+		})
+		if err != nil {
+			return Page{}, fmt.Errorf("list threads: %w", err)
+		}
+		for i, z := range batch {
+			scanned++
+			cur = &batch[i]
+			sum, ok := summaryOf(z.ThreadID, fields[i].Val(), locks[i].Val() == 1)
+			if !ok {
+				gone = append(gone, z.ThreadID)
+				continue
+			}
+			if !q.keeps(sum.ThreadID, sum.AgentID, sum.Title) {
+				continue
+			}
+			p.Threads = append(p.Threads, sum)
+			if len(p.Threads) == limit {
+				if i < len(batch)-1 || !end {
+					p.Next = cur
+				}
+				return p, nil
+			}
+		}
+		if end {
+			return p, nil
+		}
+		if scanned >= budget {
+			p.Next = cur
+			return p, nil
+		}
+	}
+}
+
+// indexAfter reads up to n entries of the user's index after c (from the
+// start when c is nil) in the list order; end says the index has no more.
+// A sorted set read in reverse orders entries of one score by member,
+// descending, so the entries after c are those of c's millisecond with a
+// smaller id, then those of earlier milliseconds: both are read in one
+// round trip. The first are all read, however many threads were saved in
+// that one millisecond.
+func (s *RedisStore) indexAfter(ctx context.Context, user string, c *Cursor, n int) (_ []Cursor, end bool, _ error) {
+	key := s.indexKey(user)
+	if c == nil {
+		zs, err := s.rdb.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: "+inf", Min: "-inf", Count: int64(n)}).Result()
+		return cursors(zs), len(zs) < n, err
+	}
+	ms := strconv.FormatInt(c.At.UnixMilli(), 10)
+	var ties, older *redis.ZSliceCmd
+	_, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		ties = pl.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: ms, Min: ms})
+		older = pl.ZRevRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{Max: "(" + ms, Min: "-inf", Count: int64(n)})
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list threads: %w", err)
+		return nil, false, err
 	}
-	var out []Summary
-	var gone []any
-	for i, c := range cmds {
-		vals := c.Val()
-		if len(vals) != 6 || vals[2] == nil {
-			gone = append(gone, threadIDs[i])
-			continue
+	var out []Cursor
+	for _, t := range cursors(ties.Val()) {
+		if t.ThreadID < c.ThreadID {
+			out = append(out, t)
 		}
-		a, _ := vals[0].(string)
-		if agentID != "" && a != agentID {
-			continue
-		}
-		n, _ := strconv.Atoi(fmt.Sprint(vals[1]))
-		u, _ := strconv.ParseInt(fmt.Sprint(vals[2]), 10, 64)
-		t, _ := vals[3].(string)
-		mark, _ := vals[4].(string)
-		named, _ := vals[5].(string)
-		out = append(out, Summary{ThreadID: threadIDs[i], AgentID: a, MessageCount: n, UpdatedAt: time.UnixMilli(u).UTC(),
-			Title: listTitle(named, t), Status: statusOf(locks[i].Val() == 1, mark)})
 	}
-	if len(gone) > 0 {
-		s.rdb.ZRem(ctx, s.indexKey(user), gone...)
+	rest := cursors(older.Val())
+	if len(out) >= n {
+		return out[:n], false, nil
 	}
-	sortSummaries(out)
-	return out, nil
+	k := n - len(out)
+	out = append(out, rest[:min(len(rest), k)]...)
+	return out, len(rest) < n && len(rest) <= k, nil
+}
+
+// cursors are the positions of index entries (score: updated unix ms).
+func cursors(zs []redis.Z) []Cursor {
+	out := make([]Cursor, len(zs))
+	for i, z := range zs {
+		id, _ := z.Member.(string)
+		out[i] = Cursor{At: time.UnixMilli(int64(z.Score)).UTC(), ThreadID: id}
+	}
+	return out
+}
+
+// Summary implements Store.
+func (s *RedisStore) Summary(ctx context.Context, user, threadID string) (_ Summary, err error) {
+	defer s.errs.Observe(ctx, "thread.summary", &err)
+	var fields *redis.SliceCmd
+	var lock *redis.IntCmd
+	_, err = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		fields = pl.HMGet(ctx, s.threadKey(user, threadID), summaryFields...)
+		lock = pl.Exists(ctx, s.lockKey(user, threadID))
+		return nil
+	})
+	if err != nil {
+		return Summary{}, fmt.Errorf("read thread %s: %w", threadID, err)
+	}
+	sum, ok := summaryOf(threadID, fields.Val(), lock.Val() == 1)
+	if !ok {
+		return Summary{}, ErrNotFound
+	}
+	return sum, nil
 }
 
 var renewScript = redis.NewScript(`

@@ -22,7 +22,7 @@ func TestRename(t *testing.T) {
 			s := mk(t)
 			listed := func(t *testing.T) Summary {
 				t.Helper()
-				list, err := s.List(ctx, "alice", "")
+				list, err := listOf(ctx, s, "alice", "")
 				if err != nil || len(list) != 1 {
 					t.Fatalf("List = %+v, %v", list, err)
 				}

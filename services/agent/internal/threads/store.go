@@ -70,6 +70,9 @@ type Summary struct {
 	Title string
 	// Status is one of the Status constants.
 	Status string
+	// ActiveRunID is the run holding the thread (Status running or
+	// interrupted), as it marked itself (Store.MarkRun); "" otherwise.
+	ActiveRunID string
 }
 
 // Statuses of a Summary: what the thread is doing, known from its run lock
@@ -169,20 +172,24 @@ type Store interface {
 	Count(ctx context.Context, user string) (int64, error)
 	// Delete removes the thread; deleting a missing thread is not an error.
 	Delete(ctx context.Context, user, threadID string) error
-	// List returns the user's threads, newest first, limited to agentID when set.
-	List(ctx context.Context, user, agentID string) ([]Summary, error)
+	// List returns one page of the user's threads in the list order
+	// (Cursor), those q keeps.
+	List(ctx context.Context, user string, q ListQuery) (Page, error)
+	// Summary describes one thread as List would, or returns ErrNotFound.
+	Summary(ctx context.Context, user, threadID string) (Summary, error)
 	// Rename gives the thread a title that List shows instead of the one
 	// taken from its messages, or with "" drops it. The title is kept apart
 	// from the state: it changes neither the version nor UpdatedAt, so a
 	// run holding the thread saves on without a conflict and without
 	// overwriting it. A missing thread is ErrNotFound.
 	Rename(ctx context.Context, user, threadID, title string) error
-	// MarkRun sets the mark (a Mark constant) of the run holding the
-	// thread's lock with fence, from which List tells a waiting or failed
-	// run. Like Save it writes nothing and returns ErrLeaseLost when fence
-	// does not hold the lock; a thread not saved yet is not marked (nil):
-	// List does not show it.
-	MarkRun(ctx context.Context, user, threadID, fence, mark string) error
+	// MarkRun sets the mark (a Mark constant) and the id of the run
+	// holding the thread's lock with fence, from which List tells a
+	// waiting or failed run, and which run holds the thread. Like Save it
+	// writes nothing and returns ErrLeaseLost when fence does not hold the
+	// lock; a thread not saved yet is not marked (nil): List does not show
+	// it.
+	MarkRun(ctx context.Context, user, threadID, fence, runID, mark string) error
 }
 
 // Bounds limit one Save; zero values do not limit.

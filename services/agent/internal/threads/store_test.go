@@ -94,7 +94,7 @@ func TestStoreContract(t *testing.T) {
 			if _, err := s.Get(ctx, "bob", "th1"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("bob Get = %v, want ErrNotFound", err)
 			}
-			bobs, _ := s.List(ctx, "bob", "")
+			bobs, _ := listOf(ctx, s, "bob", "")
 			if len(bobs) != 0 {
 				t.Fatalf("bob List = %v", bobs)
 			}
@@ -103,11 +103,11 @@ func TestStoreContract(t *testing.T) {
 			if err := s.Save(ctx, "alice", st2, "", Bounds{}); err != nil {
 				t.Fatal(err)
 			}
-			all, _ := s.List(ctx, "alice", "")
+			all, _ := listOf(ctx, s, "alice", "")
 			if len(all) != 2 {
 				t.Fatalf("List = %+v", all)
 			}
-			a1, _ := s.List(ctx, "alice", "a1")
+			a1, _ := listOf(ctx, s, "alice", "a1")
 			if len(a1) != 1 || a1[0].ThreadID != "th1" || a1[0].MessageCount != 2 {
 				t.Fatalf("List a1 = %+v", a1)
 			}

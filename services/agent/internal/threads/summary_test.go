@@ -53,7 +53,7 @@ func TestListTitleAndStatus(t *testing.T) {
 			s := mk(t)
 			summary := func(t *testing.T) Summary {
 				t.Helper()
-				list, err := s.List(ctx, "alice", "")
+				list, err := listOf(ctx, s, "alice", "")
 				if err != nil || len(list) != 1 {
 					t.Fatalf("List = %+v, %v", list, err)
 				}
@@ -67,7 +67,7 @@ func TestListTitleAndStatus(t *testing.T) {
 			}
 
 			// Marking a thread that was never saved marks nothing.
-			if err := s.MarkRun(ctx, "alice", "th1", "", MarkFailed); err != nil {
+			if err := s.MarkRun(ctx, "alice", "th1", "", "run_1", MarkFailed); err != nil {
 				t.Fatalf("MarkRun before save = %v", err)
 			}
 			msg := "  Ünïcode   title\t" + strings.Repeat("é", 100)
@@ -87,11 +87,11 @@ func TestListTitleAndStatus(t *testing.T) {
 			}
 			wantStatus(t, StatusRunning)
 			// Only the lock's holder marks.
-			if err := s.MarkRun(ctx, "alice", "th1", "", MarkWaiting); !errors.Is(err, ErrLeaseLost) {
+			if err := s.MarkRun(ctx, "alice", "th1", "", "run_1", MarkWaiting); !errors.Is(err, ErrLeaseLost) {
 				t.Fatalf("MarkRun without the lock = %v, want ErrLeaseLost", err)
 			}
 			wantStatus(t, StatusRunning)
-			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), MarkWaiting); err != nil {
+			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), "run_1", MarkWaiting); err != nil {
 				t.Fatal(err)
 			}
 			wantStatus(t, StatusInterrupted)
@@ -104,11 +104,11 @@ func TestListTitleAndStatus(t *testing.T) {
 			if got := summary(t); got.Title != title(st.Messages[:1]) || got.MessageCount != 3 {
 				t.Fatalf("after save = %+v", got)
 			}
-			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), MarkNone); err != nil {
+			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), "run_1", MarkNone); err != nil {
 				t.Fatal(err)
 			}
 			wantStatus(t, StatusRunning)
-			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), MarkFailed); err != nil {
+			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), "run_1", MarkFailed); err != nil {
 				t.Fatal(err)
 			}
 			wantStatus(t, StatusRunning)
@@ -122,7 +122,7 @@ func TestListTitleAndStatus(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), MarkWaiting); err != nil {
+			if err := s.MarkRun(ctx, "alice", "th1", lease.Token(), "run_1", MarkWaiting); err != nil {
 				t.Fatal(err)
 			}
 			if err := lease.Release(ctx); err != nil {

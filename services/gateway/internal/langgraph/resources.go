@@ -1,6 +1,7 @@
 package langgraph
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"net/http"
@@ -254,9 +255,9 @@ func (h *Handler) createdThread(id string, md map[string]any, at time.Time) thre
 		Values: map[string]any{}, Interrupts: map[string][]interrupt{}, Config: map[string]any{}}
 }
 
-// loadThread reads a thread's state; a thread created here and not yet
-// run reads as empty (nil state, ok).
-func (h *Handler) loadThread(r *http.Request, id string) (*agentv1.AgentState, memoEntry, error) {
+// loadThread reads a thread's state and summary; a thread created here
+// and not yet run reads as empty (nil, ok).
+func (h *Handler) loadThread(r *http.Request, id string) (*agentv1.GetThreadResponse, memoEntry, error) {
 	e, known := h.memo.get(userOf(r), id)
 	resp, err := h.agent.GetThread(r.Context(), &agentv1.GetThreadRequest{ThreadId: id})
 	if status.Code(err) == codes.NotFound && known && (e.created || e.interrupt != "") {
@@ -269,7 +270,7 @@ func (h *Handler) loadThread(r *http.Request, id string) (*agentv1.AgentState, m
 	if err != nil {
 		return nil, e, err
 	}
-	return resp.GetThread(), e, nil
+	return resp, e, nil
 }
 
 // pending is the interrupt the thread's run waits at, if this gateway saw it
@@ -314,12 +315,12 @@ func (h *Handler) threadOf(r *http.Request, st *agentv1.AgentState, summaryStatu
 
 func (h *Handler) getThread(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("thread_id")
-	st, e, err := h.loadThread(r, id)
+	resp, e, err := h.loadThread(r, id)
 	if err != nil {
 		h.writeErr(w, r, err)
 		return
 	}
-	if st == nil {
+	if resp == nil {
 		// Created here, or a first run waiting before its first save.
 		t := h.createdThread(id, e.metadata, e.at)
 		if _, in := h.pending(r, id, e); in != nil {
@@ -329,22 +330,30 @@ func (h *Handler) getThread(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, t)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.threadOf(r, st, h.summaryStatus(r, st), &e))
+	writeJSON(w, http.StatusOK, h.threadOf(r, resp.GetThread(), resp.GetSummary().GetStatus(), &e))
 }
 
-// summaryStatus is the thread's status as the thread list has it.
-func (h *Handler) summaryStatus(r *http.Request, st *agentv1.AgentState) string {
-	resp, err := h.agent.ListThreads(r.Context(), &agentv1.ListThreadsRequest{AgentId: st.GetAgentId()})
-	if err != nil {
-		return ""
-	}
-	for _, t := range resp.GetThreads() {
-		if t.GetThreadId() == st.GetThreadId() {
-			return t.GetStatus()
+// allThreads reads every page of the user's threads of agentID (all agents
+// when empty): a search filters and counts what the agent service does
+// not.
+func (h *Handler) allThreads(ctx context.Context, agentID string) ([]*agentv1.ThreadSummary, error) {
+	var out []*agentv1.ThreadSummary
+	req := &agentv1.ListThreadsRequest{AgentId: agentID, PageSize: maxThreadPage}
+	for {
+		resp, err := h.agent.ListThreads(ctx, req)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, resp.GetThreads()...)
+		if resp.GetNextPageToken() == "" {
+			return out, nil
+		}
+		req.PageToken = resp.GetNextPageToken()
 	}
-	return ""
 }
+
+// maxThreadPage is the largest page ListThreads serves.
+const maxThreadPage = 200
 
 func (h *Handler) deleteThread(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("thread_id")
@@ -377,7 +386,7 @@ func (h *Handler) threads(r *http.Request) ([]*agentv1.ThreadSummary, error) {
 	if a, ok := q.Metadata["assistant_id"].(string); ok {
 		agentID = a
 	}
-	resp, err := h.agent.ListThreads(r.Context(), &agentv1.ListThreadsRequest{AgentId: agentID})
+	list, err := h.allThreads(r.Context(), agentID)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +395,7 @@ func (h *Handler) threads(r *http.Request) ([]*agentv1.ThreadSummary, error) {
 		ids[id] = true
 	}
 	out := []*agentv1.ThreadSummary{}
-	for _, t := range resp.GetThreads() {
+	for _, t := range list {
 		md := map[string]any{"graph_id": t.GetAgentId(), "assistant_id": t.GetAgentId()}
 		if (len(ids) > 0 && !ids[t.GetThreadId()]) || (q.Status != "" && q.Status != threadStatus(t.GetStatus())) || !metadataMatches(md, q.Metadata) {
 			continue
@@ -456,10 +465,11 @@ type task struct {
 }
 
 func (h *Handler) stateOf(r *http.Request, id string) (threadState, error) {
-	st, e, err := h.loadThread(r, id)
+	resp, e, err := h.loadThread(r, id)
 	if err != nil {
 		return threadState{}, err
 	}
+	st := resp.GetThread()
 	s := threadState{Values: map[string]any{}, Next: []string{}, Checkpoint: checkpoint{ThreadID: id}, Metadata: map[string]any{}, Tasks: []task{}}
 	if _, in := h.pending(r, id, e); in != nil {
 		s.Next = []string{nodeTools}
