@@ -35,7 +35,6 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 )
 
-
 // podSecurityRefused are the workloads whose pods Pod Security "restricted"
 // refuses, on purpose: the sandbox engine's dockerd is privileged and the
 // sandbox service runs as root with CHOWN, FOWNER and DAC_OVERRIDE
