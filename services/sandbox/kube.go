@@ -35,8 +35,6 @@ func (st settings) onKube() bool { return st.Type == backend.Docker && st.Engine
 func (s *Service) kubeSettings(st *settings) error {
 	st.Engine = engineKubernetes
 	switch {
-	case st.DockerHost != "":
-		return fmt.Errorf("%w: docker_host: this service runs sandboxes as Kubernetes pods, not on Docker engines", errInvalid)
 	case st.ModelEndpoint:
 		return fmt.Errorf("%w: model_endpoint is not available on the Kubernetes engine yet", errInvalid)
 	case len(st.Egress) > 0:
