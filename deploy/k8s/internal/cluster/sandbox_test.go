@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -87,7 +89,7 @@ func TestSandboxPods(t *testing.T) {
 	restrictedNamespace(t, c, sandboxNS)
 	// Two volumes a provisioner would make: host directories owned by the
 	// sandboxes' user, bound to claims of the test's storage class.
-	for i := range 2 {
+	for i := range 3 {
 		dir := filepath.Join(c.Dir, fmt.Sprintf("pv-%d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -150,6 +152,11 @@ func TestSandboxPods(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("inside the pod: no %q in\n%s", want, out)
 		}
+	}
+
+	// The skills library, read-only whatever the sandbox's user does.
+	if out := run(t, cli, "ls skills; touch skills/mine 2>&1 || echo refused"); !strings.Contains(out, "refused") || len(strings.Fields(out)) < 3 {
+		t.Errorf("skills library in the pod: %q", out)
 	}
 
 	// Files, and the workspace's own filesystem.
@@ -223,6 +230,16 @@ func TestSandboxPods(t *testing.T) {
 		t.Errorf("after a restart of the service: %q", out)
 	}
 
+	// A sandbox whose image cannot be had fails with the kubelet's reason,
+	// not after a timeout.
+	_, err = cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: "broken", Spec: &sandboxv1.SandboxSpec{Image: "wick.local/no-such-image:1"}})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no-such-image") {
+		t.Errorf("a sandbox of a missing image: %v, want FailedPrecondition naming it", err)
+	}
+	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: "broken"}); err != nil && status.Code(err) != codes.NotFound {
+		t.Errorf("DeleteSandbox of the broken sandbox: %v", err)
+	}
+
 	// Delete removes everything of the sandbox.
 	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: sandboxAgent}); err != nil {
 		t.Fatalf("DeleteSandbox: %v", err)
@@ -247,7 +264,7 @@ func startSandboxService(t *testing.T, c *cluster.Cluster, stateDir string) (san
 		t.Fatal(err)
 	}
 	svc, err := sandbox.New(sandbox.Config{StateDir: stateDir, ManagerID: sandboxManager, DefaultType: backend.Docker,
-		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute}, sandbox.WithKubernetes(kc))
+		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, BuiltinSkills: true}, sandbox.WithKubernetes(kc))
 	if err != nil {
 		t.Fatal(err)
 	}
