@@ -390,9 +390,6 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if s.pool == nil {
 		s.pool = dockerbox.NewPool(nil)
 	}
-	if s.kube != nil && cfg.WarmPool > 0 {
-		return nil, errors.New("sandbox: the warm pool (-warm-pool) is not available on the Kubernetes engine")
-	}
 	if cfg.WarmPool > 0 {
 		images := cfg.WarmPoolImages
 		if len(images) == 0 {
