@@ -27,7 +27,10 @@ func (c *Client) ClaimWarm(ctx context.Context, name string, s Spec) error {
 		what  string
 		patch func() error
 	}{
-		{"secret", func() error { _, err := c.cs.CoreV1().Secrets(ns).Patch(ctx, name, mp, patch, metav1.PatchOptions{}); return err }},
+		{"secret", func() error {
+			_, err := c.cs.CoreV1().Secrets(ns).Patch(ctx, name, mp, patch, metav1.PatchOptions{})
+			return err
+		}},
 		{"claim", func() error {
 			_, err := c.cs.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, ClaimName(name), mp, patch, metav1.PatchOptions{})
 			return err
@@ -38,7 +41,10 @@ func (c *Client) ClaimWarm(ctx context.Context, name string, s Spec) error {
 		}},
 		// The pod last: a claim that fails before leaves it warm-labelled,
 		// and the clean-up of warm objects finds it.
-		{"pod", func() error { _, err := c.cs.CoreV1().Pods(ns).Patch(ctx, name, mp, patch, metav1.PatchOptions{}); return err }},
+		{"pod", func() error {
+			_, err := c.cs.CoreV1().Pods(ns).Patch(ctx, name, mp, patch, metav1.PatchOptions{})
+			return err
+		}},
 	} {
 		if err := p.patch(); err != nil {
 			return fmt.Errorf("claim warm %s %s: %w", p.what, name, err)
