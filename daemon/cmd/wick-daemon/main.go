@@ -70,6 +70,7 @@ type flags struct {
 	shutdownTimeout                    time.Duration
 	otlpSocket                         string
 	version                            bool
+	install                            string
 	forwards                           forwardList
 }
 
@@ -115,6 +116,7 @@ func parse(args []string) (*flags, error) {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound on the graceful stop")
 	fs.StringVar(&f.otlpSocket, "otlp-socket", "", "export spans as OTLP/HTTP to this Unix socket (the sandbox service relays them to its collector); empty: no spans")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	fs.StringVar(&f.install, "install", "", "copy wick-daemon and the wickfs beside it into this directory (mode 0555) and exit: how an init container places them into a pod's shared volume from an image with no shell")
 	fs.Var(&f.forwards, "forward", "port=/unix/socket: listen on 127.0.0.1:port and copy each connection to the socket (repeatable); how the sandbox service offers its endpoints inside a sandbox without a network")
 	if err := config.Parse(fs, args); err != nil {
 		return nil, err
@@ -136,6 +138,9 @@ func run(ctx context.Context, args []string) error {
 	if f.version {
 		fmt.Println(daemon.Version)
 		return nil
+	}
+	if f.install != "" {
+		return install(f.install)
 	}
 	mode, err := strconv.ParseUint(f.socketMode, 8, 32)
 	if err != nil || mode > 0o777 {

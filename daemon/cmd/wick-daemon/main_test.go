@@ -243,3 +243,91 @@ func procs(keep func(state string, ppid int) bool) []int {
 	}
 	return out
 }
+
+// TestInstall places the daemon and the wickfs beside it into a directory,
+// as the init container of a sandbox pod does, and refuses a target that is
+// not a directory.
+func TestInstall(t *testing.T) {
+	bin := build(t)
+	// The daemon as the image holds it: wickfs in the same directory.
+	from := t.TempDir()
+	daemonBin := filepath.Join(from, "wick-daemon")
+	self, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(daemonBin, self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wickfs := []byte("#!wickfs stand-in\n")
+	if err := os.WriteFile(filepath.Join(from, "wickfs"), wickfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("copies both read-only", func(t *testing.T) {
+		to := t.TempDir()
+		// A previous copy is replaced, not appended to.
+		if err := os.WriteFile(filepath.Join(to, "wickfs"), []byte("old and longer than the new one"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(daemonBin, "-install", to).CombinedOutput(); err != nil {
+			t.Fatalf("-install: %v\n%s", err, out)
+		}
+		for name, want := range map[string][]byte{"wick-daemon": self, "wickfs": wickfs} {
+			p := filepath.Join(to, name)
+			got, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: %d bytes differ from the source's %d", name, len(got), len(want))
+			}
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode() != 0o555 {
+				t.Errorf("%s: mode %v, want -r-xr-xr-x", name, st.Mode())
+			}
+		}
+		entries, err := os.ReadDir(to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 2 {
+			t.Errorf("%d entries in the target, want wick-daemon and wickfs only: %v", len(entries), entries)
+		}
+		// The copy runs.
+		out, err := exec.Command(filepath.Join(to, "wick-daemon"), "-version").Output()
+		if err != nil || strings.TrimSpace(string(out)) != "v-test" {
+			t.Fatalf("installed -version = %q, %v", out, err)
+		}
+	})
+	for _, tc := range []struct {
+		name, msg string
+		target    func(t *testing.T) string
+		from      string
+	}{
+		{"a file", "not a directory", func(t *testing.T) string {
+			f := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}, daemonBin},
+		{"missing", "no such file", func(t *testing.T) string { return filepath.Join(t.TempDir(), "none") }, daemonBin},
+		{"no wickfs beside", "wickfs", func(t *testing.T) string { return t.TempDir() }, bin},
+	} {
+		t.Run("refuses "+tc.name, func(t *testing.T) {
+			target := tc.target(t)
+			out, err := exec.Command(tc.from, "-install", target).CombinedOutput()
+			var exitErr *exec.ExitError
+			if !errors.As(err, &exitErr) || !strings.Contains(string(out), tc.msg) {
+				t.Fatalf("-install %s: %v\n%s\nwant a refusal mentioning %q", target, err, out, tc.msg)
+			}
+			if entries, _ := os.ReadDir(target); len(entries) != 0 {
+				t.Errorf("refused, yet wrote %v", entries)
+			}
+		})
+	}
+}
