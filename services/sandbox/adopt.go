@@ -97,6 +97,10 @@ func (s *Service) healthy(ctx context.Context, sock string) bool {
 // claimed, with their volumes. Another manager's containers are not even
 // listed.
 func (s *Service) adopt(ctx context.Context) {
+	if s.kube != nil {
+		s.adoptKube(ctx)
+		return
+	}
 	e, err := s.pool.Get(ctx, "")
 	if err != nil {
 		s.log.Info("no local docker engine; nothing to adopt", "err", err)

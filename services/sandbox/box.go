@@ -44,7 +44,10 @@ const maxAgentID = 256
 // settings is what a sandbox was built with; it is stored in the container's
 // label so a restarted service can adopt the container.
 type settings struct {
-	Type        string           `json:"type"`
+	Type string `json:"type"`
+	// Engine is "kubernetes" for a container sandbox run as a pod, empty
+	// for one on a Docker engine.
+	Engine      string           `json:"engine,omitempty"`
 	DockerHost  string           `json:"docker_host,omitempty"`
 	Params      dockerbox.Params `json:"params"`
 	ExecTimeout time.Duration    `json:"exec_timeout"`
@@ -324,6 +327,11 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 		return st, fmt.Errorf("%w: egress_allow is not available on a remote engine: the service cannot listen in its socket directory there", errInvalid)
 	}
 	st.Egress = eg
+	if st.Type == backend.Docker && s.kube != nil {
+		if err := s.kubeSettings(&st); err != nil {
+			return st, err
+		}
+	}
 	return st, nil
 }
 

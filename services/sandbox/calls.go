@@ -52,6 +52,9 @@ func (s *Service) use(ctx context.Context, agent string) (view, error) {
 	if v.state != stateRunning {
 		return view{}, fmt.Errorf("%w: sandbox is %s", errPrecondition, v.state)
 	}
+	if v.set.onKube() && v.daemon == nil {
+		return view{}, fmt.Errorf("%w: the sandbox pod's daemon is not connected; try again shortly", errUnavailable)
+	}
 	if v.transport == transportExec && v.set.DockerHost == "" {
 		s.reinject(b) // keeps trying to bring the daemon back, with back-off
 	}
@@ -68,6 +71,25 @@ func (s *Service) workspace(v view) *workspace {
 	switch {
 	case v.local != nil:
 		return &workspace{primary: v.local}
+	case v.set.onKube():
+		// No exec fallback: a daemon that does not answer means the pod
+		// has gone, and the call is made again on its replacement.
+		return &workspace{
+			primary: v.daemon,
+			fallback: func() workspaceFS {
+				if d := s.reviveKube(context.WithoutCancel(s.bgCtx), v.b, v.containerID); d != nil {
+					return d
+				}
+				return v.daemon
+			},
+			down: func(op string) { s.meters.fellBack(op) },
+			probe: func(ctx context.Context) error {
+				hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+				defer cancel()
+				_, err := v.daemon.Client().Health(hc, &daemonv1.HealthRequest{})
+				return err
+			},
+		}
 	case v.onDaemon():
 		return &workspace{
 			primary:  v.daemon,

@@ -166,10 +166,26 @@ func (s *Service) fallback(b *box, op string) {
 		s.onFallback(op)
 	}
 	b.mu.Lock()
-	if b.transport == transportDaemon {
+	kube, seen := b.set.onKube(), b.containerID
+	if b.transport == transportDaemon && !kube {
 		b.transport = transportExec
 	}
 	b.mu.Unlock()
+	if kube {
+		s.log.Warn("wick-daemon of a sandbox pod not answering; checking the pod", "agent", b.agent, "op", op)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		s.bg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.bg.Done()
+			s.reviveKube(s.bgCtx, b, seen)
+		}()
+		return
+	}
 	s.log.Warn("wick-daemon not answering; using docker exec", "agent", b.agent, "op", op)
 	s.reinject(b)
 }
@@ -185,7 +201,7 @@ const (
 // the next call starts it again.
 func (s *Service) reinject(b *box) {
 	b.mu.Lock()
-	if b.reinjecting || b.state != stateRunning || b.set.DockerHost != "" || b.set.Type != backend.Docker ||
+	if b.reinjecting || b.state != stateRunning || b.set.DockerHost != "" || b.set.Type != backend.Docker || b.set.onKube() ||
 		s.now().Before(b.reinjectAfter) {
 		b.mu.Unlock()
 		return

@@ -135,6 +135,9 @@ func (s *Service) bringUp(ctx context.Context, b *box, set settings, fresh bool)
 		b.expires = now.Add(set.TTL)
 	}
 	b.mu.Unlock()
+	if set.onKube() {
+		return s.startKube(ctx, b, set)
+	}
 	if set.Type == backend.Docker {
 		e, err := s.pool.Get(ctx, set.DockerHost)
 		if err != nil {
@@ -350,6 +353,9 @@ func (s *Service) alive(ctx context.Context, b *box) bool {
 	if v.set.Type == backend.Local {
 		return true
 	}
+	if v.set.onKube() {
+		return s.aliveKube(ctx, v)
+	}
 	if v.daemon != nil && v.transport == transportDaemon {
 		hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
 		_, err := v.daemon.Client().Health(hc, &daemonv1.HealthRequest{})
@@ -374,8 +380,13 @@ func (s *Service) stop(ctx context.Context, b *box) error {
 		return err
 	}
 	b.mu.Lock()
-	e, id, typ, volume, remote := b.engine, b.containerID, b.set.Type, b.volume, b.set.DockerHost != ""
+	e, id, typ, volume, remote, kube := b.engine, b.containerID, b.set.Type, b.volume, b.set.DockerHost != "", b.set.onKube()
 	b.mu.Unlock()
+	if kube {
+		if err := s.kube.DeletePod(ctx, b.name); err != nil {
+			return err
+		}
+	}
 	if typ == backend.Docker && e != nil {
 		if err := dockerbox.Remove(ctx, e, b.name); err != nil {
 			return err
@@ -404,7 +415,11 @@ func (s *Service) remove(ctx context.Context, b *box) error {
 	b.mu.Lock()
 	set, e := b.set, b.engine
 	b.mu.Unlock()
-	if set.Type == backend.Docker {
+	if set.onKube() {
+		if err := s.kube.Remove(ctx, b.name); err != nil {
+			return err
+		}
+	} else if set.Type == backend.Docker {
 		if e == nil {
 			var err error
 			if e, err = s.pool.Get(ctx, set.DockerHost); err != nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/wick-agent/wick/services/sandbox/internal/dockerbox"
 	"github.com/wick-agent/wick/services/sandbox/internal/egress"
 	"github.com/wick-agent/wick/services/sandbox/internal/tracerelay"
+	"github.com/wick-agent/wick/services/sandbox/kubebox"
 	"github.com/wick-agent/wick/wickfs/confine"
 )
 
@@ -260,10 +261,12 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type Service struct {
 	sandboxv1.UnimplementedSandboxServiceServer
 
-	cfg    Config
-	log    *slog.Logger
-	now    func() time.Time
-	pool   *dockerbox.Pool
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	pool *dockerbox.Pool
+	// kube, when set, runs container sandboxes as pods (kube.go).
+	kube   *kubebox.Client
 	users  *dockerbox.Users
 	binDir string // host copies of the wick binaries, mounted read-only
 	// egressBound is EgressAllow parsed.
@@ -384,6 +387,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	if s.pool == nil {
 		s.pool = dockerbox.NewPool(nil)
 	}
+	if s.kube != nil && cfg.WarmPool > 0 {
+		return nil, errors.New("sandbox: the warm pool (-warm-pool) is not available on the Kubernetes engine")
+	}
 	if cfg.WarmPool > 0 {
 		images := cfg.WarmPoolImages
 		if len(images) == 0 {
@@ -429,6 +435,9 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 		if s.cfg.ManagerID, err = storedManagerID(abs, legacy); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
+	}
+	if s.kube != nil {
+		s.kube.SetManager(s.cfg.ManagerID)
 	}
 	s.binDir = filepath.Join(abs, "bin")
 	if err := os.Chmod(s.binDir, 0o755); err != nil {

@@ -13,12 +13,15 @@ import (
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/telemetry"
 	"github.com/wick-agent/wick/services/sandbox"
+	"github.com/wick-agent/wick/services/sandbox/kubebox"
 )
 
 func main() {
 	var cfg sandbox.Config
 	var hosts, warmImages, localRO, llmHTTP, llmToken, egressAllow, skillsDirs string
 	var singleUser bool
+	var engine, kubeconfig, runAs string
+	var kube kubebox.Config
 	define := func(fs *flag.FlagSet) {
 		fs.StringVar(&cfg.ManagerID, "manager-id", "", sandbox.ManagerIDUsage)
 		fs.StringVar(&cfg.StateDir, "state-dir", sandbox.DefaultStateDir, "directory for sandbox sockets, local workdirs and the wick binaries")
@@ -27,6 +30,13 @@ func main() {
 		fs.StringVar(&cfg.DefaultImage, "default-image", backend.DefaultImage, "image of sandboxes whose spec names none")
 		fs.StringVar(&cfg.DefaultType, "default-type", backend.Docker, "sandbox type when a spec names none: "+backend.Docker+" or "+backend.Local)
 		fs.BoolVar(&cfg.LocalFallback, "local-fallback", false, "serve docker sandboxes locally when no Docker engine is reachable")
+		fs.StringVar(&engine, "container-engine", "docker", "where container (docker-type) sandboxes run: docker (a Docker engine) or kubernetes (one pod per sandbox through the API server)")
+		fs.StringVar(&kube.Namespace, "kube-namespace", "wick-sandboxes", "with -container-engine kubernetes: the namespace of the sandbox pods, claims, secrets and network policies (the service needs rights there only)")
+		fs.StringVar(&kubeconfig, "kubeconfig", "", "with -container-engine kubernetes: kubeconfig file; empty: the pod's service account (in-cluster)")
+		fs.StringVar(&kube.DaemonImage, "kube-daemon-image", "", "with -container-engine kubernetes: image carrying wick-daemon and wickfs in /usr/local/bin (the wick-sandbox image); its init container places them in each pod")
+		fs.StringVar(&kube.RuntimeClass, "kube-runtime-class", "", "with -container-engine kubernetes: runtimeClassName of sandbox pods (e.g. gvisor or kata); empty: the cluster's default runtime")
+		fs.StringVar(&kube.StorageClass, "kube-storage-class", "", "with -container-engine kubernetes: storage class of workspace claims; empty: the cluster's default")
+		fs.StringVar(&runAs, "kube-run-as", "1000:1000", "with -container-engine kubernetes: uid:gid sandbox pods run as (never 0: pods pass Pod Security restricted)")
 		fs.BoolVar(&cfg.AllowLocal, "allow-local", false, "permit local sandboxes: commands on this host with a scrubbed environment, confined with Landlock (refused without it unless -single-user)")
 		fs.IntVar(&cfg.LocalMaxProcs, "local-max-procs", sandbox.DefaultLocalMaxProcs, "processes (threads included) one local sandbox may run at once, where this host gives the service a pids cgroup; a spec's pids_limit may set fewer")
 		fs.StringVar(&localRO, "local-read-only", "", "comma-separated host paths local sandboxes' commands may read besides the system's (e.g. installed ACP adapters)")
@@ -79,6 +89,25 @@ func main() {
 			}
 			key := env.Key
 			opts = append(opts, sandbox.WithModelEndpoint(upstream, func(h http.Header, user string) { key.SetHTTP(h, user, nil) }))
+		}
+		switch engine {
+		case "docker":
+		case "kubernetes":
+			var err error
+			if kube.RunAs, err = kubebox.ParseRunAs(runAs); err != nil {
+				return fmt.Errorf("-kube-run-as: %w", err)
+			}
+			rc, err := kubebox.LoadConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			c, err := kubebox.New(rc, kube)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, sandbox.WithKubernetes(c))
+		default:
+			return fmt.Errorf("-container-engine %q must be docker or kubernetes", engine)
 		}
 		relay, err := telemetry.NewTraceClient(ctx)
 		if err != nil {

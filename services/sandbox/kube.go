@@ -1,0 +1,241 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+
+	"github.com/wick-agent/wick/daemon/daemonfs"
+	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/sandbox/kubebox"
+)
+
+// engineKubernetes marks, in a sandbox's settings, a container sandbox run
+// as a Kubernetes pod rather than a Docker container.
+const engineKubernetes = "kubernetes"
+
+// WithKubernetes runs container ("docker" type) sandboxes as pods through
+// c instead of on a Docker engine. The warm pool, remote engines, egress
+// allow-lists and the model endpoint are not offered on this engine.
+func WithKubernetes(c *kubebox.Client) Option { return func(s *Service) { s.kube = c } }
+
+// onKube reports whether the settings describe a sandbox pod.
+func (st settings) onKube() bool { return st.Type == backend.Docker && st.Engine == engineKubernetes }
+
+// kubeSettings checks what a spec asks of a sandbox pod.
+func (s *Service) kubeSettings(st *settings) error {
+	st.Engine = engineKubernetes
+	switch {
+	case st.DockerHost != "":
+		return fmt.Errorf("%w: docker_host: this service runs sandboxes as Kubernetes pods, not on Docker engines", errInvalid)
+	case st.ModelEndpoint:
+		return fmt.Errorf("%w: model_endpoint is not available on the Kubernetes engine yet", errInvalid)
+	case len(st.Egress) > 0:
+		return fmt.Errorf("%w: egress_allow is not available on the Kubernetes engine yet (network \"bridge\" gives public egress)", errInvalid)
+	}
+	// The operator picks the user (Pod Security needs a numeric non-root
+	// one known before the image is pulled); a spec may only name it.
+	if u := st.Params.User; u != "" {
+		ra := s.kube.RunAs()
+		uid := strconv.FormatInt(ra.UID, 10)
+		if u != uid && u != uid+":"+strconv.FormatInt(ra.GID, 10) {
+			return fmt.Errorf("%w: user %q: sandbox pods run as %s:%d, which the operator sets (-kube-run-as)", errInvalid, u, uid, ra.GID)
+		}
+	}
+	return nil
+}
+
+// kubeSpec is the pod of the sandbox b built with set.
+func (s *Service) kubeSpec(b *box, set settings) kubebox.Spec {
+	raw, _ := json.Marshal(set)
+	p := set.Params
+	args := []string{"-socket", path.Join(kubebox.RunDir, "daemon.sock"), "-tcp-addr", kubebox.DaemonAddr(),
+		"-root", p.Workdir, "-prefix", p.Workdir, "-log-level", "warn",
+		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10),
+		"-max-processes", strconv.Itoa(s.cfg.MaxProcesses),
+		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10)}
+	return kubebox.Spec{Name: b.name, Key: b.key, User: b.user, Agent: b.agent, Settings: string(raw),
+		Image: p.Image, Workdir: p.Workdir, Network: p.Network, Memory: p.Memory, NanoCPUs: p.NanoCPUs,
+		ReadOnly: p.ReadOnly, TmpfsMB: p.TmpfsMB, WorkspaceBytes: p.WorkspaceBytes, Env: p.Env, DaemonArgs: args}
+}
+
+// startKube runs the sandbox's pod (its workspace claim kept from earlier
+// starts) and connects to its daemon; b.life is held.
+func (s *Service) startKube(ctx context.Context, b *box, set settings) error {
+	st, err := s.kube.Start(ctx, s.kubeSpec(b, set))
+	if err != nil {
+		return s.kubeErr(err)
+	}
+	b.mu.Lock()
+	b.containerID, b.volume = st.UID, kubebox.ClaimName(b.name)
+	b.mu.Unlock()
+	return s.connectKube(ctx, b, st.Token)
+}
+
+// kubeErr gives a pod that cannot run as specified its status code.
+func (s *Service) kubeErr(err error) error {
+	if errors.Is(err, kubebox.ErrPodFailed) {
+		return fmt.Errorf("%w: %v", errPrecondition, err)
+	}
+	return err
+}
+
+// connectKube dials the pod's daemon through port-forward and waits until
+// it answers Health.
+func (s *Service) connectKube(ctx context.Context, b *box, token string) error {
+	name := b.name
+	conn, err := daemonfs.Dial(ctx, "wick-daemon", token, append([]grpc.DialOption{
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.kube.Dial(ctx, name) }),
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(32<<20), grpc.MaxCallSendMsgSize(32<<20)),
+	}, s.meters.dialOptions()...)...)
+	if err != nil {
+		return err
+	}
+	cli := daemonv1.NewDaemonClient(conn)
+	deadline := time.Now().Add(s.cfg.DaemonStartTimeout)
+	for {
+		hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+		h, err := cli.Health(hc, &daemonv1.HealthRequest{})
+		cancel()
+		if err == nil {
+			b.mu.Lock()
+			old := b.conn
+			b.conn, b.daemon, b.version = conn, daemonfs.New(cli, daemonfs.WithMaxOutputBytes(s.cfg.MaxOutputCap)), h.GetVersion()
+			b.state, b.transport = stateRunning, transportDaemon
+			b.mu.Unlock()
+			if old != nil {
+				old.Close()
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			conn.Close()
+			return fmt.Errorf("%w: wick-daemon in pod %s did not answer within %s: %v", errUnavailable, name, s.cfg.DaemonStartTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			conn.Close()
+			return ctx.Err()
+		case <-time.After(daemonPollInterval):
+		}
+	}
+}
+
+// aliveKube is alive for a sandbox pod: its daemon answers, or its pod
+// still runs (the kubelet restarts a daemon that exited, and the
+// connection dials again).
+func (s *Service) aliveKube(ctx context.Context, v view) bool {
+	if v.daemon != nil {
+		hc, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
+		_, err := v.daemon.Client().Health(hc, &daemonv1.HealthRequest{})
+		cancel()
+		if err == nil {
+			return true
+		}
+	}
+	p, err := s.kube.GetPod(ctx, v.b.name)
+	if err != nil {
+		return true // an API server hiccup is not a verdict
+	}
+	return kubebox.Running(p) && string(p.UID) == v.containerID
+}
+
+// reviveKube is called when a sandbox pod's daemon did not answer: when
+// the pod the box knows has gone (deleted, evicted, its node lost), a new
+// one is started on the same workspace. It returns the daemon to retry on.
+func (s *Service) reviveKube(ctx context.Context, b *box, seen string) *daemonfs.FS {
+	if !s.lockCurrent(b) {
+		return nil
+	}
+	defer b.life.Unlock()
+	v := b.view()
+	if v.state == stateRunning && v.containerID == seen && !s.aliveKube(ctx, v) {
+		s.log.Warn("sandbox pod is gone; starting a new one on its workspace", "agent", b.agent)
+		if err := s.stop(ctx, b); err != nil {
+			s.log.Error("stop sandbox pod", "agent", b.agent, "err", err)
+			return nil
+		}
+		if err := s.start(ctx, b, v.set, false); err != nil {
+			s.log.Error("restart sandbox pod", "agent", b.agent, "err", err)
+			b.mu.Lock()
+			b.state = stateFailed
+			b.mu.Unlock()
+			return nil
+		}
+	}
+	return b.view().daemon
+}
+
+// adoptKube runs at start: this manager's pods that run are adopted, and
+// workspaces whose pod has gone are listed as stopped sandboxes.
+func (s *Service) adoptKube(ctx context.Context) {
+	pods, err := s.kube.Pods(ctx)
+	if err != nil {
+		s.log.Warn("list sandbox pods", "err", err)
+		return
+	}
+	for _, p := range pods {
+		user, agent, key := p.Annotations[kubebox.AnnotationUser], p.Annotations[kubebox.AnnotationAgent], p.Labels[kubebox.LabelKey]
+		var set settings
+		if key == "" || key != sandboxKey(s.cfg.ManagerID, user, agent) ||
+			json.Unmarshal([]byte(p.Annotations[kubebox.AnnotationSpec]), &set) != nil || !set.onKube() {
+			continue
+		}
+		if !kubebox.Running(&p) {
+			continue // listed as stopped below; the next call starts it
+		}
+		b, err := s.boxFor(user, agent)
+		if err != nil {
+			continue
+		}
+		b.life.Lock()
+		token, err := s.kube.Token(ctx, b.name)
+		if err == nil {
+			b.mu.Lock()
+			b.set, b.containerID, b.volume, b.lastUsed = set, string(p.UID), kubebox.ClaimName(b.name), s.now()
+			if set.TTL > 0 {
+				b.expires = p.CreationTimestamp.Add(set.TTL)
+			}
+			b.mu.Unlock()
+			err = s.connectKube(ctx, b, token)
+		}
+		if err != nil {
+			s.log.Warn("adopt sandbox pod", "pod", p.Name, "err", err)
+			s.mu.Lock()
+			delete(s.boxes, b.key)
+			s.mu.Unlock()
+		} else {
+			s.log.Info("adopted sandbox pod", "pod", p.Name, "agent", agent)
+		}
+		b.life.Unlock()
+	}
+	claims, err := s.kube.Claims(ctx)
+	if err != nil {
+		s.log.Warn("list workspace claims", "err", err)
+		return
+	}
+	for _, c := range claims {
+		user, agent, key := c.Annotations[kubebox.AnnotationUser], c.Annotations[kubebox.AnnotationAgent], c.Labels[kubebox.LabelKey]
+		var set settings
+		if key == "" || key != sandboxKey(s.cfg.ManagerID, user, agent) ||
+			json.Unmarshal([]byte(c.Annotations[kubebox.AnnotationSpec]), &set) != nil || !set.onKube() {
+			continue
+		}
+		s.mu.Lock()
+		if _, known := s.boxes[key]; !known {
+			s.boxes[key] = &box{key: key, user: user, agent: agent, state: stateStopped, set: set,
+				name: sandboxPrefix + key, volume: c.Name, hostDir: s.boxDir(key)}
+		}
+		s.mu.Unlock()
+	}
+}
