@@ -214,6 +214,8 @@ var enginePaths = map[string][]netPath{
 		{"sandbox", sandboxPod, corev1.ProtocolTCP, 7070, false},
 		{"agent", sandboxPod, corev1.ProtocolTCP, 7070, false},
 		{stranger, sandboxPod, corev1.ProtocolTCP, 7070, false},
+		{outside, sandboxPod, corev1.ProtocolTCP, 7070, false},
+		{scraper, sandboxPod, corev1.ProtocolTCP, 7070, false},
 		{sandboxPod, "sandbox", corev1.ProtocolTCP, 7002, false},
 		{sandboxPod, "llmgw", corev1.ProtocolTCP, 7013, false},
 		{sandboxPod, apiServer, corev1.ProtocolTCP, 6443, false},

@@ -235,7 +235,7 @@ func TestChecksCatchBreakage(t *testing.T) {
 					Ingress:     []networkingv1.NetworkPolicyIngressRule{{}},
 				},
 			})
-		}, "agent → sandbox-pod TCP/7070 is allowed"},
+		}, "outside → sandbox-pod TCP/7070 is allowed"},
 		{"API server closed", func(r *rendered) { policy(r, "sandbox").Spec.Egress = policy(r, "sandbox").Spec.Egress[:1] }, "sandbox → apiserver TCP/6443 is refused"},
 	}
 	dockerCases := []breakage{
