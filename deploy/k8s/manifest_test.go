@@ -80,7 +80,7 @@ func TestFlagsRead(t *testing.T) {
 	for bin, want := range map[string][]string{
 		"wick-gateway": {"agent-addr", "tokens-file", "grpc-allow-plaintext", "drain-delay"},
 		"wick-agent":   {"default-backend", "redis-addr", "sandbox-addr"},
-		"wick-sandbox": {"allow-local", "daemon-bin", "state-dir"},
+		"wick-sandbox": {"allow-local", "daemon-bin", "state-dir", "container-engine", "kube-daemon-image"},
 		"wick-llmgw":   {"http-addr", "http-token", "secrets-dir"},
 	} {
 		for _, f := range want {
