@@ -35,8 +35,6 @@ func (st settings) onKube() bool { return st.Type == backend.Docker && st.Engine
 func (s *Service) kubeSettings(st *settings) error {
 	st.Engine = engineKubernetes
 	switch {
-	case st.DockerHost != "":
-		return fmt.Errorf("%w: docker_host: this service runs sandboxes as Kubernetes pods, not on Docker engines", errInvalid)
 	case st.ModelEndpoint:
 		return fmt.Errorf("%w: model_endpoint is not available on the Kubernetes engine yet", errInvalid)
 	case len(st.Egress) > 0:
@@ -69,16 +67,51 @@ func (s *Service) kubeSpec(b *box, set settings) kubebox.Spec {
 }
 
 // startKube runs the sandbox's pod (its workspace claim kept from earlier
-// starts) and connects to its daemon; b.life is held.
-func (s *Service) startKube(ctx context.Context, b *box, set settings) error {
-	st, err := s.kube.Start(ctx, s.kubeSpec(b, set))
+// starts) and connects to its daemon; b.life is held. A start that fails
+// leaves no pod behind, and one that made the workspace nothing at all.
+func (s *Service) startKube(ctx context.Context, b *box, set settings, fresh bool) error {
+	spec := s.kubeSpec(b, set)
+	if s.skillsDir != "" {
+		sk, err := s.kubeSkills(ctx)
+		if err != nil {
+			return err
+		}
+		spec.Skills = sk
+	}
+	st, err := s.kube.Start(ctx, spec)
+	if err == nil {
+		b.mu.Lock()
+		b.containerID, b.volume = st.UID, kubebox.ClaimName(b.name)
+		b.mu.Unlock()
+		err = s.connectKube(ctx, b, st.Token)
+	}
 	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		clean := s.kube.DeletePod
+		if fresh && st.NewWorkspace {
+			clean = s.kube.Remove
+		}
+		if cerr := clean(cctx, b.name); cerr != nil {
+			s.log.Warn("clean up after a failed start of a sandbox pod", "agent", b.agent, "err", cerr)
+		}
 		return s.kubeErr(err)
 	}
-	b.mu.Lock()
-	b.containerID, b.volume = st.UID, kubebox.ClaimName(b.name)
-	b.mu.Unlock()
-	return s.connectKube(ctx, b, st.Token)
+	return nil
+}
+
+// kubeSkills is the skills library's ConfigMap, made once per service.
+func (s *Service) kubeSkills(ctx context.Context) (*kubebox.Skills, error) {
+	s.kubeSkillsMu.Lock()
+	defer s.kubeSkillsMu.Unlock()
+	if s.kubeSkillsVol == nil {
+		sk, err := s.kube.EnsureSkills(ctx, s.skillsDir)
+		if err != nil {
+			return nil, err
+		}
+		s.kubeSkillsVol = sk
+	}
+	return s.kubeSkillsVol, nil
 }
 
 // kubeErr gives a pod that cannot run as specified its status code.

@@ -266,9 +266,12 @@ type Service struct {
 	now  func() time.Time
 	pool *dockerbox.Pool
 	// kube, when set, runs container sandboxes as pods (kube.go).
-	kube   *kubebox.Client
-	users  *dockerbox.Users
-	binDir string // host copies of the wick binaries, mounted read-only
+	kube *kubebox.Client
+	// kubeSkillsVol is the skills library's ConfigMap once made.
+	kubeSkillsMu  sync.Mutex
+	kubeSkillsVol *kubebox.Skills
+	users         *dockerbox.Users
+	binDir        string // host copies of the wick binaries, mounted read-only
 	// egressBound is EgressAllow parsed.
 	egressBound []egress.Pattern
 	// egressGuard, when set, is what the egress proxies dial through.

@@ -331,14 +331,24 @@ func (c *Client) DeletePod(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("delete pod %s: %w", name, err)
 	}
-	return wait.PollUntilContextCancel(ctx, c.cfg.PollInterval, true, func(ctx context.Context) (bool, error) {
+	// A pod on a node that is lost stays terminating until the node
+	// controller gives up on it; the caller hears that instead of waiting.
+	err = wait.PollUntilContextTimeout(ctx, c.cfg.PollInterval, PodGoneTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
+	if err != nil {
+		return fmt.Errorf("pod %s is still going after %s: %w", name, PodGoneTimeout, err)
+	}
+	return nil
 }
+
+// PodGoneTimeout bounds the wait for a deleted pod to go (its grace period
+// is the default 30 s).
+const PodGoneTimeout = 2 * time.Minute
 
 // Remove deletes every object of the sandbox, its workspace included.
 func (c *Client) Remove(ctx context.Context, name string) error {

@@ -72,7 +72,12 @@ type Spec struct {
 	Env            map[string]string
 	// DaemonArgs follow the daemon binary on its command line.
 	DaemonArgs []string
+	// Skills, when set, is mounted read-only at SkillsDir in the workdir.
+	Skills *Skills
 }
+
+// SkillsDir is where the skills library appears in the workdir.
+const SkillsDir = "skills"
 
 // ClaimName is the workspace claim of the sandbox named name.
 func ClaimName(name string) string { return "ws-" + name }
@@ -170,6 +175,11 @@ func (c *Client) Pod(s Spec) *corev1.Pod {
 		{Name: "workspace", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(s.Name)}}},
 		{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(64<<20, resource.BinarySI)}}},
 		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}},
+	}
+	if s.Skills != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: "skills", MountPath: path.Join(s.Workdir, SkillsDir), ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "skills", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.Skills.ConfigMap}, Items: s.Skills.Items}}})
 	}
 	if s.ReadOnly {
 		size := s.TmpfsMB

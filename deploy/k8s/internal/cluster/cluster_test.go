@@ -85,23 +85,7 @@ func TestSingleNodeCluster(t *testing.T) {
 	}
 
 	const ns = "wick-restricted"
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: ns,
-		Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce":         "restricted",
-			"pod-security.kubernetes.io/enforce-version": "latest",
-		},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The ServiceAccount controller makes the namespace's default account;
-	// admission refuses pods until it exists.
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("default ServiceAccount of %s: %v", ns, err)
-	}
+	restrictedNamespace(t, c, ns)
 
 	// A pod that adds a capability is refused by Pod Security: the
 	// namespace enforces "restricted".
@@ -243,15 +227,7 @@ func TestGatewayOfOverlaysDev(t *testing.T) {
 
 	objs := renderDev(t)
 	ns := "wick"
-	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: ns,
-		Labels: map[string]string{
-			"pod-security.kubernetes.io/enforce":         "restricted",
-			"pod-security.kubernetes.io/enforce-version": "latest",
-		},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	restrictedNamespace(t, c, ns)
 	// The Secrets the operator creates (docs/deploy.md#install).
 	token := "wick-k8s-test-token"
 	for name, data := range map[string]map[string]string{
@@ -279,12 +255,6 @@ func TestGatewayOfOverlaysDev(t *testing.T) {
 	}
 	if dep == nil {
 		t.Fatal("overlays/dev has no Deployment gateway")
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("default ServiceAccount of %s: %v", ns, err)
 	}
 	start := time.Now()
 	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {

@@ -1,0 +1,397 @@
+//go:build k8scluster
+
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
+	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
+	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/services/sandbox"
+	"github.com/wick-agent/wick/services/sandbox/kubebox"
+	"github.com/wick-agent/wick/services/sandbox/sandboximage"
+)
+
+// Names of the sandbox test's objects.
+const (
+	sandboxNS      = "wick-sandboxes"
+	storageClass   = "wick-test"
+	daemonImage    = "wick.local/wick-sandbox:test"
+	sandboxManager = "k8s-sandbox-test"
+	sandboxAgent   = "coder"
+)
+
+// TestSandboxPods runs the sandbox service with its Kubernetes engine against
+// a real single-node cluster: each sandbox is a pod in a namespace that
+// enforces Pod Security "restricted", built from the runtime image `make
+// images` builds, its daemon placed by an init container from a FROM-scratch
+// image of wick-daemon and wickfs, reached through the API server's
+// port-forward. It checks the hardening from the pod spec and from inside the
+// pod, files and commands, the process API, a pod deleted behind the
+// service's back (the next call runs on a new pod with the workspace kept),
+// stop and start, adoption by a restarted service, and that delete removes
+// every object. It logs the sandbox's ready time cold and warm and the time
+// of `true` through the daemon.
+func TestSandboxPods(t *testing.T) {
+	runtimeImage := backend.DefaultImage
+	if err := exec.Command("docker", "image", "inspect", runtimeImage).Run(); err != nil {
+		cluster.Unavailable(t, "the runtime image %s is not on the Docker engine (make images)", runtimeImage)
+	}
+	binDir := t.TempDir()
+	daemonBin, wickfsBin, err := sandboximage.Binaries(t.Context(), testenv.RepoRoot(t), binDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.Start(t)
+	ctx := t.Context()
+
+	files := []cluster.File{}
+	for _, b := range []struct{ src, name string }{{daemonBin, "wick-daemon"}, {wickfsBin, "wickfs"}} {
+		data, err := os.ReadFile(b.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, cluster.File{Path: "/usr/local/bin/" + b.name, Mode: 0o755, Data: data})
+	}
+	if err := c.ImportImage(cluster.Image{Name: daemonImage, Files: files, Entrypoint: []string{"/usr/local/bin/wick-daemon"}}); err != nil {
+		t.Fatal(err)
+	}
+	importStart := time.Now()
+	if err := c.ImportDockerImage(runtimeImage); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("imported %s in %s", runtimeImage, time.Since(importStart).Round(time.Millisecond))
+
+	restrictedNamespace(t, c, sandboxNS)
+	// Two volumes a provisioner would make: host directories owned by the
+	// sandboxes' user, bound to claims of the test's storage class.
+	for i := range 3 {
+		dir := filepath.Join(c.Dir, fmt.Sprintf("pv-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("wick-test-pv-%d", i)},
+			Spec: corev1.PersistentVolumeSpec{
+				StorageClassName:              storageClass,
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	stateDir := t.TempDir()
+	cli, stop := startSandboxService(t, c, stateDir)
+	uctx := context.Background()
+
+	begin := time.Now()
+	sb, err := cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: sandboxAgent})
+	if err != nil {
+		t.Fatalf("EnsureSandbox: %v", err)
+	}
+	t.Logf("sandbox pod ready (cold: image cached, claim bound, pod made, daemon answering) in %s", time.Since(begin).Round(time.Millisecond))
+	box := sb.GetSandbox()
+	if box.GetState() != "running" || box.GetTransport() != "daemon" {
+		t.Fatalf("sandbox %+v, want running on the daemon", box)
+	}
+	pod := sandboxPod(t, c)
+	if string(pod.UID) != box.GetContainerId() {
+		t.Errorf("sandbox reports container %q, its pod's uid is %s", box.GetContainerId(), pod.UID)
+	}
+
+	// The hardening as the API server stored it.
+	sc := pod.Spec.Containers[0].SecurityContext
+	if *pod.Spec.AutomountServiceAccountToken || *sc.AllowPrivilegeEscalation || !*sc.RunAsNonRoot ||
+		!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("sandbox pod hardening: token %v, security context %+v", *pod.Spec.AutomountServiceAccountToken, sc)
+	}
+	if pod.Spec.Containers[0].Resources.Limits.Memory().Value() != sandbox.DefaultMemory {
+		t.Errorf("memory limit %s, want %d", pod.Spec.Containers[0].Resources.Limits.Memory(), sandbox.DefaultMemory)
+	}
+	np, err := c.Client.NetworkingV1().NetworkPolicies(sandboxNS).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil || len(np.Spec.Ingress) != 0 || len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 {
+		t.Errorf("network policy of a network-none sandbox: %+v, %v", np, err)
+	}
+
+	// The hardening from inside.
+	out := run(t, cli, "id -u; id -g; grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status; grep NoNewPrivs /proc/self/status; "+
+		"ls /var/run/secrets/kubernetes.io 2>&1 || true; python3 -c 'print(6*7)'")
+	for _, want := range []string{"1000\n1000\n", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+		"NoNewPrivs:\t1", "No such file or directory", "\n42\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inside the pod: no %q in\n%s", want, out)
+		}
+	}
+
+	// The skills library, read-only whatever the sandbox's user does.
+	if out := run(t, cli, "ls skills; touch skills/mine 2>&1 || echo refused"); !strings.Contains(out, "refused") || len(strings.Fields(out)) < 3 {
+		t.Errorf("skills library in the pod: %q", out)
+	}
+
+	// Files, and the workspace's own filesystem.
+	writeFile(t, cli, "notes/plan.md", "keep me\n")
+	if got := run(t, cli, "cat notes/plan.md && pwd"); got != "keep me\n/workspace\n" {
+		t.Errorf("read back: %q", got)
+	}
+
+	// The process API.
+	sp, err := cli.StartProcess(uctx, &sandboxv1.StartProcessRequest{AgentId: sandboxAgent, Argv: []string{"sleep", "300"}, Tag: "sleeper"})
+	if err != nil {
+		t.Fatalf("StartProcess: %v", err)
+	}
+	procs, err := cli.ListProcesses(uctx, &sandboxv1.ListProcessesRequest{AgentId: sandboxAgent})
+	if err != nil || len(procs.GetProcesses()) != 1 || procs.GetProcesses()[0].GetTag() != "sleeper" || !procs.GetProcesses()[0].GetRunning() {
+		t.Fatalf("ListProcesses: %v %v", procs, err)
+	}
+	if _, err := cli.SignalProcess(uctx, &sandboxv1.SignalProcessRequest{AgentId: sandboxAgent, Id: sp.GetProcess().GetId(),
+		Signal: sandboxv1.ProcessSignal_PROCESS_SIGNAL_SIGKILL}); err != nil {
+		t.Fatalf("SignalProcess: %v", err)
+	}
+
+	// `true` through the daemon, as an agent's tool call makes it.
+	var times []time.Duration
+	for range 20 {
+		begin := time.Now()
+		run(t, cli, "true")
+		times = append(times, time.Since(begin))
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	t.Logf("exec true through port-forward: p50 %s, p95 %s (20 runs)", times[10].Round(time.Microsecond), times[18].Round(time.Microsecond))
+
+	// A pod deleted behind the service's back: the next call runs on a new
+	// pod, with the workspace.
+	if err := c.Client.CoreV1().Pods(sandboxNS).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, pod.Name)
+	if got := run(t, cli, "cat notes/plan.md"); got != "keep me\n" {
+		t.Errorf("after the pod was deleted: %q", got)
+	}
+	if again := sandboxPod(t, c); again.UID == pod.UID {
+		t.Error("the call after the delete did not run on a new pod")
+	} else {
+		pod = again
+	}
+
+	// Stop keeps the workspace; the next start makes a pod on it.
+	if _, err := cli.StopSandbox(uctx, &sandboxv1.StopSandboxRequest{AgentId: sandboxAgent}); err != nil {
+		t.Fatalf("StopSandbox: %v", err)
+	}
+	waitGone(t, c, pod.Name)
+	begin = time.Now()
+	if _, err := cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: sandboxAgent}); err != nil {
+		t.Fatalf("EnsureSandbox after stop: %v", err)
+	}
+	t.Logf("sandbox pod ready again on its workspace (warm: claim bound, image cached) in %s", time.Since(begin).Round(time.Millisecond))
+	if got := run(t, cli, "cat notes/plan.md"); got != "keep me\n" {
+		t.Errorf("after stop and start: %q", got)
+	}
+	pod = sandboxPod(t, c)
+
+	// A restarted service adopts the running pod.
+	stop()
+	cli, _ = startSandboxService(t, c, stateDir)
+	got, err := cli.GetSandbox(uctx, &sandboxv1.GetSandboxRequest{AgentId: sandboxAgent})
+	if err != nil || got.GetSandbox().GetState() != "running" || got.GetSandbox().GetContainerId() != string(pod.UID) {
+		t.Fatalf("after a restart of the service: %v %v, want pod %s running", got, err, pod.UID)
+	}
+	if out := run(t, cli, "cat notes/plan.md"); out != "keep me\n" {
+		t.Errorf("after a restart of the service: %q", out)
+	}
+
+	// A sandbox whose image cannot be had fails with the kubelet's reason,
+	// not after a timeout.
+	_, err = cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: "broken", Spec: &sandboxv1.SandboxSpec{Image: "wick.local/no-such-image:1"}})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no-such-image") {
+		t.Errorf("a sandbox of a missing image: %v, want FailedPrecondition naming it", err)
+	}
+	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: "broken"}); err != nil && status.Code(err) != codes.NotFound {
+		t.Errorf("DeleteSandbox of the broken sandbox: %v", err)
+	}
+
+	// Delete removes everything of the sandbox.
+	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: sandboxAgent}); err != nil {
+		t.Fatalf("DeleteSandbox: %v", err)
+	}
+	sel := metav1.ListOptions{LabelSelector: kubebox.LabelManager + "=" + sandboxManager}
+	pods, _ := c.Client.CoreV1().Pods(sandboxNS).List(ctx, sel)
+	pvcs, _ := c.Client.CoreV1().PersistentVolumeClaims(sandboxNS).List(ctx, sel)
+	secrets, _ := c.Client.CoreV1().Secrets(sandboxNS).List(ctx, sel)
+	nps, _ := c.Client.NetworkingV1().NetworkPolicies(sandboxNS).List(ctx, sel)
+	if n := len(pods.Items) + len(pvcs.Items) + len(secrets.Items) + len(nps.Items); n != 0 {
+		t.Errorf("after DeleteSandbox: %d pods, %d claims, %d secrets, %d policies left", len(pods.Items), len(pvcs.Items), len(secrets.Items), len(nps.Items))
+	}
+}
+
+// startSandboxService serves a sandbox service with the Kubernetes engine
+// over real gRPC on loopback, every call as user alice; stop closes it.
+func startSandboxService(t *testing.T, c *cluster.Cluster, stateDir string) (sandboxv1.SandboxServiceClient, func()) {
+	t.Helper()
+	kc, err := kubebox.New(c.Config, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
+		RunAs: kubebox.RunAs{UID: 1000, GID: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sandbox.New(sandbox.Config{StateDir: stateDir, ManagerID: sandboxManager, DefaultType: backend.Docker,
+		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, BuiltinSkills: true}, sandbox.WithKubernetes(kc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asAlice := func(ctx context.Context) context.Context { return identity.WithUser(ctx, "alice") }
+	srv := grpc.NewServer(
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return h(asAlice(ctx), req)
+		}),
+		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			return h(srv, &userStream{ServerStream: ss, ctx: asAlice(ss.Context())})
+		}))
+	svc.Register(srv)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		conn.Close()
+		srv.Stop()
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := svc.Close(cctx); err != nil {
+			t.Errorf("close the sandbox service: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return sandboxv1.NewSandboxServiceClient(conn), stop
+}
+
+type userStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *userStream) Context() context.Context { return s.ctx }
+
+// run runs command in the sandbox and returns its stdout; it must exit 0.
+func run(t *testing.T, cli sandboxv1.SandboxServiceClient, command string) string {
+	t.Helper()
+	stream, err := cli.Exec(context.Background(), &sandboxv1.ExecRequest{AgentId: sandboxAgent, Command: command})
+	if err != nil {
+		t.Fatalf("Exec %q: %v", command, err)
+	}
+	var out, errOut strings.Builder
+	for {
+		m, err := stream.Recv()
+		if err == io.EOF {
+			t.Fatalf("Exec %q: no exit status", command)
+		}
+		if err != nil {
+			t.Fatalf("Exec %q: %v", command, err)
+		}
+		out.Write(m.GetStdout())
+		errOut.Write(m.GetStderr())
+		if e := m.GetExit(); e != nil {
+			if e.GetExitCode() != 0 {
+				t.Fatalf("Exec %q: exit %d: %s%s", command, e.GetExitCode(), out.String(), errOut.String())
+			}
+			return out.String()
+		}
+	}
+}
+
+func writeFile(t *testing.T, cli sandboxv1.SandboxServiceClient, path, content string) {
+	t.Helper()
+	stream, err := cli.WriteFile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&sandboxv1.WriteFileRequest{Msg: &sandboxv1.WriteFileRequest_Header{Header: &sandboxv1.WriteFileHeader{AgentId: sandboxAgent, Path: path}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&sandboxv1.WriteFileRequest{Msg: &sandboxv1.WriteFileRequest_Data{Data: []byte(content)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.CloseAndRecv(); err != nil {
+		t.Fatalf("WriteFile %s: %v", path, err)
+	}
+}
+
+// sandboxPod is the one sandbox pod of the test's manager.
+func sandboxPod(t *testing.T, c *cluster.Cluster) *corev1.Pod {
+	t.Helper()
+	l, err := c.Client.CoreV1().Pods(sandboxNS).List(t.Context(), metav1.ListOptions{LabelSelector: kubebox.LabelManager + "=" + sandboxManager})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("sandbox pods: %v %v, want one", l, err)
+	}
+	return &l.Items[0]
+}
+
+func waitGone(t *testing.T, c *cluster.Cluster, name string) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().Pods(sandboxNS).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		t.Fatalf("pod %s still there: %v", name, err)
+	}
+}
+
+// restrictedNamespace creates ns enforcing Pod Security "restricted" and
+// waits for its default ServiceAccount, without which pods are refused.
+func restrictedNamespace(t *testing.T, c *cluster.Cluster, ns string) {
+	t.Helper()
+	if _, err := c.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: ns,
+		Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce":         "restricted",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("default ServiceAccount of %s: %v", ns, err)
+	}
+}
