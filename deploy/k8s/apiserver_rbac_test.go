@@ -2,6 +2,8 @@ package k8s
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,7 +37,9 @@ var sandboxAccess = []struct {
 	{"create", "", "serviceaccounts", "token", "", false},
 	{"create", "rbac.authorization.k8s.io", "roles", "", "", false},
 	{"create", "rbac.authorization.k8s.io", "rolebindings", "", "", false},
-	{"create", "", "configmaps", "", "", false},
+	{"create", "", "configmaps", "", "", true},
+	{"update", "", "configmaps", "", "", false},
+	{"create", "", "configmaps", "", "wick", false},
 	{"get", "", "secrets", "", "wick", false},
 	{"create", "", "pods", "portforward", "wick", false},
 	{"list", "", "pods", "", "*", false},
@@ -86,12 +90,28 @@ func checkSandboxServiceRBAC(t *testing.T, ctx context.Context, admin *rest.Conf
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
+	// The skills library's ConfigMap, as the service makes it.
+	library := t.TempDir()
+	if err := os.WriteFile(filepath.Join(library, "SKILL.md"), []byte("# a skill\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	skills, err := kc.EnsureSkills(ctx, library)
+	if err != nil {
+		t.Errorf("%s: as %s, the skills library in %s: %v", dir, user, sandboxNS, err)
+	} else {
+		defer func() {
+			if err := adminCS.CoreV1().ConfigMaps(sandboxNS).Delete(ctx, skills.ConfigMap, metav1.DeleteOptions{}); err != nil {
+				t.Errorf("delete ConfigMap %s: %v", skills.ConfigMap, err)
+			}
+		}()
+	}
 	for _, network := range []string{"none", "bridge"} {
 		s := kubebox.Spec{
 			Name: "wick-rbac-" + network, Key: "k-" + network, User: "alice", Agent: "coder",
 			Image: "wick-sandbox-runtime:latest", Workdir: "/workspace", Network: network,
 			Memory: 512 << 20, NanoCPUs: 1_000_000_000, WorkspaceBytes: 1 << 30, ReadOnly: network == "none",
 			DaemonArgs: []string{"-root=/workspace", "-tcp-addr=" + kubebox.DaemonAddr()},
+			Skills:     skills,
 		}
 		secret, err := cs.CoreV1().Secrets(sandboxNS).Create(ctx, kc.Secret(s, "token"), metav1.CreateOptions{})
 		if err != nil {

@@ -31,6 +31,7 @@ var sandboxRules = map[string][]string{
 	"/persistentvolumeclaims":           {"create", "delete", "get", "list"},
 	"/secrets":                          {"create", "delete", "get", "list"},
 	"networking.k8s.io/networkpolicies": {"create", "delete", "get", "list"},
+	"/configmaps":                       {"create"},
 }
 
 // sandboxNamespaceKinds are the kinds of the manifests that live in the
