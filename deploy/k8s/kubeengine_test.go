@@ -26,11 +26,11 @@ const sandboxAccount = "wick-sandbox"
 // sandboxRules are what the sandbox service may do in its sandbox namespace,
 // and all it may do anywhere: by "group/resource", the verbs.
 var sandboxRules = map[string][]string{
-	"/pods":                             {"create", "delete", "get", "list", "watch"},
+	"/pods":                             {"create", "delete", "get", "list", "patch"},
 	"/pods/portforward":                 {"create", "get"},
-	"/persistentvolumeclaims":           {"create", "delete", "get", "list"},
-	"/secrets":                          {"create", "delete", "get", "list"},
-	"networking.k8s.io/networkpolicies": {"create", "delete", "get", "list"},
+	"/persistentvolumeclaims":           {"create", "delete", "get", "list", "patch"},
+	"/secrets":                          {"create", "delete", "get", "patch", "update"},
+	"networking.k8s.io/networkpolicies": {"create", "delete", "get", "patch", "update"},
 	"/configmaps":                       {"create"},
 }
 

@@ -23,10 +23,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 
 	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
@@ -52,11 +54,12 @@ const (
 // enforces Pod Security "restricted", built from the runtime image `make
 // images` builds, its daemon placed by an init container from a FROM-scratch
 // image of wick-daemon and wickfs, reached through the API server's
-// port-forward. It checks the hardening from the pod spec and from inside the
+// port-forward; the service acts with exactly the rights overlays/prod's Role
+// gives its account (impersonated). It checks the hardening from the pod spec and from inside the
 // pod, files and commands, the process API, a pod deleted behind the
 // service's back (the next call runs on a new pod with the workspace kept),
-// stop and start, adoption by a restarted service, and that delete removes
-// every object. It logs the sandbox's ready time cold and warm and the time
+// stop and start, adoption by a restarted service, a claim from the warm
+// pool, and that delete removes every object. It logs the sandbox's ready time cold and warm and the time
 // of `true` through the daemon.
 func TestSandboxPods(t *testing.T) {
 	runtimeImage := backend.DefaultImage
@@ -89,6 +92,32 @@ func TestSandboxPods(t *testing.T) {
 	t.Logf("imported %s in %s", runtimeImage, time.Since(importStart).Round(time.Millisecond))
 
 	restrictedNamespace(t, c, sandboxNS)
+	// The service acts with the rights overlays/prod gives it, no more.
+	var asService *rest.Config
+	for _, o := range renderOverlay(t, "prod") {
+		if o.GetNamespace() != sandboxNS || o.GetName() != "wick-sandbox" {
+			continue
+		}
+		switch o.GetKind() {
+		case "Role":
+			var r rbacv1.Role
+			fromUnstructured(t, o, &r)
+			if _, err := c.Client.RbacV1().Roles(sandboxNS).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case "RoleBinding":
+			var rb rbacv1.RoleBinding
+			fromUnstructured(t, o, &rb)
+			if _, err := c.Client.RbacV1().RoleBindings(sandboxNS).Create(ctx, &rb, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			asService = rest.CopyConfig(c.Config)
+			asService.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + rb.Subjects[0].Namespace + ":" + rb.Subjects[0].Name}
+		}
+	}
+	if asService == nil {
+		t.Fatal("overlays/prod binds no Role wick-sandbox in " + sandboxNS)
+	}
 	// Two volumes a provisioner would make: host directories owned by the
 	// sandboxes' user, bound to claims of the test's storage class.
 	for i := range 5 {
@@ -114,7 +143,7 @@ func TestSandboxPods(t *testing.T) {
 	}
 
 	stateDir := t.TempDir()
-	cli, stop := startSandboxService(t, c, stateDir, 0)
+	cli, stop := startSandboxService(t, asService, stateDir, 0)
 	uctx := context.Background()
 
 	begin := time.Now()
@@ -223,7 +252,7 @@ func TestSandboxPods(t *testing.T) {
 
 	// A restarted service adopts the running pod.
 	stop()
-	cli, stop = startSandboxService(t, c, stateDir, 0)
+	cli, stop = startSandboxService(t, asService, stateDir, 0)
 	got, err := cli.GetSandbox(uctx, &sandboxv1.GetSandboxRequest{AgentId: sandboxAgent})
 	if err != nil || got.GetSandbox().GetState() != "running" || got.GetSandbox().GetContainerId() != string(pod.UID) {
 		t.Fatalf("after a restart of the service: %v %v, want pod %s running", got, err, pod.UID)
@@ -254,7 +283,7 @@ func TestSandboxPods(t *testing.T) {
 	// and gets the sandbox's key; the pool makes another.
 	stop()
 	reg := prometheus.NewRegistry()
-	cli, stop = startSandboxService(t, c, stateDir, 1, sandbox.WithMetrics(reg))
+	cli, stop = startSandboxService(t, asService, stateDir, 1, sandbox.WithMetrics(reg))
 	waitWarmReady(t, reg)
 	warm := waitWarmPod(t, c, "")
 	begin = time.Now()
@@ -348,11 +377,12 @@ func waitWarmPod(t *testing.T, c *cluster.Cluster, not string) *corev1.Pod {
 	return found
 }
 
-// startSandboxService serves a sandbox service with the Kubernetes engine
-// over real gRPC on loopback, every call as user alice; stop closes it.
-func startSandboxService(t *testing.T, c *cluster.Cluster, stateDir string, warmPool int, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
+// startSandboxService serves a sandbox service with the Kubernetes engine,
+// acting on the API server as rc says, over real gRPC on loopback, every
+// call as user alice; stop closes it.
+func startSandboxService(t *testing.T, rc *rest.Config, stateDir string, warmPool int, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
 	t.Helper()
-	kc, err := kubebox.New(c.Config, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
+	kc, err := kubebox.New(rc, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
 		RunAs: kubebox.RunAs{UID: 1000, GID: 1000}})
 	if err != nil {
 		t.Fatal(err)
