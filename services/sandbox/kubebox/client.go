@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport/spdy"
@@ -51,7 +50,7 @@ var ErrPodFailed = errors.New("sandbox pod cannot run")
 type Client struct {
 	cfg  Config
 	rest *rest.Config
-	cs   kubernetes.Interface
+	cs   clientset
 	spdy struct {
 		rt       http.RoundTripper
 		upgrader spdy.Upgrader
@@ -90,7 +89,7 @@ func New(rc *rest.Config, cfg Config) (*Client, error) {
 		cfg.PollInterval = 250 * time.Millisecond
 	}
 	rc = rest.CopyConfig(rc)
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := newClientset(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
