@@ -5,7 +5,7 @@
 // an item above the view that changes size moves the view with it, so what
 // is read stays in place. The view follows new content only while it is at
 // the bottom, else offers a button that goes there.
-import { defaultRangeExtractor, observeElementRect, useVirtualizer, type Range, type Virtualizer } from "@tanstack/react-virtual";
+import { defaultRangeExtractor, measureElement, observeElementRect, useVirtualizer, type Range, type Virtualizer } from "@tanstack/react-virtual";
 import { ArrowDown } from "lucide-react";
 import { forwardRef, useCallback, useImperativeHandle, useLayoutEffect, useRef, useState, type ReactNode, type Ref } from "react";
 
@@ -14,7 +14,7 @@ import "./list.css";
 
 /** How close to the bottom (px) the view must be to follow new content. */
 const STICK_PX = 80;
-/** The height an item is taken to have until it is measured. */
+/** The height an item is taken to have until it, or one of its kind, is measured. */
 const ESTIMATED_ITEM_PX = 64;
 /** The space between items (px). */
 const GAP_PX = 10;
@@ -33,7 +33,11 @@ interface Props {
   /** Another thread opens at its bottom. */
   threadId: string | undefined;
   items: readonly ChatItem[];
-  /** Shown above the items: the empty state, or that the thread loads. */
+  /**
+   * Shown above the items: the empty state, or that the thread loads. A new
+   * header is measured again (the list starts below it): keep it the same
+   * object while it shows the same.
+   */
   header?: ReactNode;
   /** The key of an item that stays rendered out of view (an open editor keeps what was typed). */
   keep?: string | undefined;
@@ -60,17 +64,42 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
     },
     [kept],
   );
+  // A new function would make the virtualizer lay out every item again.
+  const getItemKey = useCallback((i: number) => items[i]!.key, [items]);
+  // An item not measured yet is taken to be as tall as the last one of its
+  // kind: each item measured at another height than guessed moves the ones
+  // below it, and while the view scrolls up, the view too, and the
+  // virtualizer lays out the items below again for each one.
+  const measuredByKind = useRef(new Map<ChatItem["kind"], number>());
+  const estimateSize = useCallback((i: number) => measuredByKind.current.get(items[i]!.kind) ?? ESTIMATED_ITEM_PX, [items]);
+  const measure = useCallback(
+    (el: Element, entry: ResizeObserverEntry | undefined, v: Virtualizer<HTMLDivElement, Element>) => {
+      const size = measureElement(el, entry, v);
+      const it = items[v.indexFromElement(el)];
+      if (it && size > 0) measuredByKind.current.set(it.kind, size);
+      return size;
+    },
+    [items],
+  );
+  // The list starts below the view's padding (and its header, if any). Read
+  // once the header or the list's presence changed, not on every commit: a
+  // read after the DOM changed forces a layout, in each frame of a scroll.
+  const [scrollMargin, setScrollMargin] = useState(0);
+  const shown = items.length > 0;
+  useLayoutEffect(() => {
+    setScrollMargin(list.current?.offsetTop ?? 0);
+  }, [header, shown]);
   const virtualizer = useVirtualizer({
     count: items.length,
     getScrollElement: () => scroller.current,
-    estimateSize: () => ESTIMATED_ITEM_PX,
-    getItemKey: (i) => items[i]!.key,
+    estimateSize,
+    measureElement: measure,
+    getItemKey,
     overscan: OVERSCAN,
     rangeExtractor,
     gap: GAP_PX,
-    // The list starts below the view's padding (and its header, if any).
-    scrollMargin: list.current?.offsetTop ?? 0,
-    observeElementRect: (v, cb) => observeElementRect(v, (r) => cb(r.height > 0 ? r : { ...r, height: UNLAID_VIEW_PX })),
+    scrollMargin,
+    observeElementRect: observeViewRect,
   });
   virtualizer.shouldAdjustScrollPositionOnItemSizeChange = keepsReadingPlace;
   const rows = virtualizer.getVirtualItems();
@@ -173,6 +202,11 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
     </div>
   );
 });
+
+/** The view's size, as if laid out when it is not (so that it still shows a screenful). */
+function observeViewRect(v: Virtualizer<HTMLDivElement, Element>, cb: (r: { width: number; height: number }) => void) {
+  return observeElementRect(v, (r) => cb(r.height > 0 ? r : { ...r, height: UNLAID_VIEW_PX }));
+}
 
 /**
  * keepsReadingPlace says whether an item's change of size moves the view by
