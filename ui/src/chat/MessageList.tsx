@@ -5,7 +5,7 @@
 // an item above the view that changes size moves the view with it, so what
 // is read stays in place. The view follows new content only while it is at
 // the bottom, else offers a button that goes there.
-import { defaultRangeExtractor, measureElement, observeElementRect, useVirtualizer, type Range, type Virtualizer } from "@tanstack/react-virtual";
+import { defaultRangeExtractor, measureElement, observeElementRect, useVirtualizer, type Range, type VirtualItem, type Virtualizer } from "@tanstack/react-virtual";
 import { ArrowDown } from "lucide-react";
 import { forwardRef, useCallback, useImperativeHandle, useLayoutEffect, useRef, useState, type ReactNode, type Ref } from "react";
 
@@ -210,13 +210,18 @@ function observeViewRect(v: Virtualizer<HTMLDivElement, Element>, cb: (r: { widt
 
 /**
  * keepsReadingPlace says whether an item's change of size moves the view by
- * as much: yes for an item wholly above it, and for one that straddles its
- * top while the view scrolls (measured as it comes in from above); not for
- * a visible item that grows in place (a streamed token, a fold opened),
- * whose new content goes below as it would in a plain page.
+ * as much: yes for an item wholly above it, and for one measured for the
+ * first time while it straddles its top as the view scrolls (it came in
+ * from above); not for a measured item that grows in place (a streamed
+ * token, a fold opened), whose new content goes below as it would in a
+ * plain page. Never over a scroll the virtualizer has not seen yet (its
+ * event comes in the next frame): the move is written from the offset
+ * before that scroll, and would undo it.
  */
-function keepsReadingPlace(item: { start: number; end: number }, _delta: number, v: Virtualizer<HTMLDivElement, Element>): boolean {
+function keepsReadingPlace(item: Pick<VirtualItem, "key" | "start" | "end">, _delta: number, v: Virtualizer<HTMLDivElement, Element>): boolean {
   // Items start at the scroll margin, as their rows do in the view.
   const top = v.scrollOffset ?? 0;
-  return item.end <= top || (v.isScrolling && item.start < top);
+  const el = v.scrollElement;
+  if (el && Math.abs(el.scrollTop - top) > 1) return false;
+  return item.end <= top || (v.isScrolling && !v.itemSizeCache.has(item.key) && item.start < top);
 }
