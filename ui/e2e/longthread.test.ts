@@ -79,6 +79,14 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       expect(await page.locator('[role="listitem"]').last().getAttribute("aria-setsize")).toBe(String(MESSAGES));
       expect(await page.locator('[role="listitem"]').last().getAttribute("aria-posinset")).toBe(String(MESSAGES));
 
+      // The rows' action buttons share one tooltip: it names the button under the pointer.
+      const copy = page.locator(".msg-with-actions").last().getByTestId("message-copy");
+      await copy.hover();
+      await expect.poll(() => page.getByRole("tooltip").textContent()).toBe("Copy message");
+      if (backend === "local") await screenshot(page, "long-thread-tooltip");
+      await page.mouse.move(0, 0);
+      await page.getByRole("tooltip").waitFor({ state: "detached" });
+
       // To the top (the scroll lands again as the items there are measured).
       const first = list.getByText(userText(1), { exact: true });
       await expect
