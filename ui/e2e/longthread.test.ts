@@ -22,15 +22,18 @@ const replyText = (run: number) => `Reply ${run} of ${RUNS}.`;
 /** The reply to the message the browser sends: long enough to stream over many frames. */
 const FINAL_WORDS = Array.from({ length: 150 }, (_, i) => `streamed${i}`);
 const FINAL_TEXT = FINAL_WORDS.join(" ");
+/** A reply taller than the view (a paragraph a word) and shorter than a folded message, streamed 20 ms a word. */
+const TALL_WORDS = Array.from({ length: 400 }, (_, i) => `t${i}`);
+const TALL_TEXT = TALL_WORDS.join("\n\n");
 
 /**
  * The agent's model: one short reply per seeding run (a scripted model
  * plays its turns by the number of replies in the conversation), then the
- * long one, streamed 20 ms a word.
+ * long one and a tall one, streamed 20 ms a word.
  */
 const SCRIPT = {
   delay: "20ms",
-  turns: [...Array.from({ length: RUNS }, (_, r) => ({ text: replyText(r + 1) })), { text: FINAL_TEXT }],
+  turns: [...Array.from({ length: RUNS }, (_, r) => ({ text: replyText(r + 1) })), { text: FINAL_TEXT }, { text: TALL_TEXT }],
 };
 
 /** How far (px) the message view is from its bottom. */
@@ -75,6 +78,14 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       // Each row tells assistive technology where it is in the whole thread.
       expect(await page.locator('[role="listitem"]').last().getAttribute("aria-setsize")).toBe(String(MESSAGES));
       expect(await page.locator('[role="listitem"]').last().getAttribute("aria-posinset")).toBe(String(MESSAGES));
+
+      // The rows' action buttons share one tooltip: it names the button under the pointer.
+      const copy = page.locator(".msg-with-actions").last().getByTestId("message-copy");
+      await copy.hover();
+      await expect.poll(() => page.getByRole("tooltip").textContent()).toBe("Copy message");
+      if (backend === "local") await screenshot(page, "long-thread-tooltip");
+      await page.mouse.move(0, 0);
+      await page.getByRole("tooltip").waitFor({ state: "detached" });
 
       // To the top (the scroll lands again as the items there are measured).
       const first = list.getByText(userText(1), { exact: true });
@@ -123,6 +134,36 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       expect(await page.getByTestId("scroll-to-bottom").count()).toBe(0);
       expect(await itemNodes()).toBeLessThanOrEqual(MAX_ITEM_NODES);
       if (backend === "local") await screenshot(page, "long-thread");
+
+      // A scroll up made in the frame a streamed token grows the reply (taller
+      // than the view, so it starts above it) is the reader's: the list's size
+      // correction, written from the position before that scroll, does not
+      // undo it. The scroll is written from an animation frame after a
+      // token's change, before the frame's resize observations, as a wheel
+      // turn's would land.
+      const scrolledTo = page.evaluate(
+        () =>
+          new Promise<number>((resolve) => {
+            const el = document.querySelector(".messages")!;
+            const seen = new MutationObserver(() => {
+              const msg = document.querySelector('[data-testid="message"][data-role="assistant"][data-streaming]');
+              if (!msg || msg.getBoundingClientRect().height < 1200) return;
+              seen.disconnect();
+              requestAnimationFrame(() => {
+                el.scrollTop -= 600;
+                const wanted = el.scrollTop;
+                // Two frames on: the scroll's event and the token's measure are handled.
+                requestAnimationFrame(() => requestAnimationFrame(() => resolve(el.scrollTop - wanted)));
+              });
+            });
+            seen.observe(el, { subtree: true, childList: true, characterData: true });
+          }),
+      );
+      await send(page, "And a tall one.");
+      expect(await scrolledTo).toBeLessThan(1);
+      await waitForIdle(page);
+      await page.locator(".messages").evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+      await list.getByText(TALL_WORDS.at(-1)!, { exact: true }).waitFor();
       expect(errors).toEqual([]);
     } finally {
       await context.close();

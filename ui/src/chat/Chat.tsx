@@ -27,6 +27,7 @@ import { EmptyState } from "./EmptyState";
 import { MessageActions, MessageEditor } from "./MessageActions";
 import { ApprovalCard, AssistantMessage, GenericEvent, QuestionCard, RunEnd, ThoughtBlock, ToolCard, UserMessage } from "./Items";
 import { MessageList, type MessageListHandle } from "./MessageList";
+import { SharedTooltip, TIP_DELAY_MS } from "./SharedTooltip";
 import type { Decision } from "./useThreadChat";
 
 /** What the page's shortcuts ask of the chat. */
@@ -72,6 +73,7 @@ export const Chat = forwardRef(function Chat(
   ref: Ref<ChatHandle>,
 ) {
   const list = useRef<MessageListHandle>(null);
+  const section = useRef<HTMLElement>(null);
   const composer = useRef<ComposerHandle>(null);
   const [editing, setEditing] = useState<string | undefined>();
 
@@ -99,6 +101,21 @@ export const Chat = forwardRef(function Chat(
     return new Set(keys.values());
   }, [chat.items]);
 
+  const empty = chat.items.length === 0;
+  const header = useMemo(
+    () => (
+      <>
+        {empty && !loading && (agent && !disabled ? (
+          <EmptyState agent={agent} onPick={(p) => composer.current?.fill(p)} />
+        ) : (
+          <div className="empty muted">{placeholder}</div>
+        ))}
+        {loading && <div className="empty muted">Loading the thread…</div>}
+      </>
+    ),
+    [empty, loading, agent, disabled, placeholder],
+  );
+
   const renderItem = (it: ChatItem) => (
     <Item
       item={it}
@@ -116,24 +133,16 @@ export const Chat = forwardRef(function Chat(
 
   return (
     // Its own tooltip provider: the chat renders alone too (a nested one is allowed).
-    <Tooltip.Provider delayDuration={400}>
-    <section className="chat" aria-label="Chat">
+    <Tooltip.Provider delayDuration={TIP_DELAY_MS}>
+    <section className="chat" aria-label="Chat" ref={section}>
+      <SharedTooltip root={section} />
       <MessageList
         ref={list}
         threadId={chat.threadId}
         items={chat.items}
         keep={editing}
         renderItem={renderItem}
-        header={
-          <>
-            {chat.items.length === 0 && !loading && (agent && !disabled ? (
-              <EmptyState agent={agent} onPick={(p) => composer.current?.fill(p)} />
-            ) : (
-              <div className="empty muted">{placeholder}</div>
-            ))}
-            {loading && <div className="empty muted">Loading the thread…</div>}
-          </>
-        }
+        header={header}
       />
       <Composer
         ref={composer}

@@ -3,9 +3,7 @@
 // again. Retry and edit start a new run on the same thread (the API has no
 // branches), so they wait while a run is going.
 import { Check, Copy, Pencil, RotateCcw } from "lucide-react";
-import { useEffect, useRef, useState } from "react";
-
-import { IconButton } from "../shell/IconButton";
+import { useEffect, useRef, useState, type ButtonHTMLAttributes } from "react";
 
 /** How long "Copied" shows after a copy. */
 export const COPIED_MS = 2000;
@@ -39,24 +37,36 @@ export function MessageActions({ text, onRetry, onEdit, busy, onError }: Props) 
 
   return (
     <div className="msg-actions" data-testid="message-actions">
-      <IconButton label={copied ? "Copied" : "Copy message"} data-testid="message-copy" data-copied={copied || undefined} onClick={() => void copy()}>
+      <ActionButton label={copied ? "Copied" : "Copy message"} data-testid="message-copy" data-copied={copied || undefined} onClick={() => void copy()}>
         {copied ? <Check size={16} aria-hidden="true" /> : <Copy size={16} aria-hidden="true" />}
-      </IconButton>
+      </ActionButton>
       {onEdit && (
-        <IconButton label="Edit and send again" data-testid="message-edit" disabled={busy} onClick={onEdit}>
+        <ActionButton label="Edit and send again" data-testid="message-edit" disabled={busy} onClick={onEdit}>
           <Pencil size={16} aria-hidden="true" />
-        </IconButton>
+        </ActionButton>
       )}
       {onRetry && (
-        <IconButton label="Retry: answer the last message again" data-testid="message-retry" disabled={busy} onClick={onRetry}>
+        <ActionButton label="Retry: answer the last message again" data-testid="message-retry" disabled={busy} onClick={onRetry}>
           <RotateCcw size={16} aria-hidden="true" />
-        </IconButton>
+        </ActionButton>
       )}
       {/* Said once to screen readers: the button's name changes too, but focus stays on it. */}
       <span className="visually-hidden" role="status">
         {copied ? "Copied" : ""}
       </span>
     </div>
+  );
+}
+
+/**
+ * ActionButton is an icon button named by its aria-label, whose tooltip is
+ * the chat's shared one (SharedTooltip): a thread's every message has these.
+ */
+function ActionButton({ label, children, ...rest }: ButtonHTMLAttributes<HTMLButtonElement> & { label: string; "data-testid": string; "data-copied"?: true | undefined }) {
+  return (
+    <button type="button" aria-label={label} data-tip="" className="icon" {...rest}>
+      {children}
+    </button>
   );
 }
 

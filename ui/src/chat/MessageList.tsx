@@ -5,7 +5,7 @@
 // an item above the view that changes size moves the view with it, so what
 // is read stays in place. The view follows new content only while it is at
 // the bottom, else offers a button that goes there.
-import { defaultRangeExtractor, observeElementRect, useVirtualizer, type Range, type Virtualizer } from "@tanstack/react-virtual";
+import { defaultRangeExtractor, measureElement, observeElementRect, useVirtualizer, type Range, type VirtualItem, type Virtualizer } from "@tanstack/react-virtual";
 import { ArrowDown } from "lucide-react";
 import { forwardRef, useCallback, useImperativeHandle, useLayoutEffect, useRef, useState, type ReactNode, type Ref } from "react";
 
@@ -14,7 +14,7 @@ import "./list.css";
 
 /** How close to the bottom (px) the view must be to follow new content. */
 const STICK_PX = 80;
-/** The height an item is taken to have until it is measured. */
+/** The height an item is taken to have until it, or one of its kind, is measured. */
 const ESTIMATED_ITEM_PX = 64;
 /** The space between items (px). */
 const GAP_PX = 10;
@@ -33,7 +33,11 @@ interface Props {
   /** Another thread opens at its bottom. */
   threadId: string | undefined;
   items: readonly ChatItem[];
-  /** Shown above the items: the empty state, or that the thread loads. */
+  /**
+   * Shown above the items: the empty state, or that the thread loads. A new
+   * header is measured again (the list starts below it): keep it the same
+   * object while it shows the same.
+   */
   header?: ReactNode;
   /** The key of an item that stays rendered out of view (an open editor keeps what was typed). */
   keep?: string | undefined;
@@ -60,17 +64,42 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
     },
     [kept],
   );
+  // A new function would make the virtualizer lay out every item again.
+  const getItemKey = useCallback((i: number) => items[i]!.key, [items]);
+  // An item not measured yet is taken to be as tall as the last one of its
+  // kind: each item measured at another height than guessed moves the ones
+  // below it, and while the view scrolls up, the view too, and the
+  // virtualizer lays out the items below again for each one.
+  const measuredByKind = useRef(new Map<ChatItem["kind"], number>());
+  const estimateSize = useCallback((i: number) => measuredByKind.current.get(items[i]!.kind) ?? ESTIMATED_ITEM_PX, [items]);
+  const measure = useCallback(
+    (el: Element, entry: ResizeObserverEntry | undefined, v: Virtualizer<HTMLDivElement, Element>) => {
+      const size = measureElement(el, entry, v);
+      const it = items[v.indexFromElement(el)];
+      if (it && size > 0) measuredByKind.current.set(it.kind, size);
+      return size;
+    },
+    [items],
+  );
+  // The list starts below the view's padding (and its header, if any). Read
+  // once the header or the list's presence changed, not on every commit: a
+  // read after the DOM changed forces a layout, in each frame of a scroll.
+  const [scrollMargin, setScrollMargin] = useState(0);
+  const shown = items.length > 0;
+  useLayoutEffect(() => {
+    setScrollMargin(list.current?.offsetTop ?? 0);
+  }, [header, shown]);
   const virtualizer = useVirtualizer({
     count: items.length,
     getScrollElement: () => scroller.current,
-    estimateSize: () => ESTIMATED_ITEM_PX,
-    getItemKey: (i) => items[i]!.key,
+    estimateSize,
+    measureElement: measure,
+    getItemKey,
     overscan: OVERSCAN,
     rangeExtractor,
     gap: GAP_PX,
-    // The list starts below the view's padding (and its header, if any).
-    scrollMargin: list.current?.offsetTop ?? 0,
-    observeElementRect: (v, cb) => observeElementRect(v, (r) => cb(r.height > 0 ? r : { ...r, height: UNLAID_VIEW_PX })),
+    scrollMargin,
+    observeElementRect: observeViewRect,
   });
   virtualizer.shouldAdjustScrollPositionOnItemSizeChange = keepsReadingPlace;
   const rows = virtualizer.getVirtualItems();
@@ -174,15 +203,25 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
   );
 });
 
+/** The view's size, as if laid out when it is not (so that it still shows a screenful). */
+function observeViewRect(v: Virtualizer<HTMLDivElement, Element>, cb: (r: { width: number; height: number }) => void) {
+  return observeElementRect(v, (r) => cb(r.height > 0 ? r : { ...r, height: UNLAID_VIEW_PX }));
+}
+
 /**
  * keepsReadingPlace says whether an item's change of size moves the view by
- * as much: yes for an item wholly above it, and for one that straddles its
- * top while the view scrolls (measured as it comes in from above); not for
- * a visible item that grows in place (a streamed token, a fold opened),
- * whose new content goes below as it would in a plain page.
+ * as much: yes for an item wholly above it, and for one measured for the
+ * first time while it straddles its top as the view scrolls (it came in
+ * from above); not for a measured item that grows in place (a streamed
+ * token, a fold opened), whose new content goes below as it would in a
+ * plain page. Never over a scroll the virtualizer has not seen yet (its
+ * event comes in the next frame): the move is written from the offset
+ * before that scroll, and would undo it.
  */
-function keepsReadingPlace(item: { start: number; end: number }, _delta: number, v: Virtualizer<HTMLDivElement, Element>): boolean {
+function keepsReadingPlace(item: Pick<VirtualItem, "key" | "start" | "end">, _delta: number, v: Virtualizer<HTMLDivElement, Element>): boolean {
   // Items start at the scroll margin, as their rows do in the view.
   const top = v.scrollOffset ?? 0;
-  return item.end <= top || (v.isScrolling && item.start < top);
+  const el = v.scrollElement;
+  if (el && Math.abs(el.scrollTop - top) > 1) return false;
+  return item.end <= top || (v.isScrolling && !v.itemSizeCache.has(item.key) && item.start < top);
 }
