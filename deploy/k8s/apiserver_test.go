@@ -35,11 +35,16 @@ import (
 	"github.com/wick-agent/wick/platform/testenv"
 )
 
-// podSecurityRefused are the workloads whose pods Pod Security "restricted"
-// refuses, on purpose: the sandbox engine's dockerd is privileged and the
-// sandbox service runs as root with CHOWN, FOWNER and DAC_OVERRIDE
-// (docs/deploy.md#the-sandbox-engine). Every other pod must pass.
-var podSecurityRefused = map[string]bool{"StatefulSet/sandbox": true}
+// podSecurityRefused are, by overlay, the workloads whose pods Pod Security
+// "restricted" refuses, on purpose: with the Docker engine, its dockerd is
+// privileged and the sandbox service runs as root with CHOWN, FOWNER and
+// DAC_OVERRIDE (docs/deploy.md#the-sandbox-engine). With the Kubernetes
+// engine (overlays/prod) none is. Every other pod must pass.
+var podSecurityRefused = map[string]map[string]bool{
+	"overlays/dev":         {"StatefulSet/sandbox": true},
+	"overlays/prod":        {},
+	"overlays/prod-docker": {"StatefulSet/sandbox": true},
+}
 
 // fieldManager owns every field the test applies.
 const fieldManager = "wick-manifest-test"
@@ -49,7 +54,9 @@ const fieldManager = "wick-manifest-test"
 // namespace: the API server's own validation and admission, which strict
 // decoding cannot do. Every object must be accepted, and every workload's pod
 // template, created as a bare Pod, must pass "restricted" but the ones of
-// podSecurityRefused, which must be refused by Pod Security.
+// podSecurityRefused, which must be refused by Pod Security. Where the
+// sandbox service runs the Kubernetes engine, its account must be able to
+// do exactly its work in the sandbox namespace, by the overlay's RBAC.
 func TestManifestsOnRealAPIServer(t *testing.T) {
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
@@ -73,7 +80,11 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 	mapper := restmapper.NewDiscoveryRESTMapper(groups)
 	ctx := t.Context()
 
-	for _, dir := range []string{"overlays/dev", "overlays/prod"} {
+	for _, dir := range []string{"overlays/dev", "overlays/prod", "overlays/prod-docker"} {
+		refused, ok := podSecurityRefused[dir]
+		if !ok {
+			t.Fatalf("%s: not in podSecurityRefused", dir)
+		}
 		objs := renderObjects(t, dir)
 		r, err := render(dir)
 		if err != nil {
@@ -105,7 +116,7 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 		for _, w := range r.workloads() {
 			err := createPod(ctx, dyn, w, r)
 			switch {
-			case podSecurityRefused[w.String()]:
+			case refused[w.String()]:
 				if err == nil {
 					t.Errorf("%s: %s's pod passes Pod Security restricted: remove it from podSecurityRefused and docs/deploy.md", dir, w)
 				} else if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "violates PodSecurity") {
@@ -115,6 +126,24 @@ func TestManifestsOnRealAPIServer(t *testing.T) {
 				}
 			case err != nil:
 				t.Errorf("%s: %s's pod refused: %v", dir, w, err)
+			}
+		}
+		if r.sandboxNamespace() != "" {
+			checkSandboxServiceRBAC(t, ctx, cfg, dir, r)
+		}
+		// The next overlay starts from empty namespaces, as a cluster
+		// changing engine does: a StatefulSet's volume claim templates
+		// cannot change in place (docs/deploy.md#sandboxes-as-kubernetes-pods).
+		for _, o := range objs {
+			if o.GetKind() == "Namespace" {
+				continue // no namespace controller here would finish the deletion
+			}
+			m, err := mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+			if err != nil {
+				continue // reported above
+			}
+			if err := dyn.Resource(m.Resource).Namespace(o.GetNamespace()).Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("%s: delete %s %s: %v", dir, o.GetKind(), o.GetName(), err)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -44,6 +45,7 @@ var overlays = []struct {
 }{
 	{"overlays/dev", checkDev},
 	{"overlays/prod", checkProd},
+	{"overlays/prod-docker", checkProd},
 }
 
 // allProblems is every rule applied to an overlay.
@@ -78,7 +80,7 @@ func TestFlagsRead(t *testing.T) {
 	for bin, want := range map[string][]string{
 		"wick-gateway": {"agent-addr", "tokens-file", "grpc-allow-plaintext", "drain-delay"},
 		"wick-agent":   {"default-backend", "redis-addr", "sandbox-addr"},
-		"wick-sandbox": {"allow-local", "daemon-bin", "state-dir"},
+		"wick-sandbox": {"allow-local", "daemon-bin", "state-dir", "container-engine", "kube-daemon-image"},
 		"wick-llmgw":   {"http-addr", "http-token", "secrets-dir"},
 	} {
 		for _, f := range want {
@@ -98,17 +100,17 @@ func TestFlagsRead(t *testing.T) {
 // TestChecksCatchBreakage breaks prod one way at a time and expects the
 // rule it breaks to be reported: each rule can fail.
 func TestChecksCatchBreakage(t *testing.T) {
-	cases := []struct {
+	type breakage struct {
 		name   string
 		mutate func(*rendered)
 		want   string
-	}{
+	}
+	cases := []breakage{
 		{"unknown flag", func(r *rendered) { addArg(r, "agent", "-no-such-flag=1") }, "flag -no-such-flag is not a flag of wick-agent"},
 		{"unknown variable", func(r *rendered) { addEnv(r, "llmgw", corev1.EnvVar{Name: "WICK_NO_SUCH", Value: "x"}) }, "variable WICK_NO_SUCH sets no flag"},
 		{"flag without value", func(r *rendered) { addArg(r, "agent", "-redis-addr") }, "flag -redis-addr takes a value"},
 		{"allow-local", func(r *rendered) { addArg(r, "sandbox", "-allow-local") }, "-allow-local lets sandboxes run"},
 		{"local backend", func(r *rendered) { setArg(r, "agent", "default-backend", "local") }, "-default-backend=local"},
-		{"no daemon binary", func(r *rendered) { dropArg(r, "sandbox", "daemon-bin") }, "-daemon-bin is not set"},
 		{"loopback listener", func(r *rendered) { setArg(r, "llmgw", "grpc-addr", "127.0.0.1:7003") }, `-grpc-addr="127.0.0.1:7003": want :PORT`},
 		{"no limits", func(r *rendered) { container(r, "gateway").Resources.Limits = nil }, "no memory limit"},
 		{"http probe", func(r *rendered) {
@@ -169,7 +171,6 @@ func TestChecksCatchBreakage(t *testing.T) {
 		}, "gateway → outside TCP/443 is allowed"},
 		{"no sandbox policy", func(r *rendered) { dropPolicy(r, "sandbox") }, "agent → sandbox TCP/7002 is refused, want allowed"},
 		{"llmgw egress to private networks", func(r *rendered) { policy(r, "llmgw").Spec.Egress[0].To[0].IPBlock.Except = nil }, "llmgw → private TCP/443 is allowed"},
-		{"engine off its node pool", func(r *rendered) { r.statefulSet("sandbox").Spec.Template.Spec.NodeSelector = nil }, "privileged container outside"},
 		{"engines scaled, list not", func(r *rendered) { n := int32(4); r.statefulSet("sandbox").Spec.Replicas = &n }, "names 3 sandbox services but StatefulSet sandbox has 4 replicas"},
 		{"engines out of order", func(r *rendered) {
 			setEngines(r, "sandbox-1.sandbox-headless.wick.svc.cluster.local:7002,sandbox-0.sandbox-headless.wick.svc.cluster.local:7002,sandbox-2.sandbox-headless.wick.svc.cluster.local:7002")
@@ -182,22 +183,90 @@ func TestChecksCatchBreakage(t *testing.T) {
 			addEnv(r, "sandbox", corev1.EnvVar{Name: "WICK_IDLE_TIMEOUT", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}})
 		}, "only a value, a secretKeyRef or the pod's name"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			r, err := render("overlays/prod")
-			if err != nil {
-				t.Fatal(err)
+	// The sandbox engine's own rules, each on the overlay that runs it.
+	kubeCases := []breakage{
+		{"daemon image not the service's", func(r *rendered) {
+			dropEnv(r, "sandbox", "WICK_KUBE_DAEMON_IMAGE")
+			addEnv(r, "sandbox", corev1.EnvVar{Name: "WICK_KUBE_DAEMON_IMAGE", Value: "registry.example.com/wick/wick-sandbox:old"})
+		}, "is not the service's own image"},
+		{"sandboxes as root", func(r *rendered) { setArg(r, "sandbox", "kube-run-as", "0:0") }, "never root"},
+		{"sandboxes beside the suite", func(r *rendered) { setArg(r, "sandbox", "kube-namespace", "wick") }, "is the suite's own"},
+		{"a kubeconfig file", func(r *rendered) { addArg(r, "sandbox", "-kubeconfig=/etc/kube/config") }, "in-cluster configuration"},
+		{"engine as root", func(r *rendered) {
+			root := int64(0)
+			container(r, "sandbox").SecurityContext.RunAsUser = &root
+		}, "sandbox: runAsUser must be set and not 0"},
+		{"engine with a capability", func(r *rendered) {
+			container(r, "sandbox").SecurityContext.Capabilities.Add = []corev1.Capability{"CHOWN"}
+		}, "capabilities added [CHOWN], want []"},
+		{"engine without its token", func(r *rendered) {
+			no := false
+			r.statefulSet("sandbox").Spec.Template.Spec.AutomountServiceAccountToken = &no
+		}, "automountServiceAccountToken must be true"},
+		{"engine under another account", func(r *rendered) { r.statefulSet("sandbox").Spec.Template.Spec.ServiceAccountName = "" }, "want wick-sandbox"},
+		{"a token on the agent", func(r *rendered) {
+			yes := true
+			r.deployment("agent").Spec.Template.Spec.AutomountServiceAccountToken = &yes
+		}, "Deployment/agent: automountServiceAccountToken must be false"},
+		{"the engine's account on the agent", func(r *rendered) {
+			r.deployment("agent").Spec.Template.Spec.ServiceAccountName = sandboxAccount
+		}, "only its pods take that account's rights"},
+		{"Role too wide", func(r *rendered) {
+			ro := r.role(sandboxAccount, "wick-sandboxes")
+			ro.Rules[0].Verbs = append(ro.Rules[0].Verbs, "update")
+		}, "may map["},
+		{"Role short", func(r *rendered) { r.role(sandboxAccount, "wick-sandboxes").Rules[1].Verbs = []string{"create"} }, "may map["},
+		{"bound in the suite namespace", func(r *rendered) { r.RoleBindings[0].Namespace = "wick" }, "binds wick-sandbox in namespace \"wick\""},
+		{"sandbox namespace not restricted", func(r *rendered) {
+			for _, n := range r.Namespaces {
+				if n.Name == "wick-sandboxes" {
+					n.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+				}
 			}
-			if p := allProblems(r, checkProd); len(p) != 0 {
-				t.Fatalf("prod has problems before breaking it: %q", p)
-			}
-			tc.mutate(r)
-			p := allProblems(r, checkProd)
-			if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, tc.want) }) {
-				t.Errorf("no problem says %q; got %q", tc.want, p)
-			}
-		})
+		}, "pod-security.kubernetes.io/enforce is \"baseline\", want restricted"},
+		{"sandboxes open by default", func(r *rendered) {
+			r.Policies = slices.DeleteFunc(r.Policies, func(p *networkingv1.NetworkPolicy) bool { return p.Namespace == "wick-sandboxes" })
+		}, "no default-deny NetworkPolicy: a sandbox"},
+		{"daemon on the pod network", func(r *rendered) {
+			r.Policies = append(r.Policies, &networkingv1.NetworkPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: "open", Namespace: "wick-sandboxes"},
+				Spec: networkingv1.NetworkPolicySpec{
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					Ingress:     []networkingv1.NetworkPolicyIngressRule{{}},
+				},
+			})
+		}, "outside → sandbox-pod TCP/7070 is allowed"},
+		{"API server closed", func(r *rendered) { policy(r, "sandbox").Spec.Egress = policy(r, "sandbox").Spec.Egress[:1] }, "sandbox → apiserver TCP/6443 is refused"},
+	}
+	dockerCases := []breakage{
+		{"no daemon binary", func(r *rendered) { dropArg(r, "sandbox", "daemon-bin") }, "-daemon-bin is not set"},
+		{"engine off its node pool", func(r *rendered) { r.statefulSet("sandbox").Spec.Template.Spec.NodeSelector = nil }, "privileged container outside"},
+		{"engine registry on a private network", func(r *rendered) { policy(r, "sandbox").Spec.Egress[1].To[0].IPBlock.Except = nil }, "sandbox → private TCP/443 is allowed"},
+	}
+	for _, o := range []struct {
+		dir   string
+		cases []breakage
+	}{
+		{"overlays/prod", slices.Concat(cases, kubeCases)},
+		{"overlays/prod-docker", dockerCases},
+	} {
+		for _, tc := range o.cases {
+			t.Run(o.dir+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				r, err := render(o.dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p := allProblems(r, checkProd); len(p) != 0 {
+					t.Fatalf("%s has problems before breaking it: %q", o.dir, p)
+				}
+				tc.mutate(r)
+				p := allProblems(r, checkProd)
+				if !slices.ContainsFunc(p, func(s string) bool { return strings.Contains(s, tc.want) }) {
+					t.Errorf("no problem says %q; got %q", tc.want, p)
+				}
+			})
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package k8s
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -165,7 +167,6 @@ var paths = []netPath{
 	{"sandbox", "llmgw", corev1.ProtocolTCP, 7013, true},
 	{"sandbox", "llmgw", corev1.ProtocolTCP, 7003, false},
 	{"sandbox", redisPod, corev1.ProtocolTCP, 6379, false},
-	{"sandbox", private, corev1.ProtocolTCP, 443, false},
 	{stranger, "llmgw", corev1.ProtocolTCP, 7013, false},
 	{stranger, "sandbox", corev1.ProtocolTCP, 7002, false},
 	{stranger, "agent", corev1.ProtocolTCP, 7001, false},
@@ -199,7 +200,7 @@ func checkNetwork(p *problems, r *rendered) {
 	deny := false
 	for _, np := range r.Policies {
 		s := np.Spec
-		if len(s.PodSelector.MatchLabels) == 0 && len(s.PodSelector.MatchExpressions) == 0 &&
+		if np.Namespace == ns && len(s.PodSelector.MatchLabels) == 0 && len(s.PodSelector.MatchExpressions) == 0 &&
 			len(s.Ingress) == 0 && len(s.Egress) == 0 && hasType(np, "Ingress") && hasType(np, "Egress") {
 			deny = true
 		}
@@ -223,7 +224,12 @@ func checkNetwork(p *problems, r *rendered) {
 		}
 		ends[w.Name] = endpoint{Namespace: w.Namespace, Labels: w.Pod.Labels, Ports: ports}
 	}
-	for _, pt := range paths {
+	engine := dockerEngine
+	if sandboxes := r.sandboxNamespace(); sandboxes != "" {
+		engine = kubeEngine
+		maps.Copy(ends, kubeEngineEnds(sandboxes))
+	}
+	for _, pt := range slices.Concat(paths, enginePaths[engine]) {
 		from, ok1 := ends[pt.from]
 		to, ok2 := ends[pt.to]
 		if !ok1 || !ok2 {
@@ -237,9 +243,18 @@ func checkNetwork(p *problems, r *rendered) {
 	}
 }
 
+// namespace is the suite's Namespace: the one of the manifests that is not
+// the Kubernetes sandbox engine's.
 func (r *rendered) namespace() string {
-	if len(r.Namespaces) == 1 {
-		return r.Namespaces[0].Name
+	sandboxes := r.sandboxNamespace()
+	var names []string
+	for _, n := range r.Namespaces {
+		if n.Name != sandboxes {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 1 {
+		return names[0]
 	}
 	return ""
 }

@@ -132,13 +132,28 @@ func checkPod(p *problems, w workload) {
 	if spec.TerminationGracePeriodSeconds == nil {
 		p.add(w.String(), "no terminationGracePeriodSeconds")
 	}
-	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-		p.add(w.String(), "automountServiceAccountToken must be false: nothing here calls the API server")
+	kube := onKubeEngine(spec)
+	switch {
+	case kube:
+		if spec.AutomountServiceAccountToken == nil || !*spec.AutomountServiceAccountToken {
+			p.add(w.String(), "automountServiceAccountToken must be true: the Kubernetes sandbox engine calls the API server with its account's token")
+		}
+		if spec.ServiceAccountName != sandboxAccount {
+			p.add(w.String(), "serviceAccountName %q, want %s, the account its Role is bound to", spec.ServiceAccountName, sandboxAccount)
+		}
+	case spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken:
+		p.add(w.String(), "automountServiceAccountToken must be false: nothing here but the Kubernetes sandbox engine calls the API server")
+	case spec.ServiceAccountName == sandboxAccount:
+		p.add(w.String(), "serviceAccountName %s is the sandbox engine's: only its pods take that account's rights", sandboxAccount)
 	}
 	all := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
 	for _, c := range all {
 		where := w.String() + " " + c.Name
 		key := w.Name + "/" + c.Name
+		if kube {
+			// The exemptions are the Docker engine's: without it, none holds.
+			key = ""
+		}
 		res := c.Resources
 		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 			if _, ok := res.Requests[name]; !ok {
@@ -326,6 +341,10 @@ func checkService(p *problems, s service, r *rendered, all []service) {
 			if b, _ := strconv.ParseBool(s.value(f)); b {
 				p.add(where, "-%s lets sandboxes run on the service's own pod", f)
 			}
+		}
+		if engineOf(s.C) == kubeEngine {
+			checkKubeEngine(p, where, s, r)
+			break
 		}
 		if s.value("default-type") != "docker" {
 			p.add(where, "-default-type=%s, want docker", s.value("default-type"))
@@ -597,16 +616,18 @@ func selectsLabels(sel, labels map[string]string) bool {
 	return true
 }
 
-// checkNamespaces: every object is in the one Namespace of the manifests; an
-// object kustomize left without one lands in "default", beside nothing it serves.
+// checkNamespaces: every object is in the one Namespace of the suite, but the
+// sandbox namespace's own policies and RBAC; an object kustomize left without
+// one lands in "default", beside nothing it serves.
 func checkNamespaces(p *problems, r *rendered) {
 	ns := r.namespace()
 	if ns == "" {
-		p.add("manifests", "want exactly one Namespace, got %d", len(r.Namespaces))
+		p.add("manifests", "want exactly one Namespace for the suite (and the sandboxes' of the Kubernetes engine), got %d", len(r.Namespaces))
 		return
 	}
+	sandboxes := r.sandboxNamespace()
 	for _, m := range r.objectMetas() {
-		if m.Namespace != ns {
+		if m.Namespace != ns && (m.Namespace != sandboxes || !sandboxNamespaceKinds[m.Kind]) {
 			p.add(m.Kind+"/"+m.Name, "namespace %q, want %q", m.Namespace, ns)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -32,6 +33,9 @@ type rendered struct {
 	PDBs         []*policyv1.PodDisruptionBudget
 	HPAs         []*autoscalingv2.HorizontalPodAutoscaler
 	Policies     []*networkingv1.NetworkPolicy
+	Accounts     []*corev1.ServiceAccount
+	Roles        []*rbacv1.Role
+	RoleBindings []*rbacv1.RoleBinding
 }
 
 // workload is the pod template of a Deployment, StatefulSet or DaemonSet.
@@ -63,7 +67,8 @@ type objectMeta struct{ Kind, Name, Namespace string }
 func (r *rendered) objectMetas() []objectMeta {
 	out := slices.Concat(metasOf("ConfigMap", r.ConfigMaps), metasOf("Secret", r.Secrets),
 		metasOf("Service", r.Services), metasOf("PodDisruptionBudget", r.PDBs),
-		metasOf("HorizontalPodAutoscaler", r.HPAs), metasOf("NetworkPolicy", r.Policies))
+		metasOf("HorizontalPodAutoscaler", r.HPAs), metasOf("NetworkPolicy", r.Policies),
+		metasOf("ServiceAccount", r.Accounts), metasOf("Role", r.Roles), metasOf("RoleBinding", r.RoleBindings))
 	for _, w := range r.workloads() {
 		out = append(out, objectMeta{w.Kind, w.Name, w.Namespace})
 	}
@@ -131,6 +136,12 @@ func (r *rendered) add(apiVersion, kind string, b []byte) error {
 		obj = appendNew(&r.HPAs)
 	case "networking.k8s.io/v1 NetworkPolicy":
 		obj = appendNew(&r.Policies)
+	case "v1 ServiceAccount":
+		obj = appendNew(&r.Accounts)
+	case "rbac.authorization.k8s.io/v1 Role":
+		obj = appendNew(&r.Roles)
+	case "rbac.authorization.k8s.io/v1 RoleBinding":
+		obj = appendNew(&r.RoleBindings)
 	default:
 		return fmt.Errorf("no check knows %s %s: add it to rendered", apiVersion, kind)
 	}

@@ -29,7 +29,8 @@ import (
 	"github.com/wick-agent/wick/services/sandbox/sandboximage"
 )
 
-// The topology test runs the prod overlay as processes on this machine:
+// The topology test runs the prod-docker overlay (production with the Docker
+// sandbox engine, which this machine has) as processes on this machine:
 // each container of the suite is its binary, started with exactly the
 // arguments and environment its rendered pod spec gives it. Only the values
 // that name the cluster change, through the explicit mapping below, and any
@@ -87,7 +88,7 @@ func TestTopology(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
-	r, err := render("overlays/prod")
+	r, err := render("overlays/prod-docker")
 	if err != nil {
 		t.Fatal(err)
 	}

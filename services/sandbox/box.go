@@ -233,6 +233,9 @@ func (s *Service) resolve(spec *sandboxv1.SandboxSpec) (settings, error) {
 	default:
 		return st, fmt.Errorf("%w: type %q must be \"docker\" or \"local\"", errInvalid, st.Type)
 	}
+	if st.DockerHost != "" && st.Type == backend.Docker && s.kube != nil {
+		return st, fmt.Errorf("%w: docker_host: this service runs sandboxes as Kubernetes pods, not on Docker engines", errInvalid)
+	}
 	if st.DockerHost != "" {
 		if err := dockerbox.ValidateHost(st.DockerHost); err != nil {
 			return st, fmt.Errorf("%w: %v", errInvalid, err)

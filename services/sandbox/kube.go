@@ -8,6 +8,7 @@ import (
 	"net"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/wick-agent/wick/daemon/daemonfs"
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
+	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/services/sandbox/kubebox"
 )
@@ -35,8 +37,6 @@ func (st settings) onKube() bool { return st.Type == backend.Docker && st.Engine
 func (s *Service) kubeSettings(st *settings) error {
 	st.Engine = engineKubernetes
 	switch {
-	case st.DockerHost != "":
-		return fmt.Errorf("%w: docker_host: this service runs sandboxes as Kubernetes pods, not on Docker engines", errInvalid)
 	case st.ModelEndpoint:
 		return fmt.Errorf("%w: model_endpoint is not available on the Kubernetes engine yet", errInvalid)
 	case len(st.Egress) > 0:
@@ -69,16 +69,57 @@ func (s *Service) kubeSpec(b *box, set settings) kubebox.Spec {
 }
 
 // startKube runs the sandbox's pod (its workspace claim kept from earlier
-// starts) and connects to its daemon; b.life is held.
-func (s *Service) startKube(ctx context.Context, b *box, set settings) error {
-	st, err := s.kube.Start(ctx, s.kubeSpec(b, set))
+// starts) and connects to its daemon; b.life is held. A start that fails
+// leaves no pod behind, and one that made the workspace nothing at all.
+func (s *Service) startKube(ctx context.Context, b *box, set settings, fresh bool) error {
+	spec := s.kubeSpec(b, set)
+	if s.skillsDir != "" {
+		sk, err := s.kubeSkills(ctx)
+		if err != nil {
+			return err
+		}
+		spec.Skills = sk
+	}
+	if fresh && s.warm != nil && s.claimKube(ctx, b, set) {
+		b.mu.Lock()
+		b.warm = true
+		b.mu.Unlock()
+		return nil
+	}
+	st, err := s.kube.Start(ctx, spec)
+	if err == nil {
+		b.mu.Lock()
+		b.containerID, b.volume = st.UID, kubebox.ClaimName(b.name)
+		b.mu.Unlock()
+		err = s.connectKube(ctx, b, st.Token)
+	}
 	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		clean := s.kube.DeletePod
+		if fresh && st.NewWorkspace {
+			clean = s.kube.Remove
+		}
+		if cerr := clean(cctx, b.name); cerr != nil {
+			s.log.Warn("clean up after a failed start of a sandbox pod", "agent", b.agent, "err", cerr)
+		}
 		return s.kubeErr(err)
 	}
-	b.mu.Lock()
-	b.containerID, b.volume = st.UID, kubebox.ClaimName(b.name)
-	b.mu.Unlock()
-	return s.connectKube(ctx, b, st.Token)
+	return nil
+}
+
+// kubeSkills is the skills library's ConfigMap, made once per service.
+func (s *Service) kubeSkills(ctx context.Context) (*kubebox.Skills, error) {
+	s.kubeSkillsMu.Lock()
+	defer s.kubeSkillsMu.Unlock()
+	if s.kubeSkillsVol == nil {
+		sk, err := s.kube.EnsureSkills(ctx, s.skillsDir)
+		if err != nil {
+			return nil, err
+		}
+		s.kubeSkillsVol = sk
+	}
+	return s.kubeSkillsVol, nil
 }
 
 // kubeErr gives a pod that cannot run as specified its status code.
@@ -179,6 +220,10 @@ func (s *Service) reviveKube(ctx context.Context, b *box, seen string) *daemonfs
 // adoptKube runs at start: this manager's pods that run are adopted, and
 // workspaces whose pod has gone are listed as stopped sandboxes.
 func (s *Service) adoptKube(ctx context.Context) {
+	// A previous life's warm pods: the pool is made anew.
+	if err := s.kube.RemoveWarm(ctx); err != nil {
+		s.log.Warn("remove warm sandbox pods left behind", "err", err)
+	}
 	pods, err := s.kube.Pods(ctx)
 	if err != nil {
 		s.log.Warn("list sandbox pods", "err", err)
@@ -199,10 +244,12 @@ func (s *Service) adoptKube(ctx context.Context) {
 			continue
 		}
 		b.life.Lock()
-		token, err := s.kube.Token(ctx, b.name)
+		token, err := s.kube.Token(ctx, p.Name)
 		if err == nil {
 			b.mu.Lock()
-			b.set, b.containerID, b.volume, b.lastUsed = set, string(p.UID), kubebox.ClaimName(b.name), s.now()
+			// A sandbox that claimed a warm pod keeps that pod's name.
+			b.name = p.Name
+			b.set, b.containerID, b.volume, b.lastUsed = set, string(p.UID), kubebox.ClaimName(p.Name), s.now()
 			if set.TTL > 0 {
 				b.expires = p.CreationTimestamp.Add(set.TTL)
 			}
@@ -234,8 +281,91 @@ func (s *Service) adoptKube(ctx context.Context) {
 		s.mu.Lock()
 		if _, known := s.boxes[key]; !known {
 			s.boxes[key] = &box{key: key, user: user, agent: agent, state: stateStopped, set: set,
-				name: sandboxPrefix + key, volume: c.Name, hostDir: s.boxDir(key)}
+				name: strings.TrimPrefix(c.Name, "ws-"), volume: c.Name, hostDir: s.boxDir(key)}
 		}
 		s.mu.Unlock()
 	}
+}
+
+// warmFitsKube adds what a pod cannot change once made to warmFits: its
+// memory and CPU limits (a Docker container's are updated at the claim).
+func (s *Service) warmFitsKube(set settings) bool {
+	return s.warmFits(set) && set.Params.Memory == s.cfg.DefaultMemory && set.Params.NanoCPUs == s.cfg.DefaultNanoCPUs &&
+		set.Params.TmpfsMB == DefaultTmpfsMB
+}
+
+// claimKube starts a new sandbox on a warm pod when one fits and is ready;
+// b.life is held and b has never run. The pod and its objects keep their
+// names, which become the box's. A claim that fails removes the warm pod
+// and reports false, so the caller starts the sandbox cold.
+func (s *Service) claimKube(ctx context.Context, b *box, set settings) bool {
+	if !s.warmFitsKube(set) {
+		return false
+	}
+	if has, err := s.kube.HasWorkspace(ctx, b.key); err != nil || has {
+		return false // a returning user's workspace is never swapped
+	}
+	w := s.warm.take(set.Params.Image)
+	if w == nil {
+		s.warm.claims.WithLabelValues("miss").Inc()
+		return false
+	}
+	own := b.name
+	spec := s.kubeSpec(b, set)
+	spec.Name = w.name
+	err := s.kube.ClaimWarm(ctx, w.name, spec)
+	var token string
+	if err == nil {
+		token, err = s.kube.Token(ctx, w.name)
+	}
+	if err == nil {
+		b.mu.Lock()
+		b.name, b.containerID, b.volume = w.name, w.id, kubebox.ClaimName(w.name)
+		b.mu.Unlock()
+		err = s.connectKube(ctx, b, token)
+	}
+	if err != nil {
+		s.log.Warn("claiming a warm pod failed; starting the sandbox cold", "agent", b.agent, "pod", w.name, "err", err)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if rerr := s.kube.Remove(cctx, w.name); rerr != nil {
+			s.log.Warn("remove a warm pod whose claim failed", "pod", w.name, "err", rerr)
+		}
+		b.mu.Lock()
+		b.name, b.containerID, b.volume = own, "", ""
+		b.mu.Unlock()
+		s.warm.claims.WithLabelValues("miss").Inc()
+		return false
+	}
+	s.warm.claims.WithLabelValues("hit").Inc()
+	return true
+}
+
+// makeWarmPod starts a warm pod of img, with the service's defaults, and
+// waits until it runs. Its daemon is dialled at the claim.
+func (s *Service) makeWarmPod(ctx context.Context, img string) (*warmContainer, error) {
+	set, err := s.resolve(&sandboxv1.SandboxSpec{Image: img})
+	if err != nil {
+		return nil, err
+	}
+	id := kubebox.NewToken()[:10]
+	w := &warmContainer{name: warmPrefix + id, image: img}
+	spec := s.kubeSpec(&box{name: w.name, key: "warm-" + id}, set)
+	spec.Warm = true
+	if s.skillsDir != "" {
+		if spec.Skills, err = s.kubeSkills(ctx); err != nil {
+			return nil, err
+		}
+	}
+	st, err := s.kube.Start(ctx, spec)
+	if err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if rerr := s.kube.Remove(cctx, w.name); rerr != nil {
+			s.log.Warn("remove a warm pod that did not start", "pod", w.name, "err", rerr)
+		}
+		return nil, err
+	}
+	w.id = st.UID
+	return w, nil
 }

@@ -136,7 +136,7 @@ func (s *Service) bringUp(ctx context.Context, b *box, set settings, fresh bool)
 	}
 	b.mu.Unlock()
 	if set.onKube() {
-		return s.startKube(ctx, b, set)
+		return s.startKube(ctx, b, set, fresh)
 	}
 	if set.Type == backend.Docker {
 		e, err := s.pool.Get(ctx, set.DockerHost)

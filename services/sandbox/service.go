@@ -266,9 +266,12 @@ type Service struct {
 	now  func() time.Time
 	pool *dockerbox.Pool
 	// kube, when set, runs container sandboxes as pods (kube.go).
-	kube   *kubebox.Client
-	users  *dockerbox.Users
-	binDir string // host copies of the wick binaries, mounted read-only
+	kube *kubebox.Client
+	// kubeSkillsVol is the skills library's ConfigMap once made.
+	kubeSkillsMu  sync.Mutex
+	kubeSkillsVol *kubebox.Skills
+	users         *dockerbox.Users
+	binDir        string // host copies of the wick binaries, mounted read-only
 	// egressBound is EgressAllow parsed.
 	egressBound []egress.Pattern
 	// egressGuard, when set, is what the egress proxies dial through.
@@ -386,9 +389,6 @@ func New(cfg Config, opts ...Option) (*Service, error) {
 	s.endpoints = append(s.endpoints, s.egressEndpoint())
 	if s.pool == nil {
 		s.pool = dockerbox.NewPool(nil)
-	}
-	if s.kube != nil && cfg.WarmPool > 0 {
-		return nil, errors.New("sandbox: the warm pool (-warm-pool) is not available on the Kubernetes engine")
 	}
 	if cfg.WarmPool > 0 {
 		images := cfg.WarmPoolImages

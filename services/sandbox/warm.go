@@ -306,6 +306,14 @@ func (s *Service) refillWarm(ctx context.Context) {
 func (s *Service) fillWarm(ctx context.Context) error {
 	for _, img := range s.warm.images {
 		for s.warm.count(img) < s.warm.size {
+			if s.kube != nil {
+				w, err := s.makeWarmPod(ctx, img)
+				if err != nil {
+					return fmt.Errorf("warm pod of %s: %w", img, err)
+				}
+				s.warm.put(w)
+				continue
+			}
 			e, err := s.pool.Get(ctx, "")
 			if err != nil {
 				return err
@@ -421,6 +429,14 @@ func (s *Service) reapWarm(ctx context.Context) {
 	}
 	ws := s.warm.drain()
 	if len(ws) == 0 {
+		return
+	}
+	if s.kube != nil {
+		for _, w := range ws {
+			if err := s.kube.Remove(ctx, w.name); err != nil {
+				s.log.Warn("remove a warm pod", "pod", w.name, "err", err)
+			}
+		}
 		return
 	}
 	e, err := s.pool.Get(ctx, "")

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport/spdy"
@@ -51,7 +50,7 @@ var ErrPodFailed = errors.New("sandbox pod cannot run")
 type Client struct {
 	cfg  Config
 	rest *rest.Config
-	cs   kubernetes.Interface
+	cs   clientset
 	spdy struct {
 		rt       http.RoundTripper
 		upgrader spdy.Upgrader
@@ -90,7 +89,7 @@ func New(rc *rest.Config, cfg Config) (*Client, error) {
 		cfg.PollInterval = 250 * time.Millisecond
 	}
 	rc = rest.CopyConfig(rc)
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := newClientset(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -331,14 +330,24 @@ func (c *Client) DeletePod(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("delete pod %s: %w", name, err)
 	}
-	return wait.PollUntilContextCancel(ctx, c.cfg.PollInterval, true, func(ctx context.Context) (bool, error) {
+	// A pod on a node that is lost stays terminating until the node
+	// controller gives up on it; the caller hears that instead of waiting.
+	err = wait.PollUntilContextTimeout(ctx, c.cfg.PollInterval, PodGoneTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
+	if err != nil {
+		return fmt.Errorf("pod %s is still going after %s: %w", name, PodGoneTimeout, err)
+	}
+	return nil
 }
+
+// PodGoneTimeout bounds the wait for a deleted pod to go (its grace period
+// is the default 30 s).
+const PodGoneTimeout = 2 * time.Minute
 
 // Remove deletes every object of the sandbox, its workspace included.
 func (c *Client) Remove(ctx context.Context, name string) error {

@@ -21,7 +21,7 @@ import (
 // returned conn. The daemon listens on the pod's loopback, which only this
 // path reaches.
 func (c *Client) Dial(ctx context.Context, pod string) (net.Conn, error) {
-	u := c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(c.cfg.Namespace).Name(pod).SubResource("portforward").URL()
+	u := c.cs.core.Post().Resource("pods").Namespace(c.cfg.Namespace).Name(pod).SubResource("portforward").URL()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
 	if err != nil {
 		return nil, err

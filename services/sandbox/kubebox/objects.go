@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Labels and annotations every object of a sandbox carries. Label values
@@ -26,6 +27,12 @@ const (
 	ManagedBy      = "wick-sandbox"
 	LabelManager   = "wick.dev/manager"
 	LabelKey       = "wick.dev/key"
+	// LabelName is the sandbox's object name, which its NetworkPolicy
+	// selects: it never changes, so claiming a warm pod (a new key) never
+	// leaves the pod unselected for a moment.
+	LabelName = "wick.dev/name"
+	// LabelWarm marks the objects of a warm pod nobody has claimed.
+	LabelWarm = "wick.dev/warm"
 
 	AnnotationUser  = "wick.dev/user"
 	AnnotationAgent = "wick.dev/agent"
@@ -72,7 +79,14 @@ type Spec struct {
 	Env            map[string]string
 	// DaemonArgs follow the daemon binary on its command line.
 	DaemonArgs []string
+	// Skills, when set, is mounted read-only at SkillsDir in the workdir.
+	Skills *Skills
+	// Warm marks a pod of the warm pool.
+	Warm bool
 }
+
+// SkillsDir is where the skills library appears in the workdir.
+const SkillsDir = "skills"
 
 // ClaimName is the workspace claim of the sandbox named name.
 func ClaimName(name string) string { return "ws-" + name }
@@ -83,13 +97,17 @@ func ClaimName(name string) string { return "ws-" + name }
 var privateRanges = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}
 
 func (c *Client) meta(s Spec, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
+	m := metav1.ObjectMeta{
 		Name: name, Namespace: c.cfg.Namespace,
-		Labels: map[string]string{LabelManagedBy: ManagedBy, LabelManager: c.cfg.ManagerID, LabelKey: s.Key},
+		Labels: map[string]string{LabelManagedBy: ManagedBy, LabelManager: c.cfg.ManagerID, LabelKey: s.Key, LabelName: s.Name},
 		Annotations: map[string]string{
 			AnnotationUser: s.User, AnnotationAgent: s.Agent, AnnotationSpec: s.Settings,
 		},
 	}
+	if s.Warm {
+		m.Labels[LabelWarm] = "1"
+	}
+	return m
 }
 
 // Secret holds the sandbox's daemon token.
@@ -119,13 +137,23 @@ func (c *Client) Claim(s Spec) *corev1.PersistentVolumeClaim {
 func (c *Client) Policy(s Spec) *networkingv1.NetworkPolicy {
 	np := &networkingv1.NetworkPolicy{ObjectMeta: c.meta(s, s.Name),
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelManager: c.cfg.ManagerID, LabelKey: s.Key}},
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelManager: c.cfg.ManagerID, LabelName: s.Name}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 		}}
 	if s.Network == "bridge" {
-		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{
-			{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: privateRanges}},
-		}}}
+		udp, tcp, dns := corev1.ProtocolUDP, corev1.ProtocolTCP, intstr.FromInt32(53)
+		np.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: privateRanges}}}},
+			// Names resolve through the cluster's DNS, which lives at a
+			// private address.
+			{
+				To: []networkingv1.NetworkPolicyPeer{{
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+					PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+				}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+			},
+		}
 	}
 	return np
 }
@@ -170,6 +198,11 @@ func (c *Client) Pod(s Spec) *corev1.Pod {
 		{Name: "workspace", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(s.Name)}}},
 		{Name: "bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: resource.NewQuantity(64<<20, resource.BinarySI)}}},
 		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}},
+	}
+	if s.Skills != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: "skills", MountPath: path.Join(s.Workdir, SkillsDir), ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: "skills", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.Skills.ConfigMap}, Items: s.Skills.Items}}})
 	}
 	if s.ReadOnly {
 		size := s.TmpfsMB

@@ -104,14 +104,14 @@ func TestPolicyFollowsNetwork(t *testing.T) {
 	}
 	s.Network = "bridge"
 	bridge := c.Policy(s)
-	if len(bridge.Spec.Ingress) != 0 || len(bridge.Spec.Egress) != 1 {
+	if len(bridge.Spec.Ingress) != 0 || len(bridge.Spec.Egress) != 2 || bridge.Spec.Egress[1].Ports[0].Port.IntValue() != 53 {
 		t.Fatalf("network bridge: %+v", bridge.Spec)
 	}
 	block := bridge.Spec.Egress[0].To[0].IPBlock
 	if block.CIDR != "0.0.0.0/0" || !slices.Contains(block.Except, "169.254.0.0/16") || !slices.Contains(block.Except, "10.0.0.0/8") {
 		t.Fatalf("bridge egress %+v", block)
 	}
-	if got := bridge.Spec.PodSelector.MatchLabels; got[LabelKey] != s.Key || got[LabelManager] != "m1" {
+	if got := bridge.Spec.PodSelector.MatchLabels; got[LabelName] != s.Name || got[LabelManager] != "m1" || len(got) != 2 {
 		t.Fatalf("selector %v", got)
 	}
 }

@@ -306,7 +306,13 @@ func TestGatewayOfOverlaysDev(t *testing.T) {
 // renderDev builds overlays/dev with kustomize.
 func renderDev(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(testenv.RepoRoot(t), "deploy", "k8s", "overlays", "dev"))
+	return renderOverlay(t, "dev")
+}
+
+// renderOverlay renders deploy/k8s/overlays/<name> with kustomize's Go API.
+func renderOverlay(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(testenv.RepoRoot(t), "deploy", "k8s", "overlays", name))
 	if err != nil {
 		t.Fatal(err)
 	}

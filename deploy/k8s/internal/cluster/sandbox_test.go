@@ -4,6 +4,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,13 +17,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 
 	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
@@ -48,11 +54,12 @@ const (
 // enforces Pod Security "restricted", built from the runtime image `make
 // images` builds, its daemon placed by an init container from a FROM-scratch
 // image of wick-daemon and wickfs, reached through the API server's
-// port-forward. It checks the hardening from the pod spec and from inside the
+// port-forward; the service acts with exactly the rights overlays/prod's Role
+// gives its account (impersonated). It checks the hardening from the pod spec and from inside the
 // pod, files and commands, the process API, a pod deleted behind the
 // service's back (the next call runs on a new pod with the workspace kept),
-// stop and start, adoption by a restarted service, and that delete removes
-// every object. It logs the sandbox's ready time cold and warm and the time
+// stop and start, adoption by a restarted service, a claim from the warm
+// pool, and that delete removes every object. It logs the sandbox's ready time cold and warm and the time
 // of `true` through the daemon.
 func TestSandboxPods(t *testing.T) {
 	runtimeImage := backend.DefaultImage
@@ -85,9 +92,35 @@ func TestSandboxPods(t *testing.T) {
 	t.Logf("imported %s in %s", runtimeImage, time.Since(importStart).Round(time.Millisecond))
 
 	restrictedNamespace(t, c, sandboxNS)
+	// The service acts with the rights overlays/prod gives it, no more.
+	var asService *rest.Config
+	for _, o := range renderOverlay(t, "prod") {
+		if o.GetNamespace() != sandboxNS || o.GetName() != "wick-sandbox" {
+			continue
+		}
+		switch o.GetKind() {
+		case "Role":
+			var r rbacv1.Role
+			fromUnstructured(t, o, &r)
+			if _, err := c.Client.RbacV1().Roles(sandboxNS).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case "RoleBinding":
+			var rb rbacv1.RoleBinding
+			fromUnstructured(t, o, &rb)
+			if _, err := c.Client.RbacV1().RoleBindings(sandboxNS).Create(ctx, &rb, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			asService = rest.CopyConfig(c.Config)
+			asService.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + rb.Subjects[0].Namespace + ":" + rb.Subjects[0].Name}
+		}
+	}
+	if asService == nil {
+		t.Fatal("overlays/prod binds no Role wick-sandbox in " + sandboxNS)
+	}
 	// Two volumes a provisioner would make: host directories owned by the
 	// sandboxes' user, bound to claims of the test's storage class.
-	for i := range 2 {
+	for i := range 5 {
 		dir := filepath.Join(c.Dir, fmt.Sprintf("pv-%d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -110,7 +143,7 @@ func TestSandboxPods(t *testing.T) {
 	}
 
 	stateDir := t.TempDir()
-	cli, stop := startSandboxService(t, c, stateDir)
+	cli, stop := startSandboxService(t, asService, stateDir, 0)
 	uctx := context.Background()
 
 	begin := time.Now()
@@ -150,6 +183,11 @@ func TestSandboxPods(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("inside the pod: no %q in\n%s", want, out)
 		}
+	}
+
+	// The skills library, read-only whatever the sandbox's user does.
+	if out := run(t, cli, "ls skills; touch skills/mine 2>&1 || echo refused"); !strings.Contains(out, "refused") || len(strings.Fields(out)) < 3 {
+		t.Errorf("skills library in the pod: %q", out)
 	}
 
 	// Files, and the workspace's own filesystem.
@@ -214,7 +252,7 @@ func TestSandboxPods(t *testing.T) {
 
 	// A restarted service adopts the running pod.
 	stop()
-	cli, _ = startSandboxService(t, c, stateDir)
+	cli, stop = startSandboxService(t, asService, stateDir, 0)
 	got, err := cli.GetSandbox(uctx, &sandboxv1.GetSandboxRequest{AgentId: sandboxAgent})
 	if err != nil || got.GetSandbox().GetState() != "running" || got.GetSandbox().GetContainerId() != string(pod.UID) {
 		t.Fatalf("after a restart of the service: %v %v, want pod %s running", got, err, pod.UID)
@@ -223,31 +261,134 @@ func TestSandboxPods(t *testing.T) {
 		t.Errorf("after a restart of the service: %q", out)
 	}
 
+	// A sandbox whose image cannot be had fails with the kubelet's reason,
+	// not after a timeout.
+	_, err = cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: "broken", Spec: &sandboxv1.SandboxSpec{Image: "wick.local/no-such-image:1"}})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no-such-image") {
+		t.Errorf("a sandbox of a missing image: %v, want FailedPrecondition naming it", err)
+	}
+	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: "broken"}); err != nil && status.Code(err) != codes.NotFound {
+		t.Errorf("DeleteSandbox of the broken sandbox: %v", err)
+	}
+
 	// Delete removes everything of the sandbox.
 	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: sandboxAgent}); err != nil {
 		t.Fatalf("DeleteSandbox: %v", err)
 	}
-	sel := metav1.ListOptions{LabelSelector: kubebox.LabelManager + "=" + sandboxManager}
-	pods, _ := c.Client.CoreV1().Pods(sandboxNS).List(ctx, sel)
-	pvcs, _ := c.Client.CoreV1().PersistentVolumeClaims(sandboxNS).List(ctx, sel)
-	secrets, _ := c.Client.CoreV1().Secrets(sandboxNS).List(ctx, sel)
-	nps, _ := c.Client.NetworkingV1().NetworkPolicies(sandboxNS).List(ctx, sel)
-	if n := len(pods.Items) + len(pvcs.Items) + len(secrets.Items) + len(nps.Items); n != 0 {
-		t.Errorf("after DeleteSandbox: %d pods, %d claims, %d secrets, %d policies left", len(pods.Items), len(pvcs.Items), len(secrets.Items), len(nps.Items))
+	if left := objectsLeft(t, c, kubebox.LabelManager+"="+sandboxManager); left != "" {
+		t.Errorf("after DeleteSandbox: %s", left)
+	}
+
+	// The warm pool: a new sandbox claims a ready pod, which keeps its name
+	// and gets the sandbox's key; the pool makes another.
+	stop()
+	reg := prometheus.NewRegistry()
+	cli, stop = startSandboxService(t, asService, stateDir, 1, sandbox.WithMetrics(reg))
+	waitWarmReady(t, reg)
+	warm := waitWarmPod(t, c, "")
+	begin = time.Now()
+	sb, err = cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: "quick"})
+	if err != nil {
+		t.Fatalf("EnsureSandbox on a warm pod: %v", err)
+	}
+	t.Logf("sandbox pod ready from the warm pool in %s", time.Since(begin).Round(time.Millisecond))
+	claimed, err := c.Client.CoreV1().Pods(sandboxNS).Get(ctx, warm.Name, metav1.GetOptions{})
+	if err != nil || sb.GetSandbox().GetContainerId() != string(warm.UID) || claimed.Labels[kubebox.LabelWarm] != "" ||
+		claimed.Annotations[kubebox.AnnotationAgent] != "quick" {
+		t.Fatalf("the sandbox %+v on warm pod %s: labels %v, annotations %v, %v", sb.GetSandbox(), warm.Name, claimed.Labels, claimed.Annotations, err)
+	}
+	writeFileAs(t, cli, "quick", "warm.txt", "from the pool\n")
+	waitWarmPod(t, c, warm.Name)
+	// Stopped and started again, it keeps the warm pod's workspace.
+	if _, err := cli.StopSandbox(uctx, &sandboxv1.StopSandboxRequest{AgentId: "quick"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.EnsureSandbox(uctx, &sandboxv1.EnsureSandboxRequest{AgentId: "quick"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := runAs(t, cli, "quick", "cat warm.txt"); out != "from the pool\n" {
+		t.Errorf("a claimed warm sandbox after stop and start: %q", out)
+	}
+	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: "quick"}); err != nil {
+		t.Fatal(err)
+	}
+	stop() // removes the pool's ready pod
+	if left := objectsLeft(t, c, kubebox.LabelManager+"="+sandboxManager); left != "" {
+		t.Errorf("after the sandbox was deleted and the service closed: %s", left)
 	}
 }
 
-// startSandboxService serves a sandbox service with the Kubernetes engine
-// over real gRPC on loopback, every call as user alice; stop closes it.
-func startSandboxService(t *testing.T, c *cluster.Cluster, stateDir string) (sandboxv1.SandboxServiceClient, func()) {
+// objectsLeft describes the sandbox objects sel selects, "" for none.
+func objectsLeft(t *testing.T, c *cluster.Cluster, sel string) string {
 	t.Helper()
-	kc, err := kubebox.New(c.Config, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
+	ctx, opts := t.Context(), metav1.ListOptions{LabelSelector: sel}
+	pods, err1 := c.Client.CoreV1().Pods(sandboxNS).List(ctx, opts)
+	pvcs, err2 := c.Client.CoreV1().PersistentVolumeClaims(sandboxNS).List(ctx, opts)
+	secrets, err3 := c.Client.CoreV1().Secrets(sandboxNS).List(ctx, opts)
+	nps, err4 := c.Client.NetworkingV1().NetworkPolicies(sandboxNS).List(ctx, opts)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pods.Items) + len(pvcs.Items) + len(secrets.Items) + len(nps.Items); n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d pods, %d claims, %d secrets, %d policies left", len(pods.Items), len(pvcs.Items), len(secrets.Items), len(nps.Items))
+}
+
+// waitWarmReady waits until the service's pool holds a ready pod, as its
+// metric says: the refill runs in the background and tells no one else.
+func waitWarmReady(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			return false, err
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "wick_sandbox_warm_pool_ready" && len(mf.GetMetric()) == 1 && mf.GetMetric()[0].GetGauge().GetValue() >= 1 {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("the warm pool holds no ready pod: %v", err)
+	}
+}
+
+// waitWarmPod waits for a running warm pod other than not.
+func waitWarmPod(t *testing.T, c *cluster.Cluster, not string) *corev1.Pod {
+	t.Helper()
+	var found *corev1.Pod
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Client.CoreV1().Pods(sandboxNS).List(ctx, metav1.ListOptions{LabelSelector: kubebox.LabelWarm + "=1"})
+		if err != nil {
+			return false, nil
+		}
+		for i, p := range l.Items {
+			if p.Name != not && kubebox.Running(&l.Items[i]) {
+				found = &l.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("no running warm pod: %v", err)
+	}
+	return found
+}
+
+// startSandboxService serves a sandbox service with the Kubernetes engine,
+// acting on the API server as rc says, over real gRPC on loopback, every
+// call as user alice; stop closes it.
+func startSandboxService(t *testing.T, rc *rest.Config, stateDir string, warmPool int, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
+	t.Helper()
+	kc, err := kubebox.New(rc, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
 		RunAs: kubebox.RunAs{UID: 1000, GID: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc, err := sandbox.New(sandbox.Config{StateDir: stateDir, ManagerID: sandboxManager, DefaultType: backend.Docker,
-		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute}, sandbox.WithKubernetes(kc))
+		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, BuiltinSkills: true, WarmPool: warmPool}, append(opts, sandbox.WithKubernetes(kc))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,10 +435,16 @@ type userStream struct {
 
 func (s *userStream) Context() context.Context { return s.ctx }
 
-// run runs command in the sandbox and returns its stdout; it must exit 0.
+// run runs command in the test agent's sandbox and returns its stdout; it
+// must exit 0.
 func run(t *testing.T, cli sandboxv1.SandboxServiceClient, command string) string {
 	t.Helper()
-	stream, err := cli.Exec(context.Background(), &sandboxv1.ExecRequest{AgentId: sandboxAgent, Command: command})
+	return runAs(t, cli, sandboxAgent, command)
+}
+
+func runAs(t *testing.T, cli sandboxv1.SandboxServiceClient, agent, command string) string {
+	t.Helper()
+	stream, err := cli.Exec(context.Background(), &sandboxv1.ExecRequest{AgentId: agent, Command: command})
 	if err != nil {
 		t.Fatalf("Exec %q: %v", command, err)
 	}
@@ -323,11 +470,16 @@ func run(t *testing.T, cli sandboxv1.SandboxServiceClient, command string) strin
 
 func writeFile(t *testing.T, cli sandboxv1.SandboxServiceClient, path, content string) {
 	t.Helper()
+	writeFileAs(t, cli, sandboxAgent, path, content)
+}
+
+func writeFileAs(t *testing.T, cli sandboxv1.SandboxServiceClient, agent, path, content string) {
+	t.Helper()
 	stream, err := cli.WriteFile(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stream.Send(&sandboxv1.WriteFileRequest{Msg: &sandboxv1.WriteFileRequest_Header{Header: &sandboxv1.WriteFileHeader{AgentId: sandboxAgent, Path: path}}}); err != nil {
+	if err := stream.Send(&sandboxv1.WriteFileRequest{Msg: &sandboxv1.WriteFileRequest_Header{Header: &sandboxv1.WriteFileHeader{AgentId: agent, Path: path}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := stream.Send(&sandboxv1.WriteFileRequest{Msg: &sandboxv1.WriteFileRequest_Data{Data: []byte(content)}}); err != nil {
