@@ -22,7 +22,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox/kubebox"
 )
 
@@ -78,7 +78,7 @@ func TestOverlaysDevConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	objs := renderDev(t)
+	objs := renderDevWithSandboxPods(t)
 	redisImage := devRedisImage(t, objs)
 	if err := c.ImportImage(cluster.Image{Name: redisImage, Files: redisFiles, Entrypoint: []string{"/usr/local/bin/redis-server"},
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, WorkingDir: "/data"}); err != nil {
@@ -109,7 +109,7 @@ func TestOverlaysDevConversation(t *testing.T) {
 		hostPV(t, c, fmt.Sprintf("workspace-%d", i), storageClass, 1000, "10Gi")
 	}
 
-	objs = withKubernetesSandboxes(t, objs)
+	objs = forTestNode(t, objs)
 	applied := time.Now()
 	apply(t, c, objs)
 	pods := waitAllReady(t, c, ns, objs)
@@ -357,80 +357,53 @@ func hostPV(t *testing.T, c *cluster.Cluster, name, class string, uid int, size 
 	}
 }
 
-// withKubernetesSandboxes gives overlays/dev's objects the sandbox service's
-// Kubernetes engine (sandbox pods in wick-sandboxes, its service account
-// and Role there; no Docker engine) and two agent replicas, and sizes the
-// pods' CPU requests for a two-core node.
-func withKubernetesSandboxes(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+// renderDevWithSandboxPods builds overlays/dev with the component
+// sandbox-pods, as an operator's kustomization that adds it would: the
+// sandbox service's Kubernetes engine, its account and Role, the namespace
+// wick-sandboxes.
+func renderDevWithSandboxPods(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
+	k8s := filepath.Join(testenv.RepoRoot(t), "deploy", "k8s")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [%q]
+components: [%q]
+`, filepath.Join(k8s, "overlays", "dev"), filepath.Join(k8s, "components", "sandbox-pods"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return renderKustomization(t, dir)
+}
+
+// forTestNode sets what differs on the test's node: the sandboxes' claims
+// of the test's storage class, one CPU a sandbox, two agent replicas, and
+// CPU requests that fit two cores.
+func forTestNode(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	for i, o := range objs {
 		switch {
 		case o.GetKind() == "StatefulSet" && o.GetName() == "sandbox":
 			var s appsv1.StatefulSet
 			fromUnstructured(t, o, &s)
-			kubernetesEngine(&s.Spec.Template.Spec)
-			s.Spec.VolumeClaimTemplates = nil
-			o = toUnstructured(t, &s)
+			ctr := &s.Spec.Template.Spec.Containers[0]
+			ctr.Args = append(ctr.Args, "-kube-storage-class="+storageClass,
+				// Its pod's request and limit: room for one on two cores.
+				"-default-nano-cpus=1000000000",
+				// Without root the service cannot move its skills library
+				// snapshot (read-only directories) into place and exits.
+				"-builtin-skills=false")
+			objs[i] = toUnstructured(t, &s)
 		case o.GetKind() == "Deployment" && o.GetName() == "agent":
 			var d appsv1.Deployment
 			fromUnstructured(t, o, &d)
 			d.Spec.Replicas = ptr.To(int32(2))
-			o = toUnstructured(t, &d)
+			objs[i] = toUnstructured(t, &d)
 		}
-		out = append(out, o)
 	}
-	// The account before the StatefulSet that names it.
-	out = append([]*unstructured.Unstructured{
-		toUnstructured(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "wick-sandbox", Namespace: "wick"}}),
-		toUnstructured(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "wick-sandbox", Namespace: sandboxNS}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"pods/portforward"}, Verbs: []string{"get", "create"}},
-			{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims", "secrets"}, Verbs: []string{"get", "list", "create", "delete"}},
-			{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"get", "list", "create", "delete"}},
-		}}),
-		toUnstructured(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "wick-sandbox", Namespace: sandboxNS},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "wick-sandbox"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "wick-sandbox", Namespace: "wick"}}}),
-	}, out...)
-	for _, o := range out {
+	for _, o := range objs {
 		lowerCPURequests(t, o)
 	}
-	return out
-}
-
-// kubernetesEngine turns the sandbox service's pod into one of the
-// Kubernetes engine: no Docker-in-Docker sidecar, non-root with no
-// capability, the service account's token mounted, its state on an emptyDir.
-func kubernetesEngine(spec *corev1.PodSpec) {
-	spec.ServiceAccountName = "wick-sandbox"
-	spec.AutomountServiceAccountToken = ptr.To(true)
-	spec.InitContainers = nil
-	spec.NodeSelector, spec.Tolerations = nil, nil
-	spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532)),
-		FSGroup: ptr.To(int64(65532)), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
-	ctr := &spec.Containers[0]
-	ctr.Args = append(ctr.Args, "-container-engine=kubernetes", "-kube-namespace="+sandboxNS, "-kube-run-as=1000:1000",
-		"-kube-daemon-image="+ctr.Image, "-kube-storage-class="+storageClass,
-		// One CPU a sandbox, its pod's request and limit: room on two cores.
-		"-default-nano-cpus=1000000000",
-		// Without root the service cannot move its skills library snapshot
-		// (read-only directories) into place; it fails to start.
-		"-builtin-skills=false")
-	ctr.Env = slices.DeleteFunc(ctr.Env, func(e corev1.EnvVar) bool { return e.Name == "DOCKER_HOST" })
-	ctr.SecurityContext.RunAsNonRoot = ptr.To(true)
-	ctr.SecurityContext.RunAsUser = ptr.To(int64(65532))
-	ctr.SecurityContext.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
-	ctr.VolumeMounts = slices.DeleteFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool {
-		return m.MountPath == "/var/run/wick-docker" || m.MountPath == "/var/lib/docker"
-	})
-	for i, m := range ctr.VolumeMounts {
-		if m.MountPath == "/var/lib/wick" {
-			ctr.VolumeMounts[i] = corev1.VolumeMount{Name: "state", MountPath: m.MountPath}
-		}
-	}
-	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "docker-sock" })
-	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "state", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	return objs
 }
 
 // lowerCPURequests requests 100m for each container of a workload: the
