@@ -67,6 +67,9 @@ func TestOverlaysDevConversation(t *testing.T) {
 		cluster.Unavailable(t, "no redis-server and redis-cli to build the redis image from (Debian: redis-server): %v", err)
 	}
 
+	objs := renderDevWithSandboxPods(t)
+	redisImage := devRedisImage(t, objs)
+
 	begin := time.Now()
 	c := cluster.Start(t)
 	ctx := t.Context()
@@ -78,9 +81,10 @@ func TestOverlaysDevConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	objs := renderDevWithSandboxPods(t)
-	redisImage := devRedisImage(t, objs)
-	if err := c.ImportImage(cluster.Image{Name: redisImage, Files: redisFiles, Entrypoint: []string{"/usr/local/bin/redis-server"},
+	// As the official image's entrypoint starts it when no configuration
+	// file is given: without protected mode, which would refuse every
+	// client but loopback ones.
+	if err := c.ImportImage(cluster.Image{Name: redisImage, Files: redisFiles, Entrypoint: []string{"/usr/local/bin/redis-server", "--protected-mode", "no"},
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, WorkingDir: "/data"}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +181,7 @@ func devConversation(ctx context.Context, t *testing.T, c *cluster.Cluster, api 
 	}
 
 	// The thread's lock names the replica that holds the run: its pod's
-	// name (the host name) and pid.
+	// name (the host name) and pid, after the lock's own token.
 	holder, err := rdb.Get(ctx, "wick:{alice}:lock:"+threadID).Result()
 	if err != nil {
 		t.Fatalf("read the thread's lock: %v", err)
@@ -188,7 +192,7 @@ func devConversation(ctx context.Context, t *testing.T, c *cluster.Cluster, api 
 	}
 	var victim, survivor string
 	for _, p := range agents.Items {
-		if strings.HasPrefix(holder, p.Name+":") {
+		if strings.Contains(holder, p.Name+":") {
 			victim = p.Name
 		} else {
 			survivor = p.Name
@@ -365,11 +369,19 @@ func renderDevWithSandboxPods(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	k8s := filepath.Join(testenv.RepoRoot(t), "deploy", "k8s")
 	dir := t.TempDir()
+	// kustomize takes no absolute path of a base or component.
+	rel := func(p string) string {
+		r, err := filepath.Rel(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources: [%q]
 components: [%q]
-`, filepath.Join(k8s, "overlays", "dev"), filepath.Join(k8s, "components", "sandbox-pods"))), 0o600); err != nil {
+`, rel(filepath.Join(k8s, "overlays", "dev")), rel(filepath.Join(k8s, "components", "sandbox-pods")))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return renderKustomization(t, dir)
@@ -464,6 +476,17 @@ func apply(t *testing.T, c *cluster.Cluster, objs []*unstructured.Unstructured) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What a pod needs before the workloads that make pods, as kubectl
+	// orders its objects.
+	first := map[string]int{"Namespace": 0, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "Deployment": 3, "StatefulSet": 3}
+	rank := func(o *unstructured.Unstructured) int {
+		if r, ok := first[o.GetKind()]; ok {
+			return r
+		}
+		return 2
+	}
+	objs = slices.Clone(objs)
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
 	for _, o := range objs {
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
