@@ -127,15 +127,7 @@ func checkKubeEngine(p *problems, where string, s service, r *rendered) {
 			}
 		}
 	}
-	deny := false
-	for _, np := range r.Policies {
-		s := np.Spec
-		if np.Namespace == ns && len(s.PodSelector.MatchLabels) == 0 && len(s.PodSelector.MatchExpressions) == 0 &&
-			len(s.Ingress) == 0 && len(s.Egress) == 0 && hasType(np, "Ingress") && hasType(np, "Egress") {
-			deny = true
-		}
-	}
-	if !deny {
+	if !r.defaultDeny(ns) {
 		p.add("Namespace/"+ns, "no default-deny NetworkPolicy: a sandbox would be open until the service's own policy exists")
 	}
 	account := s.W.Pod.Spec.ServiceAccountName

@@ -194,18 +194,23 @@ var paths = []netPath{
 	{stranger, "llmgw", corev1.ProtocolTCP, 9463, false},
 }
 
-// checkNetwork: a default-deny policy, then each path of paths.
-func checkNetwork(p *problems, r *rendered) {
-	ns := r.namespace()
-	deny := false
+// defaultDeny reports whether namespace ns has a policy that selects every
+// pod and lets nothing in or out.
+func (r *rendered) defaultDeny(ns string) bool {
 	for _, np := range r.Policies {
 		s := np.Spec
 		if np.Namespace == ns && len(s.PodSelector.MatchLabels) == 0 && len(s.PodSelector.MatchExpressions) == 0 &&
 			len(s.Ingress) == 0 && len(s.Egress) == 0 && hasType(np, "Ingress") && hasType(np, "Egress") {
-			deny = true
+			return true
 		}
 	}
-	if !deny {
+	return false
+}
+
+// checkNetwork: a default-deny policy, then each path of paths.
+func checkNetwork(p *problems, r *rendered) {
+	ns := r.namespace()
+	if !r.defaultDeny(ns) {
 		p.add("prod", "no default-deny NetworkPolicy (every pod, Ingress and Egress, no rule)")
 	}
 	ends := map[string]endpoint{

@@ -71,14 +71,7 @@ func (s *Service) connect(ctx context.Context, b *box, sock string) error {
 					conn.Close()
 					return err
 				}
-				b.mu.Lock()
-				old := b.conn
-				b.conn, b.daemon, b.version = conn, daemonfs.New(cli, daemonfs.WithMaxOutputBytes(s.cfg.MaxOutputCap)), h.GetVersion()
-				b.state, b.transport = stateRunning, transportDaemon
-				b.mu.Unlock()
-				if old != nil {
-					old.Close()
-				}
+				s.attachDaemon(b, conn, cli, h.GetVersion())
 				return nil
 			}
 			lastErr = err
@@ -93,6 +86,19 @@ func (s *Service) connect(ctx context.Context, b *box, sock string) error {
 			return ctx.Err()
 		case <-time.After(daemonPollInterval):
 		}
+	}
+}
+
+// attachDaemon makes the daemon that answered on conn the running box's
+// transport, closing the connection it replaces.
+func (s *Service) attachDaemon(b *box, conn *grpc.ClientConn, cli daemonv1.DaemonClient, version string) {
+	b.mu.Lock()
+	old := b.conn
+	b.conn, b.daemon, b.version = conn, daemonfs.New(cli, daemonfs.WithMaxOutputBytes(s.cfg.MaxOutputCap)), version
+	b.state, b.transport = stateRunning, transportDaemon
+	b.mu.Unlock()
+	if old != nil {
+		old.Close()
 	}
 }
 

@@ -149,14 +149,7 @@ func (s *Service) connectKube(ctx context.Context, b *box, token string) error {
 		h, err := cli.Health(hc, &daemonv1.HealthRequest{})
 		cancel()
 		if err == nil {
-			b.mu.Lock()
-			old := b.conn
-			b.conn, b.daemon, b.version = conn, daemonfs.New(cli, daemonfs.WithMaxOutputBytes(s.cfg.MaxOutputCap)), h.GetVersion()
-			b.state, b.transport = stateRunning, transportDaemon
-			b.mu.Unlock()
-			if old != nil {
-				old.Close()
-			}
+			s.attachDaemon(b, conn, cli, h.GetVersion())
 			return nil
 		}
 		if time.Now().After(deadline) {
