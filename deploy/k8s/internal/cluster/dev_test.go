@@ -113,12 +113,32 @@ func TestOverlaysDevConversation(t *testing.T) {
 		hostPV(t, c, fmt.Sprintf("workspace-%d", i), storageClass, 1000, "10Gi")
 	}
 
+	// On a failure, what the suite's pods said (registered after the
+	// cluster's own cleanups, so it runs before them).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		l, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		for _, p := range l.Items {
+			for _, ct := range p.Spec.Containers {
+				b, _ := c.Client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: ct.Name, TailLines: ptr.To(int64(15))}).DoRaw(context.Background())
+				t.Logf("log of %s/%s:\n%s", p.Name, ct.Name, b)
+			}
+		}
+	})
+
 	objs = forTestNode(t, objs)
 	applied := time.Now()
 	apply(t, c, objs)
 	pods := waitAllReady(t, c, ns, objs)
 	t.Logf("overlays/dev applied, its %d pods Ready with every probe passing, in %s (%s since the start)", len(pods),
 		time.Since(applied).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+
+	waitSandboxPlaced(t, c, ns)
 
 	// The gateway Service's endpoint, as kubectl port-forward svc/gateway
 	// picks it: the API server streams to the pod through the kubelet.
@@ -295,19 +315,53 @@ func devConversation(ctx context.Context, t *testing.T, c *cluster.Cluster, api 
 	}
 }
 
+// waitSandboxPlaced waits until every agent replica has resolved the
+// sandbox service's address. An agent that started before the pod sandbox-0
+// had one resolves it again only every 30 s (its placement refresh), and
+// fails sandbox calls Unavailable until then; being Ready does not wait for
+// it. The agent logs each resolution.
+func waitSandboxPlaced(t *testing.T, c *cluster.Cluster, ns string) {
+	t.Helper()
+	var missing []string
+	if err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=agent"})
+		if err != nil {
+			return false, nil
+		}
+		missing = missing[:0]
+		for _, p := range l.Items {
+			b, err := c.Client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "agent"}).DoRaw(ctx)
+			if err != nil || !strings.Contains(string(b), `"endpoints":["`) && !strings.Contains(string(b), `"added":["`) {
+				missing = append(missing, p.Name)
+			}
+		}
+		return len(missing) == 0, nil
+	}); err != nil {
+		t.Fatalf("agents that have not resolved the sandbox service: %v: %v", missing, err)
+	}
+}
+
 // devSandboxPod is the one sandbox pod (of any manager), Ready.
 func devSandboxPod(t *testing.T, c *cluster.Cluster) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	var seen []string
 	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		l, err := c.Client.CoreV1().Pods(sandboxNS).List(ctx, metav1.ListOptions{LabelSelector: kubebox.LabelManager})
-		if err != nil || len(l.Items) != 1 || l.Items[0].DeletionTimestamp != nil || !podReady(&l.Items[0]) {
+		if err != nil {
+			return false, nil
+		}
+		seen = seen[:0]
+		for _, p := range l.Items {
+			seen = append(seen, fmt.Sprintf("%s %s ready %v deleting %v labels %v", p.Name, p.Status.Phase, podReady(&p), p.DeletionTimestamp != nil, p.Labels))
+		}
+		if len(l.Items) != 1 || l.Items[0].DeletionTimestamp != nil || !podReady(&l.Items[0]) {
 			return false, nil
 		}
 		pod = &l.Items[0]
 		return true, nil
 	}); err != nil {
-		t.Fatalf("one Ready sandbox pod in %s: %v", sandboxNS, err)
+		t.Fatalf("one Ready sandbox pod in %s: %v; pods: %v", sandboxNS, err, seen)
 	}
 	return pod
 }
