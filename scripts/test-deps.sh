@@ -36,11 +36,13 @@ pinned() { # name module package [ldflags]
 
 # `test-deps.sh k8s` installs only what `make test-k8s` needs on top (its
 # single-node cluster: containerd, runc, the CNI plugins, iproute2, iptables,
-# nsenter) and builds the kubelet, controller-manager and scheduler from
-# tools/kube; `make test` never pays for them.
+# nsenter; redis-server, whose binaries the overlays/dev test packs as the
+# redis image) and builds the kubelet, controller-manager, scheduler and
+# kube-proxy from tools/kube and CoreDNS from tools/coredns; `make test`
+# never pays for them.
 if [ "${1:-}" = k8s ]; then
   k8s_need=()
-  for p in etcd-server containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static; do
+  for p in etcd-server containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static redis-server; do
     dpkg -s "$p" >/dev/null 2>&1 || k8s_need+=("$p")
   done
   if [ ${#k8s_need[@]} -gt 0 ]; then
@@ -56,9 +58,10 @@ if [ "${1:-}" = k8s ]; then
     fi
   fi
   kube_version=$(sed -n 's/^const KubeVersion = "\(.*\)"/\1/p' "$(dirname "$0")/../deploy/k8s/internal/cluster/cluster.go")
-  for p in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+  for p in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
     pinned "$p" tools/kube "k8s.io/kubernetes/cmd/$p" "-X k8s.io/component-base/version.gitVersion=$kube_version"
   done
+  pinned coredns tools/coredns github.com/wick-agent/wick/tools/coredns
   log "ready for the single-node cluster: $(containerd --version | cut -d' ' -f3), runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni"
   exit 0
 fi

@@ -1,7 +1,7 @@
 // Package cluster starts a real single-node Kubernetes cluster for tests:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a private
-// containerd and a kubelet, with the node and its pods in a network
-// namespace of their own, and removes every trace of it from the host when
+// containerd, a kubelet, kube-proxy and CoreDNS, with the node and its pods
+// in a network namespace of their own, and removes every trace of it from the host when
 // the test ends, also after a failure and after a run that was killed.
 package cluster
 
@@ -45,8 +45,21 @@ const PauseImage = "wick.local/pause:test"
 // clash with the host's networks.
 const clusterCIDR = "10.244.0.0/16"
 
-// serviceCIDR is the Services' virtual range (no kube-proxy runs here).
+// serviceCIDR is the Services' virtual range; kube-proxy routes it inside
+// the node's network namespace.
 const serviceCIDR = "10.96.0.0/16"
+
+// kubernetesServiceIP is the Service kubernetes's address in serviceCIDR.
+const kubernetesServiceIP = "10.96.0.1"
+
+// ClusterDNS is the address of the cluster's DNS Service (kube-system/
+// kube-dns), which the kubelet writes into every pod's resolv.conf; its one
+// endpoint is CoreDNS on the node's address. ClusterDomain is the suffix of
+// Service names (redis.wick.svc.cluster.local).
+const (
+	ClusterDNS    = "10.96.0.10"
+	ClusterDomain = "cluster.local"
+)
 
 // startTimeout bounds each component's start on a busy two-core machine.
 const startTimeout = 2 * time.Minute
@@ -57,9 +70,11 @@ func pin(name string) testenv.Pinned {
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubeVersion}
 }
 
-// Pins are the programs the cluster builds from tools/kube (cold: minutes),
-// kube-apiserver first (the manifest test of deploy/k8s runs it alone).
-var Pins = []testenv.Pinned{pin("kube-apiserver"), pin("kube-controller-manager"), pin("kube-scheduler"), pin("kubelet")}
+// Pins are the programs the cluster builds from tools/kube and tools/coredns
+// (cold: minutes), kube-apiserver first (the manifest test of deploy/k8s runs
+// it alone).
+var Pins = []testenv.Pinned{pin("kube-apiserver"), pin("kube-controller-manager"), pin("kube-scheduler"), pin("kubelet"), pin("kube-proxy"),
+	{Name: "coredns", Module: "tools/coredns", Package: "github.com/wick-agent/wick/tools/coredns"}}
 
 // Cluster is a running single-node cluster.
 type Cluster struct {
@@ -215,6 +230,8 @@ func Start(t *testing.T) *Cluster {
 	}
 	c.startKubelet(t, p, bins["kubelet"])
 	c.waitNodeReady(t)
+	c.startKubeProxy(t, p, bins["kube-proxy"])
+	c.startDNS(t, p, bins["coredns"])
 
 	// First of the cleanups: pods end as the kubelet ends them, so their
 	// sandboxes, network namespaces and mounts go through the real path;
@@ -327,7 +344,9 @@ func (c *Cluster) startControlPlane(t *testing.T, p *pki, etcdBin string, bins m
 		return a, b
 	}
 	saKey, saPub := must(p.serviceAccountKeys())
-	serveCert, serveKey := must(p.issue("apiserver", "kube-apiserver", nil, c.HostIP))
+	// In-cluster clients (the sandbox service) reach the API server at the
+	// Service kubernetes's address, the first of the Service range.
+	serveCert, serveKey := must(p.issue("apiserver", "kube-apiserver", nil, c.HostIP, net.ParseIP(kubernetesServiceIP)))
 	kubeletClientCert, kubeletClientKey := must(p.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}))
 	adminCert, adminKey := must(p.issue("admin", "wick-admin", []string{"system:masters"}))
 
@@ -490,6 +509,9 @@ func (c *Cluster) startContainerd(t *testing.T) {
 	// manager has allocated it (containerd then writes the configuration
 	// from this template into conf_dir). The bridge, the pods' veths and
 	// their addresses are made in containerd's network namespace: the node's.
+	// Pods get a route to the Service range through the bridge, where
+	// kube-proxy's rules translate it, and no default route: nothing beyond
+	// the node.
 	template := filepath.Join(c.Dir, "cni", "template.conflist")
 	if err := os.WriteFile(template, []byte(`{
   "cniVersion": "0.4.0",
@@ -500,7 +522,7 @@ func (c *Cluster) startContainerd(t *testing.T) {
     "isGateway": true,
     "ipMasq": false,
     "hairpinMode": true,
-    "ipam": {"type": "host-local", "ranges": [[{"subnet": "{{.PodCIDR}}"}]], "dataDir": "`+filepath.Join(c.Dir, "cni", "ipam")+`"}
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": "{{.PodCIDR}}"}]], "routes": [{"dst": "`+serviceCIDR+`"}], "dataDir": "`+filepath.Join(c.Dir, "cni", "ipam")+`"}
   }]
 }
 `), 0o600); err != nil {
@@ -630,7 +652,9 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 registerNode: true
-`, c.Name, endpoint, filepath.Join(c.Dir, "pod-logs"), c.NodeIP.String(), serveCert, serveKey, p.caFile())), 0o600); err != nil {
+clusterDNS: [%[8]q]
+clusterDomain: %[9]q
+`, c.Name, endpoint, filepath.Join(c.Dir, "pod-logs"), c.NodeIP.String(), serveCert, serveKey, p.caFile(), ClusterDNS, ClusterDomain)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	nsBin, args := c.inNetns(bin,

@@ -312,7 +312,13 @@ func renderDev(t *testing.T) []*unstructured.Unstructured {
 // renderOverlay renders deploy/k8s/overlays/<name> with kustomize's Go API.
 func renderOverlay(t *testing.T, name string) []*unstructured.Unstructured {
 	t.Helper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(testenv.RepoRoot(t), "deploy", "k8s", "overlays", name))
+	return renderKustomization(t, filepath.Join(testenv.RepoRoot(t), "deploy", "k8s", "overlays", name))
+}
+
+// renderKustomization renders the kustomization in dir.
+func renderKustomization(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,62 @@ type File struct {
 
 // Image describes an image FROM scratch: one layer and an entrypoint.
 type Image struct {
-	Name       string // the reference containerd stores it under
+	// Name is the reference containerd stores it under, in full
+	// (docker.io/library/redis:7.4): the kubelet asks for a pod's image by
+	// its normalised name.
+	Name       string
 	Files      []File
 	Entrypoint []string
+	Env        []string // NAME=value
+	WorkingDir string
+}
+
+// ProgramFiles are the files of dynamically linked programs of this
+// machine, for an image FROM scratch: each program at dir/<its name>, and
+// every shared library ldd lists for it, with the loader, at the path ldd
+// shows (the contents behind symbolic links).
+func ProgramFiles(dir string, programs ...string) ([]File, error) {
+	var files []File
+	seen := map[string]bool{}
+	add := func(path, from string) error {
+		if seen[path] {
+			return nil
+		}
+		seen[path] = true
+		b, err := os.ReadFile(from)
+		if err != nil {
+			return err
+		}
+		files = append(files, File{Path: path, Mode: 0o755, Data: b})
+		return nil
+	}
+	for _, prog := range programs {
+		if err := add(filepath.Join(dir, filepath.Base(prog)), prog); err != nil {
+			return nil, err
+		}
+		out, err := exec.Command("ldd", prog).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %w", prog, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			// "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x…)" or
+			// "/lib64/ld-linux-x86-64.so.2 (0x…)"; the vDSO has no file.
+			f := strings.Fields(line)
+			var lib string
+			switch {
+			case len(f) >= 3 && f[1] == "=>":
+				lib = f[2]
+			case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+				lib = f[0]
+			}
+			if strings.HasPrefix(lib, "/") {
+				if err := add(lib, lib); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return files, nil
 }
 
 // writeOCIArchive writes img as an OCI image layout packed in a tar, the
@@ -88,6 +141,8 @@ func writeOCIArchive(img Image, archive string) error {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", runtime.GOARCH
 	cf.Config.Entrypoint = img.Entrypoint
+	cf.Config.Env = img.Env
+	cf.Config.WorkingDir = img.WorkingDir
 	if im, err = mutate.ConfigFile(im, cf); err != nil {
 		return err
 	}
@@ -204,6 +259,8 @@ func (c *Cluster) ImportDockerImage(ref string) error {
 		return err
 	}
 	if err := imp.Run(); err != nil {
+		// Nothing reads the pipe any more: docker save would block on it.
+		_ = save.Process.Kill()
 		_ = save.Wait()
 		return fmt.Errorf("ctr images import of %s: %v: %s %s", ref, err, strings.TrimSpace(impOut.String()), strings.TrimSpace(saveErr.String()))
 	}
