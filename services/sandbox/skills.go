@@ -73,9 +73,26 @@ func (s *Service) prepareSkills() error {
 	}
 	snap := filepath.Join(root, sum)
 	if _, err := os.Lstat(snap); errors.Is(err, fs.ErrNotExist) {
+		// Moving a directory to another parent rewrites its "..", which
+		// needs write permission on it: a service that is not root (on
+		// the Kubernetes engine) has none on the read-only library until
+		// it lends itself some for the move.
+		fi, err := os.Stat(lib)
+		if err != nil {
+			return fmt.Errorf("sandbox: skills library: %w", err)
+		}
+		if err := os.Chmod(lib, fi.Mode().Perm()|0o200); err != nil {
+			return fmt.Errorf("sandbox: skills library: %w", err)
+		}
 		// Another instance on this state dir may rename the same content
 		// into place first; either copy is the snapshot.
-		if err := os.Rename(lib, snap); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
+		err = os.Rename(lib, snap)
+		switch {
+		case err == nil:
+			if err := os.Chmod(snap, fi.Mode().Perm()); err != nil {
+				return fmt.Errorf("sandbox: skills library: %w", err)
+			}
+		case !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY):
 			return fmt.Errorf("sandbox: skills library: %w", err)
 		}
 	}

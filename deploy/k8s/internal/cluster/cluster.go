@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,11 +141,25 @@ func Require(t testing.TB) {
 	}
 }
 
-// Start starts a cluster and registers its removal with t. Leftovers of a
-// run that was killed are removed first.
+// lockFile serialises clusters on one machine: the kubelet's sysctls are
+// the machine's, and Sweep takes every cluster directory for a killed run's.
+var lockFile = filepath.Join(os.TempDir(), Prefix+"lock")
+
+// Start starts a cluster and registers its removal with t. It waits while
+// another process's cluster runs; leftovers of a run that was killed are
+// removed first.
 func Start(t *testing.T) *Cluster {
 	t.Helper()
 	Require(t)
+	lock, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered first, so it runs after the cluster's own removal.
+	t.Cleanup(func() { lock.Close() })
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("lock %s: %v", lockFile, err)
+	}
 	if err := Sweep(); err != nil {
 		t.Fatalf("remove leftovers of an earlier run: %v", err)
 	}

@@ -454,10 +454,7 @@ func forTestNode(t *testing.T, objs []*unstructured.Unstructured) []*unstructure
 			ctr := &s.Spec.Template.Spec.Containers[0]
 			ctr.Args = append(ctr.Args, "-kube-storage-class="+storageClass,
 				// Its pod's request and limit: room for one on two cores.
-				"-default-nano-cpus=1000000000",
-				// Without root the service cannot move its skills library
-				// snapshot (read-only directories) into place and exits.
-				"-builtin-skills=false")
+				"-default-nano-cpus=1000000000")
 			objs[i] = toUnstructured(t, &s)
 		case o.GetKind() == "Deployment" && o.GetName() == "agent":
 			var d appsv1.Deployment

@@ -295,6 +295,15 @@ func (c *Client) Endpoint(user, agent string) string {
 // route returns the endpoint of the caller's sandbox for agent.
 func (c *Client) route(ctx context.Context, agent string) (*endpoint, error) {
 	user, _ := identity.User(ctx) // the sandbox service refuses a call without one
+	// A name that had no address yet (this service started before the
+	// sandbox services had theirs) is asked again now, not at the next
+	// refresh: until it answers, every sandbox call fails.
+	c.mu.RLock()
+	unknown := len(c.addrs) == 0
+	c.mu.RUnlock()
+	if unknown {
+		_ = c.Refresh(ctx)
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed {

@@ -418,11 +418,20 @@ func TestBadTarget(t *testing.T) {
 }
 
 // TestNotResolvedYet: a name with no address yet is not fatal; calls fail
-// Unavailable, saying so.
+// Unavailable, saying so, and the first call after the name has an address
+// goes through, without waiting for the next refresh.
 func TestNotResolvedYet(t *testing.T) {
-	c := newClient(t, "sandbox.wick.svc:7002", identity.RandomKey(), placement.WithResolver(&fakeResolver{}), placement.WithRefresh(0))
+	idKey := identity.RandomKey()
+	port, engines := sharedPortEngines(t, idKey)
+	r := &fakeResolver{}
+	c := newClient(t, "sandbox.wick.svc:"+port, idKey, placement.WithResolver(r), placement.WithRefresh(0))
 	_, err := c.GetSandbox(ctxFor(t, "u"), &sandboxv1.GetSandboxRequest{AgentId: "a"})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "no sandbox service is known yet") {
 		t.Fatalf("got %v, want Unavailable saying no sandbox service is known", err)
+	}
+	r.set([]string{"127.0.0.1"}, nil)
+	got, err := calls["unary"](ctxFor(t, "u"), c, "a")
+	if err != nil || !strings.HasPrefix(got, engines[0].addr+"|") {
+		t.Fatalf("the call after the name resolved: %q, %v; want it answered by %s", got, err, engines[0].addr)
 	}
 }
