@@ -106,7 +106,8 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
 
       await dialog.getByTestId("settings-tab-general").focus();
       await page.keyboard.press("ArrowRight");
-      expect(await dialog.getByTestId("settings-tab-sandbox").getAttribute("aria-selected")).toBe("true");
+      // The tab is selected once React has rendered the focus move.
+      await expect.poll(() => dialog.getByTestId("settings-tab-sandbox").getAttribute("aria-selected")).toBe("true");
       await page.getByTestId("container-state").waitFor();
       await page.keyboard.press("ArrowLeft");
       await prompt.waitFor();
