@@ -245,6 +245,7 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
   };
 
   const lines = tree ? rows(tree) : [];
+  const showsEntries = !rootError && !!tree && tree.root in tree.children && lines.length > 0;
   return (
     <div className={open ? "wp-files wp-files-open" : "wp-files"}>
       <div className="wp-toolbar">
@@ -264,7 +265,13 @@ export function FilesPanel({ client, agentId, writtenFiles, running, onError }: 
           {busy}
         </p>
       )}
-      <div className="wp-tree" role="tree" aria-label="Workspace files" data-testid="files-tree">
+      {/* Only a list of entries is a tree: an empty tree role (while loading, or for an empty workspace) is an ARIA error. */}
+      <div
+        className="wp-tree"
+        role={showsEntries ? "tree" : undefined}
+        aria-label={showsEntries ? "Workspace files" : undefined}
+        data-testid="files-tree"
+      >
         {rootError ? (
           <p className="wp-empty">The workspace cannot be listed: {rootError}</p>
         ) : tree === null ? (
