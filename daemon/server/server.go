@@ -65,6 +65,7 @@ type options struct {
 	shell         string
 	now           func() time.Time
 	process       []process.Option
+	tunnels       map[string]*Tunnel
 }
 
 // Option configures a Server.

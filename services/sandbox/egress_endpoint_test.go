@@ -40,7 +40,7 @@ func destination(t *testing.T, body string) string {
 
 // loopbackGuard lets the egress proxies reach the tests' loopback servers.
 func loopbackGuard() Option {
-	return withEgressGuard(netguard.New(netip.MustParsePrefix("127.0.0.0/8")))
+	return WithEgressGuard(netguard.New(netip.MustParsePrefix("127.0.0.0/8")))
 }
 
 // egressSetup is two destinations, both within the operator's bound; a

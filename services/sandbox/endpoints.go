@@ -94,11 +94,12 @@ func (s *Service) traceArgs(set settings) []string {
 	return []string{"-otlp-socket", path.Join(dockerbox.RunDir, traceSocket)}
 }
 
-// withEgressGuard makes the egress proxies dial through g instead of a guard
-// that refuses every non-public address: tests allow loopback with it. It is
-// no flag, since a sandbox reaching the service's own network is what the
-// guard exists to prevent.
-func withEgressGuard(g *netguard.Guard) Option { return func(s *Service) { s.egressGuard = g } }
+// WithEgressGuard makes the egress proxies dial through g instead of a
+// guard that refuses every non-public address: an embedder that must let
+// sandboxes reach a private range names it in g (netguard.New), and tests
+// allow loopback with it. It is no flag of wick-sandbox, since a sandbox
+// reaching the service's own network is what the guard exists to prevent.
+func WithEgressGuard(g *netguard.Guard) Option { return func(s *Service) { s.egressGuard = g } }
 
 // egressEndpoint is the egress proxy, offered in every sandbox whose spec
 // allows some egress: a forward proxy (CONNECT, or plain HTTP with an

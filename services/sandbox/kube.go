@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +20,9 @@ import (
 	daemonv1 "github.com/wick-agent/wick/gen/wick/daemon/v1"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
+	"github.com/wick-agent/wick/services/sandbox/internal/endpoint"
+	"github.com/wick-agent/wick/services/sandbox/internal/tracerelay"
+	"github.com/wick-agent/wick/services/sandbox/internal/tunnel"
 	"github.com/wick-agent/wick/services/sandbox/kubebox"
 )
 
@@ -26,8 +31,7 @@ import (
 const engineKubernetes = "kubernetes"
 
 // WithKubernetes runs container ("docker" type) sandboxes as pods through
-// c instead of on a Docker engine. The warm pool, remote engines, egress
-// allow-lists and the model endpoint are not offered on this engine.
+// c instead of on a Docker engine. Remote engines are not offered on it.
 func WithKubernetes(c *kubebox.Client) Option { return func(s *Service) { s.kube = c } }
 
 // onKube reports whether the settings describe a sandbox pod.
@@ -36,12 +40,6 @@ func (st settings) onKube() bool { return st.Type == backend.Docker && st.Engine
 // kubeSettings checks what a spec asks of a sandbox pod.
 func (s *Service) kubeSettings(st *settings) error {
 	st.Engine = engineKubernetes
-	switch {
-	case st.ModelEndpoint:
-		return fmt.Errorf("%w: model_endpoint is not available on the Kubernetes engine yet", errInvalid)
-	case len(st.Egress) > 0:
-		return fmt.Errorf("%w: egress_allow is not available on the Kubernetes engine yet (network \"bridge\" gives public egress)", errInvalid)
-	}
 	// The operator picks the user (Pod Security needs a numeric non-root
 	// one known before the image is pulled); a spec may only name it.
 	if u := st.Params.User; u != "" {
@@ -56,16 +54,41 @@ func (s *Service) kubeSettings(st *settings) error {
 
 // kubeSpec is the pod of the sandbox b built with set.
 func (s *Service) kubeSpec(b *box, set settings) kubebox.Spec {
-	raw, _ := json.Marshal(set)
+	// The endpoints' token goes into the sandbox's Secret, not into the
+	// annotation that records the settings.
+	rec := set
+	rec.EndpointToken = ""
+	raw, _ := json.Marshal(rec)
 	p := set.Params
 	args := []string{"-socket", path.Join(kubebox.RunDir, "daemon.sock"), "-tcp-addr", kubebox.DaemonAddr(),
 		"-root", p.Workdir, "-prefix", p.Workdir, "-log-level", "warn",
 		"-exec-timeout", set.ExecTimeout.String(), "-max-output-bytes", strconv.FormatInt(set.MaxOutput, 10),
 		"-max-processes", strconv.Itoa(s.cfg.MaxProcesses),
 		"-process-buffer-bytes", strconv.FormatInt(s.cfg.ProcessBufferBytes, 10)}
+	// The endpoints are reached the other way round: the daemon listens on
+	// the pod's loopback and hands each connection to the service's Tunnel
+	// call (serveKubeEndpoints), so the pod needs no network for them.
+	for _, ep := range s.endpoints {
+		if ep.wanted(set) {
+			args = append(args, "-tunnel", ep.name+"="+strconv.Itoa(ep.port))
+		}
+	}
+	if s.relaysTraces(set) {
+		sock := path.Join(kubebox.RunDir, traceSocket)
+		args = append(args, "-tunnel", traceTunnel+"="+sock, "-otlp-socket", sock)
+	}
+	env := s.sandboxEnv(set, nil)
+	var secretEnv []string
+	for k, v := range env {
+		if set.EndpointToken != "" && v == set.EndpointToken {
+			secretEnv = append(secretEnv, k)
+		}
+	}
+	slices.Sort(secretEnv)
 	return kubebox.Spec{Name: b.name, Key: b.key, User: b.user, Agent: b.agent, Settings: string(raw),
 		Image: p.Image, Workdir: p.Workdir, Network: p.Network, Memory: p.Memory, NanoCPUs: p.NanoCPUs,
-		ReadOnly: p.ReadOnly, TmpfsMB: p.TmpfsMB, WorkspaceBytes: p.WorkspaceBytes, Env: p.Env, DaemonArgs: args}
+		ReadOnly: p.ReadOnly, TmpfsMB: p.TmpfsMB, WorkspaceBytes: p.WorkspaceBytes, Env: env,
+		EndpointToken: set.EndpointToken, SecretEnv: secretEnv, DaemonArgs: args}
 }
 
 // startKube runs the sandbox's pod (its workspace claim kept from earlier
@@ -90,6 +113,9 @@ func (s *Service) startKube(ctx context.Context, b *box, set settings, fresh boo
 	if err == nil {
 		b.mu.Lock()
 		b.containerID, b.volume = st.UID, kubebox.ClaimName(b.name)
+		// A pod that already ran (a start a restart of the service
+		// interrupted) knows the stored token, not the one just made.
+		b.set.EndpointToken = st.EndpointToken
 		b.mu.Unlock()
 		err = s.connectKube(ctx, b, st.Token)
 	}
@@ -150,6 +176,7 @@ func (s *Service) connectKube(ctx context.Context, b *box, token string) error {
 		cancel()
 		if err == nil {
 			s.attachDaemon(b, conn, cli, h.GetVersion())
+			s.serveKubeEndpoints(b)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -237,17 +264,18 @@ func (s *Service) adoptKube(ctx context.Context) {
 			continue
 		}
 		b.life.Lock()
-		token, err := s.kube.Token(ctx, p.Name)
+		tokens, err := s.kube.Tokens(ctx, p.Name)
 		if err == nil {
 			b.mu.Lock()
 			// A sandbox that claimed a warm pod keeps that pod's name.
 			b.name = p.Name
+			set.EndpointToken = tokens.EndpointToken
 			b.set, b.containerID, b.volume, b.lastUsed = set, string(p.UID), kubebox.ClaimName(p.Name), s.now()
 			if set.TTL > 0 {
 				b.expires = p.CreationTimestamp.Add(set.TTL)
 			}
 			b.mu.Unlock()
-			err = s.connectKube(ctx, b, token)
+			err = s.connectKube(ctx, b, tokens.Token)
 		}
 		if err != nil {
 			s.log.Warn("adopt sandbox pod", "pod", p.Name, "err", err)
@@ -281,9 +309,11 @@ func (s *Service) adoptKube(ctx context.Context) {
 }
 
 // warmFitsKube adds what a pod cannot change once made to warmFits: its
-// memory and CPU limits (a Docker container's are updated at the claim).
+// memory and CPU limits (a Docker container's are updated at the claim) and
+// the endpoints, whose tunnels and variables its daemon and processes get
+// when it is made.
 func (s *Service) warmFitsKube(set settings) bool {
-	return s.warmFits(set) && set.Params.Memory == s.cfg.DefaultMemory && set.Params.NanoCPUs == s.cfg.DefaultNanoCPUs &&
+	return s.warmFits(set) && !s.wantsEndpoints(set) && set.Params.Memory == s.cfg.DefaultMemory && set.Params.NanoCPUs == s.cfg.DefaultNanoCPUs &&
 		set.Params.TmpfsMB == DefaultTmpfsMB
 }
 
@@ -307,15 +337,15 @@ func (s *Service) claimKube(ctx context.Context, b *box, set settings) bool {
 	spec := s.kubeSpec(b, set)
 	spec.Name = w.name
 	err := s.kube.ClaimWarm(ctx, w.name, spec)
-	var token string
+	var tokens kubebox.Tokens
 	if err == nil {
-		token, err = s.kube.Token(ctx, w.name)
+		tokens, err = s.kube.Tokens(ctx, w.name)
 	}
 	if err == nil {
 		b.mu.Lock()
 		b.name, b.containerID, b.volume = w.name, w.id, kubebox.ClaimName(w.name)
 		b.mu.Unlock()
-		err = s.connectKube(ctx, b, token)
+		err = s.connectKube(ctx, b, tokens.Token)
 	}
 	if err != nil {
 		s.log.Warn("claiming a warm pod failed; starting the sandbox cold", "agent", b.agent, "pod", w.name, "err", err)
@@ -361,4 +391,48 @@ func (s *Service) makeWarmPod(ctx context.Context, img string) (*warmContainer, 
 	}
 	w.id = st.UID
 	return w, nil
+}
+
+// traceTunnel names the daemon tunnel its spans are exported through.
+const traceTunnel = "otlp"
+
+// serveKubeEndpoints makes sure the service serves the endpoints of a
+// sandbox pod (and the relay of its daemon's spans) on the daemon's
+// tunnels. A listener asks the box for its daemon at every call, so it
+// carries on across a daemon restarted or a pod replaced. b.life is held.
+func (s *Service) serveKubeEndpoints(b *box) {
+	b.mu.Lock()
+	set, user := b.set, b.user
+	b.mu.Unlock()
+	daemon := func() daemonv1.DaemonClient {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.daemon == nil {
+			return nil
+		}
+		return b.daemon.Client()
+	}
+	log := s.log.With("agent", b.agent)
+	serve := func(name, token string, h http.Handler) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if cur := b.endpoints[name]; cur != nil {
+			if cur.token == token {
+				return
+			}
+			_ = cur.srv.Close()
+		}
+		if b.endpoints == nil {
+			b.endpoints = map[string]*boxEndpoint{}
+		}
+		b.endpoints[name] = &boxEndpoint{srv: endpoint.Serve(tunnel.Listen(name, daemon, log), h), token: token}
+	}
+	for _, ep := range s.endpoints {
+		if ep.wanted(set) {
+			serve(ep.name, set.EndpointToken, ep.handler(b.key, user, b.agent, set))
+		}
+	}
+	if s.relaysTraces(set) {
+		serve(traceTunnel, "", tracerelay.Handler(s.traceRelay))
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,67 @@ type flags struct {
 	version                            bool
 	install                            string
 	forwards                           forwardList
+	tunnels                            tunnelList
+}
+
+// tunnelRule is one -tunnel listener: a loopback port or a Unix socket
+// whose connections the daemon's Tunnel calls take.
+type tunnelRule struct{ name, addr string }
+
+// tunnelList is the repeatable -tunnel flag.
+type tunnelList []tunnelRule
+
+func (l *tunnelList) String() string {
+	var s []string
+	for _, r := range *l {
+		s = append(s, r.name+"="+r.addr)
+	}
+	return strings.Join(s, ",")
+}
+
+// Set takes name=port or name=/unix/socket, or several separated by commas.
+func (l *tunnelList) Set(v string) error {
+	for _, one := range strings.Split(v, ",") {
+		name, addr, ok := strings.Cut(one, "=")
+		port, perr := strconv.Atoi(addr)
+		switch {
+		case !ok || name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "":
+			return fmt.Errorf("tunnel %q: want name=port or name=/absolute/socket/path, the name in [a-z0-9-]", one)
+		case slices.ContainsFunc(*l, func(r tunnelRule) bool { return r.name == name }):
+			return fmt.Errorf("tunnel %q: the name %s is taken", one, name)
+		case strings.HasPrefix(addr, "/"):
+		case perr != nil || port < 1 || port > 65535:
+			return fmt.Errorf("tunnel %q: want name=port or name=/absolute/socket/path", one)
+		default:
+			addr = net.JoinHostPort("127.0.0.1", addr)
+		}
+		*l = append(*l, tunnelRule{name, addr})
+	}
+	return nil
+}
+
+// listenTunnels opens the -tunnel listeners.
+func listenTunnels(rules tunnelList) (map[string]*server.Tunnel, error) {
+	out := map[string]*server.Tunnel{}
+	for _, r := range rules {
+		var (
+			lis net.Listener
+			err error
+		)
+		if strings.HasPrefix(r.addr, "/") {
+			lis, err = listenUnix(r.addr, 0o600)
+		} else {
+			lis, err = net.Listen("tcp", r.addr)
+		}
+		if err != nil {
+			for _, t := range out {
+				t.Close()
+			}
+			return nil, fmt.Errorf("tunnel %s: %w", r.name, err)
+		}
+		out[r.name] = server.NewTunnel(lis)
+	}
+	return out, nil
 }
 
 // forwardList is the repeatable -forward flag.
@@ -117,6 +179,7 @@ func parse(args []string) (*flags, error) {
 	fs.StringVar(&f.otlpSocket, "otlp-socket", "", "export spans as OTLP/HTTP to this Unix socket (the sandbox service relays them to its collector); empty: no spans")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.StringVar(&f.install, "install", "", "copy wick-daemon and the wickfs beside it into this directory (mode 0555) and exit: how an init container places them into a pod's shared volume from an image with no shell")
+	fs.Var(&f.tunnels, "tunnel", "name=port or name=/unix/socket: listen on 127.0.0.1:port (or the socket) and hand each connection to the next Tunnel call naming it (repeatable); how the sandbox service offers its endpoints inside a sandbox it reaches only through the daemon")
 	fs.Var(&f.forwards, "forward", "port=/unix/socket: listen on 127.0.0.1:port and copy each connection to the socket (repeatable); how the sandbox service offers its endpoints inside a sandbox without a network")
 	if err := config.Parse(fs, args); err != nil {
 		return nil, err
@@ -175,7 +238,16 @@ func run(ctx context.Context, args []string) error {
 	if f.maxProcesses < 1 || f.processBuffer < 1 {
 		return fmt.Errorf("-max-processes and -process-buffer-bytes must be positive")
 	}
-	svc := server.New(wfs, server.WithMaxWriteBytes(f.maxWrite), server.WithProcessOptions(
+	tunnels, err := listenTunnels(f.tunnels)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, t := range tunnels {
+			t.Close()
+		}
+	}()
+	svc := server.New(wfs, server.WithMaxWriteBytes(f.maxWrite), server.WithTunnels(tunnels), server.WithProcessOptions(
 		process.WithMaxRunning(f.maxProcesses), process.WithBufferBytes(f.processBuffer)))
 	// The processes die with the daemon rather than linger unreachable.
 	defer svc.Close()

@@ -122,19 +122,28 @@ type Started struct {
 	UID string
 	// NewWorkspace says the claim was created by this start.
 	NewWorkspace bool
-	Token        string
+	Tokens
+}
+
+// Tokens are what a sandbox's Secret holds.
+type Tokens struct {
+	// Token is the daemon's.
+	Token string
+	// EndpointToken is the endpoints' (Spec.EndpointToken).
+	EndpointToken string
 }
 
 // Start makes the sandbox's objects that are missing and waits until its
 // pod runs. A pod of the name that has ended, or is going, is replaced; the
 // workspace claim is kept.
 func (c *Client) Start(ctx context.Context, s Spec) (Started, error) {
-	var st Started
-	token, err := c.ensureSecret(ctx, s)
-	if err != nil {
+	var (
+		st  Started
+		err error
+	)
+	if st.Tokens, err = c.ensureSecret(ctx, s); err != nil {
 		return st, err
 	}
-	st.Token = token
 	if st.NewWorkspace, err = c.ensureClaim(ctx, s); err != nil {
 		return st, err
 	}
@@ -173,33 +182,37 @@ func (c *Client) Start(ctx context.Context, s Spec) (Started, error) {
 	return st, nil
 }
 
-func (c *Client) ensureSecret(ctx context.Context, s Spec) (string, error) {
+func (c *Client) ensureSecret(ctx context.Context, s Spec) (Tokens, error) {
 	secrets := c.cs.CoreV1().Secrets(c.cfg.Namespace)
 	// A new pod gets a new token: one a previous pod's processes knew is
 	// worth nothing now. The pod reads it at start, so it is replaced
 	// before the pod is made.
-	token := NewToken()
-	_, err := secrets.Create(ctx, c.Secret(s, token), metav1.CreateOptions{})
+	t := Tokens{Token: NewToken(), EndpointToken: s.EndpointToken}
+	_, err := secrets.Create(ctx, c.Secret(s, t.Token), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		sec, gerr := secrets.Get(ctx, s.Name, metav1.GetOptions{})
 		if gerr != nil {
-			return "", fmt.Errorf("get secret %s: %w", s.Name, gerr)
+			return Tokens{}, fmt.Errorf("get secret %s: %w", s.Name, gerr)
 		}
 		if p, perr := c.cs.CoreV1().Pods(c.cfg.Namespace).Get(ctx, s.Name, metav1.GetOptions{}); perr == nil && p.DeletionTimestamp == nil &&
 			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			// The pod that runs knows the stored token.
-			return string(sec.Data[TokenKey]), nil
+			// The pod that runs knows the stored tokens.
+			return tokensOf(sec), nil
 		}
-		sec.Data = map[string][]byte{TokenKey: []byte(token)}
+		sec.Data = secretData(s, t.Token)
 		if _, err := secrets.Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
-			return "", fmt.Errorf("update secret %s: %w", s.Name, err)
+			return Tokens{}, fmt.Errorf("update secret %s: %w", s.Name, err)
 		}
-		return token, nil
+		return t, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("create secret %s: %w", s.Name, err)
+		return Tokens{}, fmt.Errorf("create secret %s: %w", s.Name, err)
 	}
-	return token, nil
+	return t, nil
+}
+
+func tokensOf(sec *corev1.Secret) Tokens {
+	return Tokens{Token: string(sec.Data[TokenKey]), EndpointToken: string(sec.Data[EndpointTokenKey])}
 }
 
 func (c *Client) ensureClaim(ctx context.Context, s Spec) (bool, error) {
@@ -310,13 +323,13 @@ func Running(p *corev1.Pod) bool {
 	return false
 }
 
-// Token is the daemon token the sandbox's Secret holds.
-func (c *Client) Token(ctx context.Context, name string) (string, error) {
+// Tokens are the tokens the sandbox's Secret holds.
+func (c *Client) Tokens(ctx context.Context, name string) (Tokens, error) {
 	sec, err := c.cs.CoreV1().Secrets(c.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", fmt.Errorf("get secret %s: %w", name, err)
+		return Tokens{}, fmt.Errorf("get secret %s: %w", name, err)
 	}
-	return string(sec.Data[TokenKey]), nil
+	return tokensOf(sec), nil
 }
 
 // DeletePod deletes the sandbox's pod and waits until it is gone, so a

@@ -8,6 +8,7 @@ package kubebox
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +50,8 @@ const (
 	DaemonPort = 7070
 	// TokenKey is the daemon token's key in the sandbox's Secret.
 	TokenKey = "token"
+	// EndpointTokenKey is the endpoints' token's key in the sandbox's Secret.
+	EndpointTokenKey = "endpoint-token"
 	// TokenEnv is how the daemon reads its token (wick-daemon's TokenEnv).
 	TokenEnv = "WICK_DAEMON_TOKEN"
 	// InstallerPath is wick-daemon in the daemon image.
@@ -77,6 +80,11 @@ type Spec struct {
 	TmpfsMB        int64
 	WorkspaceBytes int64
 	Env            map[string]string
+	// EndpointToken is what the sandbox's endpoints require. It is kept in
+	// the sandbox's Secret, out of the pod's spec and annotations, and the
+	// variables SecretEnv names are given it.
+	EndpointToken string
+	SecretEnv     []string
 	// DaemonArgs follow the daemon binary on its command line.
 	DaemonArgs []string
 	// Skills, when set, is mounted read-only at SkillsDir in the workdir.
@@ -110,10 +118,17 @@ func (c *Client) meta(s Spec, name string) metav1.ObjectMeta {
 	return m
 }
 
-// Secret holds the sandbox's daemon token.
+// Secret holds the sandbox's daemon token and its endpoints' token.
 func (c *Client) Secret(s Spec, token string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: c.meta(s, s.Name), Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{TokenKey: []byte(token)}}
+	return &corev1.Secret{ObjectMeta: c.meta(s, s.Name), Type: corev1.SecretTypeOpaque, Data: secretData(s, token)}
+}
+
+func secretData(s Spec, token string) map[string][]byte {
+	d := map[string][]byte{TokenKey: []byte(token)}
+	if s.EndpointToken != "" {
+		d[EndpointTokenKey] = []byte(s.EndpointToken)
+	}
+	return d
 }
 
 // Claim is the sandbox's workspace.
@@ -181,9 +196,13 @@ func (c *Client) Pod(s Spec) *corev1.Pod {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if k != TokenEnv {
+		if k != TokenEnv && !slices.Contains(s.SecretEnv, k) {
 			env = append(env, corev1.EnvVar{Name: k, Value: s.Env[k]})
 		}
+	}
+	for _, k := range s.SecretEnv {
+		env = append(env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: EndpointTokenKey}}})
 	}
 	limits := corev1.ResourceList{
 		corev1.ResourceMemory: *resource.NewQuantity(s.Memory, resource.BinarySI),

@@ -149,3 +149,35 @@ func TestParseRunAs(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointTokenInTheSecret: the endpoints' token is in the Secret and
+// reaches the variables that carry it from there, never as a value in the
+// pod's spec.
+func TestEndpointTokenInTheSecret(t *testing.T) {
+	c := testClient(t, Config{Namespace: "sb", ManagerID: "m1", DaemonImage: "wick-sandbox:1", RunAs: RunAs{1000, 1001}})
+	s := testSpec()
+	s.EndpointToken = "e0e0"
+	s.Env = map[string]string{"OPENAI_API_KEY": "e0e0", "OPENAI_BASE_URL": "http://127.0.0.1:47100/v1"}
+	s.SecretEnv = []string{"OPENAI_API_KEY"}
+	if got := string(c.Secret(s, "d0d0").Data[EndpointTokenKey]); got != "e0e0" {
+		t.Errorf("secret's endpoint token %q", got)
+	}
+	var key, base *corev1.EnvVar
+	for i, e := range c.Pod(s).Spec.Containers[0].Env {
+		switch e.Name {
+		case "OPENAI_API_KEY":
+			key = &c.Pod(s).Spec.Containers[0].Env[i]
+		case "OPENAI_BASE_URL":
+			base = &c.Pod(s).Spec.Containers[0].Env[i]
+		}
+	}
+	if key == nil || key.Value != "" || key.ValueFrom == nil || key.ValueFrom.SecretKeyRef.Key != EndpointTokenKey || key.ValueFrom.SecretKeyRef.Name != s.Name {
+		t.Errorf("OPENAI_API_KEY %+v, want it from the Secret's %s", key, EndpointTokenKey)
+	}
+	if base == nil || base.Value != "http://127.0.0.1:47100/v1" {
+		t.Errorf("OPENAI_BASE_URL %+v", base)
+	}
+	if _, ok := c.Secret(testSpec(), "d0d0").Data[EndpointTokenKey]; ok {
+		t.Error("a sandbox without endpoints has an endpoint token")
+	}
+}

@@ -8,16 +8,20 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -34,7 +38,9 @@ import (
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
 	"github.com/wick-agent/wick/platform/identity"
+	"github.com/wick-agent/wick/platform/netguard"
 	"github.com/wick-agent/wick/platform/testenv"
+	"github.com/wick-agent/wick/platform/usage"
 	"github.com/wick-agent/wick/services/sandbox"
 	"github.com/wick-agent/wick/services/sandbox/kubebox"
 	"github.com/wick-agent/wick/services/sandbox/sandboximage"
@@ -142,8 +148,20 @@ func TestSandboxPods(t *testing.T) {
 		}
 	}
 
+	// The model endpoint's upstream (the LLM gateway's HTTP API) and two
+	// destinations of the egress proxy, all in this process: the sandbox
+	// pods reach them only through their daemon's tunnels.
+	llm, daemonSpans := &recordingLLM{}, &recordingSpans{}
+	allowed, denied := egressDestination(t, "hello from the allowed server"), egressDestination(t, "the denied server answered")
+	bound := []string{allowed, denied} // the sandbox asks for allowed only
+	withEndpoints := []sandbox.Option{
+		sandbox.WithModelEndpoint(llm, func(h http.Header, user string) { h.Set("X-Test-User", user) }),
+		sandbox.WithEgressGuard(netguard.New(netip.MustParsePrefix("127.0.0.0/8"))),
+		sandbox.WithTraceRelay(daemonSpans),
+	}
+
 	stateDir := t.TempDir()
-	cli, stop := startSandboxService(t, asService, stateDir, 0)
+	cli, stop := startSandboxService(t, asService, stateDir, 0, bound, withEndpoints...)
 	uctx := context.Background()
 
 	begin := time.Now()
@@ -252,7 +270,7 @@ func TestSandboxPods(t *testing.T) {
 
 	// A restarted service adopts the running pod.
 	stop()
-	cli, stop = startSandboxService(t, asService, stateDir, 0)
+	cli, stop = startSandboxService(t, asService, stateDir, 0, bound, withEndpoints...)
 	got, err := cli.GetSandbox(uctx, &sandboxv1.GetSandboxRequest{AgentId: sandboxAgent})
 	if err != nil || got.GetSandbox().GetState() != "running" || got.GetSandbox().GetContainerId() != string(pod.UID) {
 		t.Fatalf("after a restart of the service: %v %v, want pod %s running", got, err, pod.UID)
@@ -279,11 +297,32 @@ func TestSandboxPods(t *testing.T) {
 		t.Errorf("after DeleteSandbox: %s", left)
 	}
 
+	// A sandbox with the model endpoint and an egress allow-list: its pod
+	// still has no network, and both are served through the daemon.
+	checkEndpoints(t, c, cli, llm, allowed, denied)
+	// The daemons' spans come back the same way.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return daemonSpans.count() > 0, nil
+	}); err != nil {
+		t.Errorf("no span of a pod's wick-daemon reached the service's exporter: %v", err)
+	}
+	stop()
+	cli, stop = startSandboxService(t, asService, stateDir, 0, bound, withEndpoints...)
+	if out := runAs(t, cli, endpointsAgent, callModel); !strings.Contains(out, `"model":"fake"`) {
+		t.Errorf("the model endpoint after a restart of the service: %q", out)
+	}
+	if _, err := cli.DeleteSandbox(uctx, &sandboxv1.DeleteSandboxRequest{AgentId: endpointsAgent}); err != nil {
+		t.Fatalf("DeleteSandbox: %v", err)
+	}
+	if left := objectsLeft(t, c, kubebox.LabelManager+"="+sandboxManager); left != "" {
+		t.Errorf("after DeleteSandbox of the endpoints' sandbox: %s", left)
+	}
+
 	// The warm pool: a new sandbox claims a ready pod, which keeps its name
 	// and gets the sandbox's key; the pool makes another.
 	stop()
 	reg := prometheus.NewRegistry()
-	cli, stop = startSandboxService(t, asService, stateDir, 1, sandbox.WithMetrics(reg))
+	cli, stop = startSandboxService(t, asService, stateDir, 1, nil, sandbox.WithMetrics(reg))
 	waitWarmReady(t, reg)
 	warm := waitWarmPod(t, c, "")
 	begin = time.Now()
@@ -316,6 +355,143 @@ func TestSandboxPods(t *testing.T) {
 	if left := objectsLeft(t, c, kubebox.LabelManager+"="+sandboxManager); left != "" {
 		t.Errorf("after the sandbox was deleted and the service closed: %s", left)
 	}
+}
+
+// endpointsAgent's sandbox has the model endpoint and an egress allow-list.
+const endpointsAgent = "networked"
+
+// callModel calls the model endpoint from inside a sandbox as an OpenAI SDK
+// would, with what its environment says.
+const callModel = `python3 -c 'import os, urllib.request as u
+r = u.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=b"{}",
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"})
+print(u.urlopen(r).read().decode())'`
+
+// proxyGet fetches url through the egress proxy the environment names and
+// prints the status and body, whatever the status.
+func proxyGet(url string) string {
+	return `python3 -c 'import urllib.request as u, urllib.error as e
+try:
+    r = u.urlopen("` + url + `"); print(r.status, r.read().decode())
+except e.HTTPError as x:
+    print(x.code, x.read().decode())'`
+}
+
+// checkEndpoints makes endpointsAgent's sandbox and checks that its
+// endpoints work from inside the pod while the token stays in the Secret
+// and the pod's policy allows no egress at all.
+func checkEndpoints(t *testing.T, c *cluster.Cluster, cli sandboxv1.SandboxServiceClient, llm *recordingLLM, allowed, denied string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := cli.EnsureSandbox(ctx, &sandboxv1.EnsureSandboxRequest{AgentId: endpointsAgent, Spec: &sandboxv1.SandboxSpec{
+		ModelEndpoint: true, EgressAllow: []string{allowed}}}); err != nil {
+		t.Fatalf("EnsureSandbox with endpoints: %v", err)
+	}
+	pod := sandboxPod(t, c)
+	for _, e := range pod.Spec.Containers[0].Env {
+		if e.Name == "OPENAI_API_KEY" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+			t.Errorf("OPENAI_API_KEY in the pod spec: %+v, want it from the Secret", e)
+		}
+	}
+	sec, err := c.Client.CoreV1().Secrets(sandboxNS).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := string(sec.Data[kubebox.EndpointTokenKey])
+	if len(token) < 32 || strings.Contains(pod.Annotations[kubebox.AnnotationSpec], token) {
+		t.Errorf("endpoint token %q in the Secret; the settings annotation %s", token, pod.Annotations[kubebox.AnnotationSpec])
+	}
+	np, err := c.Client.NetworkingV1().NetworkPolicies(sandboxNS).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil || len(np.Spec.Egress) != 0 || !slices.Contains(np.Spec.PolicyTypes, "Egress") {
+		t.Errorf("network policy of a sandbox with endpoints: %+v, %v; want no egress", np, err)
+	}
+
+	out := runAs(t, cli, endpointsAgent, callModel)
+	if !strings.Contains(out, `"model":"fake"`) {
+		t.Errorf("the model endpoint from inside the pod: %q", out)
+	}
+	if got := llm.last(); got.path != "/v1/chat/completions" || got.user != "alice" || got.agent != endpointsAgent || got.auth != "" {
+		t.Errorf("the upstream saw %+v, want the call signed as alice for %s without the sandbox's token", got, endpointsAgent)
+	}
+	if out := runAs(t, cli, endpointsAgent, `python3 -c 'import os, urllib.request as u, urllib.error as e
+try:
+    u.urlopen(u.Request(os.environ["OPENAI_BASE_URL"] + "/models", headers={"Authorization": "Bearer wrong"}))
+except e.HTTPError as x:
+    print(x.code)'`); out != "401\n" {
+		t.Errorf("the model endpoint with a wrong token: %q, want 401", out)
+	}
+	if out := runAs(t, cli, endpointsAgent, proxyGet("http://"+allowed+"/")); out != "200 hello from the allowed server\n" {
+		t.Errorf("the allowed destination through the egress proxy: %q", out)
+	}
+	if out := runAs(t, cli, endpointsAgent, proxyGet("http://"+denied+"/")); !strings.HasPrefix(out, "403 ") || strings.Contains(out, "denied server answered") {
+		t.Errorf("a destination outside the allow-list: %q, want 403 from the proxy", out)
+	}
+}
+
+// recordingLLM stands for the LLM gateway's HTTP API: it answers every
+// call and remembers the last one.
+type recordingLLM struct {
+	mu  sync.Mutex
+	got llmCall
+}
+
+type llmCall struct{ path, user, agent, auth string }
+
+func (l *recordingLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	l.got = llmCall{path: r.URL.Path, user: r.Header.Get("X-Test-User"), agent: r.Header.Get(usage.AgentHeader),
+		auth: r.Header.Get("Authorization") + r.Header.Get("x-api-key")}
+	l.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"model":"fake","choices":[]}`)
+}
+
+func (l *recordingLLM) last() llmCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.got
+}
+
+// recordingSpans stands for the service's trace exporter: it counts the
+// spans relayed from the sandboxes' daemons.
+type recordingSpans struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *recordingSpans) UploadTraces(_ context.Context, spans []*tracepb.ResourceSpans) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range spans {
+		for _, a := range rs.GetResource().GetAttributes() {
+			if a.GetKey() == "service.name" && a.GetValue().GetStringValue() == "wick-daemon" {
+				for _, ss := range rs.GetScopeSpans() {
+					r.n += len(ss.GetSpans())
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (r *recordingSpans) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// egressDestination is an HTTP server on 127.0.0.2, which no sandbox's
+// NO_PROXY names; it returns host:port.
+func egressDestination(t *testing.T, body string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) })}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
 }
 
 // objectsLeft describes the sandbox objects sel selects, "" for none.
@@ -380,7 +556,7 @@ func waitWarmPod(t *testing.T, c *cluster.Cluster, not string) *corev1.Pod {
 // startSandboxService serves a sandbox service with the Kubernetes engine,
 // acting on the API server as rc says, over real gRPC on loopback, every
 // call as user alice; stop closes it.
-func startSandboxService(t *testing.T, rc *rest.Config, stateDir string, warmPool int, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
+func startSandboxService(t *testing.T, rc *rest.Config, stateDir string, warmPool int, egressBound []string, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
 	t.Helper()
 	kc, err := kubebox.New(rc, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
 		RunAs: kubebox.RunAs{UID: 1000, GID: 1000}})
@@ -388,7 +564,7 @@ func startSandboxService(t *testing.T, rc *rest.Config, stateDir string, warmPoo
 		t.Fatal(err)
 	}
 	svc, err := sandbox.New(sandbox.Config{StateDir: stateDir, ManagerID: sandboxManager, DefaultType: backend.Docker,
-		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, BuiltinSkills: true, WarmPool: warmPool}, append(opts, sandbox.WithKubernetes(kc))...)
+		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, BuiltinSkills: true, WarmPool: warmPool, EgressAllow: egressBound}, append(opts, sandbox.WithKubernetes(kc))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2488,6 +2488,116 @@ func (x *ListProcessesResponse) GetProcesses() []*ProcessInfo {
 	return nil
 }
 
+// TunnelRequest is one message of a Tunnel call.
+type TunnelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the tunnel listener's name; in the first request only.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// data are bytes to write to the connection.
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelRequest) Reset() {
+	*x = TunnelRequest{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelRequest) ProtoMessage() {}
+
+func (x *TunnelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelRequest.ProtoReflect.Descriptor instead.
+func (*TunnelRequest) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *TunnelRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TunnelRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// TunnelResponse is one message of a Tunnel call's answer; the first is empty.
+type TunnelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// data are bytes the connection sent.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// eof says the connection has closed its writing side and sends no more.
+	Eof           bool `protobuf:"varint,2,opt,name=eof,proto3" json:"eof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TunnelResponse) Reset() {
+	*x = TunnelResponse{}
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TunnelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TunnelResponse) ProtoMessage() {}
+
+func (x *TunnelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wick_daemon_v1_daemon_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TunnelResponse.ProtoReflect.Descriptor instead.
+func (*TunnelResponse) Descriptor() ([]byte, []int) {
+	return file_wick_daemon_v1_daemon_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *TunnelResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *TunnelResponse) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
 var File_wick_daemon_v1_daemon_proto protoreflect.FileDescriptor
 
 const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
@@ -2645,7 +2755,13 @@ const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03tag\x18\x02 \x01(\tR\x03tag\"R\n" +
 	"\x15ListProcessesResponse\x129\n" +
-	"\tprocesses\x18\x01 \x03(\v2\x1b.wick.daemon.v1.ProcessInfoR\tprocesses*\xa9\x02\n" +
+	"\tprocesses\x18\x01 \x03(\v2\x1b.wick.daemon.v1.ProcessInfoR\tprocesses\"7\n" +
+	"\rTunnelRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"6\n" +
+	"\x0eTunnelResponse\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x10\n" +
+	"\x03eof\x18\x02 \x01(\bR\x03eof*\xa9\x02\n" +
 	"\rProcessSignal\x12\x1e\n" +
 	"\x1aPROCESS_SIGNAL_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15PROCESS_SIGNAL_SIGHUP\x10\x01\x12\x19\n" +
@@ -2657,7 +2773,7 @@ const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\x16PROCESS_SIGNAL_SIGUSR2\x10\f\x12\x1a\n" +
 	"\x16PROCESS_SIGNAL_SIGTERM\x10\x0f\x12\x1a\n" +
 	"\x16PROCESS_SIGNAL_SIGCONT\x10\x12\x12\x1a\n" +
-	"\x16PROCESS_SIGNAL_SIGSTOP\x10\x132\x99\b\n" +
+	"\x16PROCESS_SIGNAL_SIGSTOP\x10\x132\xe6\b\n" +
 	"\x06Daemon\x12G\n" +
 	"\x06Health\x12\x1d.wick.daemon.v1.HealthRequest\x1a\x1e.wick.daemon.v1.HealthResponse\x12C\n" +
 	"\x04Exec\x12\x1b.wick.daemon.v1.ExecRequest\x1a\x1c.wick.daemon.v1.ExecResponse0\x01\x12Q\n" +
@@ -2671,7 +2787,8 @@ const file_wick_daemon_v1_daemon_proto_rawDesc = "" +
 	"\fStartProcess\x12#.wick.daemon.v1.StartProcessRequest\x1a$.wick.daemon.v1.StartProcessResponse\x12`\n" +
 	"\rAttachProcess\x12$.wick.daemon.v1.AttachProcessRequest\x1a%.wick.daemon.v1.AttachProcessResponse(\x010\x01\x12\\\n" +
 	"\rSignalProcess\x12$.wick.daemon.v1.SignalProcessRequest\x1a%.wick.daemon.v1.SignalProcessResponse\x12\\\n" +
-	"\rListProcesses\x12$.wick.daemon.v1.ListProcessesRequest\x1a%.wick.daemon.v1.ListProcessesResponseB8Z6github.com/wick-agent/wick/gen/wick/daemon/v1;daemonv1b\x06proto3"
+	"\rListProcesses\x12$.wick.daemon.v1.ListProcessesRequest\x1a%.wick.daemon.v1.ListProcessesResponse\x12K\n" +
+	"\x06Tunnel\x12\x1d.wick.daemon.v1.TunnelRequest\x1a\x1e.wick.daemon.v1.TunnelResponse(\x010\x01B8Z6github.com/wick-agent/wick/gen/wick/daemon/v1;daemonv1b\x06proto3"
 
 var (
 	file_wick_daemon_v1_daemon_proto_rawDescOnce sync.Once
@@ -2686,7 +2803,7 @@ func file_wick_daemon_v1_daemon_proto_rawDescGZIP() []byte {
 }
 
 var file_wick_daemon_v1_daemon_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wick_daemon_v1_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_wick_daemon_v1_daemon_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_wick_daemon_v1_daemon_proto_goTypes = []any{
 	(ProcessSignal)(0),            // 0: wick.daemon.v1.ProcessSignal
 	(*HealthRequest)(nil),         // 1: wick.daemon.v1.HealthRequest
@@ -2723,30 +2840,32 @@ var file_wick_daemon_v1_daemon_proto_goTypes = []any{
 	(*SignalProcessResponse)(nil), // 32: wick.daemon.v1.SignalProcessResponse
 	(*ListProcessesRequest)(nil),  // 33: wick.daemon.v1.ListProcessesRequest
 	(*ListProcessesResponse)(nil), // 34: wick.daemon.v1.ListProcessesResponse
-	nil,                           // 35: wick.daemon.v1.ExecRequest.EnvEntry
-	nil,                           // 36: wick.daemon.v1.TerminalStart.EnvEntry
-	nil,                           // 37: wick.daemon.v1.StartProcessRequest.EnvEntry
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(*TunnelRequest)(nil),         // 35: wick.daemon.v1.TunnelRequest
+	(*TunnelResponse)(nil),        // 36: wick.daemon.v1.TunnelResponse
+	nil,                           // 37: wick.daemon.v1.ExecRequest.EnvEntry
+	nil,                           // 38: wick.daemon.v1.TerminalStart.EnvEntry
+	nil,                           // 39: wick.daemon.v1.StartProcessRequest.EnvEntry
+	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
 }
 var file_wick_daemon_v1_daemon_proto_depIdxs = []int32{
-	38, // 0: wick.daemon.v1.HealthResponse.uptime:type_name -> google.protobuf.Duration
-	38, // 1: wick.daemon.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
-	35, // 2: wick.daemon.v1.ExecRequest.env:type_name -> wick.daemon.v1.ExecRequest.EnvEntry
+	40, // 0: wick.daemon.v1.HealthResponse.uptime:type_name -> google.protobuf.Duration
+	40, // 1: wick.daemon.v1.ExecRequest.timeout:type_name -> google.protobuf.Duration
+	37, // 2: wick.daemon.v1.ExecRequest.env:type_name -> wick.daemon.v1.ExecRequest.EnvEntry
 	5,  // 3: wick.daemon.v1.ExecResponse.exit:type_name -> wick.daemon.v1.ExitStatus
-	38, // 4: wick.daemon.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
+	40, // 4: wick.daemon.v1.ExitStatus.duration:type_name -> google.protobuf.Duration
 	7,  // 5: wick.daemon.v1.TerminalRequest.start:type_name -> wick.daemon.v1.TerminalStart
 	8,  // 6: wick.daemon.v1.TerminalRequest.resize:type_name -> wick.daemon.v1.TerminalSize
 	8,  // 7: wick.daemon.v1.TerminalStart.size:type_name -> wick.daemon.v1.TerminalSize
-	36, // 8: wick.daemon.v1.TerminalStart.env:type_name -> wick.daemon.v1.TerminalStart.EnvEntry
+	38, // 8: wick.daemon.v1.TerminalStart.env:type_name -> wick.daemon.v1.TerminalStart.EnvEntry
 	5,  // 9: wick.daemon.v1.TerminalResponse.exit:type_name -> wick.daemon.v1.ExitStatus
 	10, // 10: wick.daemon.v1.LsResponse.entries:type_name -> wick.daemon.v1.DirEntry
 	16, // 11: wick.daemon.v1.WriteFileRequest.header:type_name -> wick.daemon.v1.WriteFileHeader
 	21, // 12: wick.daemon.v1.GrepResponse.matches:type_name -> wick.daemon.v1.GrepMatch
-	37, // 13: wick.daemon.v1.StartProcessRequest.env:type_name -> wick.daemon.v1.StartProcessRequest.EnvEntry
+	39, // 13: wick.daemon.v1.StartProcessRequest.env:type_name -> wick.daemon.v1.StartProcessRequest.EnvEntry
 	27, // 14: wick.daemon.v1.StartProcessResponse.process:type_name -> wick.daemon.v1.ProcessInfo
 	5,  // 15: wick.daemon.v1.ProcessInfo.exit:type_name -> wick.daemon.v1.ExitStatus
-	39, // 16: wick.daemon.v1.ProcessInfo.started_at:type_name -> google.protobuf.Timestamp
+	41, // 16: wick.daemon.v1.ProcessInfo.started_at:type_name -> google.protobuf.Timestamp
 	29, // 17: wick.daemon.v1.AttachProcessRequest.attach:type_name -> wick.daemon.v1.ProcessAttach
 	25, // 18: wick.daemon.v1.AttachProcessRequest.start:type_name -> wick.daemon.v1.StartProcessRequest
 	5,  // 19: wick.daemon.v1.AttachProcessResponse.exit:type_name -> wick.daemon.v1.ExitStatus
@@ -2766,21 +2885,23 @@ var file_wick_daemon_v1_daemon_proto_depIdxs = []int32{
 	28, // 33: wick.daemon.v1.Daemon.AttachProcess:input_type -> wick.daemon.v1.AttachProcessRequest
 	31, // 34: wick.daemon.v1.Daemon.SignalProcess:input_type -> wick.daemon.v1.SignalProcessRequest
 	33, // 35: wick.daemon.v1.Daemon.ListProcesses:input_type -> wick.daemon.v1.ListProcessesRequest
-	2,  // 36: wick.daemon.v1.Daemon.Health:output_type -> wick.daemon.v1.HealthResponse
-	4,  // 37: wick.daemon.v1.Daemon.Exec:output_type -> wick.daemon.v1.ExecResponse
-	9,  // 38: wick.daemon.v1.Daemon.Terminal:output_type -> wick.daemon.v1.TerminalResponse
-	12, // 39: wick.daemon.v1.Daemon.Ls:output_type -> wick.daemon.v1.LsResponse
-	14, // 40: wick.daemon.v1.Daemon.ReadFile:output_type -> wick.daemon.v1.ReadFileResponse
-	17, // 41: wick.daemon.v1.Daemon.WriteFile:output_type -> wick.daemon.v1.WriteFileResponse
-	19, // 42: wick.daemon.v1.Daemon.EditFile:output_type -> wick.daemon.v1.EditFileResponse
-	22, // 43: wick.daemon.v1.Daemon.Grep:output_type -> wick.daemon.v1.GrepResponse
-	24, // 44: wick.daemon.v1.Daemon.Glob:output_type -> wick.daemon.v1.GlobResponse
-	26, // 45: wick.daemon.v1.Daemon.StartProcess:output_type -> wick.daemon.v1.StartProcessResponse
-	30, // 46: wick.daemon.v1.Daemon.AttachProcess:output_type -> wick.daemon.v1.AttachProcessResponse
-	32, // 47: wick.daemon.v1.Daemon.SignalProcess:output_type -> wick.daemon.v1.SignalProcessResponse
-	34, // 48: wick.daemon.v1.Daemon.ListProcesses:output_type -> wick.daemon.v1.ListProcessesResponse
-	36, // [36:49] is the sub-list for method output_type
-	23, // [23:36] is the sub-list for method input_type
+	35, // 36: wick.daemon.v1.Daemon.Tunnel:input_type -> wick.daemon.v1.TunnelRequest
+	2,  // 37: wick.daemon.v1.Daemon.Health:output_type -> wick.daemon.v1.HealthResponse
+	4,  // 38: wick.daemon.v1.Daemon.Exec:output_type -> wick.daemon.v1.ExecResponse
+	9,  // 39: wick.daemon.v1.Daemon.Terminal:output_type -> wick.daemon.v1.TerminalResponse
+	12, // 40: wick.daemon.v1.Daemon.Ls:output_type -> wick.daemon.v1.LsResponse
+	14, // 41: wick.daemon.v1.Daemon.ReadFile:output_type -> wick.daemon.v1.ReadFileResponse
+	17, // 42: wick.daemon.v1.Daemon.WriteFile:output_type -> wick.daemon.v1.WriteFileResponse
+	19, // 43: wick.daemon.v1.Daemon.EditFile:output_type -> wick.daemon.v1.EditFileResponse
+	22, // 44: wick.daemon.v1.Daemon.Grep:output_type -> wick.daemon.v1.GrepResponse
+	24, // 45: wick.daemon.v1.Daemon.Glob:output_type -> wick.daemon.v1.GlobResponse
+	26, // 46: wick.daemon.v1.Daemon.StartProcess:output_type -> wick.daemon.v1.StartProcessResponse
+	30, // 47: wick.daemon.v1.Daemon.AttachProcess:output_type -> wick.daemon.v1.AttachProcessResponse
+	32, // 48: wick.daemon.v1.Daemon.SignalProcess:output_type -> wick.daemon.v1.SignalProcessResponse
+	34, // 49: wick.daemon.v1.Daemon.ListProcesses:output_type -> wick.daemon.v1.ListProcessesResponse
+	36, // 50: wick.daemon.v1.Daemon.Tunnel:output_type -> wick.daemon.v1.TunnelResponse
+	37, // [37:51] is the sub-list for method output_type
+	23, // [23:37] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -2828,7 +2949,7 @@ func file_wick_daemon_v1_daemon_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wick_daemon_v1_daemon_proto_rawDesc), len(file_wick_daemon_v1_daemon_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ const (
 	Daemon_AttachProcess_FullMethodName = "/wick.daemon.v1.Daemon/AttachProcess"
 	Daemon_SignalProcess_FullMethodName = "/wick.daemon.v1.Daemon/SignalProcess"
 	Daemon_ListProcesses_FullMethodName = "/wick.daemon.v1.Daemon/ListProcesses"
+	Daemon_Tunnel_FullMethodName        = "/wick.daemon.v1.Daemon/Tunnel"
 )
 
 // DaemonClient is the client API for Daemon service.
@@ -79,6 +80,16 @@ type DaemonClient interface {
 	SignalProcess(ctx context.Context, in *SignalProcessRequest, opts ...grpc.CallOption) (*SignalProcessResponse, error)
 	// ListProcesses lists running processes and recently exited ones.
 	ListProcesses(ctx context.Context, in *ListProcessesRequest, opts ...grpc.CallOption) (*ListProcessesResponse, error)
+	// Tunnel hands the caller one connection made inside the sandbox to one of
+	// the daemon's tunnel listeners (wick-daemon -tunnel name=address), so that
+	// the caller can serve it where no network joins the two. The first
+	// request names the listener; the daemon answers with an empty response
+	// once a connection arrives there, then copies the requests' data to the
+	// connection and the connection's bytes to the responses. A response with
+	// eof says the connection sends no more; ending the request stream closes
+	// the connection for writing. The call ends when both directions have, or
+	// when it is cancelled (which closes the connection).
+	Tunnel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[TunnelRequest, TunnelResponse], error)
 }
 
 type daemonClient struct {
@@ -246,6 +257,19 @@ func (c *daemonClient) ListProcesses(ctx context.Context, in *ListProcessesReque
 	return out, nil
 }
 
+func (c *daemonClient) Tunnel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[TunnelRequest, TunnelResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Daemon_ServiceDesc.Streams[5], Daemon_Tunnel_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TunnelRequest, TunnelResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_TunnelClient = grpc.BidiStreamingClient[TunnelRequest, TunnelResponse]
+
 // DaemonServer is the server API for Daemon service.
 // All implementations must embed UnimplementedDaemonServer
 // for forward compatibility.
@@ -291,6 +315,16 @@ type DaemonServer interface {
 	SignalProcess(context.Context, *SignalProcessRequest) (*SignalProcessResponse, error)
 	// ListProcesses lists running processes and recently exited ones.
 	ListProcesses(context.Context, *ListProcessesRequest) (*ListProcessesResponse, error)
+	// Tunnel hands the caller one connection made inside the sandbox to one of
+	// the daemon's tunnel listeners (wick-daemon -tunnel name=address), so that
+	// the caller can serve it where no network joins the two. The first
+	// request names the listener; the daemon answers with an empty response
+	// once a connection arrives there, then copies the requests' data to the
+	// connection and the connection's bytes to the responses. A response with
+	// eof says the connection sends no more; ending the request stream closes
+	// the connection for writing. The call ends when both directions have, or
+	// when it is cancelled (which closes the connection).
+	Tunnel(grpc.BidiStreamingServer[TunnelRequest, TunnelResponse]) error
 	mustEmbedUnimplementedDaemonServer()
 }
 
@@ -339,6 +373,9 @@ func (UnimplementedDaemonServer) SignalProcess(context.Context, *SignalProcessRe
 }
 func (UnimplementedDaemonServer) ListProcesses(context.Context, *ListProcessesRequest) (*ListProcessesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListProcesses not implemented")
+}
+func (UnimplementedDaemonServer) Tunnel(grpc.BidiStreamingServer[TunnelRequest, TunnelResponse]) error {
+	return status.Error(codes.Unimplemented, "method Tunnel not implemented")
 }
 func (UnimplementedDaemonServer) mustEmbedUnimplementedDaemonServer() {}
 func (UnimplementedDaemonServer) testEmbeddedByValue()                {}
@@ -548,6 +585,13 @@ func _Daemon_ListProcesses_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Daemon_Tunnel_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(DaemonServer).Tunnel(&grpc.GenericServerStream[TunnelRequest, TunnelResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Daemon_TunnelServer = grpc.BidiStreamingServer[TunnelRequest, TunnelResponse]
+
 // Daemon_ServiceDesc is the grpc.ServiceDesc for Daemon service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -613,6 +657,12 @@ var Daemon_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "AttachProcess",
 			Handler:       _Daemon_AttachProcess_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Tunnel",
+			Handler:       _Daemon_Tunnel_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},

@@ -71,9 +71,18 @@ func ListenLoopback(h http.Handler) (*Server, error) {
 	return s, nil
 }
 
+// Serve serves h on lis, which the Server then owns.
+func Serve(lis net.Listener, h http.Handler) *Server {
+	s := &Server{lis: lis}
+	s.serve(h)
+	return s
+}
+
 func (s *Server) serve(h http.Handler) {
-	// No WriteTimeout: a model's streamed answer may take minutes.
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// No WriteTimeout: a model's streamed answer may take minutes. An idle
+	// kept-alive connection is closed after a while: through a tunnel it
+	// holds a call open.
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute}
 	go func() { _ = s.srv.Serve(s.lis) }()
 }
 
