@@ -1,16 +1,11 @@
 package k8s
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/wick-agent/wick/deploy/k8s/internal/suiteapi"
 	"github.com/wick-agent/wick/platform/identity"
 	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox"
@@ -173,7 +169,7 @@ func TestTopology(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 
 	gw := "http://" + topo.pods["gateway"][0].ports[httpPort(t, topo.pods["gateway"][0])]
-	api := &restClient{t: t, base: gw, token: "tok-alice"}
+	api := suiteapi.New(t, gw, "tok-alice")
 	runTopologyScenario(ctx, t, api, rdb, topo.pods["agent"])
 }
 
@@ -182,32 +178,32 @@ func TestTopology(t *testing.T) {
 // run ends with an error, the thread has every completed round and no call
 // without its result, and the next message runs to the end on the other
 // replica.
-func runTopologyScenario(ctx context.Context, t *testing.T, api *restClient, rdb *redis.Client, agents []*pod) {
+func runTopologyScenario(ctx context.Context, t *testing.T, api *suiteapi.Client, rdb *redis.Client, agents []*pod) {
 	// Round 1 writes a file; round 2 waits in the sandbox until the test
 	// writes "release"; then the model answers.
 	model := `script:{"turns":[` +
 		`{"text":"Writing.","tool_calls":[{"name":"write_file","arguments":{"path":"/workspace/round1.txt","content":"kept\n"}}]},` +
 		`{"text":"Waiting.","tool_calls":[{"name":"execute","arguments":{"command":"while [ ! -f release ]; do sleep 0.05; done; echo released"}}]},` +
 		`{"text":"All rounds done."}],"end_text":"All rounds done."}`
-	api.do("POST", "/agents", map[string]any{"agent_id": "topo", "model": model, "backend": map[string]any{"type": "docker"}}, nil)
+	api.Do("POST", "/agents", map[string]any{"agent_id": "topo", "model": model, "backend": map[string]any{"type": "docker"}}, nil)
 
-	stream := api.sse(ctx, "POST", "/agents/topo/stream", map[string]any{"messages": []map[string]string{{"role": "user", "content": "start"}}})
+	stream := api.SSE(ctx, "POST", "/agents/topo/stream", map[string]any{"messages": []map[string]string{{"role": "user", "content": "start"}}})
 	var runID, threadID string
 	wroteRound1 := false
 	for {
-		ev, err := stream.next()
+		ev, err := stream.Next()
 		if err != nil {
 			t.Fatalf("stream ended before round 2 started: %v", err)
 		}
-		runID, threadID = cmp.Or(runID, ev.str("run_id")), cmp.Or(threadID, ev.str("thread_id"))
-		if ev.event == "on_tool_end" && ev.str("name") == "write_file" {
+		runID, threadID = cmp.Or(runID, ev.Str("run_id")), cmp.Or(threadID, ev.Str("thread_id"))
+		if ev.Type == "on_tool_end" && ev.Str("name") == "write_file" {
 			wroteRound1 = true
 		}
-		if ev.event == "on_tool_start" && ev.str("name") == "execute" {
+		if ev.Type == "on_tool_start" && ev.Str("name") == "execute" {
 			break
 		}
-		if ev.event == "error" || ev.event == "done" {
-			t.Fatalf("run ended before round 2: %s %s", ev.event, ev.data)
+		if ev.Type == "error" || ev.Type == "done" {
+			t.Fatalf("run ended before round 2: %s %s", ev.Type, ev.Data)
 		}
 	}
 	if !wroteRound1 || runID == "" || threadID == "" {
@@ -235,72 +231,72 @@ func runTopologyScenario(ctx context.Context, t *testing.T, api *restClient, rdb
 
 	// The stream the user had ends, without a done.
 	for {
-		ev, err := stream.next()
+		ev, err := stream.Next()
 		if err != nil {
 			break
 		}
-		if ev.event == "done" {
-			t.Fatalf("the stream of a run whose replica was killed says done: %s", ev.data)
+		if ev.Type == "done" {
+			t.Fatalf("the stream of a run whose replica was killed says done: %s", ev.Data)
 		}
-		if ev.event == "error" {
+		if ev.Type == "error" {
 			break
 		}
 	}
 	// Re-joined on the survivor, the run ends with an error once its lease
 	// expired, and says so.
-	rejoin := api.sse(ctx, "GET", "/runs/"+runID+"/events", nil)
-	var last sseEvent
+	rejoin := api.SSE(ctx, "GET", "/runs/"+runID+"/events", nil)
+	var last suiteapi.Event
 	for {
-		ev, err := rejoin.next()
+		ev, err := rejoin.Next()
 		if err != nil {
 			break
 		}
 		last = ev
 	}
-	if last.event != "error" {
-		t.Fatalf("the re-joined run ended with %q %s, want an error event", last.event, last.data)
+	if last.Type != "error" {
+		t.Fatalf("the re-joined run ended with %q %s, want an error event", last.Type, last.Data)
 	}
 	var run map[string]any
-	api.do("GET", "/runs/"+runID, nil, &run)
+	api.Do("GET", "/runs/"+runID, nil, &run)
 	if st := fmt.Sprint(run["status"]); st == "running" || st == "done" || st == "completed" {
 		t.Fatalf("the killed run's status is %q", st)
 	}
 
 	// What the user kept: round 1 in the thread with its result, the file on
 	// the engine, and no call without a result.
-	msgs := api.thread(threadID)
-	checkPaired(t, msgs)
-	if !hasToolResult(msgs, "write_file") {
+	msgs := api.Thread(threadID)
+	suiteapi.CheckPaired(t, msgs)
+	if !suiteapi.HasToolResult(msgs, "write_file") {
 		t.Fatalf("round 1 (write_file) is not in the thread: %+v", msgs)
 	}
 	var file struct{ Content string }
-	api.do("GET", "/agents/topo/files/read?path=/workspace/round1.txt", nil, &file)
+	api.Do("GET", "/agents/topo/files/read?path=/workspace/round1.txt", nil, &file)
 	if file.Content != "kept\n" {
 		t.Fatalf("round1.txt holds %q", file.Content)
 	}
 
 	// The next message runs on the other replica to the end. The file lets a
 	// replayed round 2 through; it goes to the sandbox through the survivor.
-	api.do("PUT", "/agents/topo/files/write", map[string]any{"path": "/workspace/release", "content": "go"}, nil)
-	next := api.sse(ctx, "POST", "/agents/topo/stream", map[string]any{"thread_id": threadID,
+	api.Do("PUT", "/agents/topo/files/write", map[string]any{"path": "/workspace/release", "content": "go"}, nil)
+	next := api.SSE(ctx, "POST", "/agents/topo/stream", map[string]any{"thread_id": threadID,
 		"messages": []map[string]string{{"role": "user", "content": "go on"}}})
-	var end sseEvent
+	var end suiteapi.Event
 	for {
-		ev, err := next.next()
+		ev, err := next.Next()
 		if err != nil {
 			break
 		}
 		end = ev
-		if ev.event == "done" || ev.event == "error" {
+		if ev.Type == "done" || ev.Type == "error" {
 			break
 		}
 	}
-	if end.event != "done" {
-		t.Fatalf("the next run ended with %q %s, want done", end.event, end.data)
+	if end.Type != "done" {
+		t.Fatalf("the next run ended with %q %s, want done", end.Type, end.Data)
 	}
-	msgs = api.thread(threadID)
-	checkPaired(t, msgs)
-	if !hasToolResult(msgs, "write_file") || msgs[len(msgs)-1].Role != "assistant" || !strings.Contains(msgs[len(msgs)-1].Content, "All rounds done.") {
+	msgs = api.Thread(threadID)
+	suiteapi.CheckPaired(t, msgs)
+	if !suiteapi.HasToolResult(msgs, "write_file") || msgs[len(msgs)-1].Role != "assistant" || !strings.Contains(msgs[len(msgs)-1].Content, "All rounds done.") {
 		t.Fatalf("after the next run the thread is %+v", msgs)
 	}
 }
@@ -531,160 +527,4 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-// restClient calls the gateway's REST API as one user.
-type restClient struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-func (c *restClient) request(ctx context.Context, method, path string, body any) *http.Request {
-	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		rd = strings.NewReader(string(b))
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req
-}
-
-// do sends a request that must succeed and decodes its answer into out.
-func (c *restClient) do(method, path string, body, out any) {
-	c.t.Helper()
-	resp, err := http.DefaultClient.Do(c.request(c.t.Context(), method, path, body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			c.t.Fatalf("%s %s: %v: %s", method, path, err, b)
-		}
-	}
-}
-
-// message is a thread message as GET /threads/{id} gives it.
-type message struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	ToolCallID string `json:"tool_call_id"`
-	Name       string `json:"name"`
-	ToolCalls  []struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	} `json:"tool_calls"`
-}
-
-func (c *restClient) thread(id string) []message {
-	c.t.Helper()
-	var resp struct {
-		Thread struct {
-			Messages []message `json:"messages"`
-		} `json:"thread"`
-	}
-	c.do("GET", "/threads/"+id, nil, &resp)
-	return resp.Thread.Messages
-}
-
-// checkPaired fails when an assistant's tool call has no result, or a result
-// answers no call: providers refuse such a history.
-func checkPaired(t *testing.T, msgs []message) {
-	t.Helper()
-	calls := map[string]string{}
-	for _, m := range msgs {
-		for _, tc := range m.ToolCalls {
-			calls[tc.ID] = tc.Name
-		}
-		if m.Role == "tool" {
-			if _, ok := calls[m.ToolCallID]; !ok {
-				t.Fatalf("tool result %q answers no call", m.ToolCallID)
-			}
-			delete(calls, m.ToolCallID)
-		}
-	}
-	if len(calls) > 0 {
-		t.Fatalf("tool calls without a result: %v", calls)
-	}
-}
-
-func hasToolResult(msgs []message, tool string) bool {
-	return slices.ContainsFunc(msgs, func(m message) bool { return m.Role == "tool" && m.Name == tool })
-}
-
-// sseEvent is one Server-Sent Event.
-type sseEvent struct {
-	event string
-	data  string
-}
-
-// str is a top-level string field of the event's JSON data.
-func (e sseEvent) str(field string) string {
-	var m map[string]any
-	_ = json.Unmarshal([]byte(e.data), &m)
-	s, _ := m[field].(string)
-	return s
-}
-
-type sseStream struct {
-	r *bufio.Reader
-}
-
-// sse opens an event stream, which must answer 200, closed with the test.
-func (c *restClient) sse(ctx context.Context, method, path string, body any) *sseStream {
-	c.t.Helper()
-	req := c.request(ctx, method, path, body)
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		c.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
-	}
-	return &sseStream{r: bufio.NewReaderSize(resp.Body, 64<<10)}
-}
-
-// next returns the next event (comments and heartbeats skipped), or an
-// error at the end of the stream.
-func (s *sseStream) next() (sseEvent, error) {
-	var ev sseEvent
-	for {
-		line, err := s.r.ReadString('\n')
-		if err != nil {
-			if err == io.EOF {
-				err = errors.New("end of stream")
-			}
-			return ev, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if ev.event != "" || ev.data != "" {
-				return ev, nil
-			}
-		case strings.HasPrefix(line, "event:"):
-			ev.event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
-		case strings.HasPrefix(line, "data:"):
-			ev.data += strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
-		}
-	}
 }
