@@ -36,6 +36,22 @@ const SCRIPT = {
   turns: [...Array.from({ length: RUNS }, (_, r) => ({ text: replyText(r + 1) })), { text: FINAL_TEXT }, { text: TALL_TEXT }],
 };
 
+/**
+ * How long a streamed reply may take from its message's send to its end
+ * (ms): a wait in the page past it fails, naming what it waited on.
+ */
+const STREAM_MS = 60_000;
+/** The assistant message being streamed. */
+const STREAMING = '[data-testid="message"][data-role="assistant"][data-streaming]';
+
+/** A frame painted while a reply streamed. */
+interface Frame {
+  /** How far (px) the view was from its bottom, or from where it was scrolled to. */
+  px: number;
+  /** Which element the streaming message was, in the order they were seen (0: the first); -1: none was in the DOM. */
+  row: number;
+}
+
 /** How far (px) the message view is from its bottom. */
 function distanceFromBottom(page: import("playwright-core").Page): Promise<number> {
   return page.locator(".messages").evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
@@ -65,12 +81,12 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       await signIn(page, url, users.alice.token);
       await page.goto(`${url}/#/agents/${agentId}/threads/${encodeURIComponent(threadId)}`);
       const list = page.getByTestId("message-list");
-      await expect.poll(() => list.getAttribute("data-count"), { timeout: 60_000 }).toBe(String(MESSAGES));
+      await expect.poll(() => list.getAttribute("data-count"), { timeout: 60_000, message: "the thread opened with all its messages" }).toBe(String(MESSAGES));
 
       // Opened at its bottom, with the last reply in view and few nodes.
       const last = list.getByText(replyText(RUNS), { exact: true });
       await last.waitFor();
-      await expect.poll(() => distanceFromBottom(page)).toBeLessThan(1);
+      await expect.poll(() => distanceFromBottom(page), { message: "the thread opened at its bottom" }).toBeLessThan(1);
       const itemNodes = () => page.locator('[role="listitem"]').count();
       expect(await itemNodes()).toBeGreaterThan(0);
       expect(await itemNodes()).toBeLessThanOrEqual(MAX_ITEM_NODES);
@@ -82,7 +98,7 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       // The rows' action buttons share one tooltip: it names the button under the pointer.
       const copy = page.locator(".msg-with-actions").last().getByTestId("message-copy");
       await copy.hover();
-      await expect.poll(() => page.getByRole("tooltip").textContent()).toBe("Copy message");
+      await expect.poll(() => page.getByRole("tooltip").textContent(), { message: "the tooltip of Copy under the pointer" }).toBe("Copy message");
       if (backend === "local") await screenshot(page, "long-thread-tooltip");
       await page.mouse.move(0, 0);
       await page.getByRole("tooltip").waitFor({ state: "detached" });
@@ -90,10 +106,13 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       // To the top (the scroll lands again as the items there are measured).
       const first = list.getByText(userText(1), { exact: true });
       await expect
-        .poll(async () => {
-          await page.locator(".messages").evaluate((el) => el.scrollTo({ top: 0 }));
-          return first.isVisible();
-        })
+        .poll(
+          async () => {
+            await page.locator(".messages").evaluate((el) => el.scrollTo({ top: 0 }));
+            return first.isVisible();
+          },
+          { message: "the first message in view after a scroll to the top" },
+        )
         .toBe(true);
       expect(await itemNodes()).toBeLessThanOrEqual(MAX_ITEM_NODES);
       expect(await last.count()).toBe(0);
@@ -101,35 +120,52 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       // Back with the control that goes to the newest message.
       await page.getByTestId("scroll-to-bottom").click();
       await last.waitFor();
-      await expect.poll(() => distanceFromBottom(page)).toBeLessThan(1);
+      await expect.poll(() => distanceFromBottom(page), { message: "the view at the bottom after the control that goes there" }).toBeLessThan(1);
       await page.getByTestId("scroll-to-bottom").waitFor({ state: "detached" });
 
       // A message at the end: its reply streams, and the view stays at the bottom while it does.
-      // Every frame while the reply streams, in the page: its distance from the bottom.
+      // Every frame from the send to the reply's end, in the page: the view's
+      // distance from its bottom, and which element the streaming message was
+      // (each frame queries it again: a promise that held one would wait on it
+      // forever once it left the DOM).
       const recorded = page.evaluate(
-        () =>
-          new Promise<number[]>((resolve) => {
-            const out: number[] = [];
-            let seen = false;
+        ({ streaming, lastWord, ms }) =>
+          new Promise<Frame[]>((resolve, reject) => {
+            const frames: Frame[] = [];
+            const seen: Element[] = [];
+            let over = false;
+            const giveUp = setTimeout(() => {
+              over = true;
+              const shown = frames.filter((f) => f.row >= 0).length;
+              reject(new Error(`the streamed reply did not end (its last word "${lastWord}" in a finished message) within ${ms} ms: ${frames.length} frames, ${shown} with the streaming message`));
+            }, ms);
             const frame = () => {
+              if (over) return;
               const el = document.querySelector(".messages")!;
-              const streaming = document.querySelector('[data-testid="message"][data-role="assistant"][data-streaming]');
-              if (streaming) {
-                seen = true;
-                out.push(el.scrollHeight - el.scrollTop - el.clientHeight);
-              } else if (seen) return resolve(out);
+              const msg = document.querySelector(streaming);
+              if (msg && !seen.includes(msg)) seen.push(msg);
+              frames.push({ px: el.scrollHeight - el.scrollTop - el.clientHeight, row: msg ? seen.indexOf(msg) : -1 });
+              const finished = Array.from(document.querySelectorAll('[data-testid="message"][data-role="assistant"]:not([data-streaming])'));
+              if (finished.some((m) => (m.textContent ?? "").split(/\s+/).includes(lastWord))) {
+                clearTimeout(giveUp);
+                return resolve(frames);
+              }
               requestAnimationFrame(frame);
             };
             requestAnimationFrame(frame);
           }),
+        { streaming: STREAMING, lastWord: FINAL_WORDS.at(-1)!, ms: STREAM_MS },
       );
       await send(page, "One more, please.");
-      const distances = await recorded;
+      const frames = await recorded;
       await waitForAnswer(page, FINAL_TEXT);
       await waitForIdle(page);
-      // Frames are few on a loaded machine: a handful still shows the view kept at the bottom.
-      expect(distances.length).toBeGreaterThan(2);
-      expect(Math.max(...distances)).toBeLessThan(80);
+      const streamed = frames.slice(frames.findIndex((f) => f.row >= 0), frames.findLastIndex((f) => f.row >= 0) + 1);
+      expect(streamed.length, "frames painted while the reply streamed").toBeGreaterThan(10);
+      // One element from the first token to the last: a row taken out of the
+      // DOM or mounted again mid-stream loses its measured size.
+      expect(streamed.filter((f) => f.row !== 0), "frames whose streaming message was another element, or none").toEqual([]);
+      expect(Math.max(...streamed.map((f) => f.px)), "the view's greatest distance from its bottom while the reply streamed").toBeLessThan(80);
       expect(await distanceFromBottom(page)).toBeLessThan(1);
       expect(words(await page.getByTestId("message").last().textContent())).toContain(FINAL_WORDS.at(-1));
       expect(await page.getByTestId("scroll-to-bottom").count()).toBe(0);
@@ -139,29 +175,59 @@ describe.each(suites)("on the $backend backend", ({ url, backend }) => {
       // A scroll up made in the frame a streamed token grows the reply (taller
       // than the view, so it starts above it) is the reader's: the list's size
       // correction, written from the position before that scroll, does not
-      // undo it. The scroll is written from an animation frame after a
-      // token's change, before the frame's resize observations, as a wheel
-      // turn's would land.
-      const scrolledTo = page.evaluate(
-        () =>
-          new Promise<number>((resolve) => {
+      // undo it, and the view stays there until the reply has ended. The
+      // scroll is written from an animation frame after a token's change,
+      // before the frame's resize observations, as a wheel turn's would land.
+      // Every frame from the scroll to the run's end (Stop gone), in the page:
+      // how far the view moved from where it was scrolled to, and which
+      // element the streaming message was.
+      const afterScroll = page.evaluate(
+        ({ streaming, ms }) =>
+          new Promise<Frame[]>((resolve, reject) => {
             const el = document.querySelector(".messages")!;
-            const seen = new MutationObserver(() => {
-              const msg = document.querySelector('[data-testid="message"][data-role="assistant"][data-streaming]');
+            const frames: Frame[] = [];
+            let waitingFor = "the tall reply streamed 1,200 px tall";
+            let over = false;
+            const giveUp = setTimeout(() => {
+              over = true;
+              tall.disconnect();
+              reject(new Error(`${waitingFor}: not within ${ms} ms (${frames.length} frames since the scroll)`));
+            }, ms);
+            const tall = new MutationObserver(() => {
+              const msg = document.querySelector(streaming);
               if (!msg || msg.getBoundingClientRect().height < 1200) return;
-              seen.disconnect();
+              tall.disconnect();
               requestAnimationFrame(() => {
+                if (over) return;
                 el.scrollTop -= 600;
                 const wanted = el.scrollTop;
-                // Two frames on: the scroll's event and the token's measure are handled.
-                requestAnimationFrame(() => requestAnimationFrame(() => resolve(el.scrollTop - wanted)));
+                waitingFor = "the tall reply's run ended (Stop gone) after the view was scrolled up";
+                // Compared with, not waited on.
+                const seen: Element[] = [msg];
+                const frame = () => {
+                  if (over) return;
+                  if (!document.querySelector('[data-testid="chat-stop"]')) {
+                    clearTimeout(giveUp);
+                    return resolve(frames);
+                  }
+                  const now = document.querySelector(streaming);
+                  if (now && !seen.includes(now)) seen.push(now);
+                  frames.push({ px: el.scrollTop - wanted, row: now ? seen.indexOf(now) : -1 });
+                  requestAnimationFrame(frame);
+                };
+                requestAnimationFrame(frame);
               });
             });
-            seen.observe(el, { subtree: true, childList: true, characterData: true });
+            tall.observe(el, { subtree: true, childList: true, characterData: true });
           }),
+        { streaming: STREAMING, ms: STREAM_MS },
       );
       await send(page, "And a tall one.");
-      expect(await scrolledTo).toBeLessThan(1);
+      const after = await afterScroll;
+      // The reply went on for many frames after the scroll (1,200 px of its more than 10,000).
+      expect(after.length, "frames painted after the scroll up while the reply streamed").toBeGreaterThan(10);
+      expect(Math.max(...after.map((f) => Math.abs(f.px))), "how far the view moved from where it was scrolled to, until the reply ended").toBeLessThan(1);
+      expect(after.filter((f) => f.row !== 0), "frames whose streaming message was another element, or none").toEqual([]);
       await waitForIdle(page);
       await page.locator(".messages").evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
       await list.getByText(TALL_WORDS.at(-1)!, { exact: true }).waitFor();

@@ -69,14 +69,22 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
   // An item not measured yet is taken to be as tall as the last one of its
   // kind: each item measured at another height than guessed moves the ones
   // below it, and while the view scrolls up, the view too, and the
-  // virtualizer lays out the items below again for each one.
+  // virtualizer lays out the items below again for each one. Only an item's
+  // first size, once it is whole, is taken as its kind's: a new size is the
+  // estimate of every item of the kind not measured yet, all at once (a
+  // long thread has thousands above the view). Taken from a reply as it
+  // streams, each line it grew made every one of them a line taller: the
+  // rows rendered jumped away from the bottom and back, unmounting the
+  // streaming one, and the view lost its place.
   const measuredByKind = useRef(new Map<ChatItem["kind"], number>());
   const estimateSize = useCallback((i: number) => measuredByKind.current.get(items[i]!.kind) ?? ESTIMATED_ITEM_PX, [items]);
   const measure = useCallback(
     (el: Element, entry: ResizeObserverEntry | undefined, v: Virtualizer<HTMLDivElement, Element>) => {
-      const size = measureElement(el, entry, v);
       const it = items[v.indexFromElement(el)];
-      if (it && size > 0) measuredByKind.current.set(it.kind, size);
+      // Read before the virtualizer stores the size returned.
+      const first = it !== undefined && !v.itemSizeCache.has(it.key);
+      const size = measureElement(el, entry, v);
+      if (it && first && size > 0 && !streams(it)) measuredByKind.current.set(it.kind, size);
       return size;
     },
     [items],
@@ -202,6 +210,11 @@ export const MessageList = forwardRef(function MessageList({ threadId, items, he
     </div>
   );
 });
+
+/** streams says whether the item is a message or thought still streamed: its size is that of a part of it. */
+function streams(it: ChatItem): boolean {
+  return (it.kind === "assistant" || it.kind === "thought") && it.streaming;
+}
 
 /** The view's size, as if laid out when it is not (so that it still shows a screenful). */
 function observeViewRect(v: Virtualizer<HTMLDivElement, Element>, cb: (r: { width: number; height: number }) => void) {
