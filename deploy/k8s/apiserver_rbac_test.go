@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,7 +40,10 @@ var sandboxAccess = []struct {
 	{"create", "rbac.authorization.k8s.io", "roles", "", "", false},
 	{"create", "rbac.authorization.k8s.io", "rolebindings", "", "", false},
 	{"create", "", "configmaps", "", "", true},
+	{"list", "", "configmaps", "", "", true},
+	{"delete", "", "configmaps", "", "", true},
 	{"update", "", "configmaps", "", "", false},
+	{"get", "", "configmaps", "", "", false},
 	{"create", "", "configmaps", "", "wick", false},
 	{"get", "", "secrets", "", "wick", false},
 	{"create", "", "pods", "portforward", "wick", false},
@@ -106,6 +110,21 @@ func checkSandboxServiceRBAC(t *testing.T, ctx context.Context, admin *rest.Conf
 				t.Errorf("delete ConfigMap %s: %v", skills.ConfigMap, err)
 			}
 		}()
+	}
+	// An earlier library version no pod mounts is removed; the current one
+	// stays.
+	if skills != nil {
+		if err := os.WriteFile(filepath.Join(library, "SKILL.md"), []byte("# the skill, edited\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		newer, err := kc.EnsureSkills(ctx, library)
+		if err != nil {
+			t.Errorf("%s: as %s, a second version of the skills library: %v", dir, user, err)
+		} else if deleted, err := kc.PruneSkills(ctx, newer.ConfigMap, 0); err != nil || !slices.Equal(deleted, []string{skills.ConfigMap}) {
+			t.Errorf("%s: as %s, prune the skills libraries but %s: deleted %v, %v; want %s", dir, user, newer.ConfigMap, deleted, err, skills.ConfigMap)
+		} else {
+			skills = newer // deleted at the end
+		}
 	}
 	for _, network := range []string{"none", "bridge"} {
 		s := kubebox.Spec{

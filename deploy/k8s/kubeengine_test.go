@@ -31,7 +31,7 @@ var sandboxRules = map[string][]string{
 	"/persistentvolumeclaims":           {"create", "delete", "get", "list", "patch"},
 	"/secrets":                          {"create", "delete", "get", "patch", "update"},
 	"networking.k8s.io/networkpolicies": {"create", "delete", "get", "patch", "update"},
-	"/configmaps":                       {"create"},
+	"/configmaps":                       {"create", "delete", "list"},
 }
 
 // sandboxNamespaceKinds are the kinds of the manifests that live in the

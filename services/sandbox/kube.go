@@ -244,6 +244,7 @@ func (s *Service) adoptKube(ctx context.Context) {
 	if err := s.kube.RemoveWarm(ctx); err != nil {
 		s.log.Warn("remove warm sandbox pods left behind", "err", err)
 	}
+	s.pruneKubeSkills(ctx)
 	pods, err := s.kube.Pods(ctx)
 	if err != nil {
 		s.log.Warn("list sandbox pods", "err", err)
@@ -434,5 +435,31 @@ func (s *Service) serveKubeEndpoints(b *box) {
 	}
 	if s.relaysTraces(set) {
 		serve(traceTunnel, "", tracerelay.Handler(s.traceRelay))
+	}
+}
+
+// skillsPruneAge is how old an unused skills library's ConfigMap must be
+// before a starting service deletes it: a replica that has just made one
+// may not have made the pod that mounts it yet.
+const skillsPruneAge = time.Hour
+
+// pruneKubeSkills deletes the ConfigMaps of skills libraries no sandbox
+// pod mounts any more, keeping this service's own version.
+func (s *Service) pruneKubeSkills(ctx context.Context) {
+	keep := ""
+	if s.skillsDir != "" {
+		sk, err := s.kubeSkills(ctx)
+		if err != nil {
+			s.log.Warn("skills library for sandbox pods", "err", err)
+			return
+		}
+		keep = sk.ConfigMap
+	}
+	deleted, err := s.kube.PruneSkills(ctx, keep, skillsPruneAge)
+	if err != nil {
+		s.log.Warn("remove unused skills libraries", "err", err)
+	}
+	if len(deleted) > 0 {
+		s.log.Info("removed unused skills libraries", "configmaps", deleted)
 	}
 }

@@ -10,11 +10,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// skillsPrefix begins the name of every skills library's ConfigMap.
+const skillsPrefix = "wick-skills-"
 
 // MaxSkillsBytes bounds the skills library a pod can get: it travels as one
 // ConfigMap, which the API server keeps under 1 MiB.
@@ -66,7 +71,7 @@ func (c *Client) EnsureSkills(ctx context.Context, dir string) (*Skills, error) 
 		fmt.Fprintf(h, "%s\x00%o\x00%d\x00", f.rel, f.mode, len(f.data))
 		h.Write(f.data)
 	}
-	name := "wick-skills-" + hex.EncodeToString(h.Sum(nil))[:16]
+	name := skillsPrefix + hex.EncodeToString(h.Sum(nil))[:16]
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.cfg.Namespace,
 		Labels: map[string]string{LabelManagedBy: ManagedBy}}, BinaryData: map[string][]byte{}}
 	sk := &Skills{ConfigMap: name}
@@ -84,4 +89,42 @@ func (c *Client) EnsureSkills(ctx context.Context, dir string) (*Skills, error) 
 		return nil, fmt.Errorf("skills library: create config map %s: %w", name, err)
 	}
 	return sk, nil
+}
+
+// PruneSkills deletes the skills ConfigMaps of earlier library versions:
+// those no pod of the namespace mounts (whichever service made the pod),
+// other than keep, and older than minAge, so a version another replica has
+// just made for a pod it is about to create stays. It returns the names
+// deleted.
+func (c *Client) PruneSkills(ctx context.Context, keep string, minAge time.Duration) ([]string, error) {
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
+	cms, err := c.cs.CoreV1().ConfigMaps(c.cfg.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list skills libraries: %w", err)
+	}
+	pods, err := c.cs.CoreV1().Pods(c.cfg.Namespace).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list sandbox pods: %w", err)
+	}
+	used := map[string]bool{keep: true}
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if v.ConfigMap != nil {
+				used[v.ConfigMap.Name] = true
+			}
+		}
+	}
+	var deleted []string
+	for _, cm := range cms.Items {
+		if !strings.HasPrefix(cm.Name, skillsPrefix) || used[cm.Name] || time.Since(cm.CreationTimestamp.Time) < minAge {
+			continue
+		}
+		err := c.cs.CoreV1().ConfigMaps(c.cfg.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &cm.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return deleted, fmt.Errorf("delete skills library %s: %w", cm.Name, err)
+		}
+		deleted = append(deleted, cm.Name)
+	}
+	return deleted, nil
 }
