@@ -153,6 +153,14 @@ describe("applyEvents", () => {
     expect(tools(other)).toEqual(tools(s));
   });
 
+  it("ends every reply of a run with the run, also one an event of its own interrupted mid-stream", () => {
+    const failed: WickEvent = { ...base, id: id(2), event: "on_mcp_server_error", data: { server: "bad", error: "exited" } };
+    const s = applyEvents(emptyChat, [start(), delta(1, "Hel"), failed, delta(3, "lo"), done(4)], 1000);
+    const replies = s.items.filter((it): it is AssistantItem => it.kind === "assistant");
+    expect(replies.map((it) => it.text)).toEqual(["Hel", "lo"]);
+    expect(replies.map((it) => it.streaming)).toEqual([false, false]);
+  });
+
   it("keeps a tool's display title beside its name", () => {
     const titled: WickEvent = { ...base, id: id(2), name: "execute", event: "on_tool_start", data: { tool_call_id: "c1", args: { command: "ls" }, title: "`ls`" } };
     const cards = tools(applyEvents(emptyChat, [start(), titled, toolStart(3, "c2")], 1000));

@@ -622,7 +622,13 @@ function endStreaming(s: ChatState, runId: string): ChatState {
 }
 
 function endRun(s: ChatState, runId: string, patch: Partial<RunInfo>, now: number): ChatState {
-  s = endStreaming(s, runId);
+  // Every message of the run still streamed ends with it, not only the last
+  // item: an event that adds an item of its own mid-stream (an unknown one,
+  // an MCP server's error) leaves the reply before it marked as streaming.
+  const streamed = (it: ChatItem) => (it.kind === "assistant" || it.kind === "thought") && it.runId === runId && it.streaming;
+  if (s.items.some(streamed)) {
+    s = { ...s, items: s.items.map((it) => (streamed(it) ? { ...(it as AssistantItem | ThoughtItem), streaming: false } : it)) };
+  }
   s = resolveInterrupts(s, runId);
   const open = (it: ChatItem) => it.kind === "tool" && it.runId === runId && (it.state === "running" || it.state === "waiting");
   if (s.items.some(open)) {
