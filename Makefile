@@ -69,7 +69,7 @@ test: test-deps ## run every test (Go with the race detector, the TypeScript SDK
 # A real single-node cluster built on this machine (deploy/k8s/internal/cluster):
 # root only, minutes cold; not part of `make test` (docs/deploy.md#a-real-single-node-cluster).
 # It skips when the machine cannot run it; WICK_TEST_K8S=1 makes that a failure.
-test-k8s: ## run pods, the sandbox service's pods and the whole of overlays/dev with a conversation on a real single-node Kubernetes cluster built here (root)
+test-k8s: ## run pods, the sandbox service's pods (their NetworkPolicies enforced by kube-router) and the whole of overlays/dev with a conversation on a real single-node Kubernetes cluster built here (root)
 	./scripts/test-deps.sh k8s
 	@# The tests run the images `make images` tags: the suite's are built from this tree every time (no UI;
 	@# under a minute warm), so a test never proves an older build.

@@ -36,13 +36,14 @@ pinned() { # name module package [ldflags]
 
 # `test-deps.sh k8s` installs only what `make test-k8s` needs on top (its
 # single-node cluster: containerd, runc, the CNI plugins, iproute2, iptables,
-# nsenter; redis-server, whose binaries the overlays/dev test packs as the
-# redis image) and builds the kubelet, controller-manager, scheduler and
-# kube-proxy from tools/kube and CoreDNS from tools/coredns; `make test`
-# never pays for them.
+# ipset, nsenter; redis-server, whose binaries the overlays/dev test packs as
+# the redis image) and builds the kubelet, controller-manager, scheduler and
+# kube-proxy from tools/kube, CoreDNS from tools/coredns and kube-router (the
+# cluster's NetworkPolicy enforcer) from tools/kuberouter; `make test` never
+# pays for them.
 if [ "${1:-}" = k8s ]; then
   k8s_need=()
-  for p in etcd-server containerd runc containernetworking-plugins iproute2 iptables util-linux busybox-static redis-server; do
+  for p in etcd-server containerd runc containernetworking-plugins iproute2 iptables ipset util-linux busybox-static redis-server; do
     dpkg -s "$p" >/dev/null 2>&1 || k8s_need+=("$p")
   done
   if [ ${#k8s_need[@]} -gt 0 ]; then
@@ -62,6 +63,10 @@ if [ "${1:-}" = k8s ]; then
     pinned "$p" tools/kube "k8s.io/kubernetes/cmd/$p" "-X k8s.io/component-base/version.gitVersion=$kube_version"
   done
   pinned coredns tools/coredns github.com/wick-agent/wick/tools/coredns
+  pinned kube-router tools/kuberouter github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+  # kube-router sees the traffic between pods on the node's bridge through
+  # br_netfilter, a module only the host can load.
+  [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ] || log "br_netfilter is not loaded; the cluster needs it (modprobe br_netfilter)"
   log "ready for the single-node cluster: $(containerd --version | cut -d' ' -f3), runc $(runc --version | sed -n 's/^runc version //p'), CNI plugins in /usr/lib/cni"
   exit 0
 fi

@@ -1,8 +1,9 @@
 // Package cluster starts a real single-node Kubernetes cluster for tests:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a private
-// containerd, a kubelet, kube-proxy and CoreDNS, with the node and its pods
-// in a network namespace of their own, and removes every trace of it from the host when
-// the test ends, also after a failure and after a run that was killed.
+// containerd, a kubelet, kube-proxy, CoreDNS and kube-router enforcing
+// NetworkPolicy, with the node and its pods in a network namespace of their
+// own, and removes every trace of it from the host when the test ends, also
+// after a failure and after a run that was killed.
 package cluster
 
 import (
@@ -71,11 +72,12 @@ func pin(name string) testenv.Pinned {
 		LDFlags: "-X k8s.io/component-base/version.gitVersion=" + KubeVersion}
 }
 
-// Pins are the programs the cluster builds from tools/kube and tools/coredns
-// (cold: minutes), kube-apiserver first (the manifest test of deploy/k8s runs
-// it alone).
+// Pins are the programs the cluster builds from tools/kube, tools/coredns
+// and tools/kuberouter (cold: minutes), kube-apiserver first (the manifest
+// test of deploy/k8s runs it alone).
 var Pins = []testenv.Pinned{pin("kube-apiserver"), pin("kube-controller-manager"), pin("kube-scheduler"), pin("kubelet"), pin("kube-proxy"),
-	{Name: "coredns", Module: "tools/coredns", Package: "github.com/wick-agent/wick/tools/coredns"}}
+	{Name: "coredns", Module: "tools/coredns", Package: "github.com/wick-agent/wick/tools/coredns"},
+	{Name: "kube-router", Module: "tools/kuberouter", Package: "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"}}
 
 // Cluster is a running single-node cluster.
 type Cluster struct {
@@ -126,7 +128,7 @@ func Require(t testing.TB) {
 		Unavailable(t, "no cgroup v1 memory hierarchy at %s: the cluster is set up for cgroup v1 (%v)", cgroupRoot, err)
 	}
 	var missing []string
-	for _, bin := range []string{"etcd", "containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "nsenter", "iptables"} {
+	for _, bin := range []string{"etcd", "containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "nsenter", "iptables", "ipset"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			missing = append(missing, bin)
 		}
@@ -136,8 +138,13 @@ func Require(t testing.TB) {
 			missing = append(missing, cniSource+"/"+p)
 		}
 	}
+	// kube-router's rules see the traffic between pods on one bridge only
+	// through br_netfilter, a module only the host can load.
+	if _, err := os.Stat("/proc/sys/" + bridgeNFCall); err != nil {
+		missing = append(missing, "br_netfilter (modprobe br_netfilter)")
+	}
 	if len(missing) > 0 {
-		Unavailable(t, "missing %s (Debian: etcd-server containerd runc iproute2 util-linux iptables containernetworking-plugins; scripts/test-deps.sh k8s installs them)", strings.Join(missing, ", "))
+		Unavailable(t, "missing %s (Debian: etcd-server containerd runc iproute2 util-linux iptables ipset containernetworking-plugins; scripts/test-deps.sh k8s installs them)", strings.Join(missing, ", "))
 	}
 }
 
@@ -246,7 +253,8 @@ func Start(t *testing.T) *Cluster {
 	c.startKubelet(t, p, bins["kubelet"])
 	c.waitNodeReady(t)
 	c.startKubeProxy(t, p, bins["kube-proxy"])
-	c.startDNS(t, p, bins["coredns"])
+	c.startNetworkPolicy(t, p, bins["kube-router"])
+	c.startDNS(t, bins["coredns"])
 
 	// First of the cleanups: pods end as the kubelet ends them, so their
 	// sandboxes, network namespaces and mounts go through the real path;

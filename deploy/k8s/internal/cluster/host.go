@@ -27,9 +27,16 @@ const Prefix = "wick-kcluster-"
 // cgroups, and nothing else.
 var runName = regexp.MustCompile("^" + regexp.QuoteMeta(Prefix) + "[0-9a-f]{6}$")
 
+// bridgeNFCall makes bridged IPv4 traffic pass iptables, where kube-router
+// enforces NetworkPolicy between pods on the node's bridge. The cluster sets
+// it in the node's network namespace; kernels before 5.3 have one value for
+// the whole host, which is why it is restored with the kubelet's.
+const bridgeNFCall = "net/bridge/bridge-nf-call-iptables"
+
 // kubeletSysctls are the kernel settings the kubelet sets when it starts
-// (protectKernelDefaults off); they are global, so the cluster restores them.
-var kubeletSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"}
+// (protectKernelDefaults off), and bridgeNFCall; they are global, so the
+// cluster restores them.
+var kubeletSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops", bridgeNFCall}
 
 // cgroupRoot is where the cgroup v1 hierarchies are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
