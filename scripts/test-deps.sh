@@ -121,6 +121,22 @@ if command -v go >/dev/null 2>&1; then
   pinned kube-apiserver tools/kube k8s.io/kubernetes/cmd/kube-apiserver \
     "-X k8s.io/component-base/version.gitVersion=$kube_version"
   pinned jaeger tools/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+  # e2e's TestConsumer builds programs that `go get` the suite and its Go SDK
+  # offline, from a proxy directory and the module cache's downloads: every
+  # module of their own builds must be there. The workspace selects newer
+  # versions of some than the root module's go.mod does, so building here
+  # does not download those. Once per pair of go.sum files.
+  root=$(cd "$(dirname "$0")/.." && pwd)
+  stamp="${XDG_CACHE_HOME:-$HOME/.cache}/wick-testenv/consumer-modules-$(cat "$root/go.sum" "$root/sdk/go/go.sum" | sha256sum | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    log "downloading the modules of the suite's and the Go SDK's own builds (once per go.sum)"
+    for m in . sdk/go; do
+      # What `go mod tidy` needs is what a consumer's tidy needs; -diff
+      # changes no file (and says when the module is not tidy).
+      (cd "$root/$m" && GOWORK=off go mod tidy -diff >&2) || log "$m: go.mod and go.sum are not tidy (see the diff above)"
+    done
+    mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+  fi
 fi
 
 docker_up() { docker version --format '{{.Server.APIVersion}}' >/dev/null 2>&1; }

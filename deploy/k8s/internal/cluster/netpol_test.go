@@ -6,31 +6,20 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 
 	"github.com/wick-agent/wick/deploy/k8s/internal/cluster"
 	sandboxv1 "github.com/wick-agent/wick/gen/wick/sandbox/v1"
 	"github.com/wick-agent/wick/platform/backend"
-	"github.com/wick-agent/wick/platform/identity"
-	"github.com/wick-agent/wick/platform/testenv"
 	"github.com/wick-agent/wick/services/sandbox"
-	"github.com/wick-agent/wick/services/sandbox/kubebox"
-	"github.com/wick-agent/wick/services/sandbox/sandboximage"
 )
 
 // probeNS holds the policy test's target and its control probes: no
@@ -60,26 +49,9 @@ func TestSandboxNetworkPolicy(t *testing.T) {
 	if err := exec.Command("docker", "image", "inspect", runtimeImage).Run(); err != nil {
 		cluster.Unavailable(t, "the runtime image %s is not on the Docker engine (make images)", runtimeImage)
 	}
-	daemonBin, wickfsBin, err := sandboximage.Binaries(t.Context(), testenv.RepoRoot(t), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := cluster.Start(t)
 	ctx := t.Context()
-	var files []cluster.File
-	for _, b := range []struct{ src, name string }{{daemonBin, "wick-daemon"}, {wickfsBin, "wickfs"}} {
-		data, err := os.ReadFile(b.src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, cluster.File{Path: "/usr/local/bin/" + b.name, Mode: 0o755, Data: data})
-	}
-	if err := c.ImportImage(cluster.Image{Name: daemonImage, Files: files, Entrypoint: []string{"/usr/local/bin/wick-daemon"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.ImportDockerImage(runtimeImage); err != nil {
-		t.Fatal(err)
-	}
+	importSandboxImages(t, c, runtimeImage)
 
 	// The target, and the control: a pod without a policy reaches it.
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNS}}, metav1.CreateOptions{}); err != nil {
@@ -93,28 +65,8 @@ func TestSandboxNetworkPolicy(t *testing.T) {
 
 	restrictedNamespace(t, c, sandboxNS)
 	asService := sandboxServiceRole(t, c)
-	for i := range 2 {
-		dir := filepath.Join(c.Dir, fmt.Sprintf("pv-%d", i))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(dir, 1000, 1000); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("wick-test-pv-%d", i)},
-			Spec: corev1.PersistentVolumeSpec{
-				StorageClassName:              storageClass,
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
-			},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cli := serveBridgeSandboxes(t, asService)
+	workspaceVolumes(t, c, 2)
+	cli, _ := startSandboxService(t, asService, sandbox.Config{StateDir: t.TempDir(), AllowBridge: true})
 
 	cases := []struct {
 		agent, network string
@@ -248,81 +200,4 @@ func controlProbe(t *testing.T, c *cluster.Cluster, image, name, addr string) (s
 		t.Fatalf("logs of %s: %v", name, err)
 	}
 	return string(b), strings.HasPrefix(string(b), "connected")
-}
-
-// sandboxServiceRole creates the Role and RoleBinding overlays/prod gives
-// the sandbox service and returns a configuration that acts as its account.
-func sandboxServiceRole(t *testing.T, c *cluster.Cluster) *rest.Config {
-	t.Helper()
-	ctx := t.Context()
-	var asService *rest.Config
-	for _, o := range renderOverlay(t, "prod") {
-		if o.GetNamespace() != sandboxNS || o.GetName() != "wick-sandbox" {
-			continue
-		}
-		switch o.GetKind() {
-		case "Role":
-			var r rbacv1.Role
-			fromUnstructured(t, o, &r)
-			if _, err := c.Client.RbacV1().Roles(sandboxNS).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		case "RoleBinding":
-			var rb rbacv1.RoleBinding
-			fromUnstructured(t, o, &rb)
-			if _, err := c.Client.RbacV1().RoleBindings(sandboxNS).Create(ctx, &rb, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			asService = rest.CopyConfig(c.Config)
-			asService.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + rb.Subjects[0].Namespace + ":" + rb.Subjects[0].Name}
-		}
-	}
-	if asService == nil {
-		t.Fatal("overlays/prod binds no Role wick-sandbox in " + sandboxNS)
-	}
-	return asService
-}
-
-// serveBridgeSandboxes serves a sandbox service with the Kubernetes engine
-// that lets specs ask for network "bridge", every call as user alice.
-func serveBridgeSandboxes(t *testing.T, rc *rest.Config) sandboxv1.SandboxServiceClient {
-	t.Helper()
-	kc, err := kubebox.New(rc, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
-		RunAs: kubebox.RunAs{UID: 1000, GID: 1000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sandbox.New(sandbox.Config{StateDir: t.TempDir(), ManagerID: sandboxManager, DefaultType: backend.Docker,
-		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, AllowBridge: true}, sandbox.WithKubernetes(kc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	asAlice := func(ctx context.Context) context.Context { return identity.WithUser(ctx, "alice") }
-	srv := grpc.NewServer(
-		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			return h(asAlice(ctx), req)
-		}),
-		grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			return h(srv, &userStream{ServerStream: ss, ctx: asAlice(ss.Context())})
-		}))
-	svc.Register(srv)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		srv.Stop()
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := svc.Close(cctx); err != nil {
-			t.Errorf("close the sandbox service: %v", err)
-		}
-	})
-	return sandboxv1.NewSandboxServiceClient(conn)
 }

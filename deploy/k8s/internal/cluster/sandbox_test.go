@@ -72,81 +72,14 @@ func TestSandboxPods(t *testing.T) {
 	if err := exec.Command("docker", "image", "inspect", runtimeImage).Run(); err != nil {
 		cluster.Unavailable(t, "the runtime image %s is not on the Docker engine (make images)", runtimeImage)
 	}
-	binDir := t.TempDir()
-	daemonBin, wickfsBin, err := sandboximage.Binaries(t.Context(), testenv.RepoRoot(t), binDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := cluster.Start(t)
 	ctx := t.Context()
-
-	files := []cluster.File{}
-	for _, b := range []struct{ src, name string }{{daemonBin, "wick-daemon"}, {wickfsBin, "wickfs"}} {
-		data, err := os.ReadFile(b.src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, cluster.File{Path: "/usr/local/bin/" + b.name, Mode: 0o755, Data: data})
-	}
-	if err := c.ImportImage(cluster.Image{Name: daemonImage, Files: files, Entrypoint: []string{"/usr/local/bin/wick-daemon"}}); err != nil {
-		t.Fatal(err)
-	}
-	importStart := time.Now()
-	if err := c.ImportDockerImage(runtimeImage); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("imported %s in %s", runtimeImage, time.Since(importStart).Round(time.Millisecond))
+	importSandboxImages(t, c, runtimeImage)
 
 	restrictedNamespace(t, c, sandboxNS)
 	// The service acts with the rights overlays/prod gives it, no more.
-	var asService *rest.Config
-	for _, o := range renderOverlay(t, "prod") {
-		if o.GetNamespace() != sandboxNS || o.GetName() != "wick-sandbox" {
-			continue
-		}
-		switch o.GetKind() {
-		case "Role":
-			var r rbacv1.Role
-			fromUnstructured(t, o, &r)
-			if _, err := c.Client.RbacV1().Roles(sandboxNS).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		case "RoleBinding":
-			var rb rbacv1.RoleBinding
-			fromUnstructured(t, o, &rb)
-			if _, err := c.Client.RbacV1().RoleBindings(sandboxNS).Create(ctx, &rb, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			asService = rest.CopyConfig(c.Config)
-			asService.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + rb.Subjects[0].Namespace + ":" + rb.Subjects[0].Name}
-		}
-	}
-	if asService == nil {
-		t.Fatal("overlays/prod binds no Role wick-sandbox in " + sandboxNS)
-	}
-	// Two volumes a provisioner would make: host directories owned by the
-	// sandboxes' user, bound to claims of the test's storage class.
-	for i := range 5 {
-		dir := filepath.Join(c.Dir, fmt.Sprintf("pv-%d", i))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(dir, 1000, 1000); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("wick-test-pv-%d", i)},
-			Spec: corev1.PersistentVolumeSpec{
-				StorageClassName:              storageClass,
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
-				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
-			},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	asService := sandboxServiceRole(t, c)
+	workspaceVolumes(t, c, 5)
 
 	// The model endpoint's upstream (the LLM gateway's HTTP API) and two
 	// destinations of the egress proxy, all in this process: the sandbox
@@ -161,7 +94,8 @@ func TestSandboxPods(t *testing.T) {
 	}
 
 	stateDir := t.TempDir()
-	cli, stop := startSandboxService(t, asService, stateDir, 0, bound, withEndpoints...)
+	withBound := sandbox.Config{StateDir: stateDir, BuiltinSkills: true, EgressAllow: bound}
+	cli, stop := startSandboxService(t, asService, withBound, withEndpoints...)
 	uctx := context.Background()
 
 	begin := time.Now()
@@ -270,7 +204,7 @@ func TestSandboxPods(t *testing.T) {
 
 	// A restarted service adopts the running pod.
 	stop()
-	cli, stop = startSandboxService(t, asService, stateDir, 0, bound, withEndpoints...)
+	cli, stop = startSandboxService(t, asService, withBound, withEndpoints...)
 	got, err := cli.GetSandbox(uctx, &sandboxv1.GetSandboxRequest{AgentId: sandboxAgent})
 	if err != nil || got.GetSandbox().GetState() != "running" || got.GetSandbox().GetContainerId() != string(pod.UID) {
 		t.Fatalf("after a restart of the service: %v %v, want pod %s running", got, err, pod.UID)
@@ -307,7 +241,7 @@ func TestSandboxPods(t *testing.T) {
 		t.Errorf("no span of a pod's wick-daemon reached the service's exporter: %v", err)
 	}
 	stop()
-	cli, stop = startSandboxService(t, asService, stateDir, 0, bound, withEndpoints...)
+	cli, stop = startSandboxService(t, asService, withBound, withEndpoints...)
 	if out := runAs(t, cli, endpointsAgent, callModel); !strings.Contains(out, `"model":"fake"`) {
 		t.Errorf("the model endpoint after a restart of the service: %q", out)
 	}
@@ -322,7 +256,7 @@ func TestSandboxPods(t *testing.T) {
 	// and gets the sandbox's key; the pool makes another.
 	stop()
 	reg := prometheus.NewRegistry()
-	cli, stop = startSandboxService(t, asService, stateDir, 1, nil, sandbox.WithMetrics(reg))
+	cli, stop = startSandboxService(t, asService, sandbox.Config{StateDir: stateDir, BuiltinSkills: true, WarmPool: 1}, sandbox.WithMetrics(reg))
 	waitWarmReady(t, reg)
 	warm := waitWarmPod(t, c, "")
 	begin = time.Now()
@@ -554,17 +488,18 @@ func waitWarmPod(t *testing.T, c *cluster.Cluster, not string) *corev1.Pod {
 }
 
 // startSandboxService serves a sandbox service with the Kubernetes engine,
-// acting on the API server as rc says, over real gRPC on loopback, every
-// call as user alice; stop closes it.
-func startSandboxService(t *testing.T, rc *rest.Config, stateDir string, warmPool int, egressBound []string, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
+// acting on the API server as rc says, configured by cfg (the test's
+// manager, engine and images added), over real gRPC on loopback, every call
+// as user alice; stop closes it.
+func startSandboxService(t *testing.T, rc *rest.Config, cfg sandbox.Config, opts ...sandbox.Option) (sandboxv1.SandboxServiceClient, func()) {
 	t.Helper()
 	kc, err := kubebox.New(rc, kubebox.Config{Namespace: sandboxNS, DaemonImage: daemonImage, StorageClass: storageClass,
 		RunAs: kubebox.RunAs{UID: 1000, GID: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sandbox.New(sandbox.Config{StateDir: stateDir, ManagerID: sandboxManager, DefaultType: backend.Docker,
-		DefaultImage: backend.DefaultImage, DaemonStartTimeout: 2 * time.Minute, BuiltinSkills: true, WarmPool: warmPool, EgressAllow: egressBound}, append(opts, sandbox.WithKubernetes(kc))...)
+	cfg.ManagerID, cfg.DefaultType, cfg.DefaultImage, cfg.DaemonStartTimeout = sandboxManager, backend.Docker, backend.DefaultImage, 2*time.Minute
+	svc, err := sandbox.New(cfg, append(opts, sandbox.WithKubernetes(kc))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -704,5 +639,93 @@ func restrictedNamespace(t *testing.T, c *cluster.Cluster, ns string) {
 		return err == nil, nil
 	}); err != nil {
 		t.Fatalf("default ServiceAccount of %s: %v", ns, err)
+	}
+}
+
+// sandboxServiceRole creates the Role and RoleBinding overlays/prod gives
+// the sandbox service and returns a configuration that acts as its account.
+func sandboxServiceRole(t *testing.T, c *cluster.Cluster) *rest.Config {
+	t.Helper()
+	ctx := t.Context()
+	var asService *rest.Config
+	for _, o := range renderOverlay(t, "prod") {
+		if o.GetNamespace() != sandboxNS || o.GetName() != "wick-sandbox" {
+			continue
+		}
+		switch o.GetKind() {
+		case "Role":
+			var r rbacv1.Role
+			fromUnstructured(t, o, &r)
+			if _, err := c.Client.RbacV1().Roles(sandboxNS).Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		case "RoleBinding":
+			var rb rbacv1.RoleBinding
+			fromUnstructured(t, o, &rb)
+			if _, err := c.Client.RbacV1().RoleBindings(sandboxNS).Create(ctx, &rb, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			asService = rest.CopyConfig(c.Config)
+			asService.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + rb.Subjects[0].Namespace + ":" + rb.Subjects[0].Name}
+		}
+	}
+	if asService == nil {
+		t.Fatal("overlays/prod binds no Role wick-sandbox in " + sandboxNS)
+	}
+	return asService
+}
+
+// importSandboxImages puts into the cluster's containerd the sandbox pods'
+// images: the daemon's (wick-daemon and wickfs built from this tree, FROM
+// scratch) and runtimeImage from the Docker engine.
+func importSandboxImages(t *testing.T, c *cluster.Cluster, runtimeImage string) {
+	t.Helper()
+	daemonBin, wickfsBin, err := sandboximage.Binaries(t.Context(), testenv.RepoRoot(t), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []cluster.File
+	for _, b := range []struct{ src, name string }{{daemonBin, "wick-daemon"}, {wickfsBin, "wickfs"}} {
+		data, err := os.ReadFile(b.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, cluster.File{Path: "/usr/local/bin/" + b.name, Mode: 0o755, Data: data})
+	}
+	if err := c.ImportImage(cluster.Image{Name: daemonImage, Files: files, Entrypoint: []string{"/usr/local/bin/wick-daemon"}}); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := c.ImportDockerImage(runtimeImage); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("imported %s in %s", runtimeImage, time.Since(begin).Round(time.Millisecond))
+}
+
+// workspaceVolumes makes n volumes a provisioner would make: host
+// directories owned by the sandboxes' user, bound to claims of the test's
+// storage class.
+func workspaceVolumes(t *testing.T, c *cluster.Cluster, n int) {
+	t.Helper()
+	for i := range n {
+		dir := filepath.Join(c.Dir, fmt.Sprintf("pv-%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Client.CoreV1().PersistentVolumes().Create(t.Context(), &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("wick-test-pv-%d", i)},
+			Spec: corev1.PersistentVolumeSpec{
+				StorageClassName:              storageClass,
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
+				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
