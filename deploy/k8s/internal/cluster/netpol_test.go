@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -46,12 +45,8 @@ const policyBound = time.Minute
 // names from the cluster's DNS.
 func TestSandboxNetworkPolicy(t *testing.T) {
 	runtimeImage := backend.DefaultImage
-	if err := exec.Command("docker", "image", "inspect", runtimeImage).Run(); err != nil {
-		cluster.Unavailable(t, "the runtime image %s is not on the Docker engine (make images)", runtimeImage)
-	}
-	c := cluster.Start(t)
+	c := sandboxCluster(t, runtimeImage)
 	ctx := t.Context()
-	importSandboxImages(t, c, runtimeImage)
 
 	// The target, and the control: a pod without a policy reaches it.
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNS}}, metav1.CreateOptions{}); err != nil {

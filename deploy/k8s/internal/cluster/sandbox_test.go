@@ -69,12 +69,8 @@ const (
 // of `true` through the daemon.
 func TestSandboxPods(t *testing.T) {
 	runtimeImage := backend.DefaultImage
-	if err := exec.Command("docker", "image", "inspect", runtimeImage).Run(); err != nil {
-		cluster.Unavailable(t, "the runtime image %s is not on the Docker engine (make images)", runtimeImage)
-	}
-	c := cluster.Start(t)
+	c := sandboxCluster(t, runtimeImage)
 	ctx := t.Context()
-	importSandboxImages(t, c, runtimeImage)
 
 	restrictedNamespace(t, c, sandboxNS)
 	// The service acts with the rights overlays/prod gives it, no more.
@@ -675,11 +671,15 @@ func sandboxServiceRole(t *testing.T, c *cluster.Cluster) *rest.Config {
 	return asService
 }
 
-// importSandboxImages puts into the cluster's containerd the sandbox pods'
+// sandboxCluster starts a cluster whose containerd has the sandbox pods'
 // images: the daemon's (wick-daemon and wickfs built from this tree, FROM
 // scratch) and runtimeImage from the Docker engine.
-func importSandboxImages(t *testing.T, c *cluster.Cluster, runtimeImage string) {
+func sandboxCluster(t *testing.T, runtimeImage string) *cluster.Cluster {
 	t.Helper()
+	if err := exec.Command("docker", "image", "inspect", runtimeImage).Run(); err != nil {
+		cluster.Unavailable(t, "the runtime image %s is not on the Docker engine (make images)", runtimeImage)
+	}
+	c := cluster.Start(t)
 	daemonBin, wickfsBin, err := sandboximage.Binaries(t.Context(), testenv.RepoRoot(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -700,6 +700,7 @@ func importSandboxImages(t *testing.T, c *cluster.Cluster, runtimeImage string) 
 		t.Fatal(err)
 	}
 	t.Logf("imported %s in %s", runtimeImage, time.Since(begin).Round(time.Millisecond))
+	return c
 }
 
 // workspaceVolumes makes n volumes a provisioner would make: host
