@@ -230,9 +230,7 @@ func (s *Service) serveEndpoints(b *box) error {
 		if !ep.wanted(set) {
 			continue
 		}
-		b.mu.Lock()
-		cur := b.endpoints[ep.name]
-		b.mu.Unlock()
+		cur := b.servedEndpoint(ep.name)
 		if cur != nil && cur.token == set.EndpointToken && cur.srv.Intact() {
 			continue
 		}
@@ -243,12 +241,7 @@ func (s *Service) serveEndpoints(b *box) error {
 		if err != nil {
 			return fmt.Errorf("%s endpoint: %w", ep.name, err)
 		}
-		b.mu.Lock()
-		if b.endpoints == nil {
-			b.endpoints = map[string]*boxEndpoint{}
-		}
-		b.endpoints[ep.name] = &boxEndpoint{srv: srv, token: set.EndpointToken}
-		b.mu.Unlock()
+		b.setEndpoint(ep.name, &boxEndpoint{srv: srv, token: set.EndpointToken})
 	}
 	return s.serveTraceRelay(b, set)
 }
@@ -259,9 +252,7 @@ func (s *Service) serveTraceRelay(b *box, set settings) error {
 	if !s.relaysTraces(set) {
 		return nil
 	}
-	b.mu.Lock()
-	cur := b.endpoints[traceSocket]
-	b.mu.Unlock()
+	cur := b.servedEndpoint(traceSocket)
 	if cur != nil && cur.srv.Intact() {
 		return nil
 	}
@@ -272,12 +263,7 @@ func (s *Service) serveTraceRelay(b *box, set settings) error {
 	if err != nil {
 		return fmt.Errorf("trace relay: %w", err)
 	}
-	b.mu.Lock()
-	if b.endpoints == nil {
-		b.endpoints = map[string]*boxEndpoint{}
-	}
-	b.endpoints[traceSocket] = &boxEndpoint{srv: srv}
-	b.mu.Unlock()
+	b.setEndpoint(traceSocket, &boxEndpoint{srv: srv})
 	return nil
 }
 
@@ -293,12 +279,7 @@ func (s *Service) serveLocalEndpoints(b *box, set settings) (map[string]int, err
 		if err != nil {
 			return nil, fmt.Errorf("%s endpoint: %w", ep.name, err)
 		}
-		b.mu.Lock()
-		if b.endpoints == nil {
-			b.endpoints = map[string]*boxEndpoint{}
-		}
-		b.endpoints[ep.name] = &boxEndpoint{srv: srv, token: set.EndpointToken}
-		b.mu.Unlock()
+		b.setEndpoint(ep.name, &boxEndpoint{srv: srv, token: set.EndpointToken})
 		ports[ep.name] = srv.Port()
 	}
 	return ports, nil
@@ -309,4 +290,21 @@ func (s *Service) serveLocalEndpoints(b *box, set settings) (map[string]int, err
 type boxEndpoint struct {
 	srv   *endpoint.Server
 	token string
+}
+
+// servedEndpoint is the endpoint the box is served under name, nil for none.
+func (b *box) servedEndpoint(name string) *boxEndpoint {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.endpoints[name]
+}
+
+// setEndpoint records the endpoint the box is served under name.
+func (b *box) setEndpoint(name string, e *boxEndpoint) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.endpoints == nil {
+		b.endpoints = map[string]*boxEndpoint{}
+	}
+	b.endpoints[name] = e
 }

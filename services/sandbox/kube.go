@@ -415,18 +415,13 @@ func (s *Service) serveKubeEndpoints(b *box) {
 	}
 	log := s.log.With("agent", b.agent)
 	serve := func(name, token string, h http.Handler) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if cur := b.endpoints[name]; cur != nil {
+		if cur := b.servedEndpoint(name); cur != nil {
 			if cur.token == token {
 				return
 			}
 			_ = cur.srv.Close()
 		}
-		if b.endpoints == nil {
-			b.endpoints = map[string]*boxEndpoint{}
-		}
-		b.endpoints[name] = &boxEndpoint{srv: endpoint.Serve(tunnel.Listen(name, daemon, log), h), token: token}
+		b.setEndpoint(name, &boxEndpoint{srv: endpoint.Serve(tunnel.Listen(name, daemon, log), h), token: token})
 	}
 	for _, ep := range s.endpoints {
 		if ep.wanted(set) {

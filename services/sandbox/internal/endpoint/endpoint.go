@@ -66,9 +66,7 @@ func ListenLoopback(h http.Handler) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("endpoint port: %w", err)
 	}
-	s := &Server{lis: lis}
-	s.serve(h)
-	return s, nil
+	return Serve(lis, h), nil
 }
 
 // Serve serves h on lis, which the Server then owns.
