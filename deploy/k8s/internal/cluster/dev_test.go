@@ -635,23 +635,9 @@ func waitAllReady(t *testing.T, c *cluster.Cluster, ns string, objs []*unstructu
 // serviceEndpointPod is the pod behind a ready endpoint of the Service.
 func serviceEndpointPod(t *testing.T, c *cluster.Cluster, ns, svc string) string {
 	t.Helper()
-	var pod string
-	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
-		if err != nil {
-			return false, nil
-		}
-		for _, s := range l.Items {
-			for _, e := range s.Endpoints {
-				if e.TargetRef != nil && e.TargetRef.Kind == "Pod" && ptr.Deref(e.Conditions.Ready, false) {
-					pod = e.TargetRef.Name
-					return true, nil
-				}
-			}
-		}
-		return false, nil
-	}); err != nil {
-		t.Fatalf("a ready endpoint of the Service %s/%s: %v", ns, svc, err)
+	pod, err := c.ServiceEndpointPod(t.Context(), ns, svc, time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return pod
 }

@@ -143,24 +143,35 @@ func (c *Cluster) startDNS(t *testing.T, bin string) {
 	}
 	// The endpoint slice controller lists the pod once it is ready; then
 	// kube-proxy routes ClusterDNS to it.
-	var last string
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, startTimeout, true, func(ctx context.Context) (bool, error) {
-		l, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + label})
+	if _, err := c.ServiceEndpointPod(ctx, ns, label, startTimeout); err != nil {
+		p, _ := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		t.Fatalf("CoreDNS: %v (pod status %+v)", err, p.Status)
+	}
+}
+
+// ServiceEndpointPod waits until an EndpointSlice of the Service ns/svc
+// lists a ready endpoint that is a pod, and returns the pod's name.
+func (c *Cluster) ServiceEndpointPod(ctx context.Context, ns, svc string, timeout time.Duration) (string, error) {
+	var pod, last string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		l, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
 		for _, sl := range l.Items {
 			for _, e := range sl.Endpoints {
-				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				if e.TargetRef != nil && e.TargetRef.Kind == "Pod" && e.Conditions.Ready != nil && *e.Conditions.Ready {
+					pod = e.TargetRef.Name
 					return true, nil
 				}
 			}
 		}
-		last = fmt.Sprintf("%d slices, no ready endpoint", len(l.Items))
+		last = fmt.Sprintf("%d slices, no ready pod endpoint", len(l.Items))
 		return false, nil
-	}); err != nil {
-		p, _ := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		t.Fatalf("CoreDNS behind the Service %s/%s: %v (last: %s; pod status %+v)", ns, label, err, last, p.Status)
+	})
+	if err != nil {
+		return "", fmt.Errorf("a ready endpoint of the Service %s/%s: %w (last: %s)", ns, svc, err, last)
 	}
+	return pod, nil
 }
