@@ -57,23 +57,20 @@ export function SharedTooltip({ root }: { root: RefObject<HTMLElement | null> })
     const focusOut = (e: FocusEvent) => {
       if (tipTarget(e.target) === shown) hide();
     };
+    // One signal removes every listener when the effect ends.
+    const listeners = new AbortController();
+    const { signal } = listeners;
     // A press closes it, as a button's own tooltip would; a scroll leaves it behind.
-    el.addEventListener("pointerover", over);
-    el.addEventListener("pointerout", out);
-    el.addEventListener("focusin", focusIn);
-    el.addEventListener("focusout", focusOut);
-    el.addEventListener("pointerdown", hide);
-    el.addEventListener("click", hide);
-    el.addEventListener("scroll", hide, true);
+    el.addEventListener("pointerover", over, { signal });
+    el.addEventListener("pointerout", out, { signal });
+    el.addEventListener("focusin", focusIn, { signal });
+    el.addEventListener("focusout", focusOut, { signal });
+    el.addEventListener("pointerdown", hide, { signal });
+    el.addEventListener("click", hide, { signal });
+    el.addEventListener("scroll", hide, { capture: true, signal });
     return () => {
       clearTimeout(timer);
-      el.removeEventListener("pointerover", over);
-      el.removeEventListener("pointerout", out);
-      el.removeEventListener("focusin", focusIn);
-      el.removeEventListener("focusout", focusOut);
-      el.removeEventListener("pointerdown", hide);
-      el.removeEventListener("click", hide);
-      el.removeEventListener("scroll", hide, true);
+      listeners.abort();
     };
   }, [root]);
 
